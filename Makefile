@@ -1,0 +1,36 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both install what is
+# missing (scripts/setup.sh, Debian packages), build, then run.
+BUILD ?= build
+JOBS ?= 2
+FIRMWARE_BUILD := $(BUILD)/firmware-ref-build
+
+.PHONY: all setup build host firmware test demo bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+host: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
+	@cmake --build $(BUILD) -j$(JOBS)
+
+firmware: setup
+	@cmake -S firmware-ref -B $(FIRMWARE_BUILD) -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/firmware-ref/cmake/arm-none-eabi.cmake \
+		-DFIRMWARE_OUTPUT_DIR=$(CURDIR)/$(BUILD)/firmware-ref > $(BUILD).firmware-configure.log 2>&1 \
+		|| (cat $(BUILD).firmware-configure.log; exit 1)
+	@cmake --build $(FIRMWARE_BUILD) -j$(JOBS)
+
+build: host firmware
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD).*.log

@@ -1,0 +1,64 @@
+#pragma once
+// The attribution core: samples from any source in, a profile (rows with their
+// statistics and warnings) out. Every source and every report format meets here.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mcuprof/core/lockstep.h"
+#include "mcuprof/core/samples.h"
+#include "mcuprof/core/stats.h"
+
+namespace mcuprof::core {
+
+class SymbolTable;
+class SourceLocator;
+
+enum class Grouping { function, line, address, task };
+
+std::optional<Grouping> parse_grouping(std::string_view text);
+std::string_view name_of(Grouping grouping);
+
+struct Row {
+    std::string name;
+    double samples = 0;
+    Share share;
+    std::optional<uint32_t> address;     // function start, the address, or bucket start
+    uint32_t size = 0;                   // function or bucket size in bytes
+    std::string function;                // line and address rows: the enclosing function
+    std::string location;                // file:line (function rows: where the function starts)
+    std::vector<std::string> inlined_into;   // address rows: callers the code is inlined into
+    uint64_t distinct_addresses = 0;     // distinct sampled addresses in this row
+};
+
+struct Warning {
+    std::string kind;       // "lockstep", "unattributed", "outside-histogram", ...
+    std::string message;
+};
+
+struct Profile {
+    std::string origin;
+    Grouping by = Grouping::function;
+    bool exact = false;                  // a census: "samples" are executed instructions
+    double total = 0;
+    double unattributed = 0;             // samples in no function
+    uint64_t distinct_addresses = 0;
+    std::optional<LockstepFinding> lockstep;
+    std::vector<Row> rows;               // by samples, descending
+    std::vector<Warning> warnings;
+};
+
+struct AttributionOptions {
+    Grouping by = Grouping::function;
+    bool inline_frames = false;          // name functions by the innermost inlined frame
+    double unattributed_warning = 0.05;  // warn above this share of samples in no function
+};
+
+// locator may be null when neither lines nor inline frames are wanted (it is then not
+// needed: function and task rows come from the symbol table alone).
+Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLocator* locator,
+                  const AttributionOptions& options);
+
+} // namespace mcuprof::core

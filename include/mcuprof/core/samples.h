@@ -1,0 +1,44 @@
+#pragma once
+// What every source of samples hands to the core. A source fills the parts it has:
+// an ordered PC sequence (live halting, the on-chip ring, SWO), exact per-address counts
+// (the truth plugin), or histogram buckets (the on-chip histogram, gmon.out).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mcuprof::core {
+
+struct AddressCount {
+    uint32_t address = 0;
+    uint64_t count = 0;
+};
+
+// One histogram bucket: `count` samples fell somewhere in [start, start + size).
+struct Bucket {
+    uint32_t start = 0;
+    uint32_t size = 0;
+    uint64_t count = 0;
+};
+
+// A run of consecutive samples in `pcs` taken by one sampling session (one dump chunk,
+// one recording). Sequence analysis (lockstep) never looks across a boundary.
+struct Sequence {
+    size_t begin = 0;
+    size_t end = 0;
+};
+
+struct SampleSet {
+    std::string origin;                       // e.g. "on-chip dump, raw ring"
+    std::vector<uint32_t> pcs;                // sampled PCs, in the order taken
+    std::vector<uint32_t> tags;               // empty, or one tag (task pointer) per pc
+    std::vector<Sequence> sequences;          // partition of pcs; empty means one sequence
+    std::vector<AddressCount> counts;         // exact counts per instruction address
+    std::vector<Bucket> buckets;              // histogram buckets
+    uint64_t outside_buckets = 0;             // histogram samples that fell outside every bucket
+    std::map<uint32_t, std::string> tag_names; // tag value -> task name
+    bool exact = false;                       // a census (every instruction), not a sample
+    std::vector<std::string> notes;           // what the reader wants the user to know
+};
+
+} // namespace mcuprof::core

@@ -1,0 +1,17 @@
+#pragma once
+// Sampling statistics of one row. With N independent samples and a true share p, the
+// count is binomial: the share's standard error is sqrt(p(1-p)/N). The Wilson score
+// interval keeps the 95 % range inside [0, 100] even for rows with few samples.
+namespace mcuprof::core {
+
+struct Share {
+    double percent = 0;       // 0..100
+    double stderr_pp = 0;     // standard error, percentage points
+    double low = 0;           // 95 % Wilson interval, percent
+    double high = 0;
+};
+
+// exact: the counts are a census (the truth plugin), so there is no sampling error.
+Share share_of(double count, double total, bool exact);
+
+} // namespace mcuprof::core

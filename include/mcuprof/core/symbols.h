@@ -1,0 +1,46 @@
+#pragma once
+// Functions of a firmware image, read from the ELF symbol table with LLVM Object.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcuprof::core {
+
+struct Function {
+    uint32_t start = 0;                 // Thumb bit cleared
+    uint32_t size = 0;
+    std::string name;
+    std::vector<std::string> aliases;   // other symbols at the same start (weak aliases)
+};
+
+struct CodeSection {
+    std::string name;
+    uint32_t start = 0;
+    uint32_t size = 0;
+};
+
+class SymbolTable {
+public:
+    // Reads STT_FUNC symbols (local and global) of a 32-bit ARM ELF. Throws core::Error.
+    static SymbolTable load(const std::string& elf_path);
+    // For tests and sources that know their functions already.
+    static SymbolTable from(std::vector<Function> functions, std::vector<CodeSection> code = {});
+
+    // The function whose [start, start + size) holds the address, or nullptr.
+    const Function* find(uint32_t address) const;
+    // Inside an executable section of the image.
+    bool in_code(uint32_t address) const;
+
+    const std::vector<Function>& functions() const { return functions_; }
+    const std::vector<CodeSection>& code_sections() const { return code_; }
+    const std::string& path() const { return path_; }
+
+private:
+    void finish();
+
+    std::string path_;
+    std::vector<Function> functions_;   // sorted by start, one per start address
+    std::vector<CodeSection> code_;
+};
+
+} // namespace mcuprof::core

@@ -1,0 +1,14 @@
+#pragma once
+// Reader of the ground truth: the QEMU plugin's per-address execution counts, lines of
+// "0xADDR COUNT" (firmware-ref/truth/). The result is a census, not a sample.
+#include <string>
+#include <string_view>
+
+#include "mcuprof/core/samples.h"
+
+namespace mcuprof::sources {
+
+core::SampleSet parse_truth(std::string_view text, const std::string& path);
+core::SampleSet read_truth(const std::string& path);
+
+} // namespace mcuprof::sources

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what mcuprof needs to build, test and demo, from Debian's packages only.
+# Idempotent: when every package is already present it only checks and returns (well under a second).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libboost-dev libboost-program-options-dev nlohmann-json3-dev doctest-dev
+  llvm-14-dev libclang-rt-14-dev clang-14 zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
+  gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
+  qemu-system-arm openocd gdb-multiarch
+  python3 python3-pyocd
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  # dpkg-query prints "install ok installed" only for a fully installed package
+  if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

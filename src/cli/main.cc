@@ -1,0 +1,61 @@
+// mcuprof: where Cortex-M firmware spends its time, from samples of its program counter.
+// This file only dispatches to a command and turns errors into messages and exit codes:
+// 0 ok, 1 usage, 2 bad input (one line naming the file, the place and the problem).
+#include <iostream>
+#include <map>
+#include <new>
+
+#include "commands.h"
+#include "mcuprof/error.h"
+
+namespace {
+
+const char* const overview =
+    "usage: mcuprof COMMAND [options]\n"
+    "\n"
+    "Commands:\n"
+    "  report INPUT --elf ELF   profile from an on-chip sampler dump or truth counts\n"
+    "  truth COUNTS --elf ELF   the exact profile from the QEMU truth plugin's counts\n"
+    "\n"
+    "mcuprof COMMAND --help shows a command's options.\n";
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    using namespace mcuprof::cli;
+    const std::map<std::string, int (*)(const Arguments&)> commands = {
+        {"report", report_command},
+        {"truth", truth_command},
+    };
+    if (argc < 2) {
+        std::cerr << overview;
+        return 1;
+    }
+    const std::string name = argv[1];
+    if (name == "--help" || name == "-h" || name == "help") {
+        std::cout << overview;
+        return 0;
+    }
+    if (name == "--version") {
+        std::cout << "mcuprof 0.1.0\n";
+        return 0;
+    }
+    auto command = commands.find(name);
+    if (command == commands.end()) {
+        std::cerr << "mcuprof: unknown command '" << name << "'\n" << overview;
+        return 1;
+    }
+    try {
+        return command->second(Arguments(argv + 2, argv + argc));
+    } catch (const UsageError& e) {
+        std::cerr << "mcuprof " << name << ": " << e.what() << " (see mcuprof " << name << " --help)\n";
+        return 1;
+    } catch (const mcuprof::Error& e) {
+        std::cerr << "mcuprof " << name << ": " << e.what() << '\n';
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "mcuprof " << name << ": out of memory\n";
+        return 2;
+    }
+}

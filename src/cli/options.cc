@@ -1,0 +1,88 @@
+#include "options.h"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "mcuprof/core/report.h"
+#include "mcuprof/core/source_locator.h"
+#include "mcuprof/core/symbols.h"
+#include "mcuprof/error.h"
+
+namespace po = boost::program_options;
+
+namespace mcuprof::cli {
+
+void add_report_options(po::options_description& description, ReportOptions& options)
+{
+    description.add_options()
+        ("elf", po::value(&options.elf)->value_name("FILE"), "firmware ELF that produced the samples (required)")
+        ("by", po::value(&options.by)->value_name("KEY")->default_value("function"),
+         "group samples by function, line, address or task")
+        ("format", po::value(&options.format)->value_name("NAME")->default_value("text"), "text or json")
+        ("output,o", po::value(&options.output)->value_name("FILE"), "write the report here, not to standard output")
+        ("inline", po::bool_switch(&options.inline_frames),
+         "name functions by the innermost inlined function (DWARF), not the symbol table")
+        ("top", po::value(&options.top)->value_name("N")->default_value(0), "text: show the first N rows only");
+}
+
+bool parse_command(const Arguments& args, const std::string& usage, const po::options_description& description,
+                   std::string& input)
+{
+    po::options_description all(description);
+    all.add_options()("help,h", "show this help")("input", po::value(&input), "input file");
+    po::positional_options_description positional;
+    positional.add("input", 1);
+    po::variables_map values;
+    try {
+        po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
+        if (values.count("help")) {
+            std::cout << usage << "\n\n" << description << '\n';
+            return false;
+        }
+        po::notify(values);
+    } catch (const po::error& e) {
+        throw UsageError(e.what());
+    }
+    return true;
+}
+
+void write_profile(const core::SampleSet& samples, const ReportOptions& options)
+{
+    auto by = core::parse_grouping(options.by);
+    if (!by)
+        throw UsageError("--by takes function, line, address or task, not '" + options.by + "'");
+    if (options.format != "text" && options.format != "json")
+        throw UsageError("--format takes text or json, not '" + options.format + "'");
+    if (options.elf.empty())
+        throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
+    if (*by == core::Grouping::task && samples.tags.empty())
+        throw mcuprof::Error(options.input, "",
+                             "--by task needs samples tagged with the current task; this input has no tags");
+
+    const core::SymbolTable symbols = core::SymbolTable::load(options.elf);
+    core::SourceLocator locator(options.elf);
+    core::AttributionOptions attribution;
+    attribution.by = *by;
+    attribution.inline_frames = options.inline_frames;
+    const core::Profile profile = core::attribute(samples, symbols, &locator, attribution);
+
+    std::ofstream file;
+    if (!options.output.empty()) {
+        file.open(options.output);
+        if (!file)
+            throw mcuprof::Error(options.output, "", "cannot write the report");
+    }
+    std::ostream& out = options.output.empty() ? std::cout : file;
+    if (options.format == "json")
+        out << core::to_json(profile).dump(2) << '\n';
+    else
+        core::write_text(profile, out, options.top);
+    out.flush();
+    if (!out)
+        throw mcuprof::Error(options.output.empty() ? "standard output" : options.output, "", "write failed");
+}
+
+} // namespace mcuprof::cli

@@ -1,0 +1,294 @@
+#include "mcuprof/core/profile.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <unordered_map>
+
+#include "mcuprof/core/source_locator.h"
+#include "mcuprof/core/symbols.h"
+
+namespace mcuprof::core {
+namespace {
+
+constexpr const char* unknown_function = "?";
+constexpr const char* outside_histogram = "(outside histogram)";
+constexpr const char* untagged = "(no task)";
+
+std::string hex(uint32_t value)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08" PRIx32, value);
+    return text;
+}
+
+// One weighted address: a raw sample aggregated with its equals, a census count, or
+// a share of a histogram bucket.
+struct Weighted {
+    uint32_t pc = 0;
+    uint32_t tag = 0;
+    bool tagged = false;
+    double weight = 0;
+    const Bucket* bucket = nullptr;   // set when the whole bucket is one row (by address)
+};
+
+std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& symbols, Grouping by)
+{
+    std::vector<Weighted> items;
+    const bool tagged = !samples.tags.empty();
+    // Raw samples: count equal (tag, pc) pairs first, so each distinct address is
+    // attributed once however many samples share it.
+    std::unordered_map<uint64_t, uint64_t> counts;
+    counts.reserve(4096);
+    for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        uint64_t tag = tagged ? samples.tags[i] : 0;
+        ++counts[(tag << 32) | samples.pcs[i]];
+    }
+    for (const auto& [key, n] : counts)
+        items.push_back({uint32_t(key), uint32_t(key >> 32), tagged, double(n), nullptr});
+    for (const AddressCount& c : samples.counts)
+        items.push_back({c.address, 0, false, double(c.count), nullptr});
+
+    // A bucket's count is shared equally by the even (Thumb instruction) addresses it
+    // covers that belong to a function: a bucket across a boundary is split in
+    // proportion to each function's part, and filler between functions gets nothing.
+    for (const Bucket& b : samples.buckets) {
+        if (b.count == 0)
+            continue;
+        if (by == Grouping::address) {
+            items.push_back({b.start, 0, false, double(b.count), &b});
+            continue;
+        }
+        std::vector<uint32_t> owned;
+        for (uint64_t a = b.start; a < uint64_t(b.start) + b.size; a += 2)
+            if (symbols.find(uint32_t(a)) != nullptr)
+                owned.push_back(uint32_t(a));
+        if (owned.empty()) {
+            items.push_back({b.start, 0, false, double(b.count), nullptr});
+            continue;
+        }
+        const double each = double(b.count) / owned.size();
+        for (uint32_t a : owned)
+            items.push_back({a, 0, false, each, nullptr});
+    }
+    return items;
+}
+
+class RowBuilder {
+public:
+    Row& row(const std::string& name)
+    {
+        auto [it, added] = index_.emplace(name, rows_.size());
+        if (added) {
+            rows_.emplace_back();
+            rows_.back().name = name;
+        }
+        return rows_[it->second];
+    }
+    std::vector<Row> take() { return std::move(rows_); }
+
+private:
+    std::unordered_map<std::string, size_t> index_;
+    std::vector<Row> rows_;
+};
+
+std::string function_name(const Function* f, const std::vector<SourceFrame>* frames)
+{
+    if (frames != nullptr && !frames->empty() && !frames->front().function.empty())
+        return frames->front().function;
+    return f != nullptr ? f->name : unknown_function;
+}
+
+std::string offset_in(const Function* f, uint32_t pc)
+{
+    if (f == nullptr)
+        return unknown_function;
+    char text[32];
+    std::snprintf(text, sizeof text, "+0x%" PRIx32, pc - f->start);
+    return f->name + text;
+}
+
+void add_lockstep_warning(Profile& profile, const LockstepFinding& found, uint32_t only_address)
+{
+    char text[512];
+    if (found.distinct == 1) {
+        std::snprintf(text, sizeof text,
+                      "all %zu samples are at one address, %s: the program idles on one instruction, or the "
+                      "sampling period is a multiple of the program's period (lockstep); randomize the interval to "
+                      "tell them apart",
+                      found.samples, hex(only_address).c_str());
+    } else {
+        std::snprintf(text, sizeof text,
+                      "sampling is in lockstep with the program: the address sequence repeats every %zu samples "
+                      "(%.1f %% of samples equal the one %zu later, %.1f %% expected by chance; %zu distinct "
+                      "addresses in the last %zu samples), so code between those %zu points is never seen; "
+                      "randomize the sampling interval",
+                      found.period, 100.0 * found.match_fraction, found.period, 100.0 * found.chance_fraction,
+                      found.distinct, found.samples, found.period);
+    }
+    profile.warnings.push_back({"lockstep", text});
+}
+
+void check_sequences(Profile& profile, const SampleSet& samples)
+{
+    std::vector<Sequence> sequences = samples.sequences;
+    if (sequences.empty())
+        sequences.push_back({0, samples.pcs.size()});
+    for (const Sequence& s : sequences) {
+        std::span<const uint32_t> pcs(samples.pcs.data() + s.begin, s.end - s.begin);
+        if (auto found = detect_lockstep(pcs)) {
+            if (!profile.lockstep)
+                profile.lockstep = found;
+            add_lockstep_warning(profile, *found, pcs.back());
+            return;   // once is enough: the chunks of one run share the cause
+        }
+    }
+}
+
+} // namespace
+
+std::optional<Grouping> parse_grouping(std::string_view text)
+{
+    if (text == "function")
+        return Grouping::function;
+    if (text == "line")
+        return Grouping::line;
+    if (text == "address")
+        return Grouping::address;
+    if (text == "task")
+        return Grouping::task;
+    return std::nullopt;
+}
+
+std::string_view name_of(Grouping grouping)
+{
+    switch (grouping) {
+    case Grouping::function: return "function";
+    case Grouping::line: return "line";
+    case Grouping::address: return "address";
+    case Grouping::task: return "task";
+    }
+    return "?";
+}
+
+Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLocator* locator,
+                  const AttributionOptions& options)
+{
+    Profile profile;
+    profile.origin = samples.origin;
+    profile.by = options.by;
+    profile.exact = samples.exact;
+
+    const bool want_frames = locator != nullptr &&
+                             (options.inline_frames || options.by == Grouping::line || options.by == Grouping::address);
+    RowBuilder rows;
+    std::unordered_map<uint32_t, bool> seen_addresses;
+    std::unordered_map<std::string, std::unordered_map<uint32_t, bool>> row_addresses;
+
+    for (const Weighted& item : aggregate(samples, symbols, options.by)) {
+        profile.total += item.weight;
+        const Function* f = symbols.find(item.pc);
+        if (f == nullptr)
+            profile.unattributed += item.weight;
+        seen_addresses[item.pc] = true;
+        const std::vector<SourceFrame>* frames = want_frames ? &locator->frames(item.pc) : nullptr;
+
+        Row* row = nullptr;
+        switch (options.by) {
+        case Grouping::function: {
+            row = &rows.row(function_name(f, options.inline_frames ? frames : nullptr));
+            if (f != nullptr && !options.inline_frames) {
+                row->address = f->start;
+                row->size = f->size;
+            }
+            break;
+        }
+        case Grouping::line: {
+            std::string line = frames != nullptr ? SourceLocator::line_of(*frames) : std::string();
+            std::string function = function_name(f, frames);
+            row = &rows.row(line.empty() ? function + " (no line information)" : line);
+            row->function = function;
+            break;
+        }
+        case Grouping::address: {
+            if (item.bucket != nullptr) {
+                const Bucket& b = *item.bucket;
+                row = &rows.row(hex(b.start) + "-" + hex(b.start + b.size - 1));
+                row->address = b.start;
+                row->size = b.size;
+                std::string owners;
+                for (uint64_t a = b.start; a < uint64_t(b.start) + b.size; a += 2) {
+                    const Function* owner = symbols.find(uint32_t(a));
+                    if (owner != nullptr && owners.find(owner->name) == std::string::npos)
+                        owners += (owners.empty() ? "" : ", ") + owner->name;
+                }
+                row->function = owners.empty() ? unknown_function : owners;
+                break;
+            }
+            row = &rows.row(hex(item.pc));
+            row->address = item.pc;
+            row->function = offset_in(f, item.pc);
+            if (frames != nullptr) {
+                row->location = SourceLocator::line_of(*frames);
+                row->inlined_into.clear();
+                for (size_t i = 1; i < frames->size(); ++i)
+                    row->inlined_into.push_back((*frames)[i].function);
+            }
+            break;
+        }
+        case Grouping::task: {
+            std::string name = untagged;
+            if (item.tagged) {
+                auto known = samples.tag_names.find(item.tag);
+                name = known != samples.tag_names.end() ? known->second : hex(item.tag);
+            }
+            row = &rows.row(name);
+            if (item.tagged)
+                row->address = item.tag;
+            break;
+        }
+        }
+        row->samples += item.weight;
+        if (!row_addresses[row->name].emplace(item.pc, true).second)
+            continue;
+        ++row->distinct_addresses;
+    }
+    if (samples.outside_buckets > 0) {
+        Row& row = rows.row(outside_histogram);
+        row.samples += double(samples.outside_buckets);
+        profile.total += double(samples.outside_buckets);
+        profile.unattributed += double(samples.outside_buckets);
+    }
+
+    profile.rows = rows.take();
+    profile.distinct_addresses = seen_addresses.size();
+    for (Row& row : profile.rows)
+        row.share = share_of(row.samples, profile.total, samples.exact);
+    std::sort(profile.rows.begin(), profile.rows.end(), [](const Row& a, const Row& b) {
+        return a.samples != b.samples ? a.samples > b.samples : a.name < b.name;
+    });
+
+    // Function rows say where their hottest code is, when lines are known.
+    if (locator != nullptr && options.by == Grouping::function && !options.inline_frames) {
+        for (Row& row : profile.rows)
+            if (row.address)
+                row.location = SourceLocator::line_of(locator->frames(*row.address));
+    }
+
+    for (const std::string& note : samples.notes)
+        profile.warnings.push_back({"input", note});
+    if (!samples.exact && !samples.pcs.empty())
+        check_sequences(profile, samples);
+    if (profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
+        char text[256];
+        std::snprintf(text, sizeof text,
+                      "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware "
+                      "that ran?",
+                      profile.unattributed, profile.total, 100.0 * profile.unattributed / profile.total,
+                      symbols.path().empty() ? "the symbol table" : symbols.path().c_str());
+        profile.warnings.push_back({"unattributed", text});
+    }
+    return profile;
+}
+
+} // namespace mcuprof::core

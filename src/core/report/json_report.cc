@@ -1,0 +1,60 @@
+#include <nlohmann/json.hpp>
+
+#include "mcuprof/core/report.h"
+
+namespace mcuprof::core {
+
+nlohmann::json to_json(const Profile& profile)
+{
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Row& row : profile.rows) {
+        nlohmann::json r = {
+            {"name", row.name},
+            {"samples", row.samples},
+            {"percent", row.share.percent},
+            {"stderr", row.share.stderr_pp},
+            {"ci95", {row.share.low, row.share.high}},
+            {"distinct_addresses", row.distinct_addresses},
+        };
+        if (row.address)
+            r["address"] = *row.address;
+        if (row.size != 0)
+            r["size"] = row.size;
+        if (!row.function.empty())
+            r["function"] = row.function;
+        if (!row.location.empty())
+            r["location"] = row.location;
+        if (!row.inlined_into.empty())
+            r["inlined_into"] = row.inlined_into;
+        rows.push_back(std::move(r));
+    }
+    nlohmann::json warnings = nlohmann::json::array();
+    for (const Warning& w : profile.warnings)
+        warnings.push_back({{"kind", w.kind}, {"message", w.message}});
+
+    nlohmann::json doc = {
+        {"format", "mcuprof-profile"},
+        {"version", 1},
+        {"origin", profile.origin},
+        {"by", std::string(name_of(profile.by))},
+        {"exact", profile.exact},
+        {"samples", profile.total},
+        {"unattributed", profile.unattributed},
+        {"distinct_addresses", profile.distinct_addresses},
+        {"warnings", warnings},
+    };
+    if (profile.lockstep) {
+        const LockstepFinding& l = *profile.lockstep;
+        doc["lockstep"] = {{"period", l.period},
+                           {"distinct", l.distinct},
+                           {"samples", l.samples},
+                           {"match_fraction", l.match_fraction},
+                           {"chance_fraction", l.chance_fraction}};
+    }
+    // "functions" is the documented name of the row list whatever the grouping, so a
+    // consumer reads one key; "rows" would only repeat it.
+    doc["functions"] = std::move(rows);
+    return doc;
+}
+
+} // namespace mcuprof::core

@@ -1,0 +1,73 @@
+#include "mcuprof/core/source_locator.h"
+
+#include <llvm/DebugInfo/DIContext.h>
+#include <llvm/DebugInfo/Symbolize/Symbolize.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/Error.h>
+
+namespace mcuprof::core {
+
+struct SourceLocator::Impl {
+    std::string elf_path;
+    llvm::symbolize::LLVMSymbolizer symbolizer{make_options()};
+    bool broken = false;   // the DWARF could not be read: every lookup is empty
+
+    static llvm::symbolize::LLVMSymbolizer::Options make_options()
+    {
+        llvm::symbolize::LLVMSymbolizer::Options options;
+        options.Demangle = true;
+        options.UseSymbolTable = true;
+        options.RelativeAddresses = false;
+        options.PathStyle = llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath;
+        return options;
+    }
+};
+
+SourceLocator::SourceLocator(std::string elf_path) : impl_(std::make_unique<Impl>())
+{
+    impl_->elf_path = std::move(elf_path);
+}
+
+SourceLocator::~SourceLocator() = default;
+
+const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
+{
+    auto cached = cache_.find(address);
+    if (cached != cache_.end())
+        return cached->second;
+
+    std::vector<SourceFrame> chain;
+    if (!impl_->broken) {
+        llvm::object::SectionedAddress where{address, llvm::object::SectionedAddress::UndefSection};
+        auto info = impl_->symbolizer.symbolizeInlinedCode(impl_->elf_path, where);
+        if (!info) {
+            llvm::consumeError(info.takeError());
+            impl_->broken = true;
+        } else {
+            for (uint32_t i = 0; i < info->getNumberOfFrames(); ++i) {
+                const llvm::DILineInfo& frame = info->getFrame(i);
+                SourceFrame out;
+                if (frame.FunctionName != llvm::DILineInfo::BadString)
+                    out.function = frame.FunctionName;
+                if (frame.FileName != llvm::DILineInfo::BadString && frame.Line != 0) {
+                    out.file = frame.FileName;
+                    out.line = frame.Line;
+                    out.column = frame.Column;
+                }
+                if (out.function.empty() && out.file.empty())
+                    continue;
+                chain.push_back(std::move(out));
+            }
+        }
+    }
+    return cache_.emplace(address, std::move(chain)).first->second;
+}
+
+std::string SourceLocator::line_of(const std::vector<SourceFrame>& frames)
+{
+    if (frames.empty() || frames.front().file.empty())
+        return {};
+    return frames.front().file + ":" + std::to_string(frames.front().line);
+}
+
+} // namespace mcuprof::core

@@ -1,0 +1,29 @@
+#include "mcuprof/core/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mcuprof::core {
+
+Share share_of(double count, double total, bool exact)
+{
+    Share s;
+    if (total <= 0)
+        return s;
+    const double p = count / total;
+    s.percent = 100.0 * p;
+    if (exact) {
+        s.low = s.high = s.percent;
+        return s;
+    }
+    s.stderr_pp = 100.0 * std::sqrt(p * (1.0 - p) / total);
+    const double z = 1.959963984540054;   // two-sided 95 %
+    const double z2n = z * z / total;
+    const double centre = (p + z2n / 2.0) / (1.0 + z2n);
+    const double half = z * std::sqrt(p * (1.0 - p) / total + z2n / (4.0 * total)) / (1.0 + z2n);
+    s.low = 100.0 * std::max(0.0, centre - half);
+    s.high = 100.0 * std::min(1.0, centre + half);
+    return s;
+}
+
+} // namespace mcuprof::core

@@ -1,0 +1,152 @@
+#include "mcuprof/core/symbols.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <llvm/BinaryFormat/ELF.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/Error.h>
+
+#include "mcuprof/core/error.h"
+
+namespace mcuprof::core {
+namespace {
+
+// How strongly a symbol names its address when several share it: a global definition
+// wins over a weak alias (the vector table's weak handlers), which wins over a local.
+enum class Binding { local = 0, weak = 1, global = 2 };
+
+struct Candidate {
+    Function function;
+    Binding binding;
+};
+
+std::string message_of(llvm::Error error)
+{
+    return llvm::toString(std::move(error));
+}
+
+} // namespace
+
+SymbolTable SymbolTable::load(const std::string& elf_path)
+{
+    auto binary = llvm::object::ObjectFile::createObjectFile(elf_path);
+    if (!binary)
+        throw Error(elf_path, "", "cannot read ELF: " + message_of(binary.takeError()));
+    auto* elf = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(binary->getBinary());
+    if (elf == nullptr)
+        throw Error(elf_path, "header", "not a 32-bit little-endian ELF (Cortex-M firmware is ELF32 ARM)");
+    const unsigned machine = elf->getELFFile().getHeader().e_machine;
+    if (machine != llvm::ELF::EM_ARM)
+        throw Error(elf_path, "header", "ELF machine is " + std::to_string(machine) + ", not ARM (40)");
+
+    SymbolTable table;
+    table.path_ = elf_path;
+    for (const llvm::object::SectionRef& section : elf->sections()) {
+        if (!section.isText() || section.getSize() == 0)
+            continue;
+        auto name = section.getName();
+        table.code_.push_back({name ? name->str() : std::string("?"), static_cast<uint32_t>(section.getAddress()),
+                               static_cast<uint32_t>(section.getSize())});
+    }
+
+    std::vector<Candidate> candidates;
+    for (const llvm::object::ELFSymbolRef& symbol : elf->symbols()) {
+        if (symbol.getELFType() != llvm::ELF::STT_FUNC)
+            continue;
+        auto found = elf->getSymbol(symbol.getRawDataRefImpl());
+        if (!found) {
+            llvm::consumeError(found.takeError());
+            continue;
+        }
+        const auto* raw = *found;
+        if (raw->st_shndx == llvm::ELF::SHN_UNDEF)
+            continue;
+        auto name = symbol.getName();
+        if (!name) {
+            llvm::consumeError(name.takeError());
+            continue;
+        }
+        Binding binding = Binding::local;
+        if (raw->getBinding() == llvm::ELF::STB_GLOBAL)
+            binding = Binding::global;
+        else if (raw->getBinding() == llvm::ELF::STB_WEAK)
+            binding = Binding::weak;
+        // Bit 0 of a Thumb function's address marks the instruction set, not a byte
+        // (ARM ELF ABI, "Symbol Values"): the code starts at the even address.
+        uint32_t start = static_cast<uint32_t>(raw->st_value) & ~1u;
+        candidates.push_back({Function{start, static_cast<uint32_t>(raw->st_size), name->str(), {}}, binding});
+    }
+
+    // One function per start address; the strongest name wins, the rest become aliases.
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+        return std::make_tuple(a.function.start, -static_cast<int>(a.binding), -static_cast<int64_t>(a.function.size),
+                               a.function.name) <
+               std::make_tuple(b.function.start, -static_cast<int>(b.binding), -static_cast<int64_t>(b.function.size),
+                               b.function.name);
+    });
+    for (Candidate& c : candidates) {
+        if (!table.functions_.empty() && table.functions_.back().start == c.function.start) {
+            auto& aliases = table.functions_.back().aliases;
+            if (c.function.name != table.functions_.back().name &&
+                std::find(aliases.begin(), aliases.end(), c.function.name) == aliases.end())
+                aliases.push_back(c.function.name);
+            continue;
+        }
+        table.functions_.push_back(std::move(c.function));
+    }
+    table.finish();
+    return table;
+}
+
+SymbolTable SymbolTable::from(std::vector<Function> functions, std::vector<CodeSection> code)
+{
+    SymbolTable table;
+    table.functions_ = std::move(functions);
+    table.code_ = std::move(code);
+    std::sort(table.functions_.begin(), table.functions_.end(),
+              [](const Function& a, const Function& b) { return a.start < b.start; });
+    table.finish();
+    return table;
+}
+
+void SymbolTable::finish()
+{
+    // A function symbol of size 0 (hand-written assembly without .size) owns the bytes up
+    // to the next function or the end of its section, so its samples are not lost.
+    for (size_t i = 0; i < functions_.size(); ++i) {
+        Function& f = functions_[i];
+        if (f.size != 0)
+            continue;
+        uint64_t end = f.start;
+        for (const CodeSection& s : code_)
+            if (f.start >= s.start && f.start < uint64_t(s.start) + s.size)
+                end = uint64_t(s.start) + s.size;
+        if (i + 1 < functions_.size())
+            end = std::min<uint64_t>(end, functions_[i + 1].start);
+        f.size = static_cast<uint32_t>(end - f.start);
+    }
+}
+
+const Function* SymbolTable::find(uint32_t address) const
+{
+    auto it = std::upper_bound(functions_.begin(), functions_.end(), address,
+                               [](uint32_t a, const Function& f) { return a < f.start; });
+    if (it == functions_.begin())
+        return nullptr;
+    --it;
+    if (uint64_t(address) < uint64_t(it->start) + it->size)
+        return &*it;
+    return nullptr;
+}
+
+bool SymbolTable::in_code(uint32_t address) const
+{
+    for (const CodeSection& s : code_)
+        if (address >= s.start && uint64_t(address) < uint64_t(s.start) + s.size)
+            return true;
+    return false;
+}
+
+} // namespace mcuprof::core

@@ -1,0 +1,36 @@
+#include "mcuprof/sources/truth_reader.h"
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/text_file.h"
+
+namespace mcuprof::sources {
+
+core::SampleSet parse_truth(std::string_view text, const std::string& path)
+{
+    core::SampleSet out;
+    out.origin = "exact instruction counts (QEMU truth plugin): " + path;
+    out.exact = true;
+    LineCursor lines(text);
+    std::string_view line;
+    while (lines.next(line)) {
+        if (line.empty() || line.front() == '#')
+            continue;
+        const size_t space = line.find(' ');
+        core::AddressCount entry;
+        if (space == std::string_view::npos || !parse_hex32(line.substr(0, space), entry.address) ||
+            !parse_decimal(line.substr(space + 1), entry.count))
+            throw Error(path, "line " + std::to_string(lines.number()),
+                        "'" + std::string(line.substr(0, 40)) + "' is not '0xADDRESS COUNT'");
+        out.counts.push_back(entry);
+    }
+    if (out.counts.empty())
+        throw Error(path, "", "no counts in the file");
+    return out;
+}
+
+core::SampleSet read_truth(const std::string& path)
+{
+    return parse_truth(read_file(path), path);
+}
+
+} // namespace mcuprof::sources
