@@ -1,0 +1,93 @@
+/* minirtos.c: see minirtos.h. ARMv7-M only (Cortex-M3/M4, no FPU context). */
+#include "minirtos.h"
+
+TCB_t *volatile pxCurrentTCB;
+
+static TCB_t *tasks[RTOS_MAX_TASKS];
+static uint32_t n_tasks;
+
+static void task_returned(void)
+{
+    con_puts("\ntask returned\n");
+    semihost_exit(1);
+}
+
+void rtos_task_create(TCB_t *tcb, void (*fn)(void *), void *arg, uint32_t *stack, uint32_t words,
+                      const char *name)
+{
+    uint32_t k = 0;
+    for (; k + 1u < RTOS_NAME_LEN && name[k] != '\0'; k++)
+        tcb->pcTaskName[k] = name[k];
+    tcb->pcTaskName[k] = '\0';
+    tcb->pxStack = stack;
+    tcb->uxTaskNumber = n_tasks;
+
+    /* Initial stack, from the top: the 8-word exception frame (r0-r3, r12, lr, pc, xpsr) that
+     * the exception return unstacks, below it r4-r11 that PendSV_Handler pops itself. */
+    uint32_t *sp = (uint32_t *)((uintptr_t)(stack + words) & ~(uintptr_t)7u);
+    *--sp = 0x01000000u;                    /* xPSR: Thumb state */
+    *--sp = (uint32_t)(uintptr_t)fn & ~1u;  /* pc */
+    *--sp = (uint32_t)(uintptr_t)task_returned; /* lr */
+    *--sp = 0u;                             /* r12 */
+    *--sp = 0u;                             /* r3 */
+    *--sp = 0u;                             /* r2 */
+    *--sp = 0u;                             /* r1 */
+    *--sp = (uint32_t)(uintptr_t)arg;       /* r0 */
+    for (uint32_t r = 0; r < 8u; r++)
+        *--sp = 0u;                         /* r11..r4 */
+    tcb->pxTopOfStack = sp;
+
+    if (n_tasks < RTOS_MAX_TASKS)
+        tasks[n_tasks++] = tcb;
+}
+
+/* Called by PendSV_Handler with the outgoing context saved: pick the next task. */
+__attribute__((used)) void rtos_switch_context(void)
+{
+    uint32_t next = pxCurrentTCB->uxTaskNumber + 1u;
+    pxCurrentTCB = tasks[next < n_tasks ? next : 0u];
+}
+
+__attribute__((naked)) void PendSV_Handler(void)
+{
+    __asm volatile(
+        "mrs   r0, psp                \n"
+        "ldr   r3, =pxCurrentTCB      \n"
+        "ldr   r2, [r3]               \n"
+        "stmdb r0!, {r4-r11}          \n" /* finish saving the outgoing context */
+        "str   r0, [r2]               \n" /* pxCurrentTCB->pxTopOfStack */
+        "push  {r3, lr}               \n"
+        "bl    rtos_switch_context    \n"
+        "pop   {r3, lr}               \n"
+        "ldr   r2, [r3]               \n"
+        "ldr   r0, [r2]               \n"
+        "ldmia r0!, {r4-r11}          \n"
+        "msr   psp, r0                \n"
+        "isb                          \n"
+        "bx    lr                     \n"
+        ".ltorg                       \n");
+}
+
+/* svc 0 from rtos_start: enter the first task as if returning from an exception into it. */
+__attribute__((naked)) void SVC_Handler(void)
+{
+    __asm volatile(
+        "ldr   r3, =pxCurrentTCB      \n"
+        "ldr   r2, [r3]               \n"
+        "ldr   r0, [r2]               \n"
+        "ldmia r0!, {r4-r11}          \n"
+        "msr   psp, r0                \n"
+        "isb                          \n"
+        "mvn   lr, #2                 \n" /* EXC_RETURN 0xFFFFFFFD: Thread mode, PSP */
+        "bx    lr                     \n"
+        ".ltorg                       \n");
+}
+
+void rtos_start(void)
+{
+    SCB_SHPR3 |= 0xFFu << 16; /* PendSV least urgent: switches only when no handler runs */
+    pxCurrentTCB = tasks[0];
+    __asm volatile("svc 0" ::: "memory");
+    for (;;) {
+    }
+}
