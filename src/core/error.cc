@@ -7,7 +7,7 @@ std::string compose(const std::string& file, const std::string& place, const std
 {
     std::string text = file;
     if (!place.empty())
-        text += ":" + place;
+        text += ", " + place;
     if (!text.empty())
         text += ": ";
     return text + problem;

@@ -36,10 +36,10 @@ SymbolTable SymbolTable::load(const std::string& elf_path)
         throw Error(elf_path, "", "cannot read ELF: " + message_of(binary.takeError()));
     auto* elf = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(binary->getBinary());
     if (elf == nullptr)
-        throw Error(elf_path, "header", "not a 32-bit little-endian ELF (Cortex-M firmware is ELF32 ARM)");
+        throw Error(elf_path, "ELF header", "not a 32-bit little-endian ELF (Cortex-M firmware is ELF32 ARM)");
     const unsigned machine = elf->getELFFile().getHeader().e_machine;
     if (machine != llvm::ELF::EM_ARM)
-        throw Error(elf_path, "header", "ELF machine is " + std::to_string(machine) + ", not ARM (40)");
+        throw Error(elf_path, "ELF header", "ELF machine is " + std::to_string(machine) + ", not ARM (40)");
 
     SymbolTable table;
     table.path_ = elf_path;

@@ -66,13 +66,16 @@ bool parse_hex32(std::string_view text, uint32_t& value)
 
 bool parse_decimal(std::string_view text, uint64_t& value)
 {
-    if (text.empty() || text.size() > 19)
+    if (text.empty() || text.size() > 20)
         return false;
     uint64_t v = 0;
     for (char c : text) {
         if (c < '0' || c > '9')
             return false;
-        v = v * 10 + uint64_t(c - '0');
+        const uint64_t digit = uint64_t(c - '0');
+        if (v > (UINT64_MAX - digit) / 10)
+            return false;   // does not fit 64 bits
+        v = v * 10 + digit;
     }
     value = v;
     return true;

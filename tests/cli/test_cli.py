@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The command line as a user meets it: exit codes (0 ok, 1 usage, 2 bad input), one-line
+errors naming the file and the place, and reports whose numbers are computed here by hand
+from the symbols fixture (tests/data/elf/symbols_fixture.S: func_a 0x08000000 16 bytes,
+local_b 0x08000010 14 bytes, func_c 0x08000020 8 bytes)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+
+
+def run(*args):
+    return subprocess.run([ARGS.mcuprof, *args], capture_output=True, text=True, timeout=60)
+
+
+class Cli(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.elf = os.path.join(ARGS.fixtures, "symbols_fixture.elf")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text, mode="w"):
+        path = os.path.join(self.dir.name, name)
+        with open(path, mode) as f:
+            f.write(text)
+        return path
+
+    def assert_one_line_error(self, result, code, *fragments):
+        self.assertEqual(result.returncode, code, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        for fragment in fragments:
+            self.assertIn(fragment, lines[0])
+
+    def test_report_json_by_hand(self):
+        # 6 samples in func_a, 3 in local_b, 1 in func_c: 60 / 30 / 10 %.
+        dump = self.write("uart.txt", "hello\nprof raw n=10\n"
+                          "p 08000000 08000002 08000004 08000006 08000008 0800000a 08000010 08000012\n"
+                          "p 08000014 08000020\nend\n")
+        result = run("report", dump, "--elf", self.elf, "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        doc = json.loads(result.stdout)
+        self.assertEqual(doc["samples"], 10)
+        rows = [(r["name"], r["samples"]) for r in doc["functions"]]
+        self.assertEqual(rows, [("func_a", 6), ("local_b", 3), ("func_c", 1)])
+        self.assertAlmostEqual(doc["functions"][0]["percent"], 60.0)
+        self.assertAlmostEqual(doc["functions"][0]["stderr"], 100 * (0.6 * 0.4 / 10) ** 0.5)
+
+    def test_report_text_to_file(self):
+        dump = self.write("uart.txt", "prof raw n=2\np 08000000 08000020\nend\n")
+        out = os.path.join(self.dir.name, "report.txt")
+        result = run("report", dump, "--elf", self.elf, "-o", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(out) as f:
+            text = f.read()
+        self.assertIn("samples 2, 2 distinct addresses, by function", text)
+        self.assertIn("   50.00   35.36          1.0  func_a", text)
+
+    def test_truth_command(self):
+        counts = self.write("counts.txt", "0x08000000 3504\n0x08000010 1004\n0x08000020 504\n0x08000028 10\n")
+        result = run("truth", counts, "--elf", self.elf, "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        doc = json.loads(result.stdout)
+        self.assertTrue(doc["exact"])
+        self.assertEqual(doc["samples"], 5022)
+        self.assertAlmostEqual(doc["functions"][0]["percent"], 100 * 3504 / 5022)
+        self.assertEqual(doc["functions"][0]["stderr"], 0)
+
+    def test_help_and_usage(self):
+        self.assertEqual(run("--help").returncode, 0)
+        self.assertEqual(run("report", "--help").returncode, 0)
+        self.assertIn("--elf", run("report", "--help").stdout)
+        self.assertEqual(run().returncode, 1)
+        self.assertEqual(run("frobnicate").returncode, 1)
+        dump = self.write("uart.txt", "prof raw n=1\np 08000000\nend\n")
+        self.assert_one_line_error(run("report", dump), 1, "--elf")
+        self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--by", "colour"), 1, "colour")
+        self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--bogus"), 1, "bogus")
+
+    def test_bad_input_exit_2(self):
+        dump = self.write("uart.txt", "prof raw n=1\np 08000000\nend\n")
+        missing = os.path.join(self.dir.name, "missing.txt")
+        self.assert_one_line_error(run("report", missing, "--elf", self.elf), 2, missing)
+        self.assert_one_line_error(run("report", dump, "--elf", "/bin/sh"), 2, "/bin/sh", "not a 32-bit")
+        self.assert_one_line_error(run("report", dump, "--elf", dump), 2, dump)
+        junk = self.write("junk.bin", b"\x00\x01\x02garbage" * 100, "wb")
+        self.assert_one_line_error(run("report", junk, "--elf", self.elf), 2, junk, "not a recognised input")
+        bad = self.write("bad.txt", "prof raw n=2\np 08000000 nothex\nend\n")
+        self.assert_one_line_error(run("report", bad, "--elf", self.elf), 2, bad + ", line 2", "nothex")
+        empty = self.write("empty.txt", "prof raw n=0\nend\n")
+        self.assert_one_line_error(run("report", empty, "--elf", self.elf), 2, "no samples")
+        self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--by", "task"), 2, "no tags")
+        self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--chunk", "2"), 2, "--chunk 2")
+
+    def test_unattributed_warning(self):
+        # 2 of 3 samples in RAM: far over 5 %.
+        dump = self.write("uart.txt", "prof raw n=3\np 20000000 20000004 08000000\nend\n")
+        result = run("report", dump, "--elf", self.elf)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("warning: 2 of 3 samples (66.7 %) fall in no function", result.stdout)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mcuprof", required=True)
+    parser.add_argument("--fixtures", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)

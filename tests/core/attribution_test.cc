@@ -1,0 +1,197 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "mcuprof/core/profile.h"
+#include "mcuprof/core/source_locator.h"
+#include "mcuprof/core/symbols.h"
+
+using namespace mcuprof::core;
+
+namespace {
+
+const std::string fixture = std::string(FIXTURES_DIR) + "/symbols_fixture.elf";
+
+const Row& row_named(const Profile& p, const std::string& name)
+{
+    auto it = std::find_if(p.rows.begin(), p.rows.end(), [&](const Row& r) { return r.name == name; });
+    REQUIRE_MESSAGE(it != p.rows.end(), "no row " << name);
+    return *it;
+}
+
+bool has_warning(const Profile& p, const std::string& kind)
+{
+    return std::any_of(p.warnings.begin(), p.warnings.end(), [&](const Warning& w) { return w.kind == kind; });
+}
+
+} // namespace
+
+TEST_CASE("attribution: raw samples counted per function, sorted, with standard errors")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    // 7 in func_a (two addresses), 2 in local_b, 1 in func_c.
+    s.pcs = {0x08000000, 0x08000002, 0x08000000, 0x08000002, 0x08000000, 0x08000000, 0x08000002,
+             0x08000010, 0x08000012, 0x08000020};
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.total == 10);
+    CHECK(p.distinct_addresses == 5);
+    REQUIRE(p.rows.size() == 3);
+    CHECK(p.rows[0].name == "func_a");
+    CHECK(p.rows[0].samples == 7);
+    CHECK(p.rows[0].share.percent == doctest::Approx(70.0));
+    CHECK(p.rows[0].share.stderr_pp == doctest::Approx(14.4914).epsilon(1e-4));   // sqrt(.21/10)
+    CHECK(p.rows[0].distinct_addresses == 2);
+    CHECK(p.rows[0].address == 0x08000000u);
+    CHECK(p.rows[1].name == "local_b");
+    CHECK(p.rows[2].name == "func_c");
+    CHECK(p.unattributed == 0);
+}
+
+TEST_CASE("attribution: a bucket across a function boundary is split by the functions' even addresses")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    // [0x08000008, 0x08000018): 4 even addresses of func_a, 4 of local_b -> 50 / 50.
+    s.buckets.push_back({0x08000008, 16, 100});
+    // [0x08000018, 0x08000028): local_b 0x18 0x1a 0x1c, filler 0x1e, func_c 0x20..0x26 -> 3 : 4.
+    s.buckets.push_back({0x08000018, 16, 70});
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.total == doctest::Approx(170));
+    CHECK(row_named(p, "func_a").samples == doctest::Approx(50));
+    CHECK(row_named(p, "local_b").samples == doctest::Approx(50 + 30));
+    CHECK(row_named(p, "func_c").samples == doctest::Approx(40));
+    CHECK(p.unattributed == 0);   // the filler took nothing
+}
+
+TEST_CASE("attribution: a bucket of filler only, and samples outside the histogram")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.buckets.push_back({0x0800001e, 2, 5});
+    s.buckets.push_back({0x08000000, 2, 95});
+    s.outside_buckets = 10;
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.total == 110);
+    CHECK(row_named(p, "?").samples == 5);
+    CHECK(row_named(p, "(outside histogram)").samples == 10);
+    CHECK(p.unattributed == 15);
+    CHECK(has_warning(p, "unattributed"));   // 15 / 110 > 5 %
+}
+
+TEST_CASE("attribution: by address, histogram buckets stay whole rows")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.buckets.push_back({0x08000008, 16, 100});
+    AttributionOptions o;
+    o.by = Grouping::address;
+    const Profile p = attribute(s, symbols, nullptr, o);
+    REQUIRE(p.rows.size() == 1);
+    CHECK(p.rows[0].name == "0x08000008-0x08000017");
+    CHECK(p.rows[0].function == "func_a, local_b");
+}
+
+TEST_CASE("attribution: samples outside every function, and the 5 % warning")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.pcs.assign(94, 0x08000000);
+    s.pcs.insert(s.pcs.end(), 6, 0x20000000);   // RAM: 6 %
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(row_named(p, "?").samples == 6);
+    CHECK(has_warning(p, "unattributed"));
+    s.pcs.resize(96);   // 2 unattributed of 96: 2.1 %
+    CHECK_FALSE(has_warning(attribute(s, symbols, nullptr, {}), "unattributed"));
+}
+
+TEST_CASE("attribution: by task, with the dump's task table")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000000, 0x08000010, 0x08000020};
+    s.tags = {0x20000100, 0x20000100, 0x20000200, 0x20000300};
+    s.tag_names = {{0x20000100, "motor"}, {0x20000200, "link"}};
+    AttributionOptions o;
+    o.by = Grouping::task;
+    const Profile p = attribute(s, symbols, nullptr, o);
+    CHECK(row_named(p, "motor").samples == 2);
+    CHECK(row_named(p, "link").samples == 1);
+    CHECK(row_named(p, "0x20000300").samples == 1);   // a tag the table does not name
+}
+
+TEST_CASE("attribution: by address names the function and offset")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.pcs = {0x08000012, 0x08000012, 0x08000000};
+    AttributionOptions o;
+    o.by = Grouping::address;
+    SourceLocator locator(fixture);
+    const Profile p = attribute(s, symbols, &locator, o);
+    CHECK(p.rows[0].name == "0x08000012");
+    CHECK(p.rows[0].function == "local_b+0x2");
+    CHECK(p.rows[1].function == "func_a+0x0");
+}
+
+TEST_CASE("attribution: inline frames name the inlined function, lines name the source line")
+{
+    const std::string elf = std::string(FIXTURES_DIR) + "/inline_fixture.elf";
+    const SymbolTable symbols = SymbolTable::load(elf);
+    SourceLocator locator(elf);
+    // Find the address of the loop's store (line 8) in main, as the locator test does.
+    uint32_t hot = 0;
+    for (const Function& f : symbols.functions())
+        if (f.name == "main")
+            for (uint32_t a = f.start; a < f.start + f.size && hot == 0; a += 2)
+                if (locator.frames(a).size() == 3 && locator.frames(a)[0].line == 8)
+                    hot = a;
+    REQUIRE(hot != 0);
+    SampleSet s;
+    s.pcs.assign(10, hot);
+
+    CHECK(attribute(s, symbols, &locator, {}).rows[0].name == "main");
+    AttributionOptions inlined;
+    inlined.inline_frames = true;
+    CHECK(attribute(s, symbols, &locator, inlined).rows[0].name == "hot_a");
+    AttributionOptions lines;
+    lines.by = Grouping::line;
+    const Profile by_line = attribute(s, symbols, &locator, lines);
+    CHECK(by_line.rows[0].name.ends_with("inline_fixture.c:8"));
+    CHECK(by_line.rows[0].function == "hot_a");
+    AttributionOptions addresses;
+    addresses.by = Grouping::address;
+    const Profile by_address = attribute(s, symbols, &locator, addresses);
+    REQUIRE(by_address.rows[0].inlined_into.size() == 2);
+    CHECK(by_address.rows[0].inlined_into[0] == "run");
+    CHECK(by_address.rows[0].inlined_into[1] == "main");
+}
+
+TEST_CASE("attribution: exact counts are a census with no error, and no lockstep check")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.exact = true;
+    s.counts = {{0x08000000, 3504}, {0x08000010, 1004}, {0x08000020, 504}, {0x08000028, 10}};
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.total == 5022);
+    CHECK(row_named(p, "func_a").share.percent == doctest::Approx(69.773).epsilon(1e-4));
+    CHECK(row_named(p, "asm_tail").share.percent == doctest::Approx(0.19912).epsilon(1e-3));
+    CHECK(row_named(p, "func_a").share.stderr_pp == 0.0);
+    CHECK(p.warnings.empty());
+}
+
+TEST_CASE("attribution: lockstep is checked per sequence and reported as a warning with its numbers")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    // Sequence 1: period 3 over three functions, repeated.
+    for (int i = 0; i < 300; ++i)
+        s.pcs.push_back(i % 3 == 0 ? 0x08000000 : i % 3 == 1 ? 0x08000010 : 0x08000020);
+    s.sequences = {{0, 300}};
+    const Profile p = attribute(s, symbols, nullptr, {});
+    REQUIRE(p.lockstep.has_value());
+    CHECK(p.lockstep->period == 3);
+    REQUIRE(has_warning(p, "lockstep"));
+    CHECK(p.warnings.back().message.find("repeats every 3 samples") != std::string::npos);
+}
