@@ -6,7 +6,7 @@
  * control block address. Before the dump the firmware prints "task ADDR NAME" for each task,
  * so the host can name the tags. hot_a's time splits 2:1 between motor and link.
  *
- *   PERIOD (SysTick ticks, default 1691), SAMPLES (default 5000)
+ *   PERIOD (SysTick ticks, default 2014), SAMPLES (default 5000)
  */
 #include "board.h"
 #include "minirtos.h"
@@ -17,7 +17,7 @@
 #include "work.h"
 
 #ifndef PERIOD
-#define PERIOD 1691u
+#define PERIOD 2014u
 #endif
 
 static TCB_t motor_tcb, link_tcb;
