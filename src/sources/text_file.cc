@@ -1,29 +1,46 @@
 #include "mcuprof/sources/text_file.h"
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mcuprof/sources/error.h"
 
 namespace mcuprof::sources {
 
-std::string read_file(const std::string& path)
+MappedFile::MappedFile(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         throw Error(path, "", std::string("cannot open: ") + std::strerror(errno));
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size < 0)
+    struct stat status {};
+    if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+        ::close(fd);
         throw Error(path, "", "cannot read: not a regular file");
-    std::string bytes(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    in.read(bytes.data(), size);
-    if (!in)
-        throw Error(path, "", "cannot read the whole file");
-    return bytes;
+    }
+    size_ = static_cast<size_t>(status.st_size);
+    if (size_ > 0) {
+        data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (data_ == MAP_FAILED) {
+            const int error = errno;
+            ::close(fd);
+            data_ = nullptr;
+            throw Error(path, "", std::string("cannot map: ") + std::strerror(error));
+        }
+        ::madvise(data_, size_, MADV_SEQUENTIAL);
+    }
+    ::close(fd);
+}
+
+MappedFile::~MappedFile()
+{
+    if (data_ != nullptr)
+        ::munmap(data_, size_);
 }
 
 bool LineCursor::next(std::string_view& line)
@@ -48,18 +65,14 @@ bool parse_hex32(std::string_view text, uint32_t& value)
     if (text.empty() || text.size() > 8)
         return false;
     uint32_t v = 0;
+    uint8_t bad = 0;
     for (char c : text) {
-        uint32_t digit;
-        if (c >= '0' && c <= '9')
-            digit = uint32_t(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            digit = uint32_t(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            digit = uint32_t(c - 'A' + 10);
-        else
-            return false;
-        v = (v << 4) | digit;
+        const uint8_t digit = hex_digit(c);
+        bad |= digit & 0xF0;
+        v = (v << 4) | (digit & 0x0F);
     }
+    if (bad != 0)
+        return false;
     value = v;
     return true;
 }

@@ -46,6 +46,7 @@ struct DumpSelection {
     std::optional<size_t> first;   // keep the first N raw samples
 };
 
-core::SampleSet to_samples(const Dump& dump, const DumpSelection& selection);
+// Takes the dump by value: pass it with std::move and its samples move, not copy.
+core::SampleSet to_samples(Dump dump, const DumpSelection& selection);
 
 } // namespace mcuprof::sources

@@ -30,7 +30,8 @@ core::SampleSet parse_truth(std::string_view text, const std::string& path)
 
 core::SampleSet read_truth(const std::string& path)
 {
-    return parse_truth(read_file(path), path);
+    const MappedFile file(path);
+    return parse_truth(file.bytes(), path);
 }
 
 } // namespace mcuprof::sources
