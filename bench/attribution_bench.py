@@ -43,13 +43,16 @@ def make_dump(elf, samples, path):
         out.write("end\n")
 
 
-def timed(command):
-    start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if result.returncode != 0:
-        sys.exit("bench: %s failed: %s" % (command[0], result.stderr.strip()))
-    return elapsed, result.stdout
+def timed(command, runs):
+    """Median wall time of `runs` runs (the machine is shared: one run can be unlucky)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True)
+        times.append(time.perf_counter() - start)
+        if result.returncode != 0:
+            sys.exit("bench: %s failed: %s" % (command[0], result.stderr.strip()))
+    return sorted(times)[len(times) // 2], result.stdout
 
 
 def counts_from_text(text, pattern):
@@ -62,6 +65,7 @@ def main():
     parser.add_argument("--elf", required=True)
     parser.add_argument("--samples", type=int, default=10_000_000)
     parser.add_argument("--work", default="build/bench")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each tool; the median is reported")
     args = parser.parse_args()
     if not os.path.exists(PEER):
         sys.exit("bench: the peer script is not at %s" % PEER)
@@ -71,8 +75,8 @@ def main():
         make_dump(args.elf, args.samples, dump)
     size_mb = os.path.getsize(dump) / 1e6
 
-    ours_s, ours = timed([args.mcuprof, "report", dump, "--elf", args.elf])
-    peer_s, peer = timed([sys.executable, PEER, dump, args.elf])
+    ours_s, ours = timed([args.mcuprof, "report", dump, "--elf", args.elf], args.runs)
+    peer_s, peer = timed([sys.executable, PEER, dump, args.elf], args.runs)
 
     mine = counts_from_text(ours, r"^\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)$")
     theirs = counts_from_text(peer, r"^\s+[\d.]+ %\s+([\d.]+)\s+(\S+)$")
@@ -81,8 +85,8 @@ def main():
     if sorted(mine.values()) != sorted(theirs.values()):
         sys.exit("bench: the two tools disagree on the counts; no figure printed")
 
-    print("attribution of %d samples (%.0f MB dump), %d functions, results identical" %
-          (args.samples, size_mb, len(mine)))
+    print("attribution of %d samples (%.0f MB dump), %d functions, results identical; median of %d runs" %
+          (args.samples, size_mb, len(mine), args.runs))
     print("  %-28s %8.2f s  %12.0f samples/s" % ("mcuprof report", ours_s, args.samples / ours_s))
     print("  %-28s %8.2f s  %12.0f samples/s" % ("seed prof75a.py", peer_s, args.samples / peer_s))
     print("  ratio: mcuprof is %.1f times faster (goal: 50)" % (peer_s / ours_s))

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs every benchmark against the peers, side by side, and prints the ratios.
+# Benchmarks report figures; they assert nothing (the tests do that).
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+echo "== attribution: mcuprof report vs the seed's prof75a.py"
+python3 bench/attribution_bench.py --mcuprof "$build/mcuprof" --elf "$build/firmware-ref/loops_m4.elf" --work "$build/bench"
