@@ -1,0 +1,293 @@
+"""Shared helpers for the integration tests: run reference firmware in QEMU with the truth
+plugin, read its dump and counts independently of mcuprof, ask the mcuprof CLI, and compare
+with standard errors.
+
+Environment (set by tests/integration/CMakeLists.txt under ctest; defaults fit `make build`):
+  MCUPROF_CLI           the mcuprof executable            (default build/mcuprof)
+  MCUPROF_FW_DIR        the reference ELFs                 (default build/firmware-ref)
+  MCUPROF_TRUTH_PLUGIN  libtruth.so                        (default build/firmware-ref/libtruth.so)
+  MCUPROF_UNDER_CTEST   set: a missing CLI or image fails a test instead of skipping it
+"""
+from __future__ import annotations
+
+import atexit
+import bisect
+import collections
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from functools import lru_cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
+import qemu_runner  # noqa: E402
+
+FW_DIR = Path(os.environ.get("MCUPROF_FW_DIR", REPO / "build" / "firmware-ref"))
+CLI = Path(os.environ.get("MCUPROF_CLI", REPO / "build" / "mcuprof"))
+PLUGIN = Path(os.environ.get("MCUPROF_TRUTH_PLUGIN", FW_DIR / "libtruth.so"))
+STRICT = bool(os.environ.get("MCUPROF_UNDER_CTEST"))
+
+# The seed's published truth for scenario 1 (instructions per loop pass: 3504, 1004, 504, 10).
+SEED_SCENARIO1_TRUTH = {"hot_a": 69.77, "hot_b": 19.99, "hot_c": 10.04, "run": 0.20}
+SEED_PASS_INSTRUCTIONS = {"hot_a": 3504, "hot_b": 1004, "hot_c": 504, "run": 10}
+
+_workdir = Path(tempfile.mkdtemp(prefix="mcuprof-it-"))
+atexit.register(shutil.rmtree, _workdir, True)
+
+
+def _missing(what: str) -> None:
+    if STRICT:
+        raise AssertionError(what)
+    raise unittest.SkipTest(what)
+
+
+def elf_path(name: str) -> Path:
+    p = FW_DIR / f"{name}.elf"
+    if not p.is_file():
+        _missing(f"{p} is missing: build the firmware (make firmware)")
+    return p
+
+
+def manifest(name: str) -> dict:
+    entry = qemu_runner.manifest_entry(elf_path(name))
+    assert entry is not None, f"{name} not in {FW_DIR}/manifest.json"
+    return entry
+
+
+def manifest_define(name: str, key: str, default=None):
+    for d in manifest(name)["defs"]:
+        k, _, v = d.partition("=")
+        if k == key:
+            return int(v, 0) if v else 1
+    return default
+
+
+# ---------------------------------------------------------------- running
+
+
+class Run:
+    """One finished run: UART text saved as dump.txt, truth counts as truth.txt."""
+
+    def __init__(self, name: str, dump: Path, truth: Path, seconds: float):
+        self.name = name
+        self.elf = elf_path(name)
+        self.dump_path = dump
+        self.truth_path = truth
+        self.seconds = seconds
+        self.text = dump.read_text(encoding="ascii", errors="replace")
+        self.dump = parse_dump(self.text)
+        self.counts = read_counts(truth)
+
+
+@lru_cache(maxsize=None)
+def run(name: str, timeout: float = 120.0) -> Run:
+    """Run an image to its semihosting exit with the truth plugin (once per process)."""
+    elf = elf_path(name)
+    if not PLUGIN.is_file():
+        _missing(f"{PLUGIN} is missing: build the host project (it builds firmware-ref/truth)")
+    d = _workdir / name
+    d.mkdir(parents=True, exist_ok=True)
+    dump, truth = d / "dump.txt", d / "truth.txt"
+    res = qemu_runner.run_to_exit(elf, uart_path=dump, truth_path=truth, timeout=timeout,
+                                  plugin=PLUGIN)
+    return Run(name, dump, truth, res.seconds)
+
+
+# ---------------------------------------------------------------- reading, independently of mcuprof
+
+
+class Dump:
+    def __init__(self):
+        self.kind = None          # "raw" or "hist"
+        self.n = 0                # the header's n=
+        self.pcs: list[int] = []
+        self.tags: list[int] = []
+        self.base = 0
+        self.shift = 0
+        self.out = 0
+        self.bins: list[int] = []
+        self.tasks: dict[int, str] = {}
+        self.spans: list[int] = []
+        self.fields: dict[str, int] = {}  # key=value pairs of a "cost" line
+        self.ended = False
+
+
+def parse_dump(text: str) -> Dump:
+    d = Dump()
+    for line in text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if line.startswith("prof raw "):
+            d.kind, d.n = "raw", int(re.search(r"n=(\d+)", line).group(1))
+        elif line.startswith("prof hist "):
+            m = re.match(r"prof hist base=0x([0-9a-f]+) shift=(\d+) n=(\d+) out=(\d+)", line)
+            d.kind, d.base, d.shift, d.n, d.out = "hist", int(m.group(1), 16), int(m.group(2)), \
+                int(m.group(3)), int(m.group(4))
+        elif f[0] == "p":
+            d.pcs += [int(x, 16) for x in f[1:]]
+        elif f[0] == "g":
+            d.tags += [int(x, 16) for x in f[1:]]
+        elif f[0] == "h":
+            d.bins += [int(x, 16) for x in f[1:]]
+        elif f[0] == "task":
+            d.tasks[int(f[1], 16)] = f[2]
+        elif line.startswith("span="):
+            d.spans.append(int(line[5:]))
+        elif f[0] == "cost":
+            d.fields = {k: int(v) for k, v in (x.split("=") for x in f[1:])}
+        elif f[0] == "end":
+            d.ended = True
+    return d
+
+
+def read_counts(path: Path) -> dict[int, int]:
+    counts = {}
+    for line in path.read_text().splitlines():
+        a, n = line.split()
+        counts[int(a, 16)] = int(n)
+    return counts
+
+
+class Symbols:
+    """Function ranges from the ELF symbol table (arm-none-eabi-nm), for checks that must not
+    depend on the tool under test."""
+
+    def __init__(self, elf: Path):
+        out = subprocess.run(["arm-none-eabi-nm", "-n", "-S", "--defined-only", str(elf)],
+                             capture_output=True, text=True, check=True).stdout
+        self.funcs: list[tuple[int, int, str]] = []
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 4 and f[2] in "TtWw" and int(f[1], 16) > 0:
+                self.funcs.append((int(f[0], 16) & ~1, int(f[1], 16), f[3]))
+        self.funcs.sort()
+        self._starts = [s for s, _, _ in self.funcs]
+        self.by_name = {n: (s, z) for s, z, n in self.funcs}
+
+    def lookup(self, addr: int) -> str:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0:
+            s, z, n = self.funcs[i]
+            if addr < s + z:
+                return n
+        return "?"
+
+    def range(self, name: str) -> tuple[int, int]:
+        s, z = self.by_name[name]
+        return s, s + z
+
+
+@lru_cache(maxsize=None)
+def symbols(name: str) -> Symbols:
+    return Symbols(elf_path(name))
+
+
+def by_function(counts: dict[int, int] | list[int], syms: Symbols) -> collections.Counter:
+    c = collections.Counter()
+    if isinstance(counts, dict):
+        for a, n in counts.items():
+            c[syms.lookup(a)] += n
+    else:
+        for a in counts:
+            c[syms.lookup(a)] += 1
+    return c
+
+
+def shares(counter: collections.Counter, names) -> dict[str, float]:
+    """Percent of each of `names` within their own total (renormalized to that set)."""
+    total = sum(counter[n] for n in names)
+    assert total > 0, f"none of {sorted(names)} executed"
+    return {n: 100.0 * counter[n] / total for n in names}
+
+
+def std_error_pp(p_percent: float, n: int) -> float:
+    """Standard error in percentage points of a share p (percent) estimated from n samples."""
+    p = p_percent / 100.0
+    return 100.0 * math.sqrt(p * (1.0 - p) / n)
+
+
+def repeat_period(seq: list[int]):
+    """Smallest p with seq[k] == seq[k+p] for all k, or None."""
+    for p in range(1, len(seq) // 2 + 1):
+        if seq[p:] == seq[:-p]:
+            return p
+    return None
+
+
+@lru_cache(maxsize=None)
+def disassembly(name: str) -> dict[str, list[tuple[int, str]]]:
+    """Function name -> [(address, instruction text)] from arm-none-eabi-objdump."""
+    out = subprocess.run(["arm-none-eabi-objdump", "-d", "--no-show-raw-insn", str(elf_path(name))],
+                         capture_output=True, text=True, check=True).stdout
+    funcs, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^([0-9a-f]+) <(.+)>:$", line)
+        if m:
+            cur = funcs.setdefault(m.group(2), [])
+            continue
+        m = re.match(r"^\s+([0-9a-f]+):\s+(.*)$", line)
+        if m and cur is not None:
+            cur.append((int(m.group(1), 16), m.group(2).strip()))
+    return funcs
+
+
+def calls(counts: dict[int, int], syms: Symbols, name: str) -> int:
+    """How many times a function was entered: executions of its first instruction (for the
+    nop-loop functions the entry is not a loop target)."""
+    return counts.get(syms.range(name)[0], 0)
+
+
+# ---------------------------------------------------------------- the mcuprof CLI
+
+
+def cli_json(*args: str) -> dict:
+    if not CLI.is_file():
+        _missing(f"{CLI} is missing: build the host project")
+    proc = subprocess.run([str(CLI), *args, "--format", "json"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, f"mcuprof {' '.join(args)} failed ({proc.returncode}): {proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def rows(report: dict) -> dict[str, dict]:
+    """The report's rows by name (functions, or tasks with --by task)."""
+    for key in ("functions", "rows", "tasks"):
+        if key in report:
+            return {r["name"]: r for r in report[key]}
+    raise AssertionError(f"no rows in report: keys {sorted(report)}")
+
+
+def percent(report: dict, name: str) -> float:
+    r = rows(report).get(name)
+    return float(r["percent"]) if r else 0.0
+
+
+def warning_kinds(report: dict) -> set[str]:
+    return {w.get("kind") for w in report.get("warnings", [])}
+
+
+class IntegrationCase(unittest.TestCase):
+    """Assertions shared by the scenario tests."""
+
+    def assertWithinSE(self, measured: float, truth: float, n: int, k: float = 4.0, what: str = ""):
+        se = std_error_pp(truth, n)
+        self.assertLessEqual(abs(measured - truth), k * se,
+                             f"{what}: measured {measured:.3f} %, truth {truth:.3f} %, "
+                             f"|diff| {abs(measured - truth):.3f} > {k} x SE {se:.3f} pp (N={n})")
+
+    def assertProfileMatchesTruth(self, report: dict, truth_shares: dict[str, float], n: int,
+                                  what: str = ""):
+        """Every function of the window within 4 SE of the truth, no sample anywhere else."""
+        got = rows(report)
+        for name, t in truth_shares.items():
+            self.assertWithinSE(percent(report, name), t, n, what=f"{what} {name}")
+        stray = {k: v["samples"] for k, v in got.items() if k not in truth_shares and v["samples"]}
+        self.assertFalse(stray, f"{what}: samples outside the measured functions: {stray}")
