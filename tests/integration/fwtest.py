@@ -291,3 +291,13 @@ class IntegrationCase(unittest.TestCase):
             self.assertWithinSE(percent(report, name), t, n, what=f"{what} {name}")
         stray = {k: v["samples"] for k, v in got.items() if k not in truth_shares and v["samples"]}
         self.assertFalse(stray, f"{what}: samples outside the measured functions: {stray}")
+
+    def assertSeesLikelyAddresses(self, r: "Run", syms: Symbols, window):
+        """Every address of the window that the truth expects to get >= 10 samples was sampled
+        (an unbiased sampler misses one with probability < e^-10)."""
+        counts = {a: n for a, n in r.counts.items() if syms.lookup(a) in window}
+        total = sum(counts.values())
+        likely = {a for a, n in counts.items() if n / total * len(r.dump.pcs) >= 10}
+        self.assertTrue(likely)
+        missed = likely - set(r.dump.pcs)
+        self.assertFalse(missed, f"never sampled: {[hex(a) for a in sorted(missed)]}")

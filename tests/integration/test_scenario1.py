@@ -73,14 +73,7 @@ class ProfileAgainstTruth(IntegrationCase):
         self.assertEqual(calls(r.counts, symbols("loops_psp_m4"), "switch_to_psp"), 1)
 
     def test_jitter_reaches_every_address_the_truth_makes_likely(self):
-        r, syms = run("loops_jit_m4"), symbols("loops_jit_m4")
-        window = {a: n for a, n in r.counts.items() if syms.lookup(a) in WINDOW}
-        total = sum(window.values())
-        seen = set(r.dump.pcs)
-        # an address expected to get >= 10 of the N samples is missed with probability < e^-10
-        likely = {a for a, n in window.items() if n / total * r.dump.n >= 10}
-        self.assertTrue(likely)
-        self.assertFalse(likely - seen, [hex(a) for a in sorted(likely - seen)])
+        self.assertSeesLikelyAddresses(run("loops_jit_m4"), symbols("loops_jit_m4"), WINDOW)
 
     def test_wrong_prologue_on_psp_gives_garbage(self):
         r = run("loops_psp_badmsp_m4")

@@ -1,0 +1,159 @@
+"""The QEMU runner (firmware-ref/runner/qemu_runner.py) and the truth plugin: ports, halting,
+QMP, UART socket, timeouts, clean-up, record/replay, and the plugin's exactness."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+from fwtest import PLUGIN, REPO, by_function, elf_path, read_counts, symbols  # sets sys.path
+
+import qemu_runner  # noqa: E402
+from qemu_runner import QemuRun, QemuTimeout  # noqa: E402
+
+RUNNER = REPO / "firmware-ref" / "runner" / "qemu_runner.py"
+
+
+def gone(proc) -> bool:
+    return proc is not None and proc.poll() is not None
+
+
+def gdb_packet(sock, payload: str) -> str:
+    """Send one RSP packet, return the reply payload (QEMU 7.2 acks; no no-ack mode)."""
+    csum = sum(payload.encode()) & 0xFF
+    sock.sendall(f"${payload}#{csum:02x}".encode())
+    buf = b""
+    while True:
+        m = re.search(rb"\$([^#]*)#[0-9a-fA-F]{2}", buf)
+        if m:
+            sock.sendall(b"+")
+            return m.group(1).decode()
+        chunk = sock.recv(4096)
+        if not chunk:
+            return buf.decode(errors="replace")
+        buf += chunk
+
+
+class Runner(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="mcuprof-runner-"))
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_runs_to_semihosting_exit_and_writes_uart(self):
+        res = qemu_runner.run_to_exit(elf_path("cost_m4"), uart_path=self.tmp / "u.txt")
+        self.assertEqual(res.returncode, 0)
+        self.assertIn("cost off=", res.uart)
+        self.assertIn("-icount", res.args)
+        self.assertEqual(res.args[res.args.index("-M") + 1], "netduinoplus2")
+
+    def test_machine_comes_from_the_manifest(self):
+        self.assertEqual(qemu_runner.machine_for(elf_path("cost_m3")), "netduino2")
+        self.assertEqual(qemu_runner.machine_for(elf_path("cost_m4")), "netduinoplus2")
+
+    def test_gdb_halted_then_continue_to_exit(self):
+        with QemuRun(elf_path("cost_m4"), gdb=True, halted=True, timeout=60) as q:
+            self.assertIsNotNone(q.gdb_port)
+            with socket.create_connection(("127.0.0.1", q.gdb_port), timeout=10) as s:
+                self.assertRegex(gdb_packet(s, "?"), r"^[ST]05")
+                s.sendall(b"$c#63")
+                self.assertEqual(q.wait(30), 0)
+            self.assertIn("cost off=", q.uart_text())
+        self.assertTrue(gone(q.proc))
+
+    def test_qmp_query_and_continue(self):
+        with QemuRun(elf_path("cost_m4"), qmp=True, halted=True, timeout=60) as q:
+            status = q.qmp("query-status")
+            self.assertFalse(status["running"])
+            q.qmp("cont")
+            self.assertEqual(q.wait(30), 0)
+
+    def test_uart_over_a_socket(self):
+        with QemuRun(elf_path("tick_m4"), uart="socket", timeout=60) as q:
+            text = q.read_uart_until("\nend\n", timeout=60)
+            self.assertTrue(text.startswith("prof raw n=1000"))
+            q.wait(30)
+
+    def test_timeout_kills_and_reaps(self):
+        q = QemuRun(elf_path("loops_jit_m4"), timeout=0.3)
+        with q:
+            with self.assertRaises(QemuTimeout):
+                q.wait()
+            self.assertTrue(gone(q.proc))
+
+    def test_exception_inside_the_block_kills_qemu(self):
+        with self.assertRaises(RuntimeError):
+            with QemuRun(elf_path("cost_m4"), gdb=True, halted=True) as q:
+                self.assertTrue(q.running())
+                raise RuntimeError("test")
+        self.assertTrue(gone(q.proc))
+
+    def test_two_runs_get_different_free_ports(self):
+        with QemuRun(elf_path("cost_m4"), gdb=True, qmp=True, halted=True) as a, \
+                QemuRun(elf_path("cost_m4"), gdb=True, qmp=True, halted=True) as b:
+            ports = {a.gdb_port, a.qmp_port, b.gdb_port, b.qmp_port}
+            self.assertEqual(len(ports), 4)
+        self.assertTrue(gone(a.proc) and gone(b.proc))
+
+    def test_command_line(self):
+        uart, truth = self.tmp / "u.txt", self.tmp / "t.txt"
+        p = subprocess.run([sys.executable, str(RUNNER), str(elf_path("cost_m4")), "--uart", str(uart),
+                            "--truth", str(truth), "--plugin", str(PLUGIN), "--timeout", "60"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("cost off=", uart.read_text())
+        lines = truth.read_text().splitlines()
+        self.assertTrue(lines)
+        self.assertTrue(all(re.fullmatch(r"0x[0-9a-f]{8} [1-9][0-9]*", l) for l in lines))
+        addrs = [int(l.split()[0], 16) for l in lines]
+        self.assertEqual(addrs, sorted(set(addrs)))
+
+    def test_command_line_timeout_exit_code(self):
+        p = subprocess.run([sys.executable, str(RUNNER), str(elf_path("loops_jit_m4")), "--timeout", "0.3"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 124)
+
+
+class TruthPlugin(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="mcuprof-truth-"))
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def truth(self, name, **kw):
+        path = self.tmp / f"{name}-{len(list(self.tmp.iterdir()))}.txt"
+        res = qemu_runner.run_to_exit(elf_path(name), truth_path=path, plugin=PLUGIN, **kw)
+        return read_counts(path), res
+
+    def test_counts_are_exact(self):
+        counts, res = self.truth("cost_m4")
+        per_fn = by_function(counts, symbols("cost_m4"))
+        work = 250000
+        self.assertEqual(per_fn["hot_a"], 2 * (5 * work + 4))  # two calls of hot_a(250000)
+        off = int(re.search(r"off=(\d+)", res.uart).group(1))
+        # TIM2 agrees: the timed window is hot_a plus the few instructions around the clock reads
+        self.assertLess(off - (5 * work + 4), 10)
+
+    def test_counts_do_not_depend_on_translation_block_size(self):
+        plain, _ = self.truth("tick_jit_m4")
+        single, _ = self.truth("tick_jit_m4", singlestep=True)
+        self.assertEqual(plain, single)
+
+    def test_replay_repeats_the_recorded_run(self):
+        rr = self.tmp / "rr.bin"
+        rec, rec_res = self.truth("tick_jit_m4", record=rr)
+        rep, rep_res = self.truth("tick_jit_m4", replay=rr)
+        self.assertEqual(rec, rep)
+        self.assertEqual(rec_res.uart, rep_res.uart)
+
+
+if __name__ == "__main__":
+    unittest.main()
