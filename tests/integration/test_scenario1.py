@@ -194,6 +194,16 @@ class OtherBuilds(IntegrationCase):
         syms = symbols("loops_tim3_m4")
         self.assertEqual(syms.by_name["SysTick_Handler"][0], syms.by_name["unexpected_exception"][0])
 
+    def test_tim3_build_runs(self):
+        # QEMU 7.2's TIM3 does not fire every ARR counts (see docs), but the handler works:
+        # every sample is taken, acknowledged, and lands in the measured loop
+        name = "loops_tim3_m4"
+        r = run(name)
+        self.assertEqual(r.dump.n, len(r.dump.pcs))
+        self.assertGreater(r.dump.n, 0)
+        got = by_function(r.dump.pcs, symbols(name))
+        self.assertEqual(set(got) - set(WINDOW), set())
+
     def test_every_image_has_line_info(self):
         for name in ("loops_m4", "loops_inline_o2_m4", "rtos_m4", "loops_m0"):
             out = subprocess.run(["arm-none-eabi-readelf", "-S", str(elf_path(name))],
