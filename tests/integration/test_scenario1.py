@@ -83,6 +83,23 @@ class ProfileAgainstTruth(IntegrationCase):
         self.assertIn("unattributed", warning_kinds(rep))
 
 
+class Chunks(IntegrationCase):
+    def test_three_dumps_in_one_output(self):
+        name = "loops_chunks_m4"
+        r = run(name)
+        self.assertEqual(r.text.count("prof raw n=1000"), 3)
+        self.assertEqual(len(r.dump.spans), 3)
+        merged = cli_json("report", str(r.dump_path), "--elf", str(r.elf))
+        self.assertEqual(int(merged["samples"]), 3000)
+        self.assertProfileMatchesTruth(merged, truth_shares(name), 3000, "3 chunks merged")
+        second = cli_json("report", str(r.dump_path), "--elf", str(r.elf), "--chunk", "2")
+        self.assertEqual(int(second["samples"]), 1000)
+        chunk2 = r.dump.pcs[1000:2000]
+        direct = by_function(chunk2, symbols(name))
+        for fn in WINDOW:
+            self.assertEqual(int(rows(second).get(fn, {"samples": 0})["samples"]), direct[fn], fn)
+
+
 class Lockstep(IntegrationCase):
     def test_fixed_period_repeats_with_the_predicted_period(self):
         name = "loops_m4"
