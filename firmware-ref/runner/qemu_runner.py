@@ -93,20 +93,34 @@ def machine_for(elf: os.PathLike | str) -> str:
     return DEFAULT_MACHINE
 
 
-def _listening(port: int) -> bool:
-    """True when some local socket listens on `port` (read from /proc: no connection made,
-    which matters for the gdbstub: a connection would stop the guest)."""
+def _listening(port: int, pid: Optional[int] = None) -> bool:
+    """True when a local socket listens on `port` (and, given `pid`, belongs to that process).
+    Read from /proc, without connecting: a connection to the gdbstub would stop the guest."""
     want = ":%04X" % port
+    inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
                 next(f)
                 for line in f:
                     fields = line.split()
-                    if len(fields) > 3 and fields[1].endswith(want) and fields[3] == "0A":
-                        return True
+                    if len(fields) > 9 and fields[1].endswith(want) and fields[3] == "0A":
+                        inodes.add(fields[9])
         except OSError:
             continue
+    if not inodes or pid is None:
+        return bool(inodes)
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
     return False
 
 
@@ -154,6 +168,10 @@ class QemuRun:
             raise QemuError("record and replay are exclusive")
         self.machine = machine or machine_for(self.elf)
         self.timeout = float(timeout)
+        self.truth_path = Path(truth) if truth else None
+        self.plugin = Path(plugin) if plugin else default_plugin()
+        if self.truth_path and not self.plugin.is_file():
+            raise QemuError(f"truth plugin not found: {self.plugin} (build the host project)")
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="mcuprof-qemu-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -163,11 +181,8 @@ class QemuRun:
             self.uart_path = self.workdir / "uart.txt"
         elif uart not in (None, "socket"):
             self.uart_path = Path(uart)
-        self.truth_path = Path(truth) if truth else None
-        self.plugin = Path(plugin) if plugin else default_plugin()
-        if self.truth_path and not self.plugin.is_file():
-            raise QemuError(f"truth plugin not found: {self.plugin} (build the host project)")
         self.gdb_port: Optional[int] = None
+        self._ports_are_ours = not (isinstance(gdb, int) and not isinstance(gdb, bool))
         if gdb:
             self.gdb_port = gdb if isinstance(gdb, int) and not isinstance(gdb, bool) else free_port()
         self.qmp_port: Optional[int] = free_port() if qmp else None
@@ -232,6 +247,30 @@ class QemuRun:
             self._uart_listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self._uart_listener.bind(("127.0.0.1", 0))
             self._uart_listener.listen(1)
+        # A port found free may be taken by someone else before QEMU binds it: then QEMU exits
+        # at once, and we try again with new ports (only with ports we chose ourselves).
+        for attempt in range(3):
+            try:
+                self._launch()
+                return self
+            except QemuError:
+                busy = "in use" in self.stderr_text() and self._ports_are_ours
+                self.kill()
+                self._close_files()
+                if not busy or attempt == 2:
+                    self.close()
+                    raise
+                self.proc = None
+                if self.gdb_port is not None:
+                    self.gdb_port = free_port()
+                if self.qmp_port is not None:
+                    self.qmp_port = free_port()
+            except BaseException:
+                self.close()
+                raise
+        return self  # pragma: no cover
+
+    def _launch(self) -> None:
         self.args = self.command()
         self._stdout = open(self.workdir / "qemu.stdout", "wb")
         self._stderr = open(self.workdir / "qemu.stderr", "wb")
@@ -240,19 +279,13 @@ class QemuRun:
             self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=self._stdout,
                                          stderr=self._stderr, start_new_session=True)
         except OSError as e:
-            self.close()
             raise QemuError(f"cannot start {self.qemu}: {e}") from e
-        try:
-            if self._uart_mode == "socket":
-                self._accept_uart()
-            if self.qmp_port is not None:
-                self._qmp_connect()
-            if self.gdb_port is not None:
-                self.wait_listening(self.gdb_port)
-        except BaseException:
-            self.close()
-            raise
-        return self
+        if self._uart_mode == "socket":
+            self._accept_uart()
+        if self.qmp_port is not None:
+            self._qmp_connect()
+        if self.gdb_port is not None:
+            self.wait_listening(self.gdb_port)
 
     def __enter__(self) -> "QemuRun":
         return self.start()
@@ -324,13 +357,16 @@ class QemuRun:
                 pass
             self._uart_listener = None
         self._join_uart()
-        for f in (getattr(self, "_stdout", None), getattr(self, "_stderr", None)):
-            if f is not None and not f.closed:
-                f.close()
+        self._close_files()
         if self._uart_final is None:
             self._uart_final = self.uart_text()  # still readable after the workdir is gone
         if self._own_workdir and not self.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _close_files(self) -> None:
+        for f in (getattr(self, "_stdout", None), getattr(self, "_stderr", None)):
+            if f is not None and not f.closed:
+                f.close()
 
     # ---- output
 
@@ -398,7 +434,7 @@ class QemuRun:
     def wait_listening(self, port: int, timeout: float = 10.0) -> None:
         """Wait until QEMU listens on `port`, without connecting to it."""
         deadline = time.monotonic() + timeout
-        while not _listening(port):
+        while not _listening(port, self.proc.pid if self.proc else None):
             if not self.running():
                 raise QemuError(f"QEMU exited early (port {port} busy?): {self.stderr_text()[-400:]!r}")
             if time.monotonic() > deadline:

@@ -101,6 +101,30 @@ class Runner(unittest.TestCase):
             self.assertEqual(len(ports), 4)
         self.assertTrue(gone(a.proc) and gone(b.proc))
 
+    def test_a_port_taken_meanwhile_is_replaced(self):
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        busy = taken.getsockname()[1]
+        real, handed = qemu_runner.free_port, []
+
+        def first_busy(host="127.0.0.1"):
+            handed.append(busy if not handed else real(host))
+            return handed[-1]
+
+        qemu_runner.free_port = first_busy
+        try:
+            with QemuRun(elf_path("cost_m4"), gdb=True, halted=True) as q:
+                self.assertNotEqual(q.gdb_port, busy)
+                self.assertTrue(q.running())
+            self.assertTrue(gone(q.proc))
+            # a port the caller named is not replaced: the run fails instead
+            with self.assertRaises(qemu_runner.QemuError):
+                QemuRun(elf_path("cost_m4"), gdb=busy, halted=True).start()
+        finally:
+            qemu_runner.free_port = real
+            taken.close()
+
     def test_command_line(self):
         uart, truth = self.tmp / "u.txt", self.tmp / "t.txt"
         p = subprocess.run([sys.executable, str(RUNNER), str(elf_path("cost_m4")), "--uart", str(uart),
