@@ -14,7 +14,9 @@ const char* const overview =
     "usage: mcuprof COMMAND [options]\n"
     "\n"
     "Commands:\n"
-    "  report INPUT --elf ELF   profile from an on-chip sampler dump or truth counts\n"
+    "  record --gdb HOST:PORT --elf ELF -o FILE\n"
+    "                           sample a running target by halting it over GDB\n"
+    "  report INPUT --elf ELF   profile from a recording, an on-chip sampler dump or truth counts\n"
     "  truth COUNTS --elf ELF   the exact profile from the QEMU truth plugin's counts\n"
     "\n"
     "mcuprof COMMAND --help shows a command's options.\n";
@@ -27,6 +29,7 @@ int main(int argc, char** argv)
     const std::map<std::string, int (*)(const Arguments&)> commands = {
         {"report", report_command},
         {"truth", truth_command},
+        {"record", record_command},
     };
     if (argc < 2) {
         std::cerr << overview;

@@ -1,6 +1,7 @@
 #pragma once
 // What the commands that print a profile share: their options, how the profile is
 // built from a sample set, and where and how it is written.
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,11 @@ void add_report_options(boost::program_options::options_description& description
 // Returns false when --help was asked (the help is then printed).
 bool parse_command(const Arguments& args, const std::string& usage,
                    const boost::program_options::options_description& description, std::string& input);
+
+// "100us", "2ms", "0.5s", "3min" (ns, us, ms, s, min); throws UsageError naming the option.
+std::chrono::nanoseconds parse_duration(const std::string& text, const std::string& option);
+// "20000", "20k", "1.5M": a positive count.
+double parse_count(const std::string& text, const std::string& option);
 
 // Attributes the samples with the ELF's symbols and writes the report as asked.
 void write_profile(const core::SampleSet& samples, const ReportOptions& options);

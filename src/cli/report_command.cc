@@ -3,6 +3,7 @@
 #include "mcuprof/sources/dump_reader.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/input_kind.h"
+#include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/truth_reader.h"
 #include "options.h"
 
@@ -24,7 +25,8 @@ int report_command(const Arguments& args)
     const std::string usage =
         "usage: mcuprof report INPUT --elf ELF [options]\n\n"
         "Reports where the samples in INPUT fall in the firmware. INPUT is found from its content:\n"
-        "the on-chip sampler's dump (UART text) or the truth plugin's instruction counts.";
+        "a recording (mcuprof record), the on-chip sampler's dump (UART text) or the truth\n"
+        "plugin's instruction counts.";
     if (!parse_command(args, usage, description, options.input))
         return 0;
     if (options.input.empty())
@@ -41,6 +43,12 @@ int report_command(const Arguments& args)
         samples = sources::to_samples(sources::read_dump(options.input), selection);
         break;
     }
+    case sources::InputKind::recording:
+        if (chunk != 0)
+            throw UsageError("--chunk applies to on-chip dumps, not to recordings");
+        samples = sources::to_samples(sources::read_recording(options.input),
+                                      first != 0 ? std::optional<size_t>(first) : std::nullopt);
+        break;
     case sources::InputKind::truth_counts:
         if (chunk != 0 || first != 0)
             throw UsageError("--chunk and --first apply to on-chip dumps, not to truth counts");
@@ -48,8 +56,8 @@ int report_command(const Arguments& args)
         break;
     case sources::InputKind::unknown:
         throw sources::Error(options.input, "",
-                             "not a recognised input: expected an on-chip sampler dump ('prof raw n=' or "
-                             "'prof hist base=' lines) or truth counts ('0xADDRESS COUNT' lines)");
+                             "not a recognised input: expected a recording (mcuprof record), an on-chip sampler dump "
+                             "('prof raw n=' or 'prof hist base=' lines) or truth counts ('0xADDRESS COUNT' lines)");
     }
     write_profile(samples, options);
     return 0;

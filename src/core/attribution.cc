@@ -228,6 +228,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     profile.origin = samples.origin;
     profile.by = options.by;
     profile.exact = samples.exact;
+    profile.sampler = samples.sampler;
 
     const bool want_frames = locator != nullptr &&
                              (options.inline_frames || options.by == Grouping::line || options.by == Grouping::address);

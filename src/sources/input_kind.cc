@@ -5,12 +5,15 @@
 #include <fstream>
 
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
 
 InputKind detect_input(std::string_view head)
 {
+    if (is_recording(head))
+        return InputKind::recording;
     // A dump announces itself with its header; UART noise may come first.
     if (head.find("prof raw n=") != std::string_view::npos || head.find("prof hist base=") != std::string_view::npos)
         return InputKind::dump;
@@ -47,6 +50,7 @@ std::string_view describe(InputKind kind)
     switch (kind) {
     case InputKind::dump: return "on-chip sampler dump";
     case InputKind::truth_counts: return "truth counts";
+    case InputKind::recording: return "mcuprof recording";
     case InputKind::unknown: return "unknown";
     }
     return "unknown";

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "mcuprof/core/lockstep.h"
 #include "mcuprof/core/samples.h"
 #include "mcuprof/core/stats.h"
@@ -48,6 +50,7 @@ struct Profile {
     std::optional<LockstepFinding> lockstep;
     std::vector<Row> rows;               // by samples, descending
     std::vector<Warning> warnings;
+    nlohmann::json sampler;              // copied from the samples: rate, duty, halt latency
 };
 
 struct AttributionOptions {

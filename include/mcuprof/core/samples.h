@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace mcuprof::core {
 
 struct AddressCount {
@@ -39,6 +41,7 @@ struct SampleSet {
     std::map<uint32_t, std::string> tag_names; // tag value -> task name
     bool exact = false;                       // a census (every instruction), not a sample
     std::vector<std::string> notes;           // what the reader wants the user to know
+    nlohmann::json sampler;                   // a live sampler's own figures (rate, duty, latency), or null
 };
 
 } // namespace mcuprof::core

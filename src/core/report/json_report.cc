@@ -51,6 +51,8 @@ nlohmann::json to_json(const Profile& profile)
                            {"match_fraction", l.match_fraction},
                            {"chance_fraction", l.chance_fraction}};
     }
+    if (!profile.sampler.is_null())
+        doc["sampler"] = profile.sampler;
     // "functions" is the documented name of the row list whatever the grouping, so a
     // consumer reads one key; "rows" would only repeat it.
     doc["functions"] = std::move(rows);

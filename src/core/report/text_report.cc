@@ -1,6 +1,8 @@
 #include <cstdio>
 #include <ostream>
 
+#include <nlohmann/json.hpp>
+
 #include "mcuprof/core/report.h"
 
 namespace mcuprof::core {
@@ -48,6 +50,14 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         out << format("samples %.0f, %llu distinct addresses, by %s\n", profile.total,
                       static_cast<unsigned long long>(profile.distinct_addresses),
                       std::string(name_of(profile.by)).c_str());
+    if (profile.sampler.is_object()) {
+        const auto& s = profile.sampler;
+        const auto latency = s.value("halt_latency_us", nlohmann::json::object());
+        out << format("sampler: %.0f samples/s, target running %.1f %% of the time, halt latency p50 %.0f us "
+                      "p99 %.0f us\n",
+                      s.value("samples_per_second", 0.0), 100.0 * s.value("run_duty", 0.0),
+                      latency.value("p50", 0.0), latency.value("p99", 0.0));
+    }
     for (const Warning& w : profile.warnings)
         out << "warning: " << w.message << '\n';
 

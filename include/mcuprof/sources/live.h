@@ -1,0 +1,72 @@
+#pragma once
+// Live sampling: every method (halting over GDB, halting or DWT_PCSR over OpenOCD, ...)
+// is one SampleSource; the record command drives any of them the same way.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mcuprof/sources/recording.h"
+
+namespace mcuprof::sources {
+
+// Random waits between samples, so that no period of the program can fall in step with
+// the sampling (docs/method.md, lockstep). Exponential by default: memoryless, the
+// sampling instants form a Poisson process whatever the program does.
+class IntervalGenerator {
+public:
+    enum class Shape { exponential, uniform, fixed };
+    // uniform: mean * (1 +- jitter), jitter in [0, 1].
+    IntervalGenerator(double mean, Shape shape, double jitter, uint64_t seed);
+    double next();
+    double mean() const { return mean_; }
+
+private:
+    double mean_;
+    Shape shape_;
+    double jitter_;
+    std::mt19937_64 random_;
+};
+
+struct SamplingPlan {
+    std::optional<uint64_t> samples;                 // stop after this many
+    std::optional<std::chrono::nanoseconds> duration; // stop after this long
+};
+
+class SampleSink {
+public:
+    virtual ~SampleSink() = default;
+    virtual void sample(const LiveSample& s) = 0;
+    virtual void event(const std::string& kind, const std::string& message) = 0;
+};
+
+struct SamplerStats {
+    uint64_t samples = 0;
+    double wall_seconds = 0;
+    double running_seconds = 0;           // the target ran, by the sampler's clock
+    std::vector<double> halt_latency_us;  // interrupt sent -> stop reply received
+    std::string end_reason;
+    bool target_exited = false;
+    bool link_lost = false;
+
+    double rate() const { return wall_seconds > 0 ? samples / wall_seconds : 0; }
+    double duty() const { return wall_seconds > 0 ? running_seconds / wall_seconds : 0; }
+    nlohmann::json to_json() const;
+};
+
+class SampleSource {
+public:
+    virtual ~SampleSource() = default;
+    // Header facts for the recording: method, pacing, peer.
+    virtual nlohmann::json describe() const = 0;
+    // Samples until the plan is met, `stop` is set, the target exits or the link drops.
+    // Leaves a target that was running, running.
+    virtual SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) = 0;
+};
+
+} // namespace mcuprof::sources

@@ -1,0 +1,68 @@
+#pragma once
+// The samples file a live recording writes as it goes, and `mcuprof report` reads
+// (format in docs/formats.md). Append-only: a header, then self-checking records. A
+// recording cut short by a crash or a power loss keeps every whole record; a torn last
+// record is dropped and said so.
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mcuprof/core/samples.h"
+
+namespace mcuprof::sources {
+
+inline constexpr uint32_t recording_version = 1;
+
+struct LiveSample {
+    uint64_t time_ns = 0;     // since the recording started
+    uint32_t pc = 0;
+    uint32_t lr = 0;
+    uint32_t sp = 0;
+    uint32_t xpsr = 0;        // IPSR, bits 8:0: 0 in thread mode, else the exception number
+    uint32_t tag = 0;         // current task (control block address) when tagged
+    bool tagged = false;
+};
+
+class RecordingWriter {
+public:
+    // Creates (truncates) the file and writes the header. Throws sources::Error.
+    RecordingWriter(const std::string& path, const nlohmann::json& header);
+    ~RecordingWriter();
+    RecordingWriter(const RecordingWriter&) = delete;
+    RecordingWriter& operator=(const RecordingWriter&) = delete;
+
+    void sample(const LiveSample& s);
+    // Something that happened: {"kind": ..., "message": ...}.
+    void event(const nlohmann::json& e);
+    // The sampler's own figures, once, at the end.
+    void summary(const nlohmann::json& s);
+    // Hands what was written to the kernel: a crash of mcuprof after this loses nothing.
+    void flush();
+    const std::string& path() const { return path_; }
+
+private:
+    void record(uint16_t type, const std::string& payload);
+    std::string path_;
+    std::FILE* file_ = nullptr;
+};
+
+struct Recording {
+    std::string path;
+    nlohmann::json header;
+    std::vector<LiveSample> samples;
+    std::vector<nlohmann::json> events;
+    std::optional<nlohmann::json> summary;
+    bool torn_tail = false;    // a last record cut short was dropped
+};
+
+// Throws sources::Error naming the file and the byte offset.
+Recording read_recording(const std::string& path);
+bool is_recording(std::string_view head);
+
+core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first);
+
+} // namespace mcuprof::sources

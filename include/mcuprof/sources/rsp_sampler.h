@@ -1,0 +1,49 @@
+#pragma once
+// The halting sampler over the GDB remote protocol: interrupt, read PC, LR, SP and xPSR,
+// resume, at random intervals. Works with any GDB server (QEMU's gdbstub, OpenOCD's GDB
+// port, probe servers). On QEMU it can pace by instructions instead of wall-clock time:
+// with record/replay, QMP's replay-break stops the guest at an exact instruction count,
+// so the samples carry none of QEMU's own timing (docs/method.md).
+#include <memory>
+#include <optional>
+
+#include "mcuprof/sources/live.h"
+#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/transport/tcp_connection.h"
+
+namespace mcuprof::transport {
+class QmpClient;
+}
+
+namespace mcuprof::sources {
+
+struct RspSamplerOptions {
+    transport::Endpoint gdb;
+    std::optional<transport::Endpoint> qmp;   // set: pace by instruction count (replay-break)
+    IntervalGenerator::Shape shape = IntervalGenerator::Shape::exponential;
+    double interval = 1e-3;     // mean: seconds, or instructions when pacing by icount
+    double jitter = 0.5;        // uniform shape only
+    uint64_t seed = 0;          // 0: from the system's random source
+    transport::Duration timeout = std::chrono::seconds(3);
+};
+
+class RspHaltingSampler : public SampleSource {
+public:
+    // Connects and reads the target description; throws transport::Error.
+    explicit RspHaltingSampler(const RspSamplerOptions& options);
+    ~RspHaltingSampler() override;
+
+    nlohmann::json describe() const override;
+    SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) override;
+
+private:
+    uint64_t current_icount();
+
+    RspSamplerOptions options_;
+    uint64_t seed_;
+    std::unique_ptr<transport::RspClient> gdb_;
+    std::unique_ptr<transport::QmpClient> qmp_;
+    transport::StopReply initial_stop_;
+};
+
+} // namespace mcuprof::sources

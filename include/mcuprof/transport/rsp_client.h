@@ -1,0 +1,93 @@
+#pragma once
+// A client of the GDB remote serial protocol over TCP: QEMU's gdbstub, OpenOCD's GDB
+// port, probe servers. It knows packets, acknowledgements, stop replies and registers;
+// it knows nothing of samples.
+//
+// QEMU 7.2 facts this client respects (measured): it offers no no-ack mode, so every
+// packet it sends is acknowledged at once, while the target is still stopped, because
+// any byte that reaches it while the guest runs stops the guest; 'p' answers only after
+// the target description was read; a semihosting exit sends W and closes the socket.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mcuprof/transport/rsp_packet.h"
+#include "mcuprof/transport/target_description.h"
+#include "mcuprof/transport/tcp_connection.h"
+
+namespace mcuprof::transport {
+
+struct StopReply {
+    enum class Kind { signal, exited, terminated };
+    Kind kind = Kind::signal;
+    int value = 0;            // signal number, or exit code
+    std::string raw;
+};
+
+class RspClient {
+public:
+    struct Options {
+        Duration timeout = std::chrono::seconds(3);
+    };
+
+    RspClient(const Endpoint& endpoint, Options options);
+    ~RspClient();
+
+    // qSupported, QStartNoAckMode where offered, the target description. Returns the
+    // halt reason ('?'): connecting stops the target on QEMU and OpenOCD.
+    StopReply handshake();
+
+    // One request, its reply (console 'O' packets are passed to on_console on the way).
+    std::string request(std::string_view payload);
+    // Several requests sent at once, their replies in order: one round trip for all.
+    std::vector<std::string> request_all(const std::vector<std::string>& payloads);
+
+    // 'c': the target runs; no reply comes until it stops.
+    void resume();
+    // Interrupt (0x03) and wait for the stop reply.
+    StopReply interrupt();
+    // While running: a stop reply if one arrives within `timeout` (the target exited,
+    // hit a breakpoint), else nothing. Never sends a byte.
+    std::optional<StopReply> poll_stop(Duration timeout);
+    // Waits for the stop reply of a running target (one that stops by itself).
+    StopReply wait_stop(Duration timeout);
+
+    // Registers by name, in one round trip ('g', plus 'p' for registers the 'g' reply
+    // does not carry). Throws when a name is not in the target description.
+    std::vector<uint32_t> read_registers(const std::vector<std::string>& names);
+    std::string read_memory(uint32_t address, size_t length);
+    void write_memory(uint32_t address, std::string_view bytes);
+    // 'D': the server resumes the target and closes.
+    void detach();
+
+    const TargetDescription& target() const { return target_; }
+    bool no_ack() const { return no_ack_; }
+    const std::string& peer() const { return connection_.peer(); }
+    std::function<void(const std::string&)> on_console;
+
+    static StopReply parse_stop(const std::string& payload, const std::string& peer);
+
+private:
+    void send_frame(std::string_view framed);
+    rsp::Frame next_frame(Duration timeout);
+    std::optional<rsp::Frame> try_next_frame(Duration timeout);
+    std::string read_reply(std::string_view framed_request);
+    std::string fetch_annex(const std::string& annex);
+    [[noreturn]] void protocol_error(const std::string& place, const std::string& problem) const;
+
+    TcpConnection connection_;
+    Options options_;
+    rsp::FrameReader reader_;
+    bool no_ack_ = false;
+    size_t packet_size_ = 4096;
+    std::optional<size_t> g_length_;
+    TargetDescription target_;
+};
+
+} // namespace mcuprof::transport

@@ -1,0 +1,45 @@
+#pragma once
+// A TCP byte stream with a deadline on every operation, on Boost.Asio. The protocol
+// clients (RSP, QMP, OpenOCD Tcl) sit on it; it knows nothing of their framing.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace mcuprof::transport {
+
+using Duration = std::chrono::steady_clock::duration;
+
+struct Endpoint {
+    std::string host = "127.0.0.1";
+    uint16_t port = 0;
+    // "HOST:PORT" or ":PORT" or "PORT"; throws transport::Error (protocol) naming `what`.
+    static Endpoint parse(std::string_view text, const std::string& what);
+    std::string text() const { return host + ":" + std::to_string(port); }
+};
+
+class TcpConnection {
+public:
+    // Connects within `timeout`; `peer` names the connection in errors ("gdb 127.0.0.1:1234").
+    TcpConnection(const Endpoint& endpoint, Duration timeout, std::string peer);
+    ~TcpConnection();
+    TcpConnection(const TcpConnection&) = delete;
+    TcpConnection& operator=(const TcpConnection&) = delete;
+
+    void write(std::string_view bytes, Duration timeout);
+    // Appends what arrives (at least one byte) to `into`. Throws on timeout or when
+    // the peer closed the connection.
+    void read_some(std::string& into, Duration timeout);
+    // Like read_some, but returns false instead of throwing on timeout.
+    bool try_read_some(std::string& into, Duration timeout);
+    void close();
+    const std::string& peer() const { return peer_; }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    std::string peer_;
+};
+
+} // namespace mcuprof::transport

@@ -1,0 +1,186 @@
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/recording.h"
+#include "mcuprof/sources/rsp_sampler.h"
+#include "options.h"
+
+namespace po = boost::program_options;
+
+namespace mcuprof::cli {
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+extern "C" void on_stop_signal(int)
+{
+    stop_requested.store(true);
+}
+
+// Writes each sample to the recording as it comes, hands it to the kernel at least every
+// 100 ms, and shows progress on a terminal.
+class RecordingSink : public sources::SampleSink {
+public:
+    RecordingSink(sources::RecordingWriter& writer, bool progress) : writer_(writer), progress_(progress) {}
+
+    void sample(const sources::LiveSample& s) override
+    {
+        writer_.sample(s);
+        ++samples_;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - flushed_ >= std::chrono::milliseconds(100)) {
+            writer_.flush();
+            flushed_ = now;
+            if (progress_) {
+                const double elapsed = std::chrono::duration<double>(now - start_).count();
+                std::fprintf(stderr, "\rmcuprof record: %llu samples, %.0f samples/s, %.1f s ",
+                             static_cast<unsigned long long>(samples_), samples_ / std::max(elapsed, 1e-9), elapsed);
+            }
+        }
+    }
+    void event(const std::string& kind, const std::string& message) override
+    {
+        writer_.event({{"kind", kind}, {"message", message}});
+        writer_.flush();
+    }
+    void end_progress() const
+    {
+        if (progress_)
+            std::fprintf(stderr, "\n");
+    }
+
+private:
+    sources::RecordingWriter& writer_;
+    bool progress_;
+    uint64_t samples_ = 0;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point flushed_ = start_;
+};
+
+} // namespace
+
+int record_command(const Arguments& args)
+{
+    ReportOptions report;
+    std::string gdb;
+    std::string qmp;
+    std::string pace = "wall";
+    std::string interval;
+    std::string duration;
+    std::string shape = "exponential";
+    std::string samples_file;
+    double jitter = 0.5;
+    uint64_t samples = 0;
+    uint64_t seed = 0;
+    po::options_description description("Options");
+    description.add_options()
+        ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
+        ("samples", po::value(&samples)->value_name("N"), "stop after N samples")
+        ("duration", po::value(&duration)->value_name("TIME"), "stop after this long (100ms, 10s, 2min)")
+        ("interval", po::value(&interval)->value_name("TIME|N"),
+         "mean interval between samples: a time (wall pacing, default 1ms) or an instruction count (icount pacing, "
+         "default 20000)")
+        ("shape", po::value(&shape)->value_name("NAME"), "exponential (default), uniform (mean +- jitter) or fixed "
+                                                         "(prone to lockstep; for experiments)")
+        ("jitter", po::value(&jitter)->value_name("F"), "uniform shape: interval spread as a fraction of the mean")
+        ("pace", po::value(&pace)->value_name("CLOCK"), "wall (default) or icount: exact instruction counts through "
+                                                        "QEMU record/replay (needs --qmp)")
+        ("qmp", po::value(&qmp)->value_name("HOST:PORT"), "QEMU's QMP port, for --pace icount")
+        ("seed", po::value(&seed)->value_name("N"), "seed of the interval generator (default: random)")
+        ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)");
+    add_report_options(description, report);
+    const std::string usage =
+        "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n\n"
+        "Samples the program counter of running firmware by halting it at random intervals, writes\n"
+        "every sample to FILE as it comes (mcuprof report reads it), and prints the profile.\n"
+        "Ctrl-C stops the recording; the target is always left running.";
+    std::string unused;
+    if (!parse_command(args, usage, description, unused))
+        return 0;
+    if (!unused.empty())
+        throw UsageError("record takes no positional argument ('" + unused + "')");
+    // -o names the samples file here; the report goes to standard output.
+    if (samples_file.empty())
+        samples_file = report.output;
+    report.output.clear();
+    if (gdb.empty())
+        throw UsageError("--gdb HOST:PORT is required");
+    if (samples_file.empty())
+        throw UsageError("-o FILE is required: the samples file");
+    if (report.elf.empty())
+        throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
+
+    sources::RspSamplerOptions options;
+    options.gdb = transport::Endpoint::parse(gdb, "--gdb");
+    if (pace == "icount") {
+        if (qmp.empty())
+            throw UsageError("--pace icount needs --qmp HOST:PORT");
+        options.qmp = transport::Endpoint::parse(qmp, "--qmp");
+        options.interval = interval.empty() ? 20000.0 : parse_count(interval, "--interval");
+    } else if (pace == "wall") {
+        options.interval = interval.empty() ? 1e-3 : std::chrono::duration<double>(parse_duration(interval, "--interval")).count();
+    } else {
+        throw UsageError("--pace takes wall or icount, not '" + pace + "'");
+    }
+    if (shape == "exponential")
+        options.shape = sources::IntervalGenerator::Shape::exponential;
+    else if (shape == "uniform")
+        options.shape = sources::IntervalGenerator::Shape::uniform;
+    else if (shape == "fixed")
+        options.shape = sources::IntervalGenerator::Shape::fixed;
+    else
+        throw UsageError("--shape takes exponential, uniform or fixed, not '" + shape + "'");
+    options.jitter = jitter;
+    options.seed = seed;
+
+    sources::SamplingPlan plan;
+    if (samples != 0)
+        plan.samples = samples;
+    if (!duration.empty())
+        plan.duration = parse_duration(duration, "--duration");
+    if (!plan.samples && !plan.duration)
+        plan.samples = 10000;
+
+    sources::RspHaltingSampler sampler(options);
+    nlohmann::json header = sampler.describe();
+    header["elf"] = report.elf;
+    header["started"] = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    sources::RecordingWriter writer(samples_file, header);
+    RecordingSink sink(writer, ::isatty(STDERR_FILENO) != 0);
+
+    stop_requested.store(false);
+    auto previous_int = std::signal(SIGINT, on_stop_signal);
+    auto previous_term = std::signal(SIGTERM, on_stop_signal);
+    const sources::SamplerStats stats = sampler.run(sink, plan, stop_requested);
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
+    sink.end_progress();
+    writer.summary(stats.to_json());
+    writer.flush();
+
+    const nlohmann::json summary = stats.to_json();
+    std::fprintf(stderr,
+                 "mcuprof record: %llu samples in %.2f s (%.0f samples/s), target running %.1f %% of the time, "
+                 "halt latency p50 %.0f us p99 %.0f us; %s; samples in %s\n",
+                 static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),
+                 100.0 * stats.duty(), summary["halt_latency_us"]["p50"].get<double>(),
+                 summary["halt_latency_us"]["p99"].get<double>(), stats.end_reason.c_str(), samples_file.c_str());
+    if (stats.samples == 0)
+        throw sources::Error(samples_file, "", "no samples were recorded: " + stats.end_reason);
+
+    report.input = samples_file;
+    write_profile(sources::to_samples(sources::read_recording(samples_file), std::nullopt), report);
+    return 0;
+}
+
+} // namespace mcuprof::cli

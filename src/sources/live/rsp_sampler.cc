@@ -1,0 +1,191 @@
+#include "mcuprof/sources/rsp_sampler.h"
+
+#include <cmath>
+#include <thread>
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/transport/error.h"
+#include "mcuprof/transport/qmp_client.h"
+
+namespace mcuprof::sources {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b)
+{
+    return std::chrono::duration<double>(b - a).count();
+}
+
+// The registers read at every halt. IPSR, bits 8:0 of xPSR, tells a handler (exception
+// number) from thread mode (0); LR and SP start the unwinder (ARMv7-M ARM, B1.4.2).
+const std::vector<std::string> sampled_registers = {"pc", "lr", "sp", "xpsr"};
+
+std::string describe_stop(const transport::StopReply& s)
+{
+    switch (s.kind) {
+    case transport::StopReply::Kind::exited: return "the target exited with code " + std::to_string(s.value);
+    case transport::StopReply::Kind::terminated: return "the target was terminated by signal " + std::to_string(s.value);
+    case transport::StopReply::Kind::signal: break;
+    }
+    return "the target stopped by itself (signal " + std::to_string(s.value) + ")";
+}
+
+} // namespace
+
+RspHaltingSampler::RspHaltingSampler(const RspSamplerOptions& options)
+    : options_(options), seed_(options.seed != 0 ? options.seed : std::random_device{}())
+{
+    transport::RspClient::Options rsp;
+    rsp.timeout = options.timeout;
+    gdb_ = std::make_unique<transport::RspClient>(options.gdb, rsp);
+    initial_stop_ = gdb_->handshake();
+    if (initial_stop_.kind != transport::StopReply::Kind::signal)
+        throw transport::Error(transport::Error::Kind::protocol, gdb_->peer(), "", describe_stop(initial_stop_));
+    if (options.qmp) {
+        qmp_ = std::make_unique<transport::QmpClient>(*options.qmp, options.timeout);
+        const nlohmann::json replay = qmp_->execute("query-replay");
+        if (replay.value("mode", "") != "play")
+            throw transport::Error(transport::Error::Kind::protocol, "qmp " + options.qmp->text(), "query-replay",
+                                   "QEMU is not replaying a recording (mode '" + replay.value("mode", "?") +
+                                       "'): pacing by instructions needs -icount shift=0,rr=replay,rrfile=FILE");
+    }
+}
+
+RspHaltingSampler::~RspHaltingSampler() = default;
+
+nlohmann::json RspHaltingSampler::describe() const
+{
+    nlohmann::json d = {
+        {"source", "gdb"},
+        {"method", "halt"},
+        {"gdb", options_.gdb.text()},
+        {"seed", seed_},
+    };
+    const char* shape = options_.shape == IntervalGenerator::Shape::exponential ? "exponential"
+                        : options_.shape == IntervalGenerator::Shape::uniform   ? "uniform"
+                                                                                : "fixed";
+    if (qmp_) {
+        d["pacing"] = {{"clock", "icount"}, {"shape", shape}, {"mean_instructions", options_.interval}};
+        d["qmp"] = options_.qmp->text();
+    } else {
+        d["pacing"] = {{"clock", "wall"}, {"shape", shape}, {"mean_seconds", options_.interval}};
+    }
+    if (options_.shape == IntervalGenerator::Shape::uniform)
+        d["pacing"]["jitter"] = options_.jitter;
+    return d;
+}
+
+uint64_t RspHaltingSampler::current_icount()
+{
+    return qmp_->execute("query-replay").value("icount", uint64_t(0));
+}
+
+SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop)
+{
+    SamplerStats stats;
+    IntervalGenerator intervals(options_.interval, options_.shape, options_.jitter, seed_);
+    const Clock::time_point start = Clock::now();
+    bool running = false;   // the target is running on our 'c'
+    Clock::time_point resumed_at = start;
+
+    auto resume = [&] {
+        resumed_at = Clock::now();
+        gdb_->resume();
+        running = true;
+    };
+    auto halted = [&] {
+        if (running)
+            stats.running_seconds += seconds_between(resumed_at, Clock::now());
+        running = false;
+    };
+    auto finished = [&](const transport::StopReply& s) {
+        halted();
+        stats.end_reason = describe_stop(s);
+        stats.target_exited = s.kind != transport::StopReply::Kind::signal;
+        sink.event(stats.target_exited ? "target-exit" : "target-stop", stats.end_reason);
+    };
+
+    try {
+        resume();
+        for (;;) {
+            if (stop.load()) {
+                stats.end_reason = "interrupted by a signal";
+                break;
+            }
+            if (plan.samples && stats.samples >= *plan.samples) {
+                stats.end_reason = "sample count reached";
+                break;
+            }
+            if (plan.duration && Clock::now() - start >= *plan.duration) {
+                stats.end_reason = "duration reached";
+                break;
+            }
+
+            transport::StopReply reply;
+            Clock::time_point asked;
+            if (qmp_) {
+                // The guest is stopped here: set the break, then let it run into it. The
+                // stop lands exactly on the instruction count, whatever QEMU's host timing.
+                halted();
+                const uint64_t now = current_icount();
+                const uint64_t step = std::max<uint64_t>(1, uint64_t(std::llround(intervals.next())));
+                qmp_->execute("replay-break", {{"icount", now + step}});
+                resume();
+                asked = Clock::now();
+                reply = gdb_->wait_stop(std::chrono::seconds(60));
+            } else {
+                // Sleep, then look for a stop reply the target sent meanwhile (it exited).
+                // The socket's own wait cannot serve: epoll rounds sub-millisecond
+                // time-outs up to a whole millisecond.
+                const auto wait = std::chrono::duration<double>(intervals.next());
+                std::this_thread::sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(wait));
+                if (auto early = gdb_->poll_stop(transport::Duration::zero())) {
+                    finished(*early);
+                    if (stats.target_exited)
+                        break;
+                    resume();
+                    continue;
+                }
+                asked = Clock::now();
+                reply = gdb_->interrupt();
+            }
+            const Clock::time_point stopped = Clock::now();
+            if (reply.kind != transport::StopReply::Kind::signal) {
+                finished(reply);
+                break;
+            }
+            halted();
+            stats.halt_latency_us.push_back(1e6 * seconds_between(asked, stopped));
+            const std::vector<uint32_t> regs = gdb_->read_registers(sampled_registers);
+            LiveSample s;
+            s.time_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - start).count());
+            s.pc = regs[0];
+            s.lr = regs[1];
+            s.sp = regs[2];
+            s.xpsr = regs[3];
+            sink.sample(s);
+            ++stats.samples;
+            if (!qmp_)
+                resume();
+        }
+        // Leave the target as it was found: running. 'D' resumes a halted target; a
+        // running one is halted first, since a byte sent to a running QEMU stops it anyway.
+        if (!stats.target_exited) {
+            if (running)
+                gdb_->interrupt();
+            gdb_->detach();
+            running = false;
+        }
+    } catch (const transport::Error& e) {
+        if (running)
+            stats.running_seconds += seconds_between(resumed_at, Clock::now());
+        stats.link_lost = true;
+        stats.end_reason = std::string("the link was lost: ") + e.what();
+        sink.event("link-lost", stats.end_reason);
+    }
+    stats.wall_seconds = seconds_between(start, Clock::now());
+    return stats;
+}
+
+} // namespace mcuprof::sources

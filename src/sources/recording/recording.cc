@@ -1,0 +1,225 @@
+#include "mcuprof/sources/recording.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <boost/crc.hpp>
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/text_file.h"
+
+namespace mcuprof::sources {
+namespace {
+
+// "mcuprof" and the DOS end-of-file byte: `file` and `head` show it as text, and no
+// text input starts this way.
+constexpr char magic[8] = {'m', 'c', 'u', 'p', 'r', 'o', 'f', '\x1a'};
+constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the payload
+
+enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3 };
+constexpr size_t sample_size = 32;
+
+void put32(std::string& out, uint32_t v)
+{
+    for (int i = 0; i < 4; ++i)
+        out.push_back(static_cast<char>(v >> (8 * i)));
+}
+
+uint32_t get32(const char* p)
+{
+    return uint32_t(uint8_t(p[0])) | uint32_t(uint8_t(p[1])) << 8 | uint32_t(uint8_t(p[2])) << 16 |
+           uint32_t(uint8_t(p[3])) << 24;
+}
+
+uint32_t crc32(std::string_view bytes)
+{
+    boost::crc_32_type crc;
+    crc.process_bytes(bytes.data(), bytes.size());
+    return crc.checksum();
+}
+
+std::string offset_text(size_t offset)
+{
+    return "offset " + std::to_string(offset);
+}
+
+} // namespace
+
+RecordingWriter::RecordingWriter(const std::string& path, const nlohmann::json& header) : path_(path)
+{
+    file_ = std::fopen(path.c_str(), "wb");
+    if (file_ == nullptr)
+        throw Error(path, "", std::string("cannot create: ") + std::strerror(errno));
+    const std::string text = header.dump();
+    std::string head(magic, sizeof magic);
+    put32(head, recording_version);
+    put32(head, uint32_t(text.size()));
+    head += text;
+    if (std::fwrite(head.data(), 1, head.size(), file_) != head.size())
+        throw Error(path, "", "cannot write the header");
+    flush();
+}
+
+RecordingWriter::~RecordingWriter()
+{
+    if (file_ != nullptr)
+        std::fclose(file_);
+}
+
+void RecordingWriter::record(uint16_t type, const std::string& payload)
+{
+    std::string head;
+    head.push_back(static_cast<char>(type));
+    head.push_back(static_cast<char>(type >> 8));
+    head.push_back(static_cast<char>(payload.size()));
+    head.push_back(static_cast<char>(payload.size() >> 8));
+    put32(head, crc32(payload));
+    if (std::fwrite(head.data(), 1, head.size(), file_) != head.size() ||
+        std::fwrite(payload.data(), 1, payload.size(), file_) != payload.size())
+        throw Error(path_, "", std::string("write failed: ") + std::strerror(errno));
+}
+
+void RecordingWriter::sample(const LiveSample& s)
+{
+    std::string payload;
+    payload.reserve(sample_size);
+    put32(payload, uint32_t(s.time_ns));
+    put32(payload, uint32_t(s.time_ns >> 32));
+    put32(payload, s.pc);
+    put32(payload, s.lr);
+    put32(payload, s.sp);
+    put32(payload, s.xpsr);
+    put32(payload, s.tag);
+    put32(payload, s.tagged ? 1u : 0u);
+    record(sample_record, payload);
+}
+
+void RecordingWriter::event(const nlohmann::json& e)
+{
+    record(event_record, e.dump().substr(0, 65535));
+}
+
+void RecordingWriter::summary(const nlohmann::json& s)
+{
+    record(summary_record, s.dump().substr(0, 65535));
+}
+
+void RecordingWriter::flush()
+{
+    if (std::fflush(file_) != 0)
+        throw Error(path_, "", std::string("write failed: ") + std::strerror(errno));
+}
+
+bool is_recording(std::string_view head)
+{
+    return head.size() >= sizeof magic && head.substr(0, sizeof magic) == std::string_view(magic, sizeof magic);
+}
+
+Recording read_recording(const std::string& path)
+{
+    const MappedFile file(path);
+    const std::string_view bytes = file.bytes();
+    Recording r;
+    r.path = path;
+    if (!is_recording(bytes))
+        throw Error(path, "offset 0", "not an mcuprof recording (no magic)");
+    if (bytes.size() < 16)
+        throw Error(path, "offset 8", "the header is cut short");
+    const uint32_t version = get32(bytes.data() + 8);
+    if (version > recording_version)
+        throw Error(path, "offset 8",
+                    "recording format version " + std::to_string(version) + " is newer than this mcuprof reads (" +
+                        std::to_string(recording_version) + "); use a newer mcuprof");
+    const uint32_t header_size = get32(bytes.data() + 12);
+    if (16 + size_t(header_size) > bytes.size())
+        throw Error(path, "offset 12", "the header is cut short");
+    try {
+        r.header = nlohmann::json::parse(bytes.substr(16, header_size));
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(path, "offset 16", std::string("the header is not JSON: ") + e.what());
+    }
+
+    size_t at = 16 + header_size;
+    while (at < bytes.size()) {
+        const size_t left = bytes.size() - at;
+        const char* p = bytes.data() + at;
+        const size_t length = left >= 4 ? size_t(uint8_t(p[2])) | size_t(uint8_t(p[3])) << 8 : 0;
+        if (left < record_head || left < record_head + length) {
+            r.torn_tail = true;   // the writer stopped in the middle of this record
+            break;
+        }
+        const uint16_t type = uint16_t(uint8_t(p[0]) | uint8_t(p[1]) << 8);
+        const std::string_view payload(p + record_head, length);
+        const bool last = at + record_head + length == bytes.size();
+        if (crc32(payload) != get32(p + 4)) {
+            if (last) {
+                r.torn_tail = true;
+                break;
+            }
+            throw Error(path, offset_text(at), "record fails its CRC check: the file is damaged");
+        }
+        switch (type) {
+        case sample_record: {
+            if (length < sample_size)
+                throw Error(path, offset_text(at), "sample record of " + std::to_string(length) + " bytes, want 32");
+            const char* d = payload.data();
+            LiveSample s;
+            s.time_ns = uint64_t(get32(d)) | uint64_t(get32(d + 4)) << 32;
+            s.pc = get32(d + 8);
+            s.lr = get32(d + 12);
+            s.sp = get32(d + 16);
+            s.xpsr = get32(d + 20);
+            s.tag = get32(d + 24);
+            s.tagged = (get32(d + 28) & 1u) != 0;
+            r.samples.push_back(s);
+            break;
+        }
+        case event_record:
+        case summary_record: {
+            nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
+            if (j.is_discarded())
+                throw Error(path, offset_text(at), "record is not JSON");
+            if (type == event_record)
+                r.events.push_back(std::move(j));
+            else
+                r.summary = std::move(j);
+            break;
+        }
+        default:
+            break;   // a record kind from a newer minor version: skipped
+        }
+        at += record_head + length;
+    }
+    return r;
+}
+
+core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first)
+{
+    core::SampleSet out;
+    out.origin = "recording (" + recording.header.value("source", std::string("live")) + "): " + recording.path;
+    const size_t n = std::min(recording.samples.size(), first.value_or(SIZE_MAX));
+    bool tagged = false;
+    for (size_t i = 0; i < n; ++i)
+        tagged |= recording.samples[i].tagged;
+    out.pcs.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        out.pcs.push_back(recording.samples[i].pc);
+        if (tagged)
+            out.tags.push_back(recording.samples[i].tag);
+    }
+    if (recording.header.contains("tasks"))
+        for (const auto& [address, name] : recording.header["tasks"].items())
+            out.tag_names[uint32_t(std::stoul(address, nullptr, 0))] = name.get<std::string>();
+    if (recording.summary)
+        out.sampler = *recording.summary;
+    if (recording.torn_tail)
+        out.notes.push_back("the recording's last record was cut short (a crash or a full disk?) and was dropped");
+    for (const nlohmann::json& e : recording.events)
+        if (e.value("kind", "") != "info")
+            out.notes.push_back(e.value("message", e.dump()));
+    if (n == 0)
+        throw Error(recording.path, "", "the recording holds no samples");
+    return out;
+}
+
+} // namespace mcuprof::sources

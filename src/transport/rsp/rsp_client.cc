@@ -1,0 +1,301 @@
+#include "mcuprof/transport/rsp_client.h"
+
+#include <cstdio>
+
+#include "mcuprof/transport/error.h"
+
+namespace mcuprof::transport {
+
+using rsp::Frame;
+namespace {
+
+constexpr int max_retransmits = 3;
+
+std::string hex32(uint32_t value)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "%x", value);
+    return text;
+}
+
+bool is_stop_reply(const std::string& p)
+{
+    return !p.empty() && (p[0] == 'T' || p[0] == 'S' || p[0] == 'W' || p[0] == 'X');
+}
+
+// 'O' + hex text is console output; "OK" is a reply.
+bool is_console(const std::string& p)
+{
+    return p.size() > 1 && p[0] == 'O' && p != "OK";
+}
+
+} // namespace
+
+RspClient::RspClient(const Endpoint& endpoint, Options options)
+    : connection_(endpoint, options.timeout, "gdb " + endpoint.text()), options_(options)
+{
+}
+
+RspClient::~RspClient() = default;
+
+void RspClient::protocol_error(const std::string& place, const std::string& problem) const
+{
+    throw Error(Error::Kind::protocol, connection_.peer(), place, problem);
+}
+
+std::optional<Frame> RspClient::try_next_frame(Duration timeout)
+{
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (auto f = reader_.next())
+            return f;
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= Duration::zero())
+            return std::nullopt;
+        std::string bytes;
+        if (!connection_.try_read_some(bytes, left))
+            return std::nullopt;
+        reader_.feed(bytes);
+    }
+}
+
+Frame RspClient::next_frame(Duration timeout)
+{
+    if (auto f = try_next_frame(timeout))
+        return *f;
+    throw Error(Error::Kind::timeout, connection_.peer(), "", "no reply within the time-out");
+}
+
+void RspClient::send_frame(std::string_view framed)
+{
+    connection_.write(framed, options_.timeout);
+}
+
+// Reads frames until a reply packet: acks are consumed, a NAK retransmits the request,
+// a packet with a bad checksum is NAKed, console output goes to on_console. Every packet
+// is acknowledged as soon as it is whole (QEMU: never late, or it stops the guest).
+std::string RspClient::read_reply(std::string_view framed_request)
+{
+    int retransmits = 0;
+    for (;;) {
+        Frame f = next_frame(options_.timeout);
+        switch (f.kind) {
+        case Frame::Kind::ack:
+        case Frame::Kind::interrupt:
+            continue;
+        case Frame::Kind::nack:
+            if (framed_request.empty() || ++retransmits > max_retransmits)
+                protocol_error("", "the server refused the packet " + std::to_string(retransmits) + " times");
+            send_frame(framed_request);
+            continue;
+        case Frame::Kind::bad_checksum:
+            if (!no_ack_)
+                send_frame("-");
+            continue;
+        case Frame::Kind::packet:
+            if (!no_ack_)
+                send_frame("+");
+            if (is_console(f.payload)) {
+                std::string text;
+                if (on_console && rsp::from_hex(std::string_view(f.payload).substr(1), text))
+                    on_console(text);
+                continue;
+            }
+            return f.payload;
+        }
+    }
+}
+
+std::string RspClient::request(std::string_view payload)
+{
+    const std::string framed = rsp::frame(payload);
+    send_frame(framed);
+    return read_reply(framed);
+}
+
+std::vector<std::string> RspClient::request_all(const std::vector<std::string>& payloads)
+{
+    std::string framed;
+    for (const std::string& p : payloads)
+        framed += rsp::frame(p);
+    send_frame(framed);
+    std::vector<std::string> replies;
+    for (size_t i = 0; i < payloads.size(); ++i)
+        replies.push_back(read_reply({}));   // a NAK here is an error: which packet to resend is unclear
+    return replies;
+}
+
+StopReply RspClient::parse_stop(const std::string& p, const std::string& peer)
+{
+    StopReply s;
+    s.raw = p;
+    unsigned value = 0;
+    if (p.size() < 3 || std::sscanf(p.c_str() + 1, "%2x", &value) != 1)
+        throw Error(Error::Kind::protocol, peer, "stop reply", "'" + p.substr(0, 40) + "' is not a stop reply");
+    s.value = static_cast<int>(value);
+    s.kind = p[0] == 'W' ? StopReply::Kind::exited : p[0] == 'X' ? StopReply::Kind::terminated : StopReply::Kind::signal;
+    return s;
+}
+
+std::string RspClient::fetch_annex(const std::string& annex)
+{
+    std::string document;
+    for (;;) {
+        char range[64];
+        std::snprintf(range, sizeof range, ":%zx,%zx", document.size(), packet_size_ - 16);
+        const std::string reply = request("qXfer:features:read:" + annex + range);
+        if (reply.empty() || (reply[0] != 'm' && reply[0] != 'l'))
+            protocol_error("qXfer:features:read:" + annex, "unexpected reply '" + reply.substr(0, 40) + "'");
+        document.append(reply, 1);
+        if (reply[0] == 'l')
+            return document;
+    }
+}
+
+StopReply RspClient::handshake()
+{
+    // xmlRegisters=arm: we read target descriptions (GDB sends its list of architectures;
+    // QEMU offers qXfer:features:read only to a client that names one).
+    const std::string query = rsp::frame("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+;xmlRegisters=arm");
+    send_frame(query);
+    // QEMU stops a running guest when a client connects and says so unasked, with a stop
+    // reply that may come before the answer to our first packet.
+    std::string supported = read_reply(query);
+    while (is_stop_reply(supported))
+        supported = read_reply(query);
+    size_t at = supported.find("PacketSize=");
+    if (at != std::string::npos)
+        packet_size_ = std::max<size_t>(256, std::stoul(supported.substr(at + 11), nullptr, 16));
+    if (supported.find("QStartNoAckMode+") != std::string::npos && request("QStartNoAckMode") == "OK")
+        no_ack_ = true;
+    if (supported.find("qXfer:features:read+") == std::string::npos)
+        protocol_error("qSupported", "the server offers no target description (qXfer:features:read), so register "
+                                     "numbers are unknown");
+    target_ = TargetDescription::parse([this](const std::string& annex) { return fetch_annex(annex); },
+                                       connection_.peer());
+    const std::string reason = request("?");
+    if (!is_stop_reply(reason))
+        protocol_error("?", "'" + reason.substr(0, 40) + "' is not a stop reply");
+    return parse_stop(reason, connection_.peer());
+}
+
+void RspClient::resume()
+{
+    // The server's '+' for this packet arrives while the target runs; it is consumed
+    // with the next stop reply. Nothing is sent back until then.
+    send_frame(rsp::frame("c"));
+}
+
+StopReply RspClient::wait_stop(Duration timeout)
+{
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (auto stop = poll_stop(left > Duration::zero() ? left : Duration::zero()))
+            return *stop;
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw Error(Error::Kind::timeout, connection_.peer(), "", "the target did not stop within the time-out");
+    }
+}
+
+std::optional<StopReply> RspClient::poll_stop(Duration timeout)
+{
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const auto left = deadline - std::chrono::steady_clock::now();
+        auto f = try_next_frame(left > Duration::zero() ? left : Duration::zero());
+        if (!f)
+            return std::nullopt;
+        if (f->kind != Frame::Kind::packet)
+            continue;   // the '+' of our 'c'
+        if (!no_ack_)
+            send_frame("+");   // the target is stopped now: acknowledging cannot disturb it
+        if (is_console(f->payload)) {
+            std::string text;
+            if (on_console && rsp::from_hex(std::string_view(f->payload).substr(1), text))
+                on_console(text);
+            continue;
+        }
+        if (!is_stop_reply(f->payload))
+            protocol_error("stop reply", "unexpected packet '" + f->payload.substr(0, 40) + "' while running");
+        return parse_stop(f->payload, connection_.peer());
+    }
+}
+
+StopReply RspClient::interrupt()
+{
+    send_frame("\x03");
+    return wait_stop(options_.timeout);
+}
+
+std::vector<uint32_t> RspClient::read_registers(const std::vector<std::string>& names)
+{
+    std::vector<const RegisterInfo*> wanted;
+    for (const std::string& name : names) {
+        const RegisterInfo* r = target_.find(name);
+        if (r == nullptr || r->bits != 32)
+            protocol_error("target description", "no 32-bit register '" + name + "'");
+        wanted.push_back(r);
+    }
+    // 'g' carries the registers in number order up to some length the server chooses
+    // (QEMU: r0-r15 and xpsr); the rest need 'p'. The length is learnt from the first 'g'.
+    std::vector<std::string> requests;
+    bool use_g = false;
+    for (const RegisterInfo* r : wanted) {
+        if (!g_length_ || r->g_offset + 4 <= *g_length_)
+            use_g = true;
+        else
+            requests.push_back("p" + hex32(r->number));
+    }
+    if (use_g)
+        requests.insert(requests.begin(), "g");
+    const std::vector<std::string> replies = request_all(requests);
+
+    std::vector<uint32_t> values;
+    size_t next_p = use_g ? 1 : 0;
+    for (const RegisterInfo* r : wanted) {
+        if (use_g && !g_length_)
+            g_length_ = replies[0].size() / 2;
+        std::optional<uint32_t> v;
+        if (use_g && r->g_offset + 4 <= *g_length_)
+            v = rsp::le32_from_hex(std::string_view(replies[0]).substr(r->g_offset * 2, 8));
+        else if (next_p < replies.size() && requests[next_p] == "p" + hex32(r->number))
+            v = rsp::le32_from_hex(replies[next_p++]);
+        else
+            v = rsp::le32_from_hex(request("p" + hex32(r->number)));
+        if (!v)
+            protocol_error("register " + r->name, "unreadable value");
+        values.push_back(*v);
+    }
+    return values;
+}
+
+std::string RspClient::read_memory(uint32_t address, size_t length)
+{
+    std::string data;
+    while (data.size() < length) {
+        const size_t chunk = std::min(length - data.size(), (packet_size_ - 16) / 2);
+        const std::string reply = request("m" + hex32(address + uint32_t(data.size())) + "," + hex32(uint32_t(chunk)));
+        std::string bytes;
+        if (reply.empty() || reply[0] == 'E' || !rsp::from_hex(reply, bytes) || bytes.empty())
+            protocol_error("memory 0x" + hex32(address + uint32_t(data.size())), "read failed: '" + reply.substr(0, 20) + "'");
+        data += bytes;
+    }
+    return data;
+}
+
+void RspClient::write_memory(uint32_t address, std::string_view bytes)
+{
+    const std::string reply =
+        request("M" + hex32(address) + "," + hex32(uint32_t(bytes.size())) + ":" + rsp::to_hex(bytes));
+    if (reply != "OK")
+        protocol_error("memory 0x" + hex32(address), "write failed: '" + reply.substr(0, 20) + "'");
+}
+
+void RspClient::detach()
+{
+    request("D");
+    connection_.close();
+}
+
+} // namespace mcuprof::transport
