@@ -310,6 +310,11 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         profile.total += double(samples.outside_buckets);
         profile.unattributed += double(samples.outside_buckets);
     }
+    for (const auto& [name, count] : samples.without_address) {
+        Row& row = rows.row(name);
+        row.samples += double(count);
+        profile.total += double(count);
+    }
 
     profile.rows = rows.take();
     profile.distinct_addresses = seen_addresses.size();

@@ -6,6 +6,7 @@
 
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/recording.h"
+#include "mcuprof/sources/swo_reader.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
@@ -31,6 +32,9 @@ InputKind detect_input(std::string_view head)
             return InputKind::truth_counts;
         break;
     }
+    // Binary: an ITM/DWT packet stream from the SWO pin.
+    if (looks_like_swo(head))
+        return InputKind::swo;
     return InputKind::unknown;
 }
 
@@ -51,6 +55,7 @@ std::string_view describe(InputKind kind)
     case InputKind::dump: return "on-chip sampler dump";
     case InputKind::truth_counts: return "truth counts";
     case InputKind::recording: return "mcuprof recording";
+    case InputKind::swo: return "SWO capture (ITM/DWT packets)";
     case InputKind::unknown: return "unknown";
     }
     return "unknown";

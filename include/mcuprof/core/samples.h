@@ -38,6 +38,9 @@ struct SampleSet {
     std::vector<AddressCount> counts;         // exact counts per instruction address
     std::vector<Bucket> buckets;              // histogram buckets
     uint64_t outside_buckets = 0;             // histogram samples that fell outside every bucket
+    // Samples that caught no address, by the name of their row: "(sleep)" for the DWT's
+    // sleep packets (SWO). They count in the total, not as unattributed.
+    std::map<std::string, uint64_t> without_address;
     std::map<uint32_t, std::string> tag_names; // tag value -> task name
     bool exact = false;                       // a census (every instruction), not a sample
     std::vector<std::string> notes;           // what the reader wants the user to know

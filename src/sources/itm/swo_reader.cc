@@ -1,0 +1,363 @@
+#include "mcuprof/sources/swo_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/transport/error.h"
+#include "mcuprof/transport/tcp_connection.h"
+
+namespace mcuprof::sources {
+namespace {
+
+constexpr std::string_view tcp_prefix = "tcp:";
+constexpr size_t chunk_size = 256 * 1024;
+constexpr int wait_step_ms = 200;   // how long a live source waits before looking at StopWhen again
+
+std::string format(const char* pattern, auto... values)
+{
+    char text[512];
+    std::snprintf(text, sizeof text, pattern, values...);
+    return text;
+}
+
+// A file or standard input, read with read(2); poll(2) first so that a quiet pipe still
+// lets Ctrl-C and --duration be seen.
+class DescriptorSource : public ByteSource {
+public:
+    DescriptorSource(int fd, std::string name, bool owned) : fd_(fd), name_(std::move(name)), owned_(owned) {}
+    ~DescriptorSource() override
+    {
+        if (owned_)
+            ::close(fd_);
+    }
+    size_t read(std::span<uint8_t> buffer, const StopWhen& stop) override
+    {
+        for (;;) {
+            if (stop.now())
+                return 0;
+            pollfd wait{fd_, POLLIN, 0};
+            const int ready = ::poll(&wait, 1, wait_step_ms);
+            if (ready == 0 || (ready < 0 && errno == EINTR))
+                continue;
+            const ssize_t got = ::read(fd_, buffer.data(), buffer.size());
+            if (got >= 0) {
+                offset_ += uint64_t(got);
+                return size_t(got);
+            }
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            throw Error(name_, format("offset %" PRIu64, offset_), std::string("read failed: ") + std::strerror(errno));
+        }
+    }
+    const std::string& name() const override { return name_; }
+
+private:
+    int fd_;
+    std::string name_;
+    bool owned_;
+    uint64_t offset_ = 0;
+};
+
+// OpenOCD's trace output ("tpiu config ... :PORT") or any server that streams the bytes;
+// the end of the stream is the peer closing the connection.
+class TcpSource : public ByteSource {
+public:
+    explicit TcpSource(const std::string& address)
+        : endpoint_(transport::Endpoint::parse(address, "swo tcp " + address)),
+          name_("tcp " + endpoint_.text()),
+          connection_(endpoint_, std::chrono::seconds(5), name_)
+    {
+    }
+    size_t read(std::span<uint8_t> buffer, const StopWhen& stop) override
+    {
+        while (received_.size() == served_) {
+            received_.clear();
+            served_ = 0;
+            if (closed_ || stop.now())
+                return 0;
+            try {
+                connection_.try_read_some(received_, std::chrono::milliseconds(wait_step_ms));
+            } catch (const transport::Error& e) {
+                if (e.kind() != transport::Error::Kind::closed)
+                    throw;
+                closed_ = true;
+            }
+        }
+        const size_t n = std::min(buffer.size(), received_.size() - served_);
+        std::memcpy(buffer.data(), received_.data() + served_, n);
+        served_ += n;
+        return n;
+    }
+    const std::string& name() const override { return name_; }
+
+private:
+    transport::Endpoint endpoint_;
+    std::string name_;
+    transport::TcpConnection connection_;
+    std::string received_;
+    size_t served_ = 0;
+    bool closed_ = false;
+};
+
+class MemorySource : public ByteSource {
+public:
+    MemorySource(std::string_view bytes, std::string name, size_t chunk)
+        : bytes_(bytes), name_(std::move(name)), chunk_(std::max<size_t>(chunk, 1))
+    {
+    }
+    size_t read(std::span<uint8_t> buffer, const StopWhen& stop) override
+    {
+        if (stop.now())
+            return 0;
+        const size_t n = std::min({buffer.size(), chunk_, bytes_.size() - at_});
+        std::memcpy(buffer.data(), bytes_.data() + at_, n);
+        at_ += n;
+        return n;
+    }
+    const std::string& name() const override { return name_; }
+
+private:
+    std::string_view bytes_;
+    std::string name_;
+    size_t chunk_;
+    size_t at_ = 0;
+};
+
+// Keeps the PCs in order and counts the sleep samples, up to a limit.
+class SampleCollector : public ItmPacketSink {
+public:
+    explicit SampleCollector(core::SampleSet& samples, uint64_t limit) : samples_(samples), limit_(limit) {}
+    void receive(std::span<const ItmPacket> packets) override
+    {
+        for (const ItmPacket& p : packets) {
+            if (full())
+                return;
+            if (p.kind == ItmKind::pc_sample)
+                samples_.pcs.push_back(uint32_t(p.value));
+            else if (p.kind == ItmKind::sleep_sample)
+                ++sleeping_;
+        }
+    }
+    bool full() const { return limit_ != 0 && samples_.pcs.size() + sleeping_ >= limit_; }
+    uint64_t sleeping() const { return sleeping_; }
+
+private:
+    core::SampleSet& samples_;
+    uint64_t limit_;
+    uint64_t sleeping_ = 0;
+};
+
+class PacketLister : public ItmPacketSink {
+public:
+    PacketLister(std::ostream& out, uint64_t limit) : out_(out), limit_(limit) {}
+    void receive(std::span<const ItmPacket> packets) override
+    {
+        for (const ItmPacket& p : packets) {
+            if (full())
+                return;
+            samples_ += p.kind == ItmKind::pc_sample || p.kind == ItmKind::sleep_sample;
+            out_ << format("%08" PRIx64 "  ", p.offset) << describe(p) << '\n';
+        }
+    }
+    bool full() const { return limit_ != 0 && samples_ >= limit_; }
+
+private:
+    std::ostream& out_;
+    uint64_t limit_;
+    uint64_t samples_ = 0;
+};
+
+struct Outcome {
+    ItmCounts counts;
+    bool interrupted = false;   // Ctrl-C
+    bool timed_out = false;     // --duration
+};
+
+// Feeds the whole source (or until the sink is full or told to stop) through a parser.
+template <typename Sink> Outcome run(ByteSource& source, const SwoOptions& options, Sink& sink)
+{
+    ItmParser parser({.wait_for_sync = options.wait_for_sync});
+    StopWhen stop;
+    stop.flag = options.stop;
+    if (options.max_time.count() > 0)
+        stop.deadline = std::chrono::steady_clock::now() + options.max_time;
+    std::vector<uint8_t> buffer(chunk_size);
+    Outcome outcome;
+    while (!sink.full()) {
+        const size_t got = source.read(buffer, stop);
+        if (got == 0)
+            break;
+        parser.feed(std::span(buffer.data(), got), sink);
+    }
+    outcome.interrupted = stop.flag != nullptr && stop.flag->load();
+    outcome.timed_out = stop.deadline && std::chrono::steady_clock::now() >= *stop.deadline;
+    if (!sink.full() && !outcome.interrupted && !outcome.timed_out)
+        parser.finish(sink);
+    outcome.counts = parser.counts();
+    return outcome;
+}
+
+} // namespace
+
+bool StopWhen::now() const
+{
+    return (flag != nullptr && flag->load()) || (deadline && std::chrono::steady_clock::now() >= *deadline);
+}
+
+bool is_stream_input(std::string_view input)
+{
+    return input == "-" || input.starts_with(tcp_prefix);
+}
+
+std::unique_ptr<ByteSource> open_byte_source(const std::string& input)
+{
+    if (input == "-")
+        return std::make_unique<DescriptorSource>(0, "standard input", false);
+    if (input.starts_with(tcp_prefix))
+        return std::make_unique<TcpSource>(input.substr(tcp_prefix.size()));
+    const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw Error(input, "", std::string("cannot open: ") + std::strerror(errno));
+    return std::make_unique<DescriptorSource>(fd, input, true);
+}
+
+std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes, std::string name, size_t chunk)
+{
+    return std::make_unique<MemorySource>(bytes, std::move(name), chunk);
+}
+
+bool looks_like_swo(std::string_view head)
+{
+    // A capture started with the trace: zeros of a sync packet (ARMv7-M D4.2.1) first.
+    const size_t zeros = head.find_first_not_of('\0');
+    if (zeros != std::string_view::npos && zeros >= 5 && uint8_t(head[zeros]) == 0x80)
+        return true;
+    // Otherwise (started mid-stream) the packets must decode almost cleanly, and PC
+    // samples (0x17 ...) be a good share of them: text and other binaries are neither.
+    struct Nothing : ItmPacketSink {
+        void receive(std::span<const ItmPacket>) override {}
+    } ignore;
+    ItmParser parser;
+    parser.feed(head, ignore);
+    const ItmCounts& c = parser.counts();
+    const uint64_t packets = c.total_packets();
+    const uint64_t samples = c[ItmKind::pc_sample] + c[ItmKind::sleep_sample];
+    return packets >= 8 && c[ItmKind::bad] * 50 <= packets && samples * 5 >= packets;
+}
+
+core::SampleSet read_swo(ByteSource& source, const SwoOptions& options)
+{
+    core::SampleSet samples;
+    SampleCollector collector(samples, options.max_samples);
+    const Outcome outcome = run(source, options, collector);
+    const ItmCounts& c = outcome.counts;
+
+    if (collector.sleeping() > 0)
+        samples.without_address[sleep_row] = collector.sleeping();
+    samples.origin = format("SWO capture %s, %" PRIu64 " bytes; packets: ", source.name().c_str(), c.bytes) + summary(c);
+
+    if (c[ItmKind::overflow] > 0)
+        samples.notes.push_back(format(
+            "%" PRIu64 " overflow packets: the ITM dropped packets because the SWO line could not carry them "
+            "all; lower the sampling rate (DWT_CTRL.CYCTAP, POSTPRESET) or raise the SWO baud rate",
+            c[ItmKind::overflow]));
+    if (c[ItmKind::bad] > 0)
+        samples.notes.push_back(format(
+            "%" PRIu64 " bad packets (reserved headers or malformed): the capture holds garbage or started in "
+            "the middle of a packet%s",
+            c[ItmKind::bad], options.wait_for_sync ? "; the bytes up to the next synchronization packet were skipped"
+                                                   : "; --sync decodes from synchronization packets only"));
+    if (options.wait_for_sync && c[ItmKind::sync] == 0)
+        samples.notes.push_back("no synchronization packet in the capture: nothing was decoded (--sync)");
+    else if (c.skipped_bytes > 0)
+        samples.notes.push_back(
+            format("%" PRIu64 " bytes skipped while waiting for a synchronization packet", c.skipped_bytes));
+    if (c.truncated > 0)
+        samples.notes.push_back("the capture ends in the middle of a packet; that packet was dropped");
+    if (outcome.interrupted)
+        samples.notes.push_back("reading stopped by Ctrl-C");
+    if (samples.pcs.empty() && collector.sleeping() == 0 && c.bytes > 0)
+        samples.notes.push_back(
+            "no PC sample packets: is PC sampling on (DWT_CTRL.PCSAMPLENA, bit 12) and are DWT packets let "
+            "into the stream (ITM_TCR.DWTENA, bit 3)?");
+    return samples;
+}
+
+core::SampleSet read_swo(const std::string& input, const SwoOptions& options)
+{
+    const std::unique_ptr<ByteSource> source = open_byte_source(input);
+    return read_swo(*source, options);
+}
+
+ItmCounts list_swo_packets(ByteSource& source, const SwoOptions& options, std::ostream& out)
+{
+    PacketLister lister(out, options.max_samples);
+    const Outcome outcome = run(source, options, lister);
+    const ItmCounts& c = outcome.counts;
+    out << format("# %" PRIu64 " bytes, %" PRIu64 " skipped, %" PRIu64 " truncated; packets: ", c.bytes,
+                  c.skipped_bytes, c.truncated)
+        << summary(c) << '\n';
+    return c;
+}
+
+std::string describe(const ItmPacket& p)
+{
+    const std::string kind(name_of(p.kind));
+    switch (p.kind) {
+    case ItmKind::sync:
+    case ItmKind::overflow:
+    case ItmKind::sleep_sample:
+        return kind;
+    case ItmKind::pc_sample:
+    case ItmKind::global_timestamp_2:
+        return format("%s 0x%08" PRIx64, kind.c_str(), p.value);
+    case ItmKind::local_timestamp:
+        return format("%s %" PRIu64 " tc %u", kind.c_str(), p.value, unsigned(p.flags));
+    case ItmKind::global_timestamp_1:
+        return format("%s 0x%07" PRIx64 "%s%s", kind.c_str(), p.value,
+                      (p.flags & global_timestamp_clock_change) ? " clock-change" : "",
+                      (p.flags & global_timestamp_wrap) ? " wrap" : "");
+    case ItmKind::extension:
+        return format("%s sh %u ex 0x%" PRIx64, kind.c_str(), unsigned(p.flags), p.value);
+    case ItmKind::instrumentation:
+        return format("%s port %u 0x%0*" PRIx64 " (%u bytes)", kind.c_str(), p.channel, 2 * p.payload_size, p.value,
+                      unsigned(p.payload_size));
+    case ItmKind::event_counter: {
+        std::string which;
+        const char* names[] = {"cpi", "exc", "sleep", "lsu", "fold", "postcnt"};
+        for (int bit = 0; bit < 6; ++bit)
+            if (p.value & (1u << bit))
+                which += std::string(" ") + names[bit];
+        return format("%s 0x%02" PRIx64, kind.c_str(), p.value) + which;
+    }
+    case ItmKind::exception_trace: {
+        const char* function = p.flags == exception_entered ? "entered"
+                              : p.flags == exception_exited ? "exited"
+                                                            : "returned";
+        return format("%s %" PRIu64 " %s", kind.c_str(), p.value, function);
+    }
+    case ItmKind::data_trace_pc:
+        return format("%s comparator %u 0x%08" PRIx64, kind.c_str(), p.channel, p.value);
+    case ItmKind::data_trace_address:
+        return format("%s comparator %u 0x%04" PRIx64, kind.c_str(), p.channel, p.value);
+    case ItmKind::data_trace_value:
+        return format("%s comparator %u %s 0x%0*" PRIx64 " (%u bytes)", kind.c_str(), p.channel,
+                      p.flags ? "write" : "read", 2 * p.payload_size, p.value, unsigned(p.payload_size));
+    case ItmKind::bad:
+        return format("%s header 0x%02x: ", kind.c_str(), unsigned(p.header)) +
+               std::string(name_of(ItmBadReason(p.flags)));
+    }
+    return kind;
+}
+
+} // namespace mcuprof::sources
