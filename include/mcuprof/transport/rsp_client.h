@@ -63,6 +63,9 @@ public:
     std::vector<uint32_t> read_registers(const std::vector<std::string>& names);
     std::string read_memory(uint32_t address, size_t length);
     void write_memory(uint32_t address, std::string_view bytes);
+    // A command for the server's own monitor (qRcmd: QEMU's HMP, OpenOCD's commands);
+    // returns what it printed. Throws when the server answers with an error.
+    std::string monitor(const std::string& command);
     // 'D': the server resumes the target and closes.
     void detach();
 

@@ -292,6 +292,28 @@ void RspClient::write_memory(uint32_t address, std::string_view bytes)
         protocol_error("memory 0x" + hex32(address), "write failed: '" + reply.substr(0, 20) + "'");
 }
 
+std::string RspClient::monitor(const std::string& command)
+{
+    std::string printed;
+    auto previous = on_console;
+    on_console = [&](const std::string& text) { printed += text; };
+    std::string reply;
+    try {
+        reply = request("qRcmd," + rsp::to_hex(command));
+    } catch (...) {
+        on_console = previous;
+        throw;
+    }
+    on_console = previous;
+    if (reply != "OK" && !reply.empty() && reply[0] == 'E')
+        protocol_error("monitor " + command, "the server refused it (" + reply + ")" +
+                                                 (printed.empty() ? "" : ": " + printed));
+    std::string text;
+    if (reply != "OK" && rsp::from_hex(reply, text))   // some servers answer with the output itself
+        printed += text;
+    return printed;
+}
+
 void RspClient::detach()
 {
     request("D");
