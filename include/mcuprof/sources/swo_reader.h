@@ -29,15 +29,18 @@ struct StopWhen {
     bool now() const;
 };
 
-// Bytes read in chunks, from wherever they come.
+// Bytes in chunks, from wherever they come.
 class ByteSource {
 public:
     virtual ~ByteSource() = default;
-    // Up to buffer.size() bytes; 0 at the end of the stream or once `stop` says so. A live
-    // source waits for bytes in short steps, so that `stop` is seen within a fraction of a second.
-    virtual size_t read(std::span<uint8_t> buffer, const StopWhen& stop) = 0;
+    // The next bytes, valid until the next call; empty at the end of the stream or once
+    // `stop` says so. A live source waits for bytes in short steps, so that `stop` is seen
+    // within a fraction of a second.
+    virtual std::span<const uint8_t> next(const StopWhen& stop) = 0;
     // "swo.bin", "standard input", "tcp 127.0.0.1:3443": for errors and the report header.
     virtual const std::string& name() const = 0;
+    // The stream's length if known in advance (a file), else 0.
+    virtual uint64_t size_hint() const { return 0; }
 };
 
 // True for the inputs read as a stream, whose kind cannot be looked at first:

@@ -333,11 +333,20 @@ size_t ItmParser::decode_at(const uint8_t* bytes, size_t available, uint64_t off
 
 const uint8_t* ItmParser::decode_run(const uint8_t* at, const uint8_t* end, ItmPacketSink& sink)
 {
+    // The batch position and the PC count live in locals through runs of PC samples: as
+    // members they would be stored and reloaded around every packet written.
+    size_t used = batch_used_;
+    uint64_t pc_samples = 0;
+    auto sync_locals = [&] {
+        batch_used_ = used;
+        counts_.packets[size_t(ItmKind::pc_sample)] += pc_samples;
+        pc_samples = 0;
+    };
     while (at < end) {
         const uint8_t header = *at;
         if (header == pc_sample_header && end - at >= 5) {
             // The packet nearly every byte of a profiling capture belongs to, decoded in place.
-            ItmPacket& packet = batch_[batch_used_++];
+            ItmPacket& packet = batch_[used++];
             packet.kind = ItmKind::pc_sample;
             packet.header = header;
             packet.payload_size = 4;
@@ -345,12 +354,16 @@ const uint8_t* ItmParser::decode_run(const uint8_t* at, const uint8_t* end, ItmP
             packet.channel = 0;
             packet.value = little_endian(at + 1, 4);
             packet.offset = offset_of(at);
-            ++counts_.packets[size_t(ItmKind::pc_sample)];
-            if (batch_used_ == batch_.size())
-                flush(sink);
+            ++pc_samples;
             at += 5;
+            if (used == batch_.size()) {
+                sync_locals();
+                flush(sink);
+                used = 0;
+            }
             continue;
         }
+        sync_locals();
         if (header == 0x00) {
             state_ = State::zero_run;
             zero_run_ = 0;
@@ -358,20 +371,22 @@ const uint8_t* ItmParser::decode_run(const uint8_t* at, const uint8_t* end, ItmP
             return at;
         }
         ItmPacket packet;
-        const size_t used = decode_at(at, size_t(end - at), offset_of(at), packet);
-        if (used == 0) {   // the chunk ends inside this packet: keep its bytes for the next one
+        const size_t taken = decode_at(at, size_t(end - at), offset_of(at), packet);
+        if (taken == 0) {   // the chunk ends inside this packet: keep its bytes for the next one
             pending_size_ = size_t(end - at);
             std::copy(at, end, pending_.begin());
             pending_offset_ = offset_of(at);
             return end;
         }
-        at += used;
+        at += taken;
         emit(packet, sink);
         if (packet.kind == ItmKind::bad && options_.wait_for_sync) {
             lose_sync(offset_of(at));
             return at;
         }
+        used = batch_used_;
     }
+    sync_locals();
     return at;
 }
 

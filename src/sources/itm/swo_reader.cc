@@ -10,6 +10,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mcuprof/sources/error.h"
@@ -20,7 +22,7 @@ namespace mcuprof::sources {
 namespace {
 
 constexpr std::string_view tcp_prefix = "tcp:";
-constexpr size_t chunk_size = 256 * 1024;
+constexpr size_t chunk_size = 1024 * 1024;
 constexpr int wait_step_ms = 200;   // how long a live source waits before looking at StopWhen again
 
 std::string format(const char* pattern, auto... values)
@@ -30,29 +32,69 @@ std::string format(const char* pattern, auto... values)
     return text;
 }
 
-// A file or standard input, read with read(2); poll(2) first so that a quiet pipe still
-// lets Ctrl-C and --duration be seen.
+// A regular file, mapped: the parser reads the page cache in place, chunk by chunk, with
+// no copy (a copy into a buffer cost more than the parsing).
+class MappedSource : public ByteSource {
+public:
+    MappedSource(int fd, uint64_t size, std::string name) : name_(std::move(name)), size_(size)
+    {
+        if (size_ == 0)
+            return;
+        data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (data_ == MAP_FAILED)
+            throw Error(name_, "", std::string("cannot map: ") + std::strerror(errno));
+        ::madvise(data_, size_, MADV_SEQUENTIAL);
+    }
+    ~MappedSource() override
+    {
+        if (size_ != 0)
+            ::munmap(data_, size_);
+    }
+    std::span<const uint8_t> next(const StopWhen& stop) override
+    {
+        if (at_ == size_ || stop.now())
+            return {};
+        const uint64_t n = std::min<uint64_t>(chunk_size, size_ - at_);
+        const std::span<const uint8_t> chunk(static_cast<const uint8_t*>(data_) + at_, n);
+        at_ += n;
+        return chunk;
+    }
+    const std::string& name() const override { return name_; }
+    uint64_t size_hint() const override { return size_; }
+
+private:
+    std::string name_;
+    uint64_t size_;
+    void* data_ = nullptr;
+    uint64_t at_ = 0;
+};
+
+// Standard input, a pipe or a device, read with read(2); poll(2) first so that a quiet
+// pipe still lets Ctrl-C and --duration be seen.
 class DescriptorSource : public ByteSource {
 public:
-    DescriptorSource(int fd, std::string name, bool owned) : fd_(fd), name_(std::move(name)), owned_(owned) {}
+    DescriptorSource(int fd, std::string name, bool owned)
+        : fd_(fd), name_(std::move(name)), owned_(owned), buffer_(chunk_size)
+    {
+    }
     ~DescriptorSource() override
     {
         if (owned_)
             ::close(fd_);
     }
-    size_t read(std::span<uint8_t> buffer, const StopWhen& stop) override
+    std::span<const uint8_t> next(const StopWhen& stop) override
     {
         for (;;) {
             if (stop.now())
-                return 0;
+                return {};
             pollfd wait{fd_, POLLIN, 0};
             const int ready = ::poll(&wait, 1, wait_step_ms);
             if (ready == 0 || (ready < 0 && errno == EINTR))
                 continue;
-            const ssize_t got = ::read(fd_, buffer.data(), buffer.size());
+            const ssize_t got = ::read(fd_, buffer_.data(), buffer_.size());
             if (got >= 0) {
                 offset_ += uint64_t(got);
-                return size_t(got);
+                return std::span<const uint8_t>(buffer_.data(), size_t(got));
             }
             if (errno == EINTR || errno == EAGAIN)
                 continue;
@@ -65,6 +107,7 @@ private:
     int fd_;
     std::string name_;
     bool owned_;
+    std::vector<uint8_t> buffer_;
     uint64_t offset_ = 0;
 };
 
@@ -78,13 +121,12 @@ public:
           connection_(endpoint_, std::chrono::seconds(5), name_)
     {
     }
-    size_t read(std::span<uint8_t> buffer, const StopWhen& stop) override
+    std::span<const uint8_t> next(const StopWhen& stop) override
     {
-        while (received_.size() == served_) {
-            received_.clear();
-            served_ = 0;
+        received_.clear();
+        while (received_.empty()) {
             if (closed_ || stop.now())
-                return 0;
+                return {};
             try {
                 connection_.try_read_some(received_, std::chrono::milliseconds(wait_step_ms));
             } catch (const transport::Error& e) {
@@ -93,10 +135,7 @@ public:
                 closed_ = true;
             }
         }
-        const size_t n = std::min(buffer.size(), received_.size() - served_);
-        std::memcpy(buffer.data(), received_.data() + served_, n);
-        served_ += n;
-        return n;
+        return std::span(reinterpret_cast<const uint8_t*>(received_.data()), received_.size());
     }
     const std::string& name() const override { return name_; }
 
@@ -105,7 +144,6 @@ private:
     std::string name_;
     transport::TcpConnection connection_;
     std::string received_;
-    size_t served_ = 0;
     bool closed_ = false;
 };
 
@@ -115,16 +153,17 @@ public:
         : bytes_(bytes), name_(std::move(name)), chunk_(std::max<size_t>(chunk, 1))
     {
     }
-    size_t read(std::span<uint8_t> buffer, const StopWhen& stop) override
+    std::span<const uint8_t> next(const StopWhen& stop) override
     {
         if (stop.now())
-            return 0;
-        const size_t n = std::min({buffer.size(), chunk_, bytes_.size() - at_});
-        std::memcpy(buffer.data(), bytes_.data() + at_, n);
+            return {};
+        const size_t n = std::min(chunk_, bytes_.size() - at_);
+        const std::span<const uint8_t> chunk(reinterpret_cast<const uint8_t*>(bytes_.data()) + at_, n);
         at_ += n;
-        return n;
+        return chunk;
     }
     const std::string& name() const override { return name_; }
+    uint64_t size_hint() const override { return bytes_.size(); }
 
 private:
     std::string_view bytes_;
@@ -139,14 +178,28 @@ public:
     explicit SampleCollector(core::SampleSet& samples, uint64_t limit) : samples_(samples), limit_(limit) {}
     void receive(std::span<const ItmPacket> packets) override
     {
-        for (const ItmPacket& p : packets) {
-            if (full())
-                return;
-            if (p.kind == ItmKind::pc_sample)
-                samples_.pcs.push_back(uint32_t(p.value));
-            else if (p.kind == ItmKind::sleep_sample)
-                ++sleeping_;
+        if (limit_ != 0) {   // keep the packets up to the limit-th sample
+            uint64_t room = limit_ - std::min<uint64_t>(limit_, samples_.pcs.size() + sleeping_);
+            size_t end = 0;
+            for (; end < packets.size() && room > 0; ++end)
+                room -= packets[end].kind == ItmKind::pc_sample || packets[end].kind == ItmKind::sleep_sample;
+            packets = packets.first(end);
         }
+        // Without a branch per packet: PC samples and the rest come mixed, so a branch on the
+        // kind is mispredicted often. Every value is written, and only a PC's is kept.
+        std::vector<uint32_t>& pcs = samples_.pcs;
+        const size_t before = pcs.size();
+        pcs.resize(before + packets.size());
+        uint32_t* out = pcs.data() + before;
+        size_t kept = 0;
+        uint64_t sleeping = 0;
+        for (const ItmPacket& p : packets) {
+            out[kept] = uint32_t(p.value);
+            kept += p.kind == ItmKind::pc_sample;
+            sleeping += p.kind == ItmKind::sleep_sample;
+        }
+        pcs.resize(before + kept);
+        sleeping_ += sleeping;
     }
     bool full() const { return limit_ != 0 && samples_.pcs.size() + sleeping_ >= limit_; }
     uint64_t sleeping() const { return sleeping_; }
@@ -191,13 +244,12 @@ template <typename Sink> Outcome run(ByteSource& source, const SwoOptions& optio
     stop.flag = options.stop;
     if (options.max_time.count() > 0)
         stop.deadline = std::chrono::steady_clock::now() + options.max_time;
-    std::vector<uint8_t> buffer(chunk_size);
     Outcome outcome;
     while (!sink.full()) {
-        const size_t got = source.read(buffer, stop);
-        if (got == 0)
+        const std::span<const uint8_t> chunk = source.next(stop);
+        if (chunk.empty())
             break;
-        parser.feed(std::span(buffer.data(), got), sink);
+        parser.feed(chunk, sink);
     }
     outcome.interrupted = stop.flag != nullptr && stop.flag->load();
     outcome.timed_out = stop.deadline && std::chrono::steady_clock::now() >= *stop.deadline;
@@ -228,7 +280,18 @@ std::unique_ptr<ByteSource> open_byte_source(const std::string& input)
     const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         throw Error(input, "", std::string("cannot open: ") + std::strerror(errno));
-    return std::make_unique<DescriptorSource>(fd, input, true);
+    struct stat status = {};
+    if (::fstat(fd, &status) == 0 && S_ISREG(status.st_mode)) {
+        try {
+            auto mapped = std::make_unique<MappedSource>(fd, uint64_t(status.st_size), input);
+            ::close(fd);   // the mapping stays
+            return mapped;
+        } catch (...) {
+            ::close(fd);
+            throw;
+        }
+    }
+    return std::make_unique<DescriptorSource>(fd, input, true);   // a FIFO or a device
 }
 
 std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes, std::string name, size_t chunk)
@@ -258,6 +321,10 @@ bool looks_like_swo(std::string_view head)
 core::SampleSet read_swo(ByteSource& source, const SwoOptions& options)
 {
     core::SampleSet samples;
+    // At most one PC per 5 bytes: reserving that once saves the copies of a growing vector.
+    // (and a batch more: the collector sizes the vector for a whole batch before trimming it).
+    const uint64_t most = source.size_hint() / 5 + 4096;
+    samples.pcs.reserve(size_t(options.max_samples != 0 ? std::min(most, options.max_samples + 4096) : most));
     SampleCollector collector(samples, options.max_samples);
     const Outcome outcome = run(source, options, collector);
     const ItmCounts& c = outcome.counts;
