@@ -92,9 +92,10 @@ int record_command(const Arguments& args)
         ("shape", po::value(&shape)->value_name("NAME"), "exponential (default), uniform (mean +- jitter) or fixed "
                                                          "(prone to lockstep; for experiments)")
         ("jitter", po::value(&jitter)->value_name("F"), "uniform shape: interval spread as a fraction of the mean")
-        ("pace", po::value(&pace)->value_name("CLOCK"), "wall (default) or icount: exact instruction counts through "
-                                                        "QEMU record/replay (needs --qmp)")
-        ("qmp", po::value(&qmp)->value_name("HOST:PORT"), "QEMU's QMP port, for --pace icount")
+        ("pace", po::value(&pace)->value_name("CLOCK"), "wall (default) or icount: stops at exact instruction counts "
+                                                        "through QEMU record/replay (-icount shift=0,rr=replay)")
+        ("qmp", po::value(&qmp)->value_name("HOST:PORT"), "--pace icount: QEMU's QMP port for query-replay (default: "
+                                                         "QEMU's monitor through the GDB connection)")
         ("seed", po::value(&seed)->value_name("N"), "seed of the interval generator (default: random)")
         ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)");
     add_report_options(description, report);
@@ -122,9 +123,9 @@ int record_command(const Arguments& args)
     sources::RspSamplerOptions options;
     options.gdb = transport::Endpoint::parse(gdb, "--gdb");
     if (pace == "icount") {
-        if (qmp.empty())
-            throw UsageError("--pace icount needs --qmp HOST:PORT");
-        options.qmp = transport::Endpoint::parse(qmp, "--qmp");
+        options.pacing = sources::Pacing::icount;
+        if (!qmp.empty())
+            options.qmp = transport::Endpoint::parse(qmp, "--qmp");
         options.interval = interval.empty() ? 20000.0 : parse_count(interval, "--interval");
     } else if (pace == "wall") {
         options.interval = interval.empty() ? 1e-3 : std::chrono::duration<double>(parse_duration(interval, "--interval")).count();

@@ -17,9 +17,15 @@ class QmpClient;
 
 namespace mcuprof::sources {
 
+enum class Pacing {
+    wall,     // intervals of wall-clock time, the stop by interrupt (any GDB server)
+    icount,   // intervals of instructions, the stop by QEMU's replay_break (record/replay)
+};
+
 struct RspSamplerOptions {
     transport::Endpoint gdb;
-    std::optional<transport::Endpoint> qmp;   // set: pace by instruction count (replay-break)
+    Pacing pacing = Pacing::wall;
+    std::optional<transport::Endpoint> qmp;   // icount pacing: QMP for query-replay (else the GDB monitor)
     IntervalGenerator::Shape shape = IntervalGenerator::Shape::exponential;
     double interval = 1e-3;     // mean: seconds, or instructions when pacing by icount
     double jitter = 0.5;        // uniform shape only

@@ -226,6 +226,19 @@ void ItmParser::lose_sync(uint64_t next_offset)
     waiting_since_ = next_offset;
 }
 
+ItmPacket ItmParser::decode_source(uint8_t header, size_t size, uint32_t value) const
+{
+    if ((header & 0x04) != 0)
+        return decode_hardware(header, size, value);
+    ItmPacket packet;
+    packet.kind = ItmKind::instrumentation;
+    packet.header = header;
+    packet.payload_size = uint8_t(size);
+    packet.value = value;
+    packet.channel = stimulus_page_ * 32 + (header >> 3);
+    return packet;
+}
+
 // Decodes the packet at `bytes` (everything but a synchronization packet, which may be
 // any length). Returns the bytes it took, or 0 if `available` ends before the packet does;
 // given max_packet_size bytes it always decides.
@@ -312,18 +325,8 @@ size_t ItmParser::decode_at(const uint8_t* bytes, size_t available, uint64_t off
         const size_t size = size_t(1) << ((header & 0x3) - 1);
         if (available < 1 + size)
             return 0;
-        const uint32_t value = little_endian(bytes + 1, size);
+        packet = decode_source(header, size, little_endian(bytes + 1, size));
         used = 1 + size;
-        if (header_table[header] == Header::hardware_source) {
-            packet = decode_hardware(header, size, value);
-        } else {
-            packet = ItmPacket{};
-            packet.kind = ItmKind::instrumentation;
-            packet.header = header;
-            packet.payload_size = uint8_t(size);
-            packet.value = value;
-            packet.channel = stimulus_page_ * 32 + (header >> 3);
-        }
         break;
     }
     }
@@ -364,13 +367,28 @@ const uint8_t* ItmParser::decode_run(const uint8_t* at, const uint8_t* end, ItmP
             continue;
         }
         sync_locals();
+        ItmPacket packet;
+        if ((header & 0x03) != 0 && end - at >= 5) {
+            // Any other source packet whole in this chunk (sleep samples, stimulus writes,
+            // exception trace): its length is in the header.
+            const size_t size = size_t(1) << ((header & 0x3) - 1);
+            packet = decode_source(header, size, little_endian(at + 1, size));
+            packet.offset = offset_of(at);
+            at += 1 + size;
+            emit(packet, sink);
+            if (packet.kind == ItmKind::bad && options_.wait_for_sync) {
+                lose_sync(offset_of(at));
+                return at;
+            }
+            used = batch_used_;
+            continue;
+        }
         if (header == 0x00) {
             state_ = State::zero_run;
             zero_run_ = 0;
             zero_run_offset_ = offset_of(at);
             return at;
         }
-        ItmPacket packet;
         const size_t taken = decode_at(at, size_t(end - at), offset_of(at), packet);
         if (taken == 0) {   // the chunk ends inside this packet: keep its bytes for the next one
             pending_size_ = size_t(end - at);

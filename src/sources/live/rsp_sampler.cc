@@ -49,6 +49,8 @@ RspHaltingSampler::RspHaltingSampler(const RspSamplerOptions& options)
             throw transport::Error(transport::Error::Kind::protocol, "qmp " + options.qmp->text(), "query-replay",
                                    "QEMU is not replaying a recording (mode '" + replay.value("mode", "?") +
                                        "'): pacing by instructions needs -icount shift=0,rr=replay,rrfile=FILE");
+    } else if (options.pacing == Pacing::icount) {
+        current_icount();   // checks that QEMU replays
     }
 }
 
@@ -65,9 +67,10 @@ nlohmann::json RspHaltingSampler::describe() const
     const char* shape = options_.shape == IntervalGenerator::Shape::exponential ? "exponential"
                         : options_.shape == IntervalGenerator::Shape::uniform   ? "uniform"
                                                                                 : "fixed";
-    if (qmp_) {
+    if (options_.pacing == Pacing::icount) {
         d["pacing"] = {{"clock", "icount"}, {"shape", shape}, {"mean_instructions", options_.interval}};
-        d["qmp"] = options_.qmp->text();
+        if (options_.qmp)
+            d["qmp"] = options_.qmp->text();
     } else {
         d["pacing"] = {{"clock", "wall"}, {"shape", shape}, {"mean_seconds", options_.interval}};
     }
@@ -78,7 +81,17 @@ nlohmann::json RspHaltingSampler::describe() const
 
 uint64_t RspHaltingSampler::current_icount()
 {
-    return qmp_->execute("query-replay").value("icount", uint64_t(0));
+    if (qmp_)
+        return qmp_->execute("query-replay").value("icount", uint64_t(0));
+    // Without QMP, QEMU's monitor through the GDB connection (HMP "info replay") says
+    // "Replaying execution 'FILE': instruction count = N".
+    const std::string text = gdb_->monitor("info replay");
+    const size_t at = text.find("instruction count = ");
+    if (text.rfind("Replaying", 0) != 0 || at == std::string::npos)
+        throw transport::Error(transport::Error::Kind::protocol, gdb_->peer(), "info replay",
+                               "QEMU is not replaying a recording ('" + text.substr(0, 60) +
+                                   "'): pacing by instructions needs -icount shift=0,rr=replay,rrfile=FILE");
+    return std::stoull(text.substr(at + 20));
 }
 
 SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop)
@@ -106,9 +119,10 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
         sink.event(stats.target_exited ? "target-exit" : "target-stop", stats.end_reason);
     };
 
+    const bool icount_pacing = options_.pacing == Pacing::icount;
     uint64_t icount = 0;   // icount pacing: where the guest stands
     try {
-        if (qmp_)
+        if (icount_pacing)
             icount = current_icount();
         else
             resume();   // icount pacing resumes only once its break is set
@@ -128,7 +142,7 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
 
             transport::StopReply reply;
             Clock::time_point asked;
-            if (qmp_) {
+            if (icount_pacing) {
                 // The guest is stopped here: set the break, then let it run into it. The
                 // stop lands exactly on the instruction count, whatever QEMU's host timing.
                 // The break goes through the GDB connection (qRcmd, HMP replay_break): on
@@ -172,10 +186,10 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
             s.xpsr = regs[3];
             sink.sample(s);
             ++stats.samples;
-            if (!qmp_)
+            if (!icount_pacing)
                 resume();
         }
-        if (qmp_ && !stats.target_exited && stats.samples > 0) {
+        if (icount_pacing && !stats.target_exited && stats.samples > 0) {
             const uint64_t reported = current_icount();
             if (reported != icount)
                 sink.event("pacing", "replay stops did not land where they were set: expected instruction " +

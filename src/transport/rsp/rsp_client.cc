@@ -155,8 +155,9 @@ std::string RspClient::fetch_annex(const std::string& annex)
 StopReply RspClient::handshake()
 {
     // xmlRegisters=arm: we read target descriptions (GDB sends its list of architectures;
-    // QEMU offers qXfer:features:read only to a client that names one).
-    const std::string query = rsp::frame("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+;xmlRegisters=arm");
+    // QEMU offers qXfer:features:read only to a client that names one). No multiprocess+:
+    // with it QEMU refuses a plain 'D' (E22) and would keep the target halted.
+    const std::string query = rsp::frame("qSupported:swbreak+;hwbreak+;vContSupported+;xmlRegisters=arm");
     send_frame(query);
     // QEMU stops a running guest when a client connects and says so unasked, with a stop
     // reply that may come before the answer to our first packet.
@@ -316,7 +317,14 @@ std::string RspClient::monitor(const std::string& command)
 
 void RspClient::detach()
 {
-    request("D");
+    const std::string reply = request("D");
+    if (reply != "OK") {
+        // The server would not detach: resume the target ourselves before leaving, so it
+        // is never left halted.
+        send_frame(rsp::frame("c"));
+        connection_.close();
+        protocol_error("D", "detach refused ('" + reply.substr(0, 20) + "'); the target was resumed with 'c'");
+    }
     connection_.close();
 }
 

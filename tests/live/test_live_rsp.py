@@ -1,0 +1,152 @@
+"""Live sampling over GDB RSP against the reference firmware in QEMU, checked against the
+truth plugin and against the on-chip sampler of the same run (issue 4's cross-checks).
+
+Every bound is 4 standard errors of the share, sqrt(p(1-p)/N), with p the true share:
+a correct sampler fails one such check about once in 16 000."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "integration"))
+import fwtest  # noqa: E402
+import qemu_runner  # noqa: E402
+
+Z = 4.0
+
+
+def mcuprof(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(fwtest.CLI), *args], capture_output=True, text=True, timeout=600)
+
+
+def report_json(path: Path, elf: Path, *extra: str) -> dict:
+    r = mcuprof("report", str(path), "--elf", str(elf), "--format", "json", *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def counts_of(doc: dict) -> dict[str, float]:
+    return {row["name"]: row["samples"] for row in doc["functions"]}
+
+
+def truth_by_function(run_name: str, counts: dict[int, int]) -> dict[str, float]:
+    return dict(fwtest.by_function(counts, fwtest.symbols(run_name)))
+
+
+def within(observed: dict[str, float], truth: dict[str, float], names, n: float, z: float = Z):
+    """(name, observed share, true share, bound) for every name outside z standard errors."""
+    total_truth = sum(truth.get(k, 0) for k in names)
+    bad = []
+    for k in names:
+        p = truth.get(k, 0) / total_truth
+        q = observed.get(k, 0) / n
+        se = math.sqrt(p * (1 - p) / n)
+        if abs(q - p) > z * se:
+            bad.append((k, round(100 * q, 3), round(100 * p, 3), round(100 * z * se, 3)))
+    return bad
+
+
+class ExactPacing(unittest.TestCase):
+    """(a) Record the run, replay it and stop it at random instruction counts (QMP replay
+    plus replay_break): samples uniform over instructions, compared with the plugin's census
+    of the same run."""
+
+    def exact_profile(self, name: str, samples_wanted: int):
+        elf = fwtest.elf_path(name)
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+        rr, truth = work / "rr.bin", work / "truth.txt"
+        with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
+            self.assertEqual(q.wait(), 0)
+        counts = fwtest.read_counts(truth)
+        total = sum(counts.values())
+        rec = work / "rec.bin"
+        with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=None, timeout=600) as q:
+            r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}",
+                        "--pace", "icount", "--interval", str(total // samples_wanted),
+                        "--samples", str(10 * samples_wanted), "--seed", "75",
+                        "--elf", str(elf), "-o", str(rec), "--format", "json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            q.wait()
+        doc = json.loads(r.stdout)
+        self.assertIn("the target exited", r.stderr)   # the samples cover the whole run
+        return doc, truth_by_function(name, counts), total
+
+    def test_loops_every_function_within_4_se(self):
+        doc, truth, total = self.exact_profile("loops_jit_m4", 1500)
+        n = doc["samples"]
+        self.assertGreaterEqual(n, 1000)
+        names = [k for k, v in truth.items() if v / total >= 0.005]
+        self.assertIn("hot_a", names)
+        self.assertEqual(within(counts_of(doc), truth, names, n), [])
+        self.assertEqual(doc["sampler"]["end"], "the target exited with code 0")
+
+
+class WallClockPacing(unittest.TestCase):
+    """(b) Wall-clock halting with -singlestep (stops land on instructions, not translation
+    blocks): the three loops against the truth; (d) the on-chip dump of the same run agrees
+    with the host profile within their combined error."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.name = "loops_jit_m4"
+        cls.elf = fwtest.elf_path(cls.name)
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+        cls.rec, truth, uart = work / "rec.bin", work / "truth.txt", work / "uart.txt"
+        with qemu_runner.QemuRun(cls.elf, gdb=True, halted=True, singlestep=True, truth=truth,
+                                 uart=uart, timeout=600) as q:
+            cls.result = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "200us",
+                                 "--samples", "5000", "--elf", str(cls.elf), "-o", str(cls.rec),
+                                 "--format", "json")
+            q.wait()
+        cls.uart = uart
+        cls.truth = truth_by_function(cls.name, fwtest.read_counts(truth))
+
+    def test_three_loops_against_truth(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr)
+        doc = json.loads(self.result.stdout)
+        self.assertEqual(doc["samples"], 5000)
+        loops = ["hot_a", "hot_b", "hot_c"]
+        observed = counts_of(doc)
+        n = sum(observed.get(k, 0) for k in loops)
+        self.assertGreater(n, 4000)
+        self.assertEqual(within(observed, self.truth, loops, n), [])
+
+    def test_onchip_dump_agrees_with_host_profile(self):
+        host = counts_of(report_json(self.rec, self.elf))
+        chip = counts_of(report_json(self.uart, self.elf))
+        loops = ["hot_a", "hot_b", "hot_c"]
+        nh = sum(host.get(k, 0) for k in loops)
+        nc = sum(chip.get(k, 0) for k in loops)
+        for k in loops:
+            ph, pc = host.get(k, 0) / nh, chip.get(k, 0) / nc
+            p = (host.get(k, 0) + chip.get(k, 0)) / (nh + nc)
+            se = math.sqrt(p * (1 - p) * (1 / nh + 1 / nc))
+            self.assertLessEqual(abs(ph - pc), Z * se, (k, ph, pc, se))
+
+
+class DisabledInterrupts(unittest.TestCase):
+    """(c) A debug halt enters a PRIMASK region: the halting sampler gives the locked loop to
+    `locked`, where the on-chip sampler of the same firmware gives it to irq_on."""
+
+    def test_halting_sees_inside_cpsid(self):
+        doc, truth, total = ExactPacing.exact_profile(self, "irqoff_m4", 1500)
+        observed = counts_of(doc)
+        n = doc["samples"]
+        p = truth["locked"] / total
+        self.assertGreater(p, 0.2)
+        self.assertLessEqual(abs(observed.get("locked", 0) / n - p), Z * math.sqrt(p * (1 - p) / n))
+        self.assertLess(observed.get("irq_on", 0) / n, 0.01)
+        chip = counts_of(report_json(fwtest.run("irqoff_m4").dump_path, fwtest.elf_path("irqoff_m4")))
+        self.assertGreater(chip.get("irq_on", 0) / sum(chip.values()), 0.2)
+        self.assertLess(chip.get("locked", 0) / sum(chip.values()), 0.01)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
