@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
 """SWO parsing throughput: mcuprof against the seed's itm75a.py (shared/peers) and pyOCD's
-SWOParser on the same synthetic capture (100 MB by default), in one run; prints MB/s and
-the ratios. The three must agree on the PC sample sequence before any figure is printed.
+SWOParser on the same synthetic capture (100 MB by default), in one run; prints MB/s and the
+ratios. The PC sample sequences must agree before any figure is printed.
 
     python3 bench/itm_bench.py --mcuprof build/mcuprof --elf build/firmware-ref/X.elf \\
         [--pyocd-src DIR] [--mb 100] [--runs 3]
 
-mcuprof is timed end to end, as a user runs it (`mcuprof report CAPTURE --elf ELF`: process
-start, ELF symbols, reading the file in chunks, parsing, attribution, the report); the
-peers only for their parse function in this process, on bytes already in memory, with a
-sink that keeps PCs (pyOCD) or the event list the seed builds. That favours the peers.
+Two comparisons:
+- the parser: mcuprof's SWO reader in its own process (build/bench/itm_parse_timer: the
+  file mapped, parsed, the PCs collected in order) against the peers' parse functions on
+  bytes already in memory (the seed's parse() building its event list, pyOCD's
+  SWOParser.parse() with a sink keeping the PCs). The goal is 100 times the seed.
+- end to end, as a user runs each: `mcuprof report CAPTURE --elf ELF` (process start, ELF
+  symbols, parse, attribution, the report) against `python3 itm75a.py parse CAPTURE > dump`
+  (the seed's command line: parse and write the PCs as text, before any profile).
 pyOCD comes from --pyocd-src / $MCUPROF_PYOCD_SRC (a source tree holding pyocd/trace/swo.py;
-Debian's python3-pyocd 0.13 has none) and is left out when absent. It decodes about a
-megabyte a second, so it runs on the first --pyocd-mb megabytes of the same capture
-(default: all of it) and its MB/s is that of the part it read."""
+Debian's python3-pyocd 0.13 has none) and is left out when absent; it decodes about
+1.5 MB/s, so it runs --pyocd-runs times (default 1) on the first --pyocd-mb MB (default all)."""
 import argparse
-import hashlib
 import importlib.util
 import os
 import random
@@ -82,33 +84,12 @@ def make_capture(elf, megabytes, path):
 
 
 def digest(pcs):
-    h = hashlib.sha256()
-    for pc in pcs:
-        h.update(pc.to_bytes(4, "little"))
-    return len(pcs), h.hexdigest()[:16]
+    """The sum of (i + 1) * pc[i] modulo 2^64, as itm_parse_timer computes it."""
+    return sum(i * pc for i, pc in enumerate(pcs, 1)) & (2 ** 64 - 1)
 
 
 def median(values):
     return sorted(values)[len(values) // 2]
-
-
-def time_mcuprof(mcuprof, capture, elf, runs):
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = subprocess.run([mcuprof, "report", capture, "--elf", elf, "--by", "address", "--format", "json"],
-                                capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if result.returncode != 0:
-            sys.exit("bench: mcuprof failed: %s" % result.stderr.strip())
-    return median(times), result.stdout
-
-
-def pcs_from_report(text):
-    """The PC multiset from mcuprof's by-address report (the sequence is checked by the tests)."""
-    import json
-    rows = json.loads(text)["functions"]
-    return {int(r["name"], 16): round(r["samples"]) for r in rows if r["name"].startswith("0x")}
 
 
 def load_seed():
@@ -170,9 +151,21 @@ def time_pyocd(modules, data, runs):
     return median(times), sink.pcs
 
 
+def time_command(command, runs, stdout=subprocess.DEVNULL):
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        times.append(time.perf_counter() - start)
+        if result.returncode != 0:
+            sys.exit("bench: %s failed: %s" % (command[0], result.stderr.strip()))
+    return median(times)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mcuprof", required=True)
+    parser.add_argument("--timer", help="itm_parse_timer (default: bench/itm_parse_timer beside mcuprof)")
     parser.add_argument("--elf", required=True)
     parser.add_argument("--mb", type=int, default=100, help="capture size in MB")
     parser.add_argument("--work", default="build/bench")
@@ -181,8 +174,10 @@ def main():
     parser.add_argument("--pyocd-mb", type=int, default=0, help="pyOCD parses this many MB of the capture (0: all)")
     parser.add_argument("--pyocd-runs", type=int, default=1)
     args = parser.parse_args()
-    if not os.path.exists(SEED):
-        sys.exit("bench: the seed's parser is not at %s" % SEED)
+    timer = args.timer or os.path.join(os.path.dirname(os.path.abspath(args.mcuprof)), "bench", "itm_parse_timer")
+    for path, what in ((SEED, "the seed's parser"), (timer, "itm_parse_timer"), (args.mcuprof, "mcuprof")):
+        if not os.path.exists(path):
+            sys.exit("bench: %s is not at %s" % (what, path))
     os.makedirs(args.work, exist_ok=True)
     capture = os.path.join(args.work, "swo-%dMB.bin" % args.mb)
     if not os.path.exists(capture):
@@ -191,18 +186,17 @@ def main():
         data = f.read()
     mb = len(data) / 1e6
 
-    ours_s, report = time_mcuprof(args.mcuprof, capture, args.elf, args.runs)
-    ours_pcs = pcs_from_report(report)
-    seed_s, seed_pcs = time_seed(load_seed(), data, args.runs)
-    n = sum(ours_pcs.values())
-    counts = {}
-    for pc in seed_pcs:
-        counts[pc] = counts.get(pc, 0) + 1
-    if counts != ours_pcs:
-        sys.exit("bench: mcuprof and the seed disagree on the PC samples; no figure printed")
-    print("SWO capture %.0f MB, %d PC samples; mcuprof and the seed agree on every address's count" % (mb, n))
-
-    rows = [("mcuprof report (end to end)", mb, ours_s), ("seed itm75a.py parse()", mb, seed_s)]
+    # The parsers.
+    out = subprocess.run([timer, capture, str(args.runs)], capture_output=True, text=True, check=True).stdout.split()
+    ours = dict(zip(out[0::2], out[1::2]))
+    ours_s = float(ours["seconds"])
+    seed = load_seed()
+    seed_s, seed_pcs = time_seed(seed, data, args.runs)
+    if int(ours["pcs"]) != len(seed_pcs) or int(ours["digest"]) != digest(seed_pcs):
+        sys.exit("bench: mcuprof and the seed disagree on the PC sequence; no figure printed")
+    print("SWO capture %.0f MB, %d PC samples, %s sleep; mcuprof's and the seed's PC sequences are equal" %
+          (mb, len(seed_pcs), ours["sleep"]))
+    rows = [("mcuprof SWO reader", mb, ours_s), ("seed itm75a.py parse()", mb, seed_s)]
     modules = load_pyocd(args.pyocd_src)
     if modules is not None:
         part = data if args.pyocd_mb == 0 else data[:args.pyocd_mb * 1_000_000]
@@ -213,15 +207,25 @@ def main():
         rows.append(("pyOCD SWOParser.parse()", len(part) / 1e6, pyocd_s))
     else:
         print("pyOCD: not run (no pyocd/trace/swo.py; set --pyocd-src or MCUPROF_PYOCD_SRC)")
+    del seed_pcs
 
-    print("median of %d runs (pyOCD: %d)" % (args.runs, args.pyocd_runs))
+    # End to end.
+    report_s = time_command([args.mcuprof, "report", capture, "--elf", args.elf], args.runs)
+    dump = os.path.join(args.work, "swo-dump.txt")
+    with open(dump, "w") as sink:
+        seed_cli_s = time_command([sys.executable, SEED, "parse", capture], args.runs, stdout=sink)
+    os.remove(dump)
+
+    print("parsers, median of %d runs (pyOCD: %d):" % (args.runs, args.pyocd_runs))
     for name, size, seconds in rows:
-        print("  %-30s %8.2f s  %9.1f MB/s" % (name, seconds, size / seconds))
-    ours_rate = mb / ours_s
+        print("  %-32s %8.2f s  %9.1f MB/s" % (name, seconds, size / seconds))
     for name, size, seconds in rows[1:]:
-        print("  ratio: mcuprof is %.0f times faster than %s" % (ours_rate / (size / seconds), name.split()[0] +
-                                                                   " " + name.split()[1]))
-    print("  goal: 100 times the seed's script")
+        print("  ratio: mcuprof's parser is %.0f times faster than %s" % ((mb / ours_s) / (size / seconds), name))
+    print("  goal: 100 times the seed's")
+    print("end to end, median of %d runs:" % args.runs)
+    print("  %-32s %8.2f s  %9.1f MB/s" % ("mcuprof report --elf", report_s, mb / report_s))
+    print("  %-32s %8.2f s  %9.1f MB/s" % ("seed itm75a.py parse > dump", seed_cli_s, mb / seed_cli_s))
+    print("  ratio: mcuprof report is %.0f times faster (and gives the profile, not a dump)" % (seed_cli_s / report_s))
 
 
 if __name__ == "__main__":
