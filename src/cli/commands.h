@@ -17,5 +17,6 @@ using Arguments = std::vector<std::string>;
 int report_command(const Arguments& args);
 int truth_command(const Arguments& args);
 int record_command(const Arguments& args);
+int diff_command(const Arguments& args);
 
 } // namespace mcuprof::cli

@@ -18,6 +18,7 @@ const char* const overview =
     "                           sample a running target by halting it over GDB\n"
     "  report INPUT --elf ELF   profile from a recording, an on-chip sampler dump or truth counts\n"
     "  truth COUNTS --elf ELF   the exact profile from the QEMU truth plugin's counts\n"
+    "  diff A B --elf ELF       two profiles side by side, differences beyond 3 standard errors marked\n"
     "\n"
     "mcuprof COMMAND --help shows a command's options.\n";
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv)
         {"report", report_command},
         {"truth", truth_command},
         {"record", record_command},
+        {"diff", diff_command},
     };
     if (argc < 2) {
         std::cerr << overview;

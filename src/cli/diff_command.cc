@@ -1,0 +1,86 @@
+#include <fstream>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "inputs.h"
+#include "mcuprof/core/diff.h"
+#include "mcuprof/core/source_locator.h"
+#include "mcuprof/core/symbols.h"
+#include "mcuprof/error.h"
+#include "options.h"
+
+namespace po = boost::program_options;
+
+namespace mcuprof::cli {
+
+int diff_command(const Arguments& args)
+{
+    ReportOptions options;
+    std::vector<std::string> inputs;
+    std::string elf_b;
+    double threshold = 3.0;
+    po::options_description description("Options");
+    add_report_options(description, options);
+    description.add_options()
+        ("elf-b", po::value(&elf_b)->value_name("FILE"), "the ELF of B when it differs from A's (--elf)")
+        ("threshold", po::value(&threshold)->value_name("Z")->default_value(3.0),
+         "flag rows whose difference exceeds Z standard errors");
+    po::options_description all(description);
+    all.add_options()("help,h", "show this help")("inputs", po::value(&inputs)->multitoken(), "A and B");
+    po::positional_options_description positional;
+    positional.add("inputs", 2);
+    po::variables_map values;
+    try {
+        po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
+        if (values.count("help")) {
+            std::cout << "usage: mcuprof diff A B --elf ELF [options]\n\n"
+                         "Two profiles side by side (any inputs mcuprof report reads: recordings, on-chip\n"
+                         "dumps, truth counts, SWO captures), each row's difference with its z-score; rows\n"
+                         "beyond the threshold are marked.\n\n"
+                      << description << '\n';
+            return 0;
+        }
+        po::notify(values);
+    } catch (const po::error& e) {
+        throw UsageError(e.what());
+    }
+    if (inputs.size() != 2)
+        throw UsageError("diff needs two inputs, A and B");
+    if (options.elf.empty())
+        throw UsageError("--elf FILE is required");
+    auto by = core::parse_grouping(options.by);
+    if (!by)
+        throw UsageError("--by takes function, line, address or task, not '" + options.by + "'");
+    if (options.format != "text" && options.format != "json")
+        throw UsageError("--format takes text or json, not '" + options.format + "'");
+
+    auto profile_of = [&](const std::string& input, const std::string& elf) {
+        const core::SampleSet samples = load_samples(input, {});
+        const core::SymbolTable symbols = core::SymbolTable::load(elf);
+        core::SourceLocator locator(elf);
+        core::AttributionOptions attribution;
+        attribution.by = *by;
+        attribution.inline_frames = options.inline_frames;
+        return core::attribute(samples, symbols, &locator, attribution);
+    };
+    const core::Profile a = profile_of(inputs[0], options.elf);
+    const core::Profile b = profile_of(inputs[1], elf_b.empty() ? options.elf : elf_b);
+    const core::ProfileDiff diff = core::diff_profiles(a, b, threshold);
+
+    std::ofstream file;
+    if (!options.output.empty()) {
+        file.open(options.output);
+        if (!file)
+            throw mcuprof::Error(options.output, "", "cannot write the report");
+    }
+    std::ostream& out = options.output.empty() ? std::cout : file;
+    if (options.format == "json")
+        out << core::to_json(diff).dump(2) << '\n';
+    else
+        core::write_text(diff, out, options.top);
+    return 0;
+}
+
+} // namespace mcuprof::cli

@@ -1,0 +1,49 @@
+#include "inputs.h"
+
+#include "commands.h"
+#include "mcuprof/sources/dump_reader.h"
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/input_kind.h"
+#include "mcuprof/sources/recording.h"
+#include "mcuprof/sources/swo_reader.h"
+#include "mcuprof/sources/truth_reader.h"
+
+namespace mcuprof::cli {
+
+core::SampleSet load_samples(const std::string& input, const InputSelection& selection)
+{
+    const sources::InputKind kind =
+        sources::is_stream_input(input) ? sources::InputKind::swo : sources::detect_input_file(input);
+    if (kind != sources::InputKind::swo && selection.swo_sync)
+        throw UsageError("--sync applies to SWO captures");
+    if (kind != sources::InputKind::dump && selection.chunk)
+        throw UsageError("--chunk applies to on-chip dumps");
+    switch (kind) {
+    case sources::InputKind::dump: {
+        sources::DumpSelection dump;
+        dump.chunk = selection.chunk;
+        dump.first = selection.first;
+        return sources::to_samples(sources::read_dump(input), dump);
+    }
+    case sources::InputKind::recording:
+        return sources::to_samples(sources::read_recording(input), selection.first);
+    case sources::InputKind::truth_counts:
+        if (selection.first)
+            throw UsageError("--first applies to samples, not to truth counts");
+        return sources::read_truth(input);
+    case sources::InputKind::swo: {
+        sources::SwoOptions swo;
+        swo.wait_for_sync = selection.swo_sync;
+        swo.max_samples = selection.first.value_or(0);
+        return sources::read_swo(input, swo);
+    }
+    case sources::InputKind::unknown:
+        break;
+    }
+    throw sources::Error(input, "",
+                         "not a recognised input: expected a recording (mcuprof record), an on-chip sampler dump "
+                         "('prof raw n=' or 'prof hist base=' lines), truth counts ('0xADDRESS COUNT' lines) or an "
+                         "SWO capture (ITM/DWT packets)");
+}
+
+} // namespace mcuprof::cli

@@ -1,0 +1,22 @@
+#pragma once
+// Turns a recorded input of any kind into samples: the one place that knows which reader
+// each kind of file needs.
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "mcuprof/core/samples.h"
+
+namespace mcuprof::cli {
+
+struct InputSelection {
+    std::optional<size_t> chunk;   // on-chip dumps: the K-th dump
+    std::optional<size_t> first;   // the first N samples
+    bool swo_sync = false;         // SWO: decode from the first synchronization packet
+};
+
+// Finds the kind from the content; throws sources::Error for an unknown one and
+// UsageError for a selection that does not apply to it.
+core::SampleSet load_samples(const std::string& input, const InputSelection& selection);
+
+} // namespace mcuprof::cli

@@ -1,0 +1,114 @@
+#include "mcuprof/core/diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+namespace mcuprof::core {
+
+ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold)
+{
+    ProfileDiff d;
+    d.a_origin = a.origin;
+    d.b_origin = b.origin;
+    d.a_total = a.total;
+    d.b_total = b.total;
+    d.a_exact = a.exact;
+    d.b_exact = b.exact;
+    d.threshold = threshold;
+
+    std::map<std::string, DiffRow> rows;
+    for (const Row& r : a.rows) {
+        rows[r.name].name = r.name;
+        rows[r.name].a_samples += r.samples;
+    }
+    for (const Row& r : b.rows) {
+        rows[r.name].name = r.name;
+        rows[r.name].b_samples += r.samples;
+    }
+    for (auto& [name, row] : rows) {
+        const double pa = a.total > 0 ? row.a_samples / a.total : 0;
+        const double pb = b.total > 0 ? row.b_samples / b.total : 0;
+        row.a_percent = 100 * pa;
+        row.b_percent = 100 * pb;
+        row.delta_pp = 100 * (pb - pa);
+        double variance = 0;
+        if (!a.exact && !b.exact) {
+            const double p = (row.a_samples + row.b_samples) / (a.total + b.total);
+            variance = p * (1 - p) * (1 / a.total + 1 / b.total);
+        } else if (a.exact && !b.exact) {
+            variance = pa * (1 - pa) / b.total;
+        } else if (!a.exact && b.exact) {
+            variance = pb * (1 - pb) / a.total;
+        }
+        if (variance > 0)
+            row.z = (pb - pa) / std::sqrt(variance);
+        else if (pa != pb && !(a.exact && b.exact))
+            row.z = pb > pa ? INFINITY : -INFINITY;   // a share of exactly 0 or 1 that moved
+        row.flagged = std::fabs(row.z) > threshold;
+        d.rows.push_back(row);
+    }
+    std::sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
+        const double mx = std::max(x.a_percent, x.b_percent);
+        const double my = std::max(y.a_percent, y.b_percent);
+        return mx != my ? mx > my : x.name < y.name;
+    });
+    return d;
+}
+
+void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
+{
+    char line[1024];
+    std::snprintf(line, sizeof line, "A: %s (%.0f %s)\nB: %s (%.0f %s)\n", diff.a_origin.c_str(), diff.a_total,
+                  diff.a_exact ? "instructions" : "samples", diff.b_origin.c_str(), diff.b_total,
+                  diff.b_exact ? "instructions" : "samples");
+    out << line;
+    size_t flagged = 0;
+    for (const DiffRow& r : diff.rows)
+        flagged += r.flagged;
+    std::snprintf(line, sizeof line, "%zu of %zu rows differ by more than %.0f standard errors (marked *)\n", flagged,
+                  diff.rows.size(), diff.threshold);
+    out << line;
+    std::snprintf(line, sizeof line, "%8s %8s %8s %7s  %s\n", "A %", "B %", "B-A pp", "z", "name");
+    out << line;
+    size_t shown = 0;
+    for (const DiffRow& r : diff.rows) {
+        if (max_rows != 0 && shown++ == max_rows) {
+            std::snprintf(line, sizeof line, "  ... %zu more rows\n", diff.rows.size() - max_rows);
+            out << line;
+            break;
+        }
+        std::snprintf(line, sizeof line, "%8.2f %8.2f %+8.2f %7.1f %s%s\n", r.a_percent, r.b_percent, r.delta_pp, r.z,
+                      r.flagged ? "* " : "  ", r.name.c_str());
+        out << line;
+    }
+}
+
+nlohmann::json to_json(const ProfileDiff& diff)
+{
+    nlohmann::json rows = nlohmann::json::array();
+    for (const DiffRow& r : diff.rows) {
+        // JSON has no infinity: a share that moved from exactly 0 or 1 gets null.
+        nlohmann::json z = std::isfinite(r.z) ? nlohmann::json(r.z) : nlohmann::json(nullptr);
+        rows.push_back({{"name", r.name},
+                        {"a_samples", r.a_samples},
+                        {"b_samples", r.b_samples},
+                        {"a_percent", r.a_percent},
+                        {"b_percent", r.b_percent},
+                        {"delta_pp", r.delta_pp},
+                        {"z", z},
+                        {"flagged", r.flagged}});
+    }
+    return {{"format", "mcuprof-diff"},
+            {"version", 1},
+            {"a", {{"origin", diff.a_origin}, {"samples", diff.a_total}, {"exact", diff.a_exact}}},
+            {"b", {{"origin", diff.b_origin}, {"samples", diff.b_total}, {"exact", diff.b_exact}}},
+            {"threshold", diff.threshold},
+            {"rows", rows}};
+}
+
+} // namespace mcuprof::core

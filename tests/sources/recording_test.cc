@@ -1,0 +1,116 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/recording.h"
+
+using namespace mcuprof::sources;
+
+namespace {
+
+struct TempFile {
+    std::string path = std::filesystem::temp_directory_path() / ("mcuprof-rec-" + std::to_string(::getpid()) + ".bin");
+    ~TempFile() { std::remove(path.c_str()); }
+};
+
+void write_three(const std::string& path)
+{
+    RecordingWriter w(path, {{"source", "test"}, {"tasks", {{"0x20000100", "motor"}}}});
+    for (uint32_t i = 0; i < 3; ++i) {
+        LiveSample s;
+        s.time_ns = 1000u * i + (uint64_t(1) << 33);   // a time past 32 bits
+        s.pc = 0x08000100 + 2 * i;
+        s.lr = 0x08000201;
+        s.sp = 0x20001000;
+        s.xpsr = 0x01000000 | (i == 2 ? 15u : 0u);      // the last in SysTick (exception 15)
+        s.tag = 0x20000100;
+        s.tagged = true;
+        w.sample(s);
+    }
+    w.event({{"kind", "target-exit"}, {"message", "the target exited with code 0"}});
+    w.summary({{"samples", 3}});
+}
+
+size_t file_size(const std::string& path)
+{
+    return std::filesystem::file_size(path);
+}
+
+} // namespace
+
+TEST_CASE("recording: what is written is read back, field for field")
+{
+    TempFile f;
+    write_three(f.path);
+    const Recording r = read_recording(f.path);
+    CHECK(r.header["source"] == "test");
+    REQUIRE(r.samples.size() == 3);
+    CHECK(r.samples[2].pc == 0x08000104);
+    CHECK(r.samples[2].time_ns == 2000u + (uint64_t(1) << 33));
+    CHECK((r.samples[2].xpsr & 0x1FF) == 15);
+    CHECK(r.samples[0].tagged);
+    REQUIRE(r.events.size() == 1);
+    CHECK(r.summary.value()["samples"] == 3);
+    CHECK_FALSE(r.torn_tail);
+
+    const auto samples = to_samples(r, std::nullopt);
+    CHECK(samples.pcs == std::vector<uint32_t>{0x08000100, 0x08000102, 0x08000104});
+    CHECK(samples.tags.size() == 3);
+    CHECK(samples.tag_names.at(0x20000100) == "motor");
+    CHECK(samples.sampler["samples"] == 3);
+    CHECK(to_samples(r, 2).pcs.size() == 2);
+}
+
+TEST_CASE("recording: a torn last record is dropped and said so; the rest is kept")
+{
+    TempFile f;
+    write_three(f.path);
+    // Cut into the summary record (the last): 3 bytes short.
+    std::filesystem::resize_file(f.path, file_size(f.path) - 3);
+    const Recording r = read_recording(f.path);
+    CHECK(r.torn_tail);
+    CHECK(r.samples.size() == 3);
+    CHECK_FALSE(r.summary.has_value());
+    CHECK(to_samples(r, std::nullopt).notes.front().find("cut short") != std::string::npos);
+}
+
+TEST_CASE("recording: damage inside the file is an error naming the offset")
+{
+    TempFile f;
+    write_three(f.path);
+    const Recording whole = read_recording(f.path);
+    // The header is 16 bytes plus its JSON; the first record's payload starts 8 bytes later.
+    const size_t header = 16 + whole.header.dump().size();
+    {
+        std::fstream io(f.path, std::ios::in | std::ios::out | std::ios::binary);
+        io.seekp(std::streamoff(header + 8 + 9));   // a byte of the first sample's pc
+        io.put('\x55');
+    }
+    const std::string where = "offset " + std::to_string(header);
+    CHECK_THROWS_WITH_AS(read_recording(f.path), doctest::Contains(where.c_str()), Error);
+}
+
+TEST_CASE("recording: a newer format version is refused with the versions named")
+{
+    TempFile f;
+    write_three(f.path);
+    {
+        std::fstream io(f.path, std::ios::in | std::ios::out | std::ios::binary);
+        io.seekp(8);
+        io.put('\x02');
+    }
+    CHECK_THROWS_WITH_AS(read_recording(f.path), doctest::Contains("version 2 is newer than this mcuprof reads (1)"),
+                         Error);
+}
+
+TEST_CASE("recording: not a recording, and one without samples")
+{
+    TempFile f;
+    { std::ofstream(f.path) << "prof raw n=1\n"; }
+    CHECK_THROWS_WITH_AS(read_recording(f.path), doctest::Contains("not an mcuprof recording"), Error);
+    { RecordingWriter w(f.path, {{"source", "test"}}); }
+    CHECK_THROWS_WITH_AS(to_samples(read_recording(f.path), std::nullopt), doctest::Contains("no samples"), Error);
+}

@@ -1,0 +1,163 @@
+#include <doctest/doctest.h>
+
+#include "../fakes/fake_gdb_server.h"
+#include "mcuprof/transport/error.h"
+#include "mcuprof/transport/rsp_client.h"
+
+using namespace mcuprof::transport;
+
+namespace {
+
+// A target description split over two documents, as QEMU serves it: r0-r15 numbered
+// implicitly, xpsr with an explicit regnum 25 (QEMU's arm-m-profile.xml).
+const std::string target_xml =
+    "<?xml version=\"1.0\"?><!DOCTYPE target SYSTEM \"gdb-target.dtd\"><target><architecture>arm</architecture>"
+    "<xi:include href=\"core.xml\"/></target>";
+
+std::string core_xml()
+{
+    std::string x = "<?xml version=\"1.0\"?><feature name=\"org.gnu.gdb.arm.m-profile\">";
+    for (int i = 0; i <= 12; ++i)
+        x += "<reg name=\"r" + std::to_string(i) + "\" bitsize=\"32\"/>";
+    x += "<reg name=\"sp\" bitsize=\"32\"/><reg name=\"lr\" bitsize=\"32\"/><reg name=\"pc\" bitsize=\"32\"/>"
+         "<reg name=\"xpsr\" bitsize=\"32\" regnum=\"25\"/></feature>";
+    return x;
+}
+
+// The 'g' reply: r0..r15 then xpsr, each little-endian; r13 (sp) 0x20001000, r14 (lr)
+// 0x08000101, r15 (pc) 0x08000190, xpsr 0x41000000 would be at offset 64 -- but this
+// server's 'g' stops after pc, so xpsr must come from 'p19'.
+std::string g_reply()
+{
+    std::string g;
+    for (int i = 0; i < 13; ++i)
+        g += "00000000";
+    return g + "00100020" + "01010008" + "90010008";
+}
+
+std::string reply(const std::string& payload)
+{
+    return rsp::frame(payload);
+}
+
+std::string standard_script(const std::string& p)
+{
+    if (p.rfind("qSupported", 0) == 0)
+        return reply("PacketSize=1000;qXfer:features:read+");
+    if (p.rfind("qXfer:features:read:target.xml:0,", 0) == 0)
+        return reply("l" + target_xml);
+    if (p.rfind("qXfer:features:read:core.xml:0,", 0) == 0)
+        return reply("l" + core_xml());
+    if (p == "?")
+        return reply("T05thread:01;");
+    if (p == "g")
+        return reply(g_reply());
+    if (p == "p19")
+        return reply("00000041");
+    if (p == "\x03")
+        return reply("T02thread:01;");
+    if (p == "c")
+        return "";
+    if (p == "D")
+        return reply("OK");
+    return reply("");
+}
+
+Endpoint local(uint16_t port)
+{
+    Endpoint e;
+    e.port = port;
+    return e;
+}
+
+RspClient::Options quick()
+{
+    RspClient::Options o;
+    o.timeout = std::chrono::seconds(2);
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("rsp client: handshake, registers by name from the target description, one round trip")
+{
+    fakes::FakeGdbServer server(standard_script);
+    RspClient client(local(server.port()), quick());
+    const StopReply stop = client.handshake();
+    CHECK(stop.kind == StopReply::Kind::signal);
+    CHECK(stop.value == 5);
+    CHECK(client.target().architecture() == "arm");
+    REQUIRE(client.target().find("xPSR") != nullptr);   // names compare without case (OpenOCD: xPSR)
+    CHECK(client.target().find("xpsr")->number == 25);
+    CHECK(client.target().find("pc")->g_offset == 60);
+
+    // First read: 'g' alone (its length is unknown), then 'p19' for xpsr beyond it.
+    auto values = client.read_registers({"pc", "lr", "sp", "xpsr"});
+    CHECK(values == std::vector<uint32_t>{0x08000190, 0x08000101, 0x20001000, 0x41000000});
+    // Second read: 'g' and 'p19' go out together.
+    values = client.read_registers({"pc", "xpsr"});
+    CHECK(values == std::vector<uint32_t>{0x08000190, 0x41000000});
+    const auto got = server.received();
+    CHECK(std::count(got.begin(), got.end(), "g") == 2);
+    CHECK(std::count(got.begin(), got.end(), "p19") == 2);
+    CHECK_THROWS_AS(client.read_registers({"r99"}), Error);
+}
+
+TEST_CASE("rsp client: a stop reply sent on connection does not answer the first request (QEMU)")
+{
+    fakes::FakeGdbServer server(standard_script, rsp::frame("T02thread:01;"));
+    RspClient client(local(server.port()), quick());
+    CHECK(client.handshake().value == 5);
+}
+
+TEST_CASE("rsp client: a NAK makes it send the packet again; console output is passed on")
+{
+    int asked = 0;
+    fakes::FakeGdbServer server([&](const std::string& p) -> std::string {
+        if (p == "qRcmd,696e666f")   // "info"
+            return ++asked == 1 ? std::string("-") : rsp::frame("O" + rsp::to_hex("hello\n")) + rsp::frame("OK");
+        return standard_script(p);
+    });
+    RspClient client(local(server.port()), quick());
+    client.handshake();
+    CHECK(client.monitor("info") == "hello\n");
+    CHECK(asked == 2);
+}
+
+TEST_CASE("rsp client: resume, interrupt, exit; a refused detach resumes the target anyway")
+{
+    bool exit_next = false;
+    fakes::FakeGdbServer server([&](const std::string& p) -> std::string {
+        if (p == "\x03" && exit_next)
+            return rsp::frame("W00");
+        if (p == "D")
+            return rsp::frame("E22");
+        return standard_script(p);
+    });
+    RspClient client(local(server.port()), quick());
+    client.handshake();
+    client.resume();
+    CHECK_FALSE(client.poll_stop(std::chrono::milliseconds(20)));
+    CHECK(client.interrupt().value == 2);
+    client.resume();
+    exit_next = true;
+    const StopReply exit = client.interrupt();
+    CHECK(exit.kind == StopReply::Kind::exited);
+    CHECK(exit.value == 0);
+    CHECK_THROWS_WITH_AS(client.detach(), doctest::Contains("resumed with 'c'"), Error);
+    // The last thing the server saw is the 'c' that leaves the target running.
+    for (int i = 0; i < 100 && server.received().back() != "c"; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(server.received().back() == "c");
+}
+
+TEST_CASE("rsp client: a silent server is a time-out, a closed one an error, both naming the peer")
+{
+    fakes::FakeGdbServer server([](const std::string&) { return std::string(); });
+    RspClient::Options o;
+    o.timeout = std::chrono::milliseconds(100);
+    RspClient client(local(server.port()), o);
+    CHECK_THROWS_WITH_AS(client.handshake(), doctest::Contains("gdb 127.0.0.1:"), Error);
+    Endpoint nobody = local(1);   // port 1: nothing listens
+    CHECK_THROWS_AS(RspClient(nobody, o), Error);
+}
