@@ -54,9 +54,9 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         const auto& s = profile.sampler;
         const auto latency = s.value("halt_latency_us", nlohmann::json::object());
         out << format("sampler: %.0f samples/s, target running %.1f %% of the time, halt latency p50 %.0f us "
-                      "p99 %.0f us\n",
+                      "p99 %.0f us; end: %s\n",
                       s.value("samples_per_second", 0.0), 100.0 * s.value("run_duty", 0.0),
-                      latency.value("p50", 0.0), latency.value("p99", 0.0));
+                      latency.value("p50", 0.0), latency.value("p99", 0.0), s.value("end", std::string("?")).c_str());
     }
     for (const Warning& w : profile.warnings)
         out << "warning: " << w.message << '\n';

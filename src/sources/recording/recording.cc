@@ -214,8 +214,9 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         out.sampler = *recording.summary;
     if (recording.torn_tail)
         out.notes.push_back("the recording's last record was cut short (a crash or a full disk?) and was dropped");
+    // The end of the run is part of the sampler's figures ("end"); what went wrong is a warning.
     for (const nlohmann::json& e : recording.events)
-        if (e.value("kind", "") != "info")
+        if (e.value("kind", "") != "target-exit")
             out.notes.push_back(e.value("message", e.dump()));
     if (n == 0)
         throw Error(recording.path, "", "the recording holds no samples");
