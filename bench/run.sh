@@ -8,3 +8,7 @@ echo "== attribution: mcuprof report vs the seed's prof75a.py"
 python3 bench/attribution_bench.py --mcuprof "$build/mcuprof" --elf "$build/firmware-ref/loops_m4.elf" --work "$build/bench"
 echo "== SWO parsing: mcuprof report vs the seed's itm75a.py and pyOCD's SWOParser (MCUPROF_PYOCD_SRC)"
 python3 bench/itm_bench.py --mcuprof "$build/mcuprof" --elf "$build/firmware-ref/loops_m4.elf" --work "$build/bench"
+
+echo
+echo "== live: mcuprof's halting sampler vs the protocol floor and a gdb batch script"
+python3 bench/live_bench.py --build "$build"

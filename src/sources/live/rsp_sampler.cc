@@ -158,14 +158,18 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
                 // Sleep, then look for a stop reply the target sent meanwhile (it exited).
                 // The socket's own wait cannot serve: epoll rounds sub-millisecond
                 // time-outs up to a whole millisecond.
+                // Below a microsecond the sleep's own cost (timer slack, ~50 us) would be the
+                // interval: go straight on; a target that exited answers the interrupt with W.
                 const auto wait = std::chrono::duration<double>(intervals.next());
-                std::this_thread::sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(wait));
-                if (auto early = gdb_->poll_stop(transport::Duration::zero())) {
-                    finished(*early);
-                    if (stats.target_exited)
-                        break;
-                    resume();
-                    continue;
+                if (wait >= std::chrono::microseconds(1)) {
+                    std::this_thread::sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(wait));
+                    if (auto early = gdb_->poll_stop(transport::Duration::zero())) {
+                        finished(*early);
+                        if (stats.target_exited)
+                            break;
+                        resume();
+                        continue;
+                    }
                 }
                 asked = Clock::now();
                 reply = gdb_->interrupt();
