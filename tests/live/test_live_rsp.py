@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -158,6 +160,55 @@ class DisabledInterrupts(unittest.TestCase):
         chip = counts_of(report_json(fwtest.run("irqoff_m4").dump_path, fwtest.elf_path("irqoff_m4")))
         self.assertGreater(chip.get("irq_on", 0) / sum(chip.values()), 0.2)
         self.assertLess(chip.get("locked", 0) / sum(chip.values()), 0.01)
+
+
+class EndsCleanly(unittest.TestCase):
+    """SIGINT ends a recording with the target running; a dropped link keeps the samples."""
+
+    def start_recording(self, q, rec: Path) -> subprocess.Popen:
+        return subprocess.Popen([str(fwtest.CLI), "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "1ms",
+                                 "--samples", "10000000", "--elf", str(q.elf), "-o", str(rec)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def wait_for_samples(self, rec: Path, count: int):
+        # The recording grows as samples come (flushed every 100 ms): 40 bytes a sample.
+        for _ in range(200):
+            if rec.exists() and rec.stat().st_size > 200 + 40 * count:
+                return
+            time.sleep(0.05)
+        self.fail("no samples arrived")
+
+    def test_sigint_resumes_the_target_and_reports(self):
+        rec = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "rec.bin"
+        with qemu_runner.QemuRun(fwtest.elf_path("loops_jit_m4"), gdb=True, halted=True, singlestep=True,
+                                 uart=None, timeout=300) as q:
+            p = self.start_recording(q, rec)
+            self.wait_for_samples(rec, 100)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertIn("interrupted by a signal", err)
+            self.assertIn("hot_a", out)
+            # The firmware runs on to its own semihosting exit: it was left running.
+            self.assertEqual(q.wait(timeout=120), 0)
+        doc = report_json(rec, fwtest.elf_path("loops_jit_m4"))
+        self.assertGreaterEqual(doc["samples"], 100)
+        self.assertEqual(doc["sampler"]["end"], "interrupted by a signal")
+
+    def test_link_lost_keeps_the_samples(self):
+        rec = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "rec.bin"
+        with qemu_runner.QemuRun(fwtest.elf_path("mixed_forever_m4"), gdb=True, halted=True, uart=None,
+                                 timeout=300) as q:
+            p = self.start_recording(q, rec)
+            self.wait_for_samples(rec, 100)
+            q.kill()
+            out, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("the link was lost", err)
+        doc = report_json(rec, fwtest.elf_path("mixed_forever_m4"))
+        self.assertGreaterEqual(doc["samples"], 100)
+        self.assertTrue(doc["sampler"]["link_lost"])
+        self.assertTrue(any("link was lost" in w["message"] for w in doc["warnings"]))
 
 
 if __name__ == "__main__":
