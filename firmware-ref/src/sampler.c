@@ -23,6 +23,9 @@ static uint32_t target;
 
 #if PROF_HIST
 uint16_t prof_bins[PROF_BINS];
+/* The bucket size, for a host that reads prof_bins over the debug link (mcuprof record
+ * --read-onchip): the array's symbol gives its address and length, this gives 2^shift. */
+const volatile uint32_t prof_shift = PROF_SHIFT; /* volatile: read by prof_dump, so kept */
 uint32_t prof_outside; /* samples outside the covered code: RAM, vectors, library tail */
 #else
 uint32_t prof_ring[PROF_RING];
@@ -200,7 +203,7 @@ void prof_dump(void)
     con_puts("prof hist base=0x");
     con_hex((uint32_t)&__text_start, 8u);
     con_puts(" shift=");
-    con_dec(PROF_SHIFT);
+    con_dec(prof_shift);
     con_puts(" n=");
     con_dec(n);
     con_puts(" out=");

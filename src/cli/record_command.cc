@@ -3,13 +3,17 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
 
+#include "mcuprof/core/symbols.h"
+#include "mcuprof/error.h"
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/onchip_reader.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/rsp_sampler.h"
 #include "options.h"
@@ -66,6 +70,33 @@ private:
     std::chrono::steady_clock::time_point flushed_ = start_;
 };
 
+// --read-onchip: the on-chip sampler's memory, read over GDB, reported like its UART dump.
+int read_onchip_command(const transport::Endpoint& gdb, const std::string& stop_at, const std::string& dump_file,
+                        ReportOptions& report)
+{
+    if (report.elf.empty())
+        throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
+    const core::SymbolTable symbols = core::SymbolTable::load(report.elf);
+    std::optional<uint32_t> address;
+    if (!stop_at.empty()) {
+        for (const core::Function& f : symbols.functions())
+            if (f.name == stop_at)
+                address = f.start;
+        if (!address)
+            throw mcuprof::Error(report.elf, "symbols", "no function '" + stop_at + "' for --at");
+    }
+    sources::Dump dump = sources::read_onchip_over_gdb(gdb, symbols, report.elf, address, std::chrono::seconds(120));
+    if (!dump_file.empty()) {
+        std::ofstream out(dump_file);
+        sources::write_dump(dump, out);
+        if (!out)
+            throw mcuprof::Error(dump_file, "", "cannot write the dump");
+    }
+    report.input = dump.path;
+    write_profile(sources::to_samples(std::move(dump), {}), report);
+    return 0;
+}
+
 } // namespace
 
 int record_command(const Arguments& args)
@@ -81,6 +112,8 @@ int record_command(const Arguments& args)
     double jitter = 0.5;
     uint64_t samples = 0;
     uint64_t seed = 0;
+    bool read_onchip = false;
+    std::string stop_at;
     po::options_description description("Options");
     description.add_options()
         ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
@@ -97,7 +130,11 @@ int record_command(const Arguments& args)
         ("qmp", po::value(&qmp)->value_name("HOST:PORT"), "--pace icount: QEMU's QMP port for query-replay (default: "
                                                          "QEMU's monitor through the GDB connection)")
         ("seed", po::value(&seed)->value_name("N"), "seed of the interval generator (default: random)")
-        ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)");
+        ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)")
+        ("read-onchip", po::bool_switch(&read_onchip), "instead of sampling, read the reference on-chip sampler's "
+                                                      "ring or histogram from target memory; -o writes it as a dump")
+        ("at", po::value(&stop_at)->value_name("FUNCTION"), "--read-onchip: first let the target run until it "
+                                                            "reaches FUNCTION (a breakpoint), e.g. prof_dump");
     add_report_options(description, report);
     const std::string usage =
         "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n\n"
@@ -109,12 +146,17 @@ int record_command(const Arguments& args)
         return 0;
     if (!unused.empty())
         throw UsageError("record takes no positional argument ('" + unused + "')");
-    // -o names the samples file here; the report goes to standard output.
+    // -o names the samples file (or, with --read-onchip, the dump) here; the report goes to
+    // standard output.
     if (samples_file.empty())
         samples_file = report.output;
     report.output.clear();
     if (gdb.empty())
         throw UsageError("--gdb HOST:PORT is required");
+    if (read_onchip)
+        return read_onchip_command(transport::Endpoint::parse(gdb, "--gdb"), stop_at, samples_file, report);
+    if (!stop_at.empty())
+        throw UsageError("--at goes with --read-onchip");
     if (samples_file.empty())
         throw UsageError("-o FILE is required: the samples file");
     if (report.elf.empty())

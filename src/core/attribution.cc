@@ -316,6 +316,13 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         profile.total += double(count);
     }
 
+    // The total from the integer counts, not from the (fractional) bucket shares added up.
+    uint64_t total = samples.pcs.size() + samples.outside_buckets;
+    for (const AddressCount& c : samples.counts)
+        total += c.count;
+    for (const Bucket& b : samples.buckets)
+        total += b.count;
+    profile.total = double(total);
     profile.rows = rows.take();
     profile.distinct_addresses = seen_addresses.size();
     for (Row& row : profile.rows)

@@ -53,7 +53,20 @@ SymbolTable SymbolTable::load(const std::string& elf_path)
 
     std::vector<Candidate> candidates;
     for (const llvm::object::ELFSymbolRef& symbol : elf->symbols()) {
-        if (symbol.getELFType() != llvm::ELF::STT_FUNC)
+        const unsigned type = symbol.getELFType();
+        if (type == llvm::ELF::STT_OBJECT || type == llvm::ELF::STT_NOTYPE) {
+            auto found = elf->getSymbol(symbol.getRawDataRefImpl());
+            auto name = symbol.getName();
+            if (found && name && !name->empty() && (*found)->st_shndx != llvm::ELF::SHN_UNDEF)
+                table.objects_.emplace(name->str(), DataSymbol{static_cast<uint32_t>((*found)->st_value),
+                                                               static_cast<uint32_t>((*found)->st_size)});
+            if (!found)
+                llvm::consumeError(found.takeError());
+            if (!name)
+                llvm::consumeError(name.takeError());
+            continue;
+        }
+        if (type != llvm::ELF::STT_FUNC)
             continue;
         auto found = elf->getSymbol(symbol.getRawDataRefImpl());
         if (!found) {
@@ -139,6 +152,14 @@ const Function* SymbolTable::find(uint32_t address) const
     if (uint64_t(address) < uint64_t(it->start) + it->size)
         return &*it;
     return nullptr;
+}
+
+std::optional<DataSymbol> SymbolTable::find_object(const std::string& name) const
+{
+    auto it = objects_.find(name);
+    if (it == objects_.end())
+        return std::nullopt;
+    return it->second;
 }
 
 bool SymbolTable::in_code(uint32_t address) const

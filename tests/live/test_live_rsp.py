@@ -162,6 +162,36 @@ class DisabledInterrupts(unittest.TestCase):
         self.assertLess(chip.get("locked", 0) / sum(chip.values()), 0.01)
 
 
+class ReadOnchip(unittest.TestCase):
+    """--read-onchip reads the reference sampler's memory over GDB at prof_dump: the same
+    dump, line for line, as the firmware then prints over its UART."""
+
+    def check(self, name: str):
+        elf = fwtest.elf_path(name)
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+        uart, dump = work / "uart.txt", work / "onchip.txt"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=uart, timeout=300) as q:
+            r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--read-onchip", "--at", "prof_dump",
+                        "--elf", str(elf), "-o", str(dump), "--format", "json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(q.wait(timeout=120), 0)   # detached: the firmware ran on to its exit
+        keep = ("prof ", "p ", "g ", "h ", "end")
+        printed = [l for l in uart.read_text().splitlines() if l.startswith(keep)]
+        read = [l for l in dump.read_text().splitlines() if l.startswith(keep)]
+        self.assertGreater(len(printed), 10)
+        self.assertEqual(read, printed)
+        self.assertEqual(json.loads(r.stdout)["samples"], fwtest.parse_dump(uart.read_text()).n)
+
+    def test_ring(self):
+        self.check("loops_jit_m4")
+
+    def test_histogram(self):
+        self.check("loops_hist4_m4")
+
+    def test_tagged_ring(self):
+        self.check("rtos_m4")
+
+
 class EndsCleanly(unittest.TestCase):
     """SIGINT ends a recording with the target running; a dropped link keeps the samples."""
 

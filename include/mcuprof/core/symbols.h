@@ -1,6 +1,8 @@
 #pragma once
 // Functions of a firmware image, read from the ELF symbol table with LLVM Object.
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,13 @@ struct Function {
     uint32_t size = 0;
     std::string name;
     std::vector<std::string> aliases;   // other symbols at the same start (weak aliases)
+};
+
+// A data object or linker symbol (STT_OBJECT, STT_NOTYPE): what a reader of target
+// memory needs to find a variable.
+struct DataSymbol {
+    uint32_t address = 0;
+    uint32_t size = 0;
 };
 
 struct CodeSection {
@@ -30,6 +39,8 @@ public:
     const Function* find(uint32_t address) const;
     // Inside an executable section of the image.
     bool in_code(uint32_t address) const;
+    // A global or local data symbol by name.
+    std::optional<DataSymbol> find_object(const std::string& name) const;
 
     const std::vector<Function>& functions() const { return functions_; }
     const std::vector<CodeSection>& code_sections() const { return code_; }
@@ -41,6 +52,7 @@ private:
     std::string path_;
     std::vector<Function> functions_;   // sorted by start, one per start address
     std::vector<CodeSection> code_;
+    std::map<std::string, DataSymbol> objects_;
 };
 
 } // namespace mcuprof::core

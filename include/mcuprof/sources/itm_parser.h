@@ -94,6 +94,12 @@ class ItmPacketSink {
 public:
     virtual ~ItmPacketSink() = default;
     virtual void receive(std::span<const ItmPacket> packets) = 0;
+    // A sink that wants of the PC samples only their PCs may take them as plain values, in
+    // stream order, through receive_pcs: 4 bytes a sample instead of a packet record, which
+    // is most of the work on a profiling capture. The PC samples then do not come to
+    // receive(), and the order between the two calls' contents is not kept.
+    virtual bool wants_pc_values() const { return false; }
+    virtual void receive_pcs(std::span<const uint32_t> pcs) {}
 };
 
 struct ItmParserOptions {
@@ -131,6 +137,7 @@ private:
     ItmPacket decode_source(uint8_t header, size_t size, uint32_t value) const;
     void emit(const ItmPacket& packet, ItmPacketSink& sink);
     void flush(ItmPacketSink& sink);
+    void flush_pcs(ItmPacketSink& sink);
     void lose_sync(uint64_t next_offset);
     uint64_t offset_of(const uint8_t* at) const { return chunk_offset_ + uint64_t(at - chunk_begin_); }
     // Each takes bytes from `at` until the input ends or the state changes.
@@ -153,6 +160,9 @@ private:
     uint64_t chunk_offset_ = 0;
     std::array<ItmPacket, batch_size> batch_{};
     size_t batch_used_ = 0;
+    bool pc_values_ = false;                      // the sink of this feed takes PCs as values
+    std::array<uint32_t, 4 * batch_size> pcs_{};  // those PCs, not yet handed over
+    size_t pcs_used_ = 0;
 };
 
 } // namespace mcuprof::sources

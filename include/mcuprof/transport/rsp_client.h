@@ -63,6 +63,10 @@ public:
     std::vector<uint32_t> read_registers(const std::vector<std::string>& names);
     std::string read_memory(uint32_t address, size_t length);
     void write_memory(uint32_t address, std::string_view bytes);
+    // A breakpoint at an instruction (Z0/z0, software; Thumb kind 2). Throws when the
+    // server refuses.
+    void insert_breakpoint(uint32_t address);
+    void remove_breakpoint(uint32_t address);
     // A command for the server's own monitor (qRcmd: QEMU's HMP, OpenOCD's commands);
     // returns what it printed. Throws when the server answers with an error.
     std::string monitor(const std::string& command);

@@ -206,13 +206,28 @@ ItmParser::ItmParser(ItmParserOptions options) : options_(options)
 void ItmParser::emit(const ItmPacket& packet, ItmPacketSink& sink)
 {
     ++counts_.packets[size_t(packet.kind)];
+    if (pc_values_ && packet.kind == ItmKind::pc_sample) {
+        pcs_[pcs_used_++] = uint32_t(packet.value);
+        if (pcs_used_ == pcs_.size())
+            flush_pcs(sink);
+        return;
+    }
     batch_[batch_used_++] = packet;
     if (batch_used_ == batch_.size())
         flush(sink);
 }
 
+void ItmParser::flush_pcs(ItmPacketSink& sink)
+{
+    if (pcs_used_ == 0)
+        return;
+    sink.receive_pcs(std::span<const uint32_t>(pcs_.data(), pcs_used_));
+    pcs_used_ = 0;
+}
+
 void ItmParser::flush(ItmPacketSink& sink)
 {
+    flush_pcs(sink);
     if (batch_used_ == 0)
         return;
     sink.receive(std::span<const ItmPacket>(batch_.data(), batch_used_));
@@ -346,6 +361,23 @@ const uint8_t* ItmParser::decode_run(const uint8_t* at, const uint8_t* end, ItmP
         pc_samples = 0;
     };
     while (at < end) {
+        if (pc_values_) {
+            // Runs of PC samples, to a sink that takes their values: 4 bytes kept a sample.
+            size_t n = pcs_used_;
+            const size_t before = n;
+            while (end - at >= 5 && *at == pc_sample_header && n < pcs_.size()) {
+                pcs_[n++] = little_endian(at + 1, 4);
+                at += 5;
+            }
+            counts_.packets[size_t(ItmKind::pc_sample)] += n - before;
+            pcs_used_ = n;
+            if (n == pcs_.size())
+                flush_pcs(sink);
+            if (at == end)
+                break;
+            if (end - at >= 5 && *at == pc_sample_header)
+                continue;
+        }
         const uint8_t header = *at;
         if (header == pc_sample_header && end - at >= 5) {
             // The packet nearly every byte of a profiling capture belongs to, decoded in place.
@@ -489,6 +521,7 @@ void ItmParser::feed(std::span<const uint8_t> bytes, ItmPacketSink& sink)
     const uint8_t* const end = at + bytes.size();
     chunk_begin_ = at;
     chunk_offset_ = counts_.bytes;
+    pc_values_ = sink.wants_pc_values();
     counts_.bytes += bytes.size();
     while (at < end) {
         if (pending_size_ > 0) {

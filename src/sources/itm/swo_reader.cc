@@ -179,6 +179,13 @@ private:
 class SampleCollector : public ItmPacketSink {
 public:
     explicit SampleCollector(core::SampleSet& samples, uint64_t limit) : samples_(samples), limit_(limit) {}
+    // Without a limit the PCs come as plain values (the parser's fast path); with one, as
+    // packets, so that PCs and sleep samples are counted in their order.
+    bool wants_pc_values() const override { return limit_ == 0; }
+    void receive_pcs(std::span<const uint32_t> pcs) override
+    {
+        samples_.pcs.insert(samples_.pcs.end(), pcs.begin(), pcs.end());
+    }
     void receive(std::span<const ItmPacket> packets) override
     {
         if (limit_ != 0) {   // keep the packets up to the limit-th sample

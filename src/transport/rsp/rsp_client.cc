@@ -293,6 +293,20 @@ void RspClient::write_memory(uint32_t address, std::string_view bytes)
         protocol_error("memory 0x" + hex32(address), "write failed: '" + reply.substr(0, 20) + "'");
 }
 
+void RspClient::insert_breakpoint(uint32_t address)
+{
+    const std::string reply = request("Z0," + hex32(address) + ",2");
+    if (reply != "OK")
+        protocol_error("breakpoint 0x" + hex32(address), "refused ('" + reply.substr(0, 20) + "')");
+}
+
+void RspClient::remove_breakpoint(uint32_t address)
+{
+    const std::string reply = request("z0," + hex32(address) + ",2");
+    if (reply != "OK")
+        protocol_error("breakpoint 0x" + hex32(address), "removal refused ('" + reply.substr(0, 20) + "')");
+}
+
 std::string RspClient::monitor(const std::string& command)
 {
     std::string printed;

@@ -1,0 +1,35 @@
+#pragma once
+// Reads the reference on-chip sampler's memory (firmware-ref/src/sampler.c) over the debug
+// link, with no UART: the ring of PCs (prof_ring, prof_tags) or the histogram (prof_bins,
+// prof_shift, prof_outside), and the count prof_taken. Addresses and lengths come from the
+// ELF's symbols. The result is the same dump the firmware would print.
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "mcuprof/sources/dump_reader.h"
+
+namespace mcuprof::core {
+class SymbolTable;
+}
+namespace mcuprof::transport {
+class RspClient;
+struct Endpoint;
+}
+
+namespace mcuprof::sources {
+
+// The target must be halted. Throws sources::Error when the ELF has no sampler.
+Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, const std::string& elf_path);
+
+// Connects to a GDB server, optionally lets the target run until it reaches `stop_at`
+// (a breakpoint, removed again), reads the sampler, and detaches, leaving the target
+// running. Throws transport::Error or sources::Error.
+Dump read_onchip_over_gdb(const transport::Endpoint& gdb, const core::SymbolTable& symbols,
+                          const std::string& elf_path, std::optional<uint32_t> stop_at,
+                          std::chrono::steady_clock::duration timeout);
+
+// The dump in the firmware's own text format (docs/formats.md), which `report` reads.
+void write_dump(const Dump& dump, std::ostream& out);
+
+} // namespace mcuprof::sources
