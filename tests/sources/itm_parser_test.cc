@@ -534,3 +534,39 @@ TEST_CASE("itm parser: the seed's check, 10 000 PCs mixed with every other kind,
     CHECK(synced.counts()[ItmKind::bad] == 0);
     CHECK(synced.counts()[ItmKind::sync] == 10);
 }
+
+TEST_CASE("itm parser: PCs as plain values, in order, whatever the chunks")
+{
+    struct ValueSink : ItmPacketSink {
+        std::vector<uint32_t> pcs;
+        std::vector<ItmPacket> others;
+        bool wants_pc_values() const override { return true; }
+        void receive_pcs(std::span<const uint32_t> batch) override { pcs.insert(pcs.end(), batch.begin(), batch.end()); }
+        void receive(std::span<const ItmPacket> batch) override { others.insert(others.end(), batch.begin(), batch.end()); }
+    };
+    std::mt19937 random(12);
+    std::vector<uint32_t> pcs;
+    Bytes s = sync_packet;
+    for (int k = 0; k < 20000; ++k) {   // long runs of PCs (more than a batch) and lone ones
+        const uint32_t pc = 0x08000000 + 2 * (random() % 50000);
+        pcs.push_back(pc);
+        append(s, pc_packet(pc));
+        if (random() % 3000 == 0 || (k > 9000 && random() % 4 == 0))
+            append(s, {0x15, 0x00});
+    }
+    const Decoded reference = decode(s);
+    for (const size_t chunk : {size_t(1), size_t(3), size_t(5), size_t(7), size_t(1000), s.size()}) {
+        ItmParser parser;
+        ValueSink sink;
+        for (size_t at = 0; at < s.size(); at += chunk)
+            parser.feed(std::span(s.data() + at, std::min(chunk, s.size() - at)), sink);
+        parser.finish(sink);
+        CHECK_MESSAGE(sink.pcs == pcs, "chunk ", chunk);
+        CHECK(parser.counts().packets == reference.counts.packets);
+        bool no_pc_packets = true;
+        for (const ItmPacket& p : sink.others)
+            no_pc_packets = no_pc_packets && p.kind != ItmKind::pc_sample;
+        CHECK(no_pc_packets);
+        CHECK(sink.others.size() == reference.packets.size() - pcs.size());
+    }
+}
