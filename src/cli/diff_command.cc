@@ -1,4 +1,3 @@
-#include <fstream>
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -6,9 +5,6 @@
 
 #include "inputs.h"
 #include "mcuprof/core/diff.h"
-#include "mcuprof/core/source_locator.h"
-#include "mcuprof/core/symbols.h"
-#include "mcuprof/error.h"
 #include "options.h"
 
 namespace po = boost::program_options;
@@ -48,38 +44,15 @@ int diff_command(const Arguments& args)
     }
     if (inputs.size() != 2)
         throw UsageError("diff needs two inputs, A and B");
-    if (options.elf.empty())
-        throw UsageError("--elf FILE is required");
-    auto by = core::parse_grouping(options.by);
-    if (!by)
-        throw UsageError("--by takes function, line, address or task, not '" + options.by + "'");
-    if (options.format != "text" && options.format != "json")
-        throw UsageError("--format takes text or json, not '" + options.format + "'");
-
-    auto profile_of = [&](const std::string& input, const std::string& elf) {
-        const core::SampleSet samples = load_samples(input, {});
-        const core::SymbolTable symbols = core::SymbolTable::load(elf);
-        core::SourceLocator locator(elf);
-        core::AttributionOptions attribution;
-        attribution.by = *by;
-        attribution.inline_frames = options.inline_frames;
-        return core::attribute(samples, symbols, &locator, attribution);
-    };
-    const core::Profile a = profile_of(inputs[0], options.elf);
-    const core::Profile b = profile_of(inputs[1], elf_b.empty() ? options.elf : elf_b);
+    const core::Profile a = build_profile(load_samples(inputs[0], {}), options, options.elf);
+    const core::Profile b = build_profile(load_samples(inputs[1], {}), options, elf_b.empty() ? options.elf : elf_b);
     const core::ProfileDiff diff = core::diff_profiles(a, b, threshold);
-
-    std::ofstream file;
-    if (!options.output.empty()) {
-        file.open(options.output);
-        if (!file)
-            throw mcuprof::Error(options.output, "", "cannot write the report");
-    }
-    std::ostream& out = options.output.empty() ? std::cout : file;
-    if (options.format == "json")
-        out << core::to_json(diff).dump(2) << '\n';
-    else
-        core::write_text(diff, out, options.top);
+    write_output(options.output, [&](std::ostream& out) {
+        if (options.format == "json")
+            out << core::to_json(diff).dump(2) << '\n';
+        else
+            core::write_text(diff, out, options.top);
+    });
     return 0;
 }
 

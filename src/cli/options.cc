@@ -100,40 +100,51 @@ double parse_count(const std::string& text, const std::string& option)
     throw UsageError(option + " takes a count (20000, 20k, 1M), not '" + text + "'");
 }
 
-void write_profile(const core::SampleSet& samples, const ReportOptions& options)
+core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options, const std::string& elf)
 {
     auto by = core::parse_grouping(options.by);
     if (!by)
         throw UsageError("--by takes function, line, address or task, not '" + options.by + "'");
     if (options.format != "text" && options.format != "json")
         throw UsageError("--format takes text or json, not '" + options.format + "'");
-    if (options.elf.empty())
+    if (elf.empty())
         throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
     if (*by == core::Grouping::task && samples.tags.empty())
         throw mcuprof::Error(options.input, "",
                              "--by task needs samples tagged with the current task; this input has no tags");
 
-    const core::SymbolTable symbols = core::SymbolTable::load(options.elf);
-    core::SourceLocator locator(options.elf);
+    const core::SymbolTable symbols = core::SymbolTable::load(elf);
+    core::SourceLocator locator(elf);
     core::AttributionOptions attribution;
     attribution.by = *by;
     attribution.inline_frames = options.inline_frames;
-    const core::Profile profile = core::attribute(samples, symbols, &locator, attribution);
+    return core::attribute(samples, symbols, &locator, attribution);
+}
 
+void write_output(const std::string& path, const std::function<void(std::ostream&)>& write)
+{
     std::ofstream file;
-    if (!options.output.empty()) {
-        file.open(options.output);
+    if (!path.empty()) {
+        file.open(path);
         if (!file)
-            throw mcuprof::Error(options.output, "", "cannot write the report");
+            throw mcuprof::Error(path, "", "cannot write the report");
     }
-    std::ostream& out = options.output.empty() ? std::cout : file;
-    if (options.format == "json")
-        out << core::to_json(profile).dump(2) << '\n';
-    else
-        core::write_text(profile, out, options.top);
+    std::ostream& out = path.empty() ? std::cout : file;
+    write(out);
     out.flush();
     if (!out)
-        throw mcuprof::Error(options.output.empty() ? "standard output" : options.output, "", "write failed");
+        throw mcuprof::Error(path.empty() ? "standard output" : path, "", "write failed");
+}
+
+void write_profile(const core::SampleSet& samples, const ReportOptions& options)
+{
+    const core::Profile profile = build_profile(samples, options, options.elf);
+    write_output(options.output, [&](std::ostream& out) {
+        if (options.format == "json")
+            out << core::to_json(profile).dump(2) << '\n';
+        else
+            core::write_text(profile, out, options.top);
+    });
 }
 
 } // namespace mcuprof::cli

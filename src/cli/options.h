@@ -2,6 +2,8 @@
 // What the commands that print a profile share: their options, how the profile is
 // built from a sample set, and where and how it is written.
 #include <chrono>
+#include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 
@@ -35,6 +37,11 @@ bool parse_command(const Arguments& args, const std::string& usage,
 std::chrono::nanoseconds parse_duration(const std::string& text, const std::string& option);
 // "20000", "20k", "1.5M": a positive count.
 double parse_count(const std::string& text, const std::string& option);
+
+// Checks --by and --format, then attributes the samples with the ELF's symbols and lines.
+core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options, const std::string& elf);
+// Runs `write` on the file at `path`, or on standard output when the path is empty.
+void write_output(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 // Attributes the samples with the ELF's symbols and writes the report as asked.
 void write_profile(const core::SampleSet& samples, const ReportOptions& options);

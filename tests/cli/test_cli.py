@@ -73,6 +73,21 @@ class Cli(unittest.TestCase):
         self.assertAlmostEqual(doc["functions"][0]["percent"], 100 * 3504 / 5022)
         self.assertEqual(doc["functions"][0]["stderr"], 0)
 
+    def test_diff_json_by_hand(self):
+        # A: 6 func_a, 4 local_b; B: 2 func_a, 8 local_b. Pooled share of func_a 8/20 = 0.4,
+        # se = sqrt(0.4 * 0.6 * (1/10 + 1/10)) = 0.219089, z = (0.2 - 0.6) / se = -1.8257.
+        a = self.write("a.txt", "prof raw n=10\np " + " ".join(["08000000"] * 6 + ["08000010"] * 2) +
+                       "\np 08000010 08000010\nend\n")
+        b = self.write("b.txt", "prof raw n=10\np " + " ".join(["08000000"] * 2 + ["08000010"] * 6) +
+                       "\np 08000010 08000010\nend\n")
+        result = run("diff", a, b, "--elf", self.elf, "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = {r["name"]: r for r in json.loads(result.stdout)["rows"]}
+        self.assertAlmostEqual(rows["func_a"]["z"], -1.8257, places=3)
+        self.assertAlmostEqual(rows["func_a"]["delta_pp"], -40.0)
+        self.assertFalse(rows["func_a"]["flagged"])
+        self.assert_one_line_error(run("diff", a, "--elf", self.elf), 1, "two inputs")
+
     def test_help_and_usage(self):
         self.assertEqual(run("--help").returncode, 0)
         self.assertEqual(run("report", "--help").returncode, 0)
