@@ -151,6 +151,28 @@ TEST_CASE("rsp client: resume, interrupt, exit; a refused detach resumes the tar
     CHECK(server.received().back() == "c");
 }
 
+TEST_CASE("rsp client: where the server offers no-ack mode it is used, and nothing more is acknowledged")
+{
+    fakes::FakeGdbServer server([](const std::string& p) -> std::string {
+        if (p.rfind("qSupported", 0) == 0)
+            return rsp::frame("PacketSize=1000;qXfer:features:read+;QStartNoAckMode+");
+        if (p == "QStartNoAckMode")
+            return rsp::frame("OK");
+        return standard_script(p);
+    });
+    RspClient client(local(server.port()), quick());
+    client.handshake();
+    CHECK(client.no_ack());
+    client.read_registers({"pc"});
+    const auto got = server.received();
+    // The client's '+' for the OK of QStartNoAckMode is the last one it sends (GDB manual,
+    // "Packet Acknowledgment").
+    const auto no_ack = std::find(got.begin(), got.end(), "QStartNoAckMode");
+    REQUIRE(no_ack != got.end());
+    const auto last_ack = std::find(got.rbegin(), got.rend(), "+");
+    CHECK(std::distance(got.begin(), last_ack.base()) - 1 <= std::distance(got.begin(), no_ack) + 1);
+}
+
 TEST_CASE("rsp client: a silent server is a time-out, a closed one an error, both naming the peer")
 {
     fakes::FakeGdbServer server([](const std::string&) { return std::string(); });
