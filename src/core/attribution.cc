@@ -37,7 +37,8 @@ struct Weighted {
 // over on the ten-million-sample dumps the benchmark reads.
 class KeyCounter {
 public:
-    void add(uint64_t key)
+    void add(uint64_t key) { add_many(key, 1); }
+    void add_many(uint64_t key, uint64_t n)
     {
         if ((used_ + 1) * 2 > slots_.size())
             grow();
@@ -46,7 +47,7 @@ public:
             i = (i + 1) & (slots_.size() - 1);
         used_ += slots_[i].count == 0;
         slots_[i].key = key;
-        ++slots_[i].count;
+        slots_[i].count += n;
     }
     template <typename Visit> void each(Visit visit) const
     {
@@ -88,11 +89,28 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
     const bool tagged = !samples.tags.empty();
     // Raw samples: count equal (tag, pc) pairs first, so each distinct address is
     // attributed once however many samples share it.
+    // Untagged samples inside the image's code (nearly all of them) are counted in a dense
+    // array, one counter per halfword: no hashing on the ten-million-sample path.
+    uint32_t code_start = UINT32_MAX;
+    uint64_t code_end = 0;
+    for (const CodeSection& c : symbols.code_sections()) {
+        code_start = std::min(code_start, c.start);
+        code_end = std::max(code_end, uint64_t(c.start) + c.size);
+    }
+    const bool dense = !tagged && code_end > code_start && code_end - code_start <= (16u << 20);
+    std::vector<uint32_t> dense_counts(dense ? size_t((code_end - code_start) / 2 + 1) : 0);
     KeyCounter counts;
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
-        uint64_t tag = tagged ? samples.tags[i] : 0;
-        counts.add((tag << 32) | samples.pcs[i]);
+        const uint32_t pc = samples.pcs[i];
+        const uint32_t offset = pc - code_start;
+        if (dense && offset < code_end - code_start && (offset & 1u) == 0 && dense_counts[offset / 2] != UINT32_MAX)
+            ++dense_counts[offset / 2];
+        else
+            counts.add((uint64_t(tagged ? samples.tags[i] : 0) << 32) | pc);
     }
+    for (size_t k = 0; k < dense_counts.size(); ++k)
+        if (dense_counts[k] != 0)
+            counts.add_many(code_start + 2 * uint32_t(k), dense_counts[k]);
     counts.each([&](uint64_t key, uint64_t n) {
         items.push_back({uint32_t(key), uint32_t(key >> 32), tagged, double(n), nullptr});
     });

@@ -2,6 +2,7 @@
 
 #include "mcuprof/sources/dump_reader.h"
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/text_file.h"
 
 using namespace mcuprof::sources;
 
@@ -128,4 +129,27 @@ TEST_CASE("dump reader: malformed lines are errors naming the file and the line"
                          Error);
     CHECK_THROWS_WITH_AS(to_samples(parse_dump("prof raw n=0\nend\n", "none.txt"), {}),
                          doctest::Contains("holds no samples"), Error);
+}
+
+TEST_CASE("dump reader: eight hex digits at once, every digit and letter, both cases")
+{
+    uint32_t v = 0;
+    CHECK(parse_hex8("080002b4", v));
+    CHECK(v == 0x080002b4u);
+    CHECK(parse_hex8("0123abcd", v));
+    CHECK(v == 0x0123abcdu);
+    CHECK(parse_hex8("4567EFef", v));
+    CHECK(v == 0x4567efefu);
+    CHECK(parse_hex8("89AbCdEf", v));
+    CHECK(v == 0x89abcdefu);
+    CHECK(parse_hex8("ffffffff", v));
+    CHECK(v == 0xffffffffu);
+    // Every character next to the hex ranges is refused, in every position.
+    for (const char bad : {'/', ':', '@', 'G', '`', 'g', ' ', '\x80', '\xff', 'x'}) {
+        for (int at = 0; at < 8; ++at) {
+            char word[9] = "00000000";
+            word[at] = bad;
+            CHECK_FALSE(parse_hex8(word, v));
+        }
+    }
 }

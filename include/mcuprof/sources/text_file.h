@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,28 @@ inline uint8_t hex_digit(char c)
 {
     return hex_digits[static_cast<uint8_t>(c)];
 }
+// Exactly 8 hex digits at p (upper or lower case) as a number, eight characters at once
+// in one 64-bit word; false when any is not a hex digit. The inner loop of dump reading.
+inline bool parse_hex8(const char* p, uint32_t& out)
+{
+    constexpr uint64_t ones = 0x0101010101010101ull;
+    constexpr uint64_t high = 0x8080808080808080ull;
+    uint64_t x;
+    std::memcpy(&x, p, 8);   // little-endian: the first character in the low byte
+    // Per byte b < 0x80: b >= lo  <=>  bit 7 of b + (0x80 - lo); no carry crosses bytes.
+    auto at_least = [&](uint64_t v, unsigned lo) { return (v + ones * (0x80 - lo)) & high; };
+    const uint64_t lower = x | ones * 0x20;
+    const uint64_t digit = at_least(x, '0') & ~at_least(x, '9' + 1);
+    const uint64_t letter = at_least(lower, 'a') & ~at_least(lower, 'f' + 1);
+    if ((x & high) != 0 || (digit | letter) != high)
+        return false;
+    // '0'-'9' -> low nibble; 'a'-'f' and 'A'-'F' -> low nibble + 9 (bit 6 marks letters).
+    uint64_t v = (x & ones * 0x0F) + 9 * ((x >> 6) & ones);
+    v = ((v << 4) | (v >> 8)) & 0x00FF00FF00FF00FFull;   // digit pairs into bytes
+    out = uint32_t((v & 0xFF) << 24 | ((v >> 16) & 0xFF) << 16 | ((v >> 32) & 0xFF) << 8 | ((v >> 48) & 0xFF));
+    return true;
+}
+
 // Parses 1 to 8 hex digits, with or without "0x"; false on anything else.
 bool parse_hex32(std::string_view text, uint32_t& value);
 // Parses a decimal number that fits 64 bits; false on anything else.

@@ -150,14 +150,11 @@ private:
             const char* word = p;
             uint32_t value = 0;
             uint8_t bad = 0;
-            if (end - p >= 8 && (end - p == 8 || p[8] == ' ')) {
-                // The usual word: exactly 8 digits. Unrolled, no test per character.
-                for (int k = 0; k < 8; ++k) {
-                    const uint8_t digit = hex_digit(p[k]);
-                    bad |= digit;
-                    value = (value << 4) | (digit & 0x0F);
-                }
+            if (end - p >= 8 && (end - p == 8 || p[8] == ' ') && parse_hex8(p, value)) {
+                values.push_back(value);   // the usual word: exactly 8 digits
+                ++index;
                 p += 8;
+                continue;
             }
             while (p < end && *p != ' ') {
                 const uint8_t digit = hex_digit(*p++);
