@@ -24,6 +24,7 @@ int main(int argc, char** argv)
     mcuprof::core::SampleSet samples;
     try {
         for (int run = 0; run < runs; ++run) {
+            samples = {};   // free the last run's PCs first, as a fresh process would have none
             const auto start = std::chrono::steady_clock::now();
             samples = mcuprof::sources::read_swo(argv[1], {});
             seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
