@@ -114,7 +114,8 @@ TEST_CASE("swo reader: notes on overflow, bad packets, a cut tail, no sync, no P
     CHECK(samples.pcs.size() == 1);
     CHECK(samples.notes.back().find("bytes skipped") != std::string::npos);
 
-    source = memory_byte_source(pc_packet(0x08000010), "mem");
+    const std::string unsynced = pc_packet(0x08000010);   // the source reads it later: it must outlive the call
+    source = memory_byte_source(unsynced, "mem");
     samples = read_swo(*source, {.wait_for_sync = true});
     CHECK(samples.pcs.empty());
     CHECK(samples.notes.front().find("no synchronization packet") == 0);
