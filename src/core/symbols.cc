@@ -7,6 +7,7 @@
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
 
 #include "mcuprof/core/error.h"
 
@@ -31,65 +32,79 @@ std::string message_of(llvm::Error error)
 
 SymbolTable SymbolTable::load(const std::string& elf_path)
 {
-    auto binary = llvm::object::ObjectFile::createObjectFile(elf_path);
+    auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer)
+        throw Error(elf_path, "", "cannot read ELF: " + buffer.getError().message());
+    return parse(std::string_view((*buffer)->getBufferStart(), (*buffer)->getBufferSize()), elf_path);
+}
+
+SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_path)
+{
+    auto binary = llvm::object::ObjectFile::createObjectFile(
+        llvm::MemoryBufferRef(llvm::StringRef(image.data(), image.size()), elf_path));
     if (!binary)
         throw Error(elf_path, "", "cannot read ELF: " + message_of(binary.takeError()));
-    auto* elf = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(binary->getBinary());
+    auto* elf = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(binary->get());
     if (elf == nullptr)
         throw Error(elf_path, "ELF header", "not a 32-bit little-endian ELF (Cortex-M firmware is ELF32 ARM)");
     const unsigned machine = elf->getELFFile().getHeader().e_machine;
     if (machine != llvm::ELF::EM_ARM)
         throw Error(elf_path, "ELF header", "ELF machine is " + std::to_string(machine) + ", not ARM (40)");
 
+    // The ELFFile interface throughout: every step returns an Expected, where the
+    // ObjectFile conveniences (getELFType, getName) abort the process on a damaged section.
+    const auto& file = elf->getELFFile();
+    auto sections = file.sections();
+    if (!sections)
+        throw Error(elf_path, "section headers", message_of(sections.takeError()));
+
     SymbolTable table;
     table.path_ = elf_path;
-    for (const llvm::object::SectionRef& section : elf->sections()) {
-        if (!section.isText() || section.getSize() == 0)
-            continue;
-        auto name = section.getName();
-        table.code_.push_back({name ? name->str() : std::string("?"), static_cast<uint32_t>(section.getAddress()),
-                               static_cast<uint32_t>(section.getSize())});
-    }
-
     std::vector<Candidate> candidates;
-    for (const llvm::object::ELFSymbolRef& symbol : elf->symbols()) {
-        const unsigned type = symbol.getELFType();
-        if (type == llvm::ELF::STT_OBJECT || type == llvm::ELF::STT_NOTYPE) {
-            auto found = elf->getSymbol(symbol.getRawDataRefImpl());
-            auto name = symbol.getName();
-            if (found && name && !name->empty() && (*found)->st_shndx != llvm::ELF::SHN_UNDEF)
-                table.objects_.emplace(name->str(), DataSymbol{static_cast<uint32_t>((*found)->st_value),
-                                                               static_cast<uint32_t>((*found)->st_size)});
-            if (!found)
-                llvm::consumeError(found.takeError());
+    for (const auto& section : *sections) {
+        if (section.sh_type == llvm::ELF::SHT_PROGBITS && (section.sh_flags & llvm::ELF::SHF_EXECINSTR) != 0 &&
+            section.sh_size != 0) {
+            auto name = file.getSectionName(section);
+            table.code_.push_back({name ? name->str() : std::string("?"), static_cast<uint32_t>(section.sh_addr),
+                                   static_cast<uint32_t>(section.sh_size)});
             if (!name)
                 llvm::consumeError(name.takeError());
-            continue;
         }
-        if (type != llvm::ELF::STT_FUNC)
+        if (section.sh_type != llvm::ELF::SHT_SYMTAB)
             continue;
-        auto found = elf->getSymbol(symbol.getRawDataRefImpl());
-        if (!found) {
-            llvm::consumeError(found.takeError());
-            continue;
+        auto symbols = file.symbols(&section);
+        if (!symbols)
+            throw Error(elf_path, "symbol table", message_of(symbols.takeError()));
+        auto strings = file.getStringTableForSymtab(section);
+        if (!strings)
+            throw Error(elf_path, "symbol table", message_of(strings.takeError()));
+        for (const auto& symbol : *symbols) {
+            const unsigned type = symbol.getType();
+            if (symbol.st_shndx == llvm::ELF::SHN_UNDEF ||
+                (type != llvm::ELF::STT_FUNC && type != llvm::ELF::STT_OBJECT && type != llvm::ELF::STT_NOTYPE))
+                continue;
+            auto name = symbol.getName(*strings);
+            if (!name) {
+                llvm::consumeError(name.takeError());
+                continue;
+            }
+            if (name->empty())
+                continue;
+            if (type != llvm::ELF::STT_FUNC) {
+                table.objects_.emplace(name->str(), DataSymbol{static_cast<uint32_t>(symbol.st_value),
+                                                               static_cast<uint32_t>(symbol.st_size)});
+                continue;
+            }
+            Binding binding = Binding::local;
+            if (symbol.getBinding() == llvm::ELF::STB_GLOBAL)
+                binding = Binding::global;
+            else if (symbol.getBinding() == llvm::ELF::STB_WEAK)
+                binding = Binding::weak;
+            // Bit 0 of a Thumb function's address marks the instruction set, not a byte
+            // (ARM ELF ABI, "Symbol Values"): the code starts at the even address.
+            const uint32_t start = static_cast<uint32_t>(symbol.st_value) & ~1u;
+            candidates.push_back({Function{start, static_cast<uint32_t>(symbol.st_size), name->str(), {}}, binding});
         }
-        const auto* raw = *found;
-        if (raw->st_shndx == llvm::ELF::SHN_UNDEF)
-            continue;
-        auto name = symbol.getName();
-        if (!name) {
-            llvm::consumeError(name.takeError());
-            continue;
-        }
-        Binding binding = Binding::local;
-        if (raw->getBinding() == llvm::ELF::STB_GLOBAL)
-            binding = Binding::global;
-        else if (raw->getBinding() == llvm::ELF::STB_WEAK)
-            binding = Binding::weak;
-        // Bit 0 of a Thumb function's address marks the instruction set, not a byte
-        // (ARM ELF ABI, "Symbol Values"): the code starts at the even address.
-        uint32_t start = static_cast<uint32_t>(raw->st_value) & ~1u;
-        candidates.push_back({Function{start, static_cast<uint32_t>(raw->st_size), name->str(), {}}, binding});
     }
 
     // One function per start address; the strongest name wins, the rest become aliases.

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
 
 using namespace mcuprof::sources;
@@ -31,7 +32,12 @@ void write_three(const std::string& path)
         w.sample(s);
     }
     w.event({{"kind", "target-exit"}, {"message", "the target exited with code 0"}});
-    w.summary({{"samples", 3}});
+    SamplerStats stats;
+    stats.samples = 3;
+    stats.wall_seconds = 0.5;
+    stats.halt_latency_us = {100, 200, 300};
+    stats.end_reason = "sample count reached";
+    w.summary(stats.to_json());
 }
 
 size_t file_size(const std::string& path)
@@ -61,6 +67,8 @@ TEST_CASE("recording: what is written is read back, field for field")
     CHECK(samples.tags.size() == 3);
     CHECK(samples.tag_names.at(0x20000100) == "motor");
     CHECK(samples.sampler["samples"] == 3);
+    CHECK(samples.sampler["samples_per_second"] == 6.0);
+    CHECK(samples.sampler["halt_latency_us"]["p50"] == 200.0);
     CHECK(to_samples(r, 2).pcs.size() == 2);
 }
 
@@ -113,4 +121,23 @@ TEST_CASE("recording: not a recording, and one without samples")
     CHECK_THROWS_WITH_AS(read_recording(f.path), doctest::Contains("not an mcuprof recording"), Error);
     { RecordingWriter w(f.path, {{"source", "test"}}); }
     CHECK_THROWS_WITH_AS(to_samples(read_recording(f.path), std::nullopt), doctest::Contains("no samples"), Error);
+}
+
+TEST_CASE("recording: JSON parts of the wrong shape are left out with a note, never a crash")
+{
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", 7}, {"tasks", {{"nothex", "a"}, {"0x20000100", 5}}}});
+        LiveSample s;
+        s.pc = 0x08000100;
+        w.sample(s);
+        w.event({{"kind", 1}, {"message", {1, 2}}});
+        w.summary({{"samples_per_second", "fast"}});
+    }
+    const auto samples = to_samples(read_recording(f.path), std::nullopt);
+    CHECK(samples.origin.find("recording (live)") == 0);
+    CHECK(samples.tag_names.empty());
+    CHECK(samples.sampler.is_null());
+    CHECK(std::find(samples.notes.begin(), samples.notes.end(),
+                    "the recording's summary is unreadable and was left out") != samples.notes.end());
 }

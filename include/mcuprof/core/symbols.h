@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mcuprof::core {
@@ -32,6 +33,8 @@ class SymbolTable {
 public:
     // Reads STT_FUNC symbols (local and global) of a 32-bit ARM ELF. Throws core::Error.
     static SymbolTable load(const std::string& elf_path);
+    // The same from an image in memory; `name` stands for the file in errors.
+    static SymbolTable parse(std::string_view image, const std::string& name);
     // For tests and sources that know their functions already.
     static SymbolTable from(std::vector<Function> functions, std::vector<CodeSection> code = {});
 

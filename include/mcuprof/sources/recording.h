@@ -61,6 +61,7 @@ struct Recording {
 
 // Throws sources::Error naming the file and the byte offset.
 Recording read_recording(const std::string& path);
+Recording parse_recording(std::string_view bytes, const std::string& path);
 bool is_recording(std::string_view head);
 
 core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first);

@@ -118,7 +118,11 @@ bool is_recording(std::string_view head)
 Recording read_recording(const std::string& path)
 {
     const MappedFile file(path);
-    const std::string_view bytes = file.bytes();
+    return parse_recording(file.bytes(), path);
+}
+
+Recording parse_recording(std::string_view bytes, const std::string& path)
+{
     Recording r;
     r.path = path;
     if (!is_recording(bytes))
@@ -133,11 +137,9 @@ Recording read_recording(const std::string& path)
     const uint32_t header_size = get32(bytes.data() + 12);
     if (16 + size_t(header_size) > bytes.size())
         throw Error(path, "offset 12", "the header is cut short");
-    try {
-        r.header = nlohmann::json::parse(bytes.substr(16, header_size));
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(path, "offset 16", std::string("the header is not JSON: ") + e.what());
-    }
+    r.header = nlohmann::json::parse(bytes.substr(16, header_size), nullptr, false);
+    if (!r.header.is_object())
+        throw Error(path, "offset 16", "the header is not a JSON object");
 
     size_t at = 16 + header_size;
     while (at < bytes.size()) {
@@ -177,8 +179,8 @@ Recording read_recording(const std::string& path)
         case event_record:
         case summary_record: {
             nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
-            if (j.is_discarded())
-                throw Error(path, offset_text(at), "record is not JSON");
+            if (!j.is_object())
+                throw Error(path, offset_text(at), "record is not a JSON object");
             if (type == event_record)
                 r.events.push_back(std::move(j));
             else
@@ -193,10 +195,39 @@ Recording read_recording(const std::string& path)
     return r;
 }
 
+namespace {
+
+// A text field of a JSON object, or `fallback` when it is missing or not text: the JSON
+// parts of a recording come from a file, and a damaged one must not stop the report.
+std::string text_of(const nlohmann::json& object, const char* key, const std::string& fallback)
+{
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+// The summary as the reports read it: numbers where numbers belong, or nothing.
+bool summary_is_sound(const nlohmann::json& s)
+{
+    for (const char* key : {"samples_per_second", "run_duty"})
+        if (!s.contains(key) || !s[key].is_number())
+            return false;
+    if (!s.contains("end") || !s["end"].is_string())
+        return false;
+    auto latency = s.find("halt_latency_us");
+    if (latency == s.end() || !latency->is_object())
+        return false;
+    for (const char* key : {"p50", "p99"})
+        if (!latency->contains(key) || !(*latency)[key].is_number())
+            return false;
+    return true;
+}
+
+} // namespace
+
 core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first)
 {
     core::SampleSet out;
-    out.origin = "recording (" + recording.header.value("source", std::string("live")) + "): " + recording.path;
+    out.origin = "recording (" + text_of(recording.header, "source", "live") + "): " + recording.path;
     const size_t n = std::min(recording.samples.size(), first.value_or(SIZE_MAX));
     bool tagged = false;
     for (size_t i = 0; i < n; ++i)
@@ -207,17 +238,24 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         if (tagged)
             out.tags.push_back(recording.samples[i].tag);
     }
-    if (recording.header.contains("tasks"))
-        for (const auto& [address, name] : recording.header["tasks"].items())
-            out.tag_names[uint32_t(std::stoul(address, nullptr, 0))] = name.get<std::string>();
-    if (recording.summary)
+    // "tasks": {"0x20000100": "motor", ...}; entries that are not that are skipped.
+    auto tasks = recording.header.find("tasks");
+    if (tasks != recording.header.end() && tasks->is_object())
+        for (const auto& [address, name] : tasks->items()) {
+            uint32_t value = 0;
+            if (name.is_string() && parse_hex32(address, value))
+                out.tag_names[value] = name.get<std::string>();
+        }
+    if (recording.summary && summary_is_sound(*recording.summary))
         out.sampler = *recording.summary;
+    else if (recording.summary)
+        out.notes.push_back("the recording's summary is unreadable and was left out");
     if (recording.torn_tail)
         out.notes.push_back("the recording's last record was cut short (a crash or a full disk?) and was dropped");
     // The end of the run is part of the sampler's figures ("end"); what went wrong is a warning.
     for (const nlohmann::json& e : recording.events)
-        if (e.value("kind", "") != "target-exit")
-            out.notes.push_back(e.value("message", e.dump()));
+        if (text_of(e, "kind", "") != "target-exit")
+            out.notes.push_back(text_of(e, "message", e.dump()));
     if (n == 0)
         throw Error(recording.path, "", "the recording holds no samples");
     return out;
