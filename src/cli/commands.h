@@ -18,5 +18,6 @@ int report_command(const Arguments& args);
 int truth_command(const Arguments& args);
 int record_command(const Arguments& args);
 int diff_command(const Arguments& args);
+int vprobe_command(const Arguments& args);
 
 } // namespace mcuprof::cli

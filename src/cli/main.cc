@@ -19,6 +19,8 @@ const char* const overview =
     "  report INPUT --elf ELF   profile from a recording, an on-chip sampler dump or truth counts\n"
     "  truth COUNTS --elf ELF   the exact profile from the QEMU truth plugin's counts\n"
     "  diff A B --elf ELF       two profiles side by side, differences beyond 3 standard errors marked\n"
+    "  vprobe --gdb HOST:PORT --port N\n"
+    "                           a virtual JTAG probe: OpenOCD (remote_bitbang) debugs the target of a GDB server\n"
     "\n"
     "mcuprof COMMAND --help shows a command's options.\n";
 
@@ -32,6 +34,7 @@ int main(int argc, char** argv)
         {"truth", truth_command},
         {"record", record_command},
         {"diff", diff_command},
+        {"vprobe", vprobe_command},
     };
     if (argc < 2) {
         std::cerr << overview;

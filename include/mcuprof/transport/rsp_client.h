@@ -52,8 +52,11 @@ public:
     void resume();
     // Interrupt (0x03) and wait for the stop reply.
     StopReply interrupt();
+    // 's': one instruction, and its stop reply.
+    StopReply step();
     // While running: a stop reply if one arrives within `timeout` (the target exited,
-    // hit a breakpoint), else nothing. Never sends a byte.
+    // hit a breakpoint), else nothing. Never sends a byte. A zero timeout looks at what
+    // has arrived already, without waiting.
     std::optional<StopReply> poll_stop(Duration timeout);
     // Waits for the stop reply of a running target (one that stops by itself).
     StopReply wait_stop(Duration timeout);
@@ -61,6 +64,11 @@ public:
     // Registers by name, in one round trip ('g', plus 'p' for registers the 'g' reply
     // does not carry). Throws when a name is not in the target description.
     std::vector<uint32_t> read_registers(const std::vector<std::string>& names);
+    // Registers of any width by name ("d0" is 64 bits), in one round trip like
+    // read_registers, each as the target's little-endian bytes.
+    std::vector<std::string> read_register_bytes(const std::vector<std::string>& names);
+    // 'P': one register by name from its little-endian bytes. Throws when refused.
+    void write_register(const std::string& name, std::string_view bytes);
     std::string read_memory(uint32_t address, size_t length);
     void write_memory(uint32_t address, std::string_view bytes);
     // A breakpoint at an instruction (Z0/z0, software; Thumb kind 2). Throws when the

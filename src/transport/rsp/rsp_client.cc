@@ -50,9 +50,19 @@ std::optional<Frame> RspClient::try_next_frame(Duration timeout)
         if (auto f = reader_.next())
             return f;
         const auto left = deadline - std::chrono::steady_clock::now();
+        std::string bytes;
+        if (timeout == Duration::zero()) {
+            // A look without waiting: only what has arrived already (a wait, however
+            // short, costs a millisecond in the reactor).
+            if (!connection_.try_read_some(bytes, Duration::zero()))
+                return std::nullopt;
+            reader_.feed(bytes);
+            if (auto f = reader_.next())
+                return f;
+            return std::nullopt;
+        }
         if (left <= Duration::zero())
             return std::nullopt;
-        std::string bytes;
         if (!connection_.try_read_some(bytes, left))
             return std::nullopt;
         reader_.feed(bytes);
@@ -269,6 +279,68 @@ std::vector<uint32_t> RspClient::read_registers(const std::vector<std::string>& 
         values.push_back(*v);
     }
     return values;
+}
+
+std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::string>& names)
+{
+    std::vector<const RegisterInfo*> wanted;
+    for (const std::string& name : names) {
+        const RegisterInfo* r = target_.find(name);
+        if (r == nullptr || r->bits % 8 != 0)
+            protocol_error("target description", "no register '" + name + "'");
+        wanted.push_back(r);
+    }
+    // As read_registers: 'g' for what it carries (its length learnt from the first one),
+    // 'p' for the rest, all sent at once.
+    auto in_g = [this](const RegisterInfo* r) { return !g_length_ || r->g_offset + r->bits / 8 <= *g_length_; };
+    std::vector<std::string> requests;
+    bool use_g = false;
+    for (const RegisterInfo* r : wanted) {
+        if (in_g(r))
+            use_g = true;
+        else
+            requests.push_back("p" + hex32(r->number));
+    }
+    if (use_g)
+        requests.insert(requests.begin(), "g");
+    const std::vector<std::string> replies = request_all(requests);
+    if (use_g && !g_length_)
+        g_length_ = replies[0].size() / 2;
+
+    std::vector<std::string> values;
+    size_t next_p = use_g ? 1 : 0;
+    for (const RegisterInfo* r : wanted) {
+        const size_t width = r->bits / 8;
+        std::string hex;
+        if (use_g && r->g_offset + width <= *g_length_)
+            hex = replies[0].substr(r->g_offset * 2, width * 2);
+        else if (next_p < replies.size() && requests[next_p] == "p" + hex32(r->number))
+            hex = replies[next_p++];
+        else
+            hex = request("p" + hex32(r->number));
+        std::string bytes;
+        if (hex.size() != width * 2 || !rsp::from_hex(hex, bytes))
+            protocol_error("register " + r->name, "unreadable value '" + hex.substr(0, 20) + "'");
+        values.push_back(std::move(bytes));
+    }
+    return values;
+}
+
+void RspClient::write_register(const std::string& name, std::string_view bytes)
+{
+    const RegisterInfo* r = target_.find(name);
+    if (r == nullptr)
+        protocol_error("target description", "no register '" + name + "'");
+    const std::string reply = request("P" + hex32(r->number) + "=" + rsp::to_hex(bytes));
+    if (reply != "OK")
+        protocol_error("register " + r->name, "write refused ('" + reply.substr(0, 20) + "')");
+}
+
+StopReply RspClient::step()
+{
+    // The '+' for 's' and the stop reply both arrive once the instruction ran.
+    send_frame(rsp::frame("s"));
+    return wait_stop(options_.timeout);
 }
 
 std::string RspClient::read_memory(uint32_t address, size_t length)

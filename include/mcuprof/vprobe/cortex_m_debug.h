@@ -1,0 +1,166 @@
+#pragma once
+// The bus behind the MEM-AP of a Cortex-M3/M4, with the debug logic simulated on top of a
+// DebugTarget (ARMv7-M Architecture Reference Manual, ARM DDI 0403, chapter C1 "ARMv7-M
+// Debug"): the ROM table; in the SCS DHCSR, DCRSR, DCRDR, DEMCR, DFSR, CPUID and AIRCR's
+// reset requests; the DWT (CTRL with NUMCOMP, CYCCNT, PCSR, comparators); the FPB (its
+// code comparators become breakpoints of the target); the ITM's registers. Every other
+// address is the target's memory.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+
+#include "mcuprof/vprobe/debug_target.h"
+#include "mcuprof/vprobe/mem_ap.h"
+
+namespace mcuprof::vprobe {
+
+namespace cortex_m {
+// Debug registers in the SCS (DDI 0403, C1 "Debug system registers").
+constexpr uint32_t cpuid = 0xE000ED00;
+constexpr uint32_t aircr = 0xE000ED0C;
+constexpr uint32_t dfsr = 0xE000ED30;
+constexpr uint32_t dhcsr = 0xE000EDF0;
+constexpr uint32_t dcrsr = 0xE000EDF4;
+constexpr uint32_t dcrdr = 0xE000EDF8;
+constexpr uint32_t demcr = 0xE000EDFC;
+
+// DHCSR, Debug Halting Control and Status Register.
+constexpr uint32_t dbgkey = 0xA05Fu << 16;
+constexpr uint32_t c_debugen = 1u << 0;
+constexpr uint32_t c_halt = 1u << 1;
+constexpr uint32_t c_step = 1u << 2;
+constexpr uint32_t c_maskints = 1u << 3;
+constexpr uint32_t c_snapstall = 1u << 5;
+constexpr uint32_t s_regrdy = 1u << 16;
+constexpr uint32_t s_halt = 1u << 17;
+constexpr uint32_t s_sleep = 1u << 18;
+constexpr uint32_t s_lockup = 1u << 19;
+constexpr uint32_t s_retire_st = 1u << 24;
+constexpr uint32_t s_reset_st = 1u << 25;
+
+// DCRSR, Debug Core Register Selector Register: REGSEL and the direction.
+constexpr uint32_t dcrsr_regwnr = 1u << 16;
+constexpr uint32_t dcrsr_regsel_mask = 0x7F;
+
+// DEMCR, Debug Exception and Monitor Control Register.
+constexpr uint32_t vc_corereset = 1u << 0;
+constexpr uint32_t trcena = 1u << 24;
+constexpr uint32_t demcr_writable = 0x010F07F1;
+
+// DFSR, Debug Fault Status Register (in the SCB): why the core halted; write 1 to clear.
+constexpr uint32_t dfsr_halted = 1u << 0;
+constexpr uint32_t dfsr_bkpt = 1u << 1;
+constexpr uint32_t dfsr_dwttrap = 1u << 2;
+constexpr uint32_t dfsr_vcatch = 1u << 3;
+constexpr uint32_t dfsr_external = 1u << 4;
+
+// AIRCR, Application Interrupt and Reset Control Register: the key and the reset requests.
+constexpr uint32_t vectkey = 0x05FAu << 16;
+constexpr uint32_t vectreset = 1u << 0;
+constexpr uint32_t sysresetreq = 1u << 2;
+
+// DWT, Data Watchpoint and Trace unit.
+constexpr uint32_t dwt_ctrl = 0xE0001000;
+constexpr uint32_t dwt_cyccnt = 0xE0001004;
+constexpr uint32_t dwt_pcsr = 0xE000101C;
+constexpr uint32_t dwt_comp0 = 0xE0001020;
+constexpr unsigned dwt_comparators = 4;
+constexpr uint32_t dwt_cyccntena = 1u << 0;
+
+// FPB, Flash Patch and Breakpoint unit (FPBv1, as on the Cortex-M3/M4).
+constexpr uint32_t fp_ctrl = 0xE0002000;
+constexpr uint32_t fp_remap = 0xE0002004;
+constexpr uint32_t fp_comp0 = 0xE0002008;
+constexpr unsigned fp_code_comparators = 6;
+constexpr unsigned fp_literal_comparators = 2;
+constexpr uint32_t fp_ctrl_enable = 1u << 0;
+constexpr uint32_t fp_ctrl_key = 1u << 1;
+
+// A Cortex-M4 r0p1 CPUID, answered when the target's own cannot be read.
+constexpr uint32_t cortex_m4_cpuid = 0x410FC241;
+} // namespace cortex_m
+
+class CortexMDebug : public MemoryBus {
+public:
+    struct Options {
+        // CYCCNT counts at this rate while the target runs, in host time (QEMU has no
+        // cycle count a debugger could read): not cycle-accurate.
+        double core_clock_hz = 168e6;
+        // Seconds on a monotonic clock; tests substitute their own.
+        std::function<double()> now;
+    };
+
+    explicit CortexMDebug(DebugTarget& target) : CortexMDebug(target, Options{}) {}
+    CortexMDebug(DebugTarget& target, Options options);
+
+    bool read(uint32_t address, unsigned size, uint32_t& value) override;
+    bool write(uint32_t address, unsigned size, uint32_t value) override;
+
+    // The SRST pin asserted: a system reset, as SYSRESETREQ does.
+    void system_reset();
+
+    // What happened, for reports and tests.
+    uint64_t pc_samples() const { return pc_samples_; }
+    uint64_t register_transfers() const { return register_transfers_; }
+    const std::set<uint32_t>& breakpoints() const { return breakpoints_; }
+
+private:
+    // The word at a simulated address, or nullopt when the address is the target's.
+    std::optional<uint32_t> read_simulated(uint32_t word_address);
+    // true when the address is simulated (the write was handled).
+    bool write_simulated(uint32_t word_address, uint32_t value);
+    // A simulated register's stored value without the side effects of a read, for merging
+    // sub-word writes.
+    uint32_t peek(uint32_t word_address) const;
+    static bool is_simulated(uint32_t word_address);
+
+    bool refresh_halted();
+    void note_halted();
+    void note_running();
+    uint32_t read_dhcsr();
+    void write_dhcsr(uint32_t value);
+    void transfer_register(uint32_t dcrsr);
+    std::optional<uint32_t> read_core_register(uint32_t regsel);
+    void write_core_register(uint32_t regsel, uint32_t value);
+    void reset(bool from_pin);
+    uint32_t cyccnt() const;
+    void update_breakpoints();
+    double now() const;
+
+    DebugTarget& target_;
+    Options options_;
+
+    bool halted_ = false;
+    uint32_t dhcsr_control_ = 0;    // C_DEBUGEN, C_MASKINTS, C_SNAPSTALL as written; C_HALT/C_STEP tracked
+    bool step_requested_ = false;
+    bool regrdy_ = false;
+    bool retired_since_read_ = false;
+    bool reset_since_read_ = true;  // the power-on reset (debuggers ignore it at the first read)
+    uint32_t dcrdr_ = 0;
+    uint32_t demcr_ = 0;
+    uint32_t dfsr_ = 0;
+    std::optional<uint32_t> cpuid_;
+
+    uint32_t dwt_ctrl_ = 0;
+    uint32_t cyccnt_base_ = 0;
+    double cyccnt_since_ = 0;       // when cyccnt_base_ was taken
+    bool cyccnt_counting_ = false;
+    std::array<uint32_t, cortex_m::dwt_comparators * 3> dwt_comparators_{};
+
+    uint32_t fp_ctrl_ = 0;
+    uint32_t fp_remap_ = 0;
+    std::array<uint32_t, cortex_m::fp_code_comparators + cortex_m::fp_literal_comparators> fp_comp_{};
+    std::set<uint32_t> breakpoints_;
+
+    uint32_t itm_ter_ = 0;
+    uint32_t itm_tpr_ = 0;
+    uint32_t itm_tcr_ = 0;
+
+    uint64_t pc_samples_ = 0;
+    uint64_t register_transfers_ = 0;
+};
+
+} // namespace mcuprof::vprobe

@@ -1,0 +1,48 @@
+#pragma once
+// The core being debugged, as the simulated Cortex-M debug logic needs it: run control,
+// memory, registers by name, breakpoints, reset and a PC sample. RspTarget provides it
+// over GDB's remote protocol (QEMU's gdbstub); tests provide fakes.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace mcuprof::vprobe {
+
+class DebugTarget {
+public:
+    virtual ~DebugTarget() = default;
+
+    // True when halted. Looks for a stop the target made by itself (a breakpoint) and
+    // never blocks for long.
+    virtual bool poll_halted() = 0;
+    virtual void halt() = 0;
+    virtual void resume() = 0;
+    // Halted: one instruction, then halted again.
+    virtual void step() = 0;
+    // A system reset (SYSRESETREQ): the core restarts from the vector table; it stays
+    // halted at the first instruction when `halt_after` (vector catch), else it runs.
+    virtual void reset(bool halt_after) = 0;
+
+    // One bus transfer of 1, 2 or 4 bytes (aligned); value right-aligned. A running target
+    // is accessed too (QEMU: halted for the access and resumed). false: a bus error.
+    virtual bool read_memory(uint32_t address, unsigned size, uint32_t& value) = 0;
+    virtual bool write_memory(uint32_t address, unsigned size, uint32_t value) = 0;
+
+    // Registers by their GDB names ("r0".."r12", "sp", "lr", "pc", "xpsr", "d0".."d15",
+    // "fpscr", and where the target has them "msp", "psp", "primask", "basepri",
+    // "faultmask", "control"). Only while halted; values of up to 64 bits.
+    virtual bool has_register(const std::string& name) const = 0;
+    virtual std::optional<uint64_t> read_register(const std::string& name) = 0;
+    virtual bool write_register(const std::string& name, uint64_t value) = 0;
+
+    // Running: the PC of an instruction the core has just executed (QEMU: a brief halt).
+    // nullopt when the core halted meanwhile (a breakpoint).
+    virtual std::optional<uint32_t> sample_pc() = 0;
+
+    // The instruction addresses where the core must halt (FPB comparators), the whole set
+    // each time.
+    virtual void set_breakpoints(const std::set<uint32_t>& addresses) = 0;
+};
+
+} // namespace mcuprof::vprobe

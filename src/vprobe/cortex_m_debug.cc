@@ -1,0 +1,549 @@
+#include "mcuprof/vprobe/cortex_m_debug.h"
+
+#include <cmath>
+#include <string>
+
+#include "mcuprof/vprobe/rom_table.h"
+
+namespace mcuprof::vprobe {
+
+using namespace cortex_m;
+namespace components = cortex_m_components;
+
+namespace {
+
+bool in_block(uint32_t address, uint32_t block)
+{
+    return (address & ~0xFFFu) == block;
+}
+
+// DWT_CTRL as the Cortex-M4 has it: NUMCOMP 4 in [31:28]; NOTRCPKT, NOEXTTRIG, NOCYCCNT
+// and NOPRFCNT [27:24] all 0 (everything present); the enables below are writable.
+constexpr uint32_t dwt_ctrl_numcomp = uint32_t(dwt_comparators) << 28;
+constexpr uint32_t dwt_ctrl_writable = 0x007F1FFF;
+
+// FP_CTRL as the Cortex-M4 has it: REV 0 (FPBv1), NUM_CODE 6 in [14:12]:[7:4], NUM_LIT 2
+// in [11:8]; KEY must be 1 for a write to take effect; ENABLE is bit 0.
+constexpr uint32_t fp_ctrl_fixed = (fp_literal_comparators << 8) | (fp_code_comparators << 4);
+
+// FP_COMPn (FPBv1): COMP [28:2] is the word address in the Code region, REPLACE [31:30]
+// what happens on a match: 01 breakpoint on the lower halfword, 10 on the upper, 11 on
+// both, 00 remap (not a breakpoint). ENABLE is bit 0.
+void add_breakpoints(uint32_t comparator, std::set<uint32_t>& into)
+{
+    if (!(comparator & 1))
+        return;
+    const uint32_t word = comparator & 0x1FFFFFFCu;
+    const uint32_t replace = comparator >> 30;
+    if (replace & 1)
+        into.insert(word);
+    if (replace & 2)
+        into.insert(word + 2);
+}
+
+// DCRSR.REGSEL numbering (DDI 0403, DCRSR): 0-12 r0-r12, 13 the current SP, 14 LR, 15
+// DebugReturnAddress, 16 xPSR, 17 MSP, 18 PSP, 20 CONTROL/FAULTMASK/BASEPRI/PRIMASK in one
+// word, 33 FPSCR, 64-95 S0-S31.
+constexpr uint32_t regsel_sp = 13;
+constexpr uint32_t regsel_xpsr = 16;
+constexpr uint32_t regsel_msp = 17;
+constexpr uint32_t regsel_psp = 18;
+constexpr uint32_t regsel_special = 20;
+constexpr uint32_t regsel_fpscr = 33;
+constexpr uint32_t regsel_s0 = 64;
+constexpr uint32_t regsel_s31 = 95;
+
+std::string core_register_name(uint32_t regsel)
+{
+    static const char* const names[] = {"r0", "r1", "r2",  "r3",  "r4", "r5", "r6", "r7",  "r8",
+                                        "r9", "r10", "r11", "r12", "sp", "lr", "pc", "xpsr"};
+    if (regsel <= regsel_xpsr)
+        return names[regsel];
+    if (regsel == regsel_fpscr)
+        return "fpscr";
+    return {};
+}
+
+// The special-purpose registers packed into REGSEL 20, most significant first.
+const char* const special_registers[] = {"control", "faultmask", "basepri", "primask"};
+
+} // namespace
+
+CortexMDebug::CortexMDebug(DebugTarget& target, Options options) : target_(target), options_(std::move(options))
+{
+    halted_ = target_.poll_halted();
+}
+
+double CortexMDebug::now() const
+{
+    if (options_.now)
+        return options_.now();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---------------------------------------------------------------- run state
+
+bool CortexMDebug::is_simulated(uint32_t a)
+{
+    using namespace components;
+    return in_block(a, itm) || in_block(a, dwt) || in_block(a, fpb) || in_block(a, rom_table) || a == cpuid ||
+           a == dfsr || a == dhcsr || a == dcrsr || a == dcrdr || a == demcr || (a >= 0xE000EFD0 && a <= 0xE000EFFC);
+}
+
+// CYCCNT counts while the core runs with CYCCNTENA and TRCENA set (DDI 0403, DWT_CYCCNT:
+// it does not count in Debug state). The count is kept as a base plus the running time
+// since the base was taken; every change of those conditions takes a new base.
+uint32_t CortexMDebug::cyccnt() const
+{
+    if (!cyccnt_counting_)
+        return cyccnt_base_;
+    const double ticks = (now() - cyccnt_since_) * options_.core_clock_hz;
+    return cyccnt_base_ + uint32_t(uint64_t(std::fmod(std::max(ticks, 0.0), 4294967296.0)));
+}
+
+void CortexMDebug::note_halted()
+{
+    cyccnt_base_ = cyccnt();
+    cyccnt_since_ = now();
+    halted_ = true;
+    cyccnt_counting_ = false;
+}
+
+void CortexMDebug::note_running()
+{
+    cyccnt_base_ = cyccnt();
+    cyccnt_since_ = now();
+    halted_ = false;
+    retired_since_read_ = true;
+    regrdy_ = false;
+    cyccnt_counting_ = (dwt_ctrl_ & dwt_cyccntena) && (demcr_ & trcena);
+}
+
+// Looks whether the target stopped by itself: only a breakpoint does that (the
+// comparators of the FPB are the only halting events given to it).
+bool CortexMDebug::refresh_halted()
+{
+    const bool halted = target_.poll_halted();
+    if (halted && !halted_) {
+        note_halted();
+        dfsr_ |= dfsr_bkpt;
+    } else if (!halted && halted_) {
+        note_running();
+    }
+    return halted_;
+}
+
+uint32_t CortexMDebug::read_dhcsr()
+{
+    const bool halted = refresh_halted();
+    uint32_t value = dhcsr_control_;
+    if (halted && (dhcsr_control_ & c_debugen))
+        value |= c_halt;   // set by the core on entry to Debug state
+    if (step_requested_)
+        value |= c_step;
+    if (regrdy_)
+        value |= s_regrdy;
+    if (halted)
+        value |= s_halt;
+    // S_RETIRE_ST and S_RESET_ST are sticky: set by the event, cleared by this read.
+    if (retired_since_read_ || !halted)
+        value |= s_retire_st;
+    if (reset_since_read_)
+        value |= s_reset_st;
+    retired_since_read_ = false;
+    reset_since_read_ = false;
+    return value;
+}
+
+void CortexMDebug::write_dhcsr(uint32_t value)
+{
+    // DDI 0403, DHCSR: a write without DBGKEY in [31:16] is ignored.
+    if ((value & 0xFFFF0000u) != dbgkey)
+        return;
+    const bool halted = refresh_halted();
+    const bool debugen = value & c_debugen;
+    if (!debugen) {
+        // Halting debug off: a halted core continues (a debugger that leaves clears
+        // C_DEBUGEN and expects the core to run).
+        dhcsr_control_ = 0;
+        step_requested_ = false;
+        if (halted) {
+            target_.resume();
+            note_running();
+        }
+        return;
+    }
+    // C_MASKINTS changes only while halted (DDI 0403, DHCSR).
+    const uint32_t maskints = halted ? (value & c_maskints) : (dhcsr_control_ & c_maskints);
+    dhcsr_control_ = c_debugen | maskints | (value & c_snapstall);
+    step_requested_ = (value & c_step) != 0;
+    if (halted) {
+        if (value & c_halt)
+            return;   // stays halted
+        if (step_requested_) {
+            // QEMU steps with interrupts masked, as C_MASKINTS asks; a step without it
+            // would take a pending interrupt first on silicon (see docs/vprobe.md).
+            target_.step();
+            retired_since_read_ = true;
+            regrdy_ = false;
+            dfsr_ |= dfsr_halted;
+            // The core is halted again; CYCCNT did not count the one instruction.
+            return;
+        }
+        target_.resume();
+        note_running();
+        return;
+    }
+    if (value & c_halt) {
+        target_.halt();
+        note_halted();
+        dfsr_ |= dfsr_halted;
+    }
+}
+
+// ---------------------------------------------------------------- core registers
+
+std::optional<uint32_t> CortexMDebug::read_core_register(uint32_t regsel)
+{
+    if (const std::string name = core_register_name(regsel); !name.empty()) {
+        if (auto v = target_.read_register(name))
+            return uint32_t(*v);
+        return std::nullopt;
+    }
+    if (regsel == regsel_msp || regsel == regsel_psp) {
+        // QEMU 7.2's gdbstub has no MSP or PSP (newer ones have them, then they are used):
+        // both read as the current SP, which is what a debugger shows as SP with CONTROL
+        // read as 0 (see docs/vprobe.md).
+        const char* name = regsel == regsel_msp ? "msp" : "psp";
+        if (target_.has_register(name))
+            if (auto v = target_.read_register(name))
+                return uint32_t(*v);
+        if (auto v = target_.read_register("sp"))
+            return uint32_t(*v);
+        return std::nullopt;
+    }
+    if (regsel == regsel_special) {
+        uint32_t word = 0;
+        for (const char* name : special_registers) {
+            word <<= 8;
+            if (target_.has_register(name))
+                if (auto v = target_.read_register(name))
+                    word |= uint32_t(*v) & 0xFF;
+        }
+        return word;
+    }
+    if (regsel >= regsel_s0 && regsel <= regsel_s31) {
+        // S(2n) and S(2n+1) are the low and high halves of D(n), as GDB's VFP feature has them.
+        const unsigned s = regsel - regsel_s0;
+        if (auto d = target_.read_register("d" + std::to_string(s / 2)))
+            return uint32_t(*d >> (32 * (s % 2)));
+        return std::nullopt;
+    }
+    return std::nullopt;   // reserved REGSEL values: UNPREDICTABLE, read as 0
+}
+
+void CortexMDebug::write_core_register(uint32_t regsel, uint32_t value)
+{
+    if (const std::string name = core_register_name(regsel); !name.empty()) {
+        target_.write_register(name, value);
+        return;
+    }
+    if (regsel == regsel_msp || regsel == regsel_psp) {
+        const char* name = regsel == regsel_msp ? "msp" : "psp";
+        if (target_.has_register(name))
+            target_.write_register(name, value);
+        else if (regsel == regsel_msp)
+            target_.write_register("sp", value);   // the SP that MSP reads as
+        return;
+    }
+    if (regsel == regsel_special) {
+        unsigned shift = 24;
+        for (const char* name : special_registers) {
+            if (target_.has_register(name))
+                target_.write_register(name, (value >> shift) & 0xFF);
+            shift -= 8;
+        }
+        return;
+    }
+    if (regsel >= regsel_s0 && regsel <= regsel_s31) {
+        const unsigned s = regsel - regsel_s0;
+        const std::string d = "d" + std::to_string(s / 2);
+        if (auto old = target_.read_register(d)) {
+            const unsigned shift = 32 * (s % 2);
+            const uint64_t merged = (*old & ~(uint64_t(0xFFFFFFFF) << shift)) | (uint64_t(value) << shift);
+            target_.write_register(d, merged);
+        }
+    }
+}
+
+void CortexMDebug::transfer_register(uint32_t request)
+{
+    // DDI 0403, DCRSR: a transfer outside Debug state is UNPREDICTABLE; here it does
+    // nothing and S_REGRDY stays 0, so a debugger times out instead of reading garbage.
+    if (!refresh_halted()) {
+        regrdy_ = false;
+        return;
+    }
+    const uint32_t regsel = request & dcrsr_regsel_mask;
+    if (request & dcrsr_regwnr)
+        write_core_register(regsel, dcrdr_);
+    else
+        dcrdr_ = read_core_register(regsel).value_or(0);
+    ++register_transfers_;
+    regrdy_ = true;   // the transfer completed before the next access can look
+}
+
+// ---------------------------------------------------------------- reset
+
+void CortexMDebug::reset(bool from_pin)
+{
+    // A local reset leaves the debug logic as it is (DDI 0403, "Debug and reset"): DHCSR's
+    // control bits, DEMCR, the FPB and the DWT keep their values. With VC_CORERESET the
+    // core halts before the first instruction (a vector catch).
+    const bool catch_reset = (dhcsr_control_ & c_debugen) && (demcr_ & vc_corereset);
+    target_.reset(catch_reset);
+    reset_since_read_ = true;
+    step_requested_ = false;
+    regrdy_ = false;
+    if (catch_reset) {
+        note_halted();
+        dfsr_ |= dfsr_vcatch;
+    } else {
+        note_running();
+    }
+    (void)from_pin;
+}
+
+void CortexMDebug::system_reset()
+{
+    reset(true);
+}
+
+// ---------------------------------------------------------------- breakpoints
+
+void CortexMDebug::update_breakpoints()
+{
+    std::set<uint32_t> wanted;
+    if (fp_ctrl_ & fp_ctrl_enable)
+        for (unsigned i = 0; i < fp_code_comparators; ++i)
+            add_breakpoints(fp_comp_[i], wanted);
+    if (wanted != breakpoints_) {
+        target_.set_breakpoints(wanted);
+        breakpoints_ = std::move(wanted);
+    }
+}
+
+// ---------------------------------------------------------------- the bus
+
+uint32_t CortexMDebug::peek(uint32_t a) const
+{
+    if (a == dcrdr)
+        return dcrdr_;
+    if (a == demcr)
+        return demcr_;
+    if (a == dhcsr)
+        return dhcsr_control_;
+    if (a == fp_ctrl)
+        return fp_ctrl_ | fp_ctrl_fixed;
+    if (a >= fp_comp0 && a < fp_comp0 + 4 * fp_comp_.size())
+        return fp_comp_[(a - fp_comp0) / 4];
+    if (a == dwt_ctrl)
+        return dwt_ctrl_ | dwt_ctrl_numcomp;
+    if (a >= dwt_comp0 && a < dwt_comp0 + 16 * dwt_comparators) {
+        const uint32_t offset = a - dwt_comp0;
+        if ((offset & 0xF) < 0xC)
+            return dwt_comparators_[(offset / 16) * 3 + (offset & 0xF) / 4];
+    }
+    return 0;
+}
+
+std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
+{
+    using namespace components;
+    if (!is_simulated(a))
+        return std::nullopt;
+    switch (a) {
+    case dhcsr:
+        return read_dhcsr();
+    case dcrsr:
+        return 0;   // write-only
+    case dcrdr:
+        return dcrdr_;
+    case demcr:
+        return demcr_;
+    case dfsr:
+        return dfsr_;
+    case cpuid:
+        if (!cpuid_) {
+            // The target's own CPUID tells a Cortex-M3 from an M4; read once, it never changes.
+            uint32_t value = 0;
+            cpuid_ = target_.read_memory(cpuid, 4, value) && value != 0 ? value : cortex_m4_cpuid;
+        }
+        return *cpuid_;
+    case dwt_cyccnt:
+        return cyccnt();
+    case dwt_pcsr: {
+        // DDI 0403, DWT_PCSR: the address of a recently executed instruction, 0xFFFFFFFF
+        // while the core is halted. On QEMU each read is a brief halt of the target.
+        if (refresh_halted())
+            return 0xFFFFFFFFu;
+        const std::optional<uint32_t> pc = target_.sample_pc();
+        if (!pc) {
+            refresh_halted();   // the core stopped by itself meanwhile (a breakpoint)
+            return 0xFFFFFFFFu;
+        }
+        ++pc_samples_;
+        return *pc;
+    }
+    default:
+        break;
+    }
+    const uint32_t offset = a & 0xFFF;
+    if (in_block(a, rom_table))
+        return cortex_m_rom_table_word(offset);
+    if (a >= 0xE000EFD0 && a <= 0xE000EFFC)
+        return coresight_id_register(scs_id, offset).value_or(0);
+    if (in_block(a, dwt)) {
+        if (auto id = coresight_id_register(dwt_id, offset))
+            return *id;
+        return peek(a);   // CTRL, comparators; the 8-bit profiling counters read 0
+    }
+    if (in_block(a, fpb)) {
+        if (auto id = coresight_id_register(fpb_id, offset))
+            return *id;
+        if (a == fp_remap)
+            return fp_remap_;
+        return peek(a);
+    }
+    if (in_block(a, itm)) {
+        if (auto id = coresight_id_register(itm_id, offset))
+            return *id;
+        if (offset < 0x80)
+            return 1;   // stimulus port: FIFOREADY, whatever is written goes nowhere
+        if (offset == 0xE00)
+            return itm_ter_;
+        if (offset == 0xE40)
+            return itm_tpr_;
+        if (offset == 0xE80)
+            return itm_tcr_;
+        return 0;
+    }
+    return 0;
+}
+
+bool CortexMDebug::write_simulated(uint32_t a, uint32_t value)
+{
+    using namespace components;
+    if (a == aircr) {
+        // The reset requests are the probe's business: the target restarts under control.
+        // Anything else (PRIGROUP, ENDIANNESS is read-only) is the target's.
+        if ((value & 0xFFFF0000u) != vectkey)
+            return true;   // DDI 0403, AIRCR: writes without VECTKEY are ignored
+        if (value & (sysresetreq | vectreset)) {
+            reset(false);
+            return true;
+        }
+        return false;
+    }
+    if (!is_simulated(a))
+        return false;
+    switch (a) {
+    case dhcsr:
+        write_dhcsr(value);
+        return true;
+    case dcrsr:
+        transfer_register(value);
+        return true;
+    case dcrdr:
+        dcrdr_ = value;
+        return true;
+    case demcr:
+        demcr_ = value & demcr_writable;
+        cyccnt_base_ = cyccnt();
+        cyccnt_since_ = now();
+        cyccnt_counting_ = !halted_ && (dwt_ctrl_ & dwt_cyccntena) && (demcr_ & trcena);
+        return true;
+    case dfsr:
+        dfsr_ &= ~value;
+        return true;
+    case dwt_ctrl:
+        cyccnt_base_ = cyccnt();
+        cyccnt_since_ = now();
+        dwt_ctrl_ = value & dwt_ctrl_writable;
+        cyccnt_counting_ = !halted_ && (dwt_ctrl_ & dwt_cyccntena) && (demcr_ & trcena);
+        return true;
+    case dwt_cyccnt:
+        cyccnt_base_ = value;
+        cyccnt_since_ = now();
+        return true;
+    case fp_ctrl:
+        if (value & fp_ctrl_key) {
+            fp_ctrl_ = value & fp_ctrl_enable;
+            update_breakpoints();
+        }
+        return true;
+    case fp_remap:
+        fp_remap_ = value & 0x1FFFFFE0u;
+        return true;
+    default:
+        break;
+    }
+    if (a >= fp_comp0 && a < fp_comp0 + 4 * fp_comp_.size()) {
+        fp_comp_[(a - fp_comp0) / 4] = value & 0xDFFFFFFDu;   // bits 29 and 1 are reserved
+        update_breakpoints();
+        return true;
+    }
+    if (a >= dwt_comp0 && a < dwt_comp0 + 16 * dwt_comparators) {
+        const uint32_t offset = a - dwt_comp0;
+        const unsigned index = (offset / 16) * 3 + (offset & 0xF) / 4;
+        if ((offset & 0xF) == 0x4)
+            dwt_comparators_[index] = value & 0x1F;          // MASK: 5 bits
+        else if ((offset & 0xF) == 0x8)
+            dwt_comparators_[index] = value & 0x000FFDAFu;   // FUNCTION: MATCHED and LNK1ENA read-only
+        else if ((offset & 0xF) == 0x0)
+            dwt_comparators_[index] = value;
+        // Watchpoints are stored, not given to the target (see docs/vprobe.md).
+        return true;
+    }
+    if (in_block(a, itm)) {
+        const uint32_t offset = a & 0xFFF;
+        if (offset == 0xE00)
+            itm_ter_ = value;
+        else if (offset == 0xE40)
+            itm_tpr_ = value & 0xF;
+        else if (offset == 0xE80)
+            itm_tcr_ = value & 0x00FF0F1Fu;
+        return true;   // stimulus writes and the lock access register: accepted, no trace
+    }
+    return true;   // read-only simulated registers (IDs, ROM table, CPUID, PCSR) ignore writes
+}
+
+bool CortexMDebug::read(uint32_t address, unsigned size, uint32_t& value)
+{
+    const uint32_t word_address = address & ~3u;
+    if (auto word = read_simulated(word_address)) {
+        const unsigned shift = 8 * (address & 3);
+        value = size == 4 ? *word : (*word >> shift) & ((1u << (8 * size)) - 1);
+        return true;
+    }
+    return target_.read_memory(address, size, value);
+}
+
+bool CortexMDebug::write(uint32_t address, unsigned size, uint32_t value)
+{
+    const uint32_t word_address = address & ~3u;
+    if (is_simulated(word_address) || word_address == aircr) {
+        uint32_t word = value;
+        if (size < 4) {
+            // A sub-word write to a simulated register updates its lanes of the stored word.
+            const unsigned shift = 8 * (address & 3);
+            const uint32_t mask = ((1u << (8 * size)) - 1) << shift;
+            word = (peek(word_address) & ~mask) | ((value << shift) & mask);
+        }
+        if (write_simulated(word_address, word))
+            return true;
+    }
+    return target_.write_memory(address, size, value);
+}
+
+} // namespace mcuprof::vprobe

@@ -1,0 +1,284 @@
+#include "mcuprof/vprobe/rsp_target.h"
+
+#include <cstdio>
+
+#include "mcuprof/transport/error.h"
+#include "mcuprof/vprobe/error.h"
+
+namespace mcuprof::vprobe {
+
+using transport::StopReply;
+
+namespace {
+
+constexpr int sigtrap = 5;   // GDB's signal for a breakpoint or a finished step; QEMU's interrupt stop is 2
+
+std::string hex32(uint32_t value)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "%x", value);
+    return text;
+}
+
+std::string little_endian(uint64_t value, size_t bytes)
+{
+    std::string out;
+    for (size_t i = 0; i < bytes; ++i)
+        out.push_back(char((value >> (8 * i)) & 0xFF));
+    return out;
+}
+
+uint64_t from_little_endian(std::string_view bytes)
+{
+    uint64_t value = 0;
+    for (size_t i = bytes.size(); i-- > 0;)
+        value = (value << 8) | uint8_t(bytes[i]);
+    return value;
+}
+
+// ARMv7-M's default memory map (DDI 0403, B3.1): the Code (0x00000000) and SRAM
+// (0x20000000) regions are Normal memory, where a read has no side effect, so reading a
+// whole line ahead is harmless. Peripherals and the PPB from 0x40000000 up are not.
+bool cacheable(uint32_t address)
+{
+    return address < 0x40000000u;
+}
+
+} // namespace
+
+RspTarget::RspTarget(transport::RspClient& rsp, bool halted)
+    : rsp_(rsp), core_(halted ? Core::halted : Core::running)
+{
+}
+
+void RspTarget::stopped(const StopReply& stop)
+{
+    if (stop.kind == StopReply::Kind::exited)
+        throw Error(rsp_.peer(), "", "the target exited with code " + std::to_string(stop.value));
+    if (stop.kind == StopReply::Kind::terminated)
+        throw Error(rsp_.peer(), "", "the target was terminated by signal " + std::to_string(stop.value));
+}
+
+void RspTarget::invalidate()
+{
+    registers_.clear();
+    lines_.clear();
+}
+
+void RspTarget::release_hold()
+{
+    if (core_ != Core::held)
+        return;
+    invalidate();
+    rsp_.resume();
+    core_ = Core::running;
+}
+
+template <class Access> auto RspTarget::while_stopped(Access access)
+{
+    if (core_ == Core::running) {
+        const StopReply stop = rsp_.interrupt();
+        stopped(stop);
+        ++stats_.access_halts;
+        // A breakpoint that stopped the core before the interrupt arrived (QEMU ignores an
+        // interrupt byte while stopped) leaves it halted, for the debugger to see.
+        core_ = stop.value == sigtrap ? Core::halted : Core::held;
+    }
+    return access();
+}
+
+bool RspTarget::poll_halted()
+{
+    if (core_ != Core::running)
+        return core_ == Core::halted;
+    // A byte sent now would stop the guest: only look at what it has sent.
+    if (auto stop = rsp_.poll_stop(transport::Duration::zero())) {
+        stopped(*stop);
+        core_ = Core::halted;
+    }
+    return core_ == Core::halted;
+}
+
+void RspTarget::halt()
+{
+    if (core_ == Core::running)
+        stopped(rsp_.interrupt());
+    core_ = Core::halted;   // a held core is halted already: it just stays
+}
+
+void RspTarget::resume()
+{
+    if (core_ != Core::halted)
+        return;
+    invalidate();
+    rsp_.resume();
+    core_ = Core::running;
+}
+
+void RspTarget::idle()
+{
+    release_hold();
+}
+
+void RspTarget::step()
+{
+    if (core_ != Core::halted)
+        return;
+    invalidate();
+    stopped(rsp_.step());
+}
+
+void RspTarget::reset(bool halt_after)
+{
+    halt();
+    // QEMU's monitor resets the machine; a stopped guest stays stopped, at the reset
+    // vector's first instruction.
+    rsp_.monitor("system_reset");
+    invalidate();
+    if (!halt_after)
+        resume();
+}
+
+const std::string* RspTarget::cached_line(uint32_t line_address)
+{
+    auto found = lines_.find(line_address);
+    if (found == lines_.end()) {
+        ++stats_.memory_requests;
+        const std::string reply = rsp_.request("m" + hex32(line_address) + "," + hex32(cache_line));
+        std::string bytes;
+        if (reply.empty() || reply[0] == 'E' || !transport::rsp::from_hex(reply, bytes) || bytes.size() != cache_line)
+            bytes.clear();   // part of the line is not mapped: read what is asked, alone
+        found = lines_.emplace(line_address, std::move(bytes)).first;
+    } else {
+        ++stats_.cache_hits;
+    }
+    return found->second.empty() ? nullptr : &found->second;
+}
+
+bool RspTarget::read_memory(uint32_t address, unsigned size, uint32_t& value)
+{
+    if (core_ != Core::running && cacheable(address)) {
+        if (const std::string* line = cached_line(address & ~(cache_line - 1))) {
+            value = uint32_t(from_little_endian(std::string_view(*line).substr(address & (cache_line - 1), size)));
+            return true;
+        }
+    }
+    return while_stopped([&] {
+        ++stats_.memory_requests;
+        const std::string reply = rsp_.request("m" + hex32(address) + "," + hex32(size));
+        std::string bytes;
+        if (reply.empty() || reply[0] == 'E' || !transport::rsp::from_hex(reply, bytes) || bytes.size() != size)
+            return false;
+        value = uint32_t(from_little_endian(bytes));
+        return true;
+    });
+}
+
+bool RspTarget::write_memory(uint32_t address, unsigned size, uint32_t value)
+{
+    return while_stopped([&] {
+        lines_.clear();
+        ++stats_.memory_requests;
+        const std::string reply = rsp_.request("M" + hex32(address) + "," + hex32(size) + ":" +
+                                               transport::rsp::to_hex(little_endian(value, size)));
+        return reply == "OK";
+    });
+}
+
+bool RspTarget::has_register(const std::string& name) const
+{
+    return rsp_.target().find(name) != nullptr;
+}
+
+bool RspTarget::load_registers()
+{
+    if (!registers_.empty())
+        return true;
+    std::vector<std::string> names;
+    for (const transport::RegisterInfo& r : rsp_.target().registers())
+        if (r.bits == 32 || r.bits == 64)
+            names.push_back(r.name);
+    const std::vector<std::string> values = rsp_.read_register_bytes(names);
+    for (size_t i = 0; i < names.size(); ++i)
+        registers_[names[i]] = values[i];
+    ++stats_.register_loads;
+    return true;
+}
+
+std::optional<uint64_t> RspTarget::read_register(const std::string& name)
+{
+    if (core_ != Core::halted || !has_register(name))
+        return std::nullopt;
+    load_registers();
+    const transport::RegisterInfo* info = rsp_.target().find(name);
+    auto found = registers_.find(info->name);
+    if (found == registers_.end())
+        return std::nullopt;
+    return from_little_endian(found->second);
+}
+
+bool RspTarget::write_register(const std::string& name, uint64_t value)
+{
+    const transport::RegisterInfo* info = rsp_.target().find(name);
+    if (core_ != Core::halted || info == nullptr || (info->bits != 32 && info->bits != 64))
+        return false;
+    const std::string bytes = little_endian(value, info->bits / 8);
+    try {
+        rsp_.write_register(info->name, bytes);
+    } catch (const transport::Error& e) {
+        if (e.kind() != transport::Error::Kind::protocol)
+            throw;
+        return false;   // refused: the debugger reads the old value back
+    }
+    if (!registers_.empty())
+        registers_[info->name] = bytes;
+    return true;
+}
+
+std::optional<uint32_t> RspTarget::sample_pc()
+{
+    if (core_ == Core::halted)
+        return std::nullopt;
+    release_hold();
+    const StopReply stop = rsp_.interrupt();
+    stopped(stop);
+    if (stop.value == sigtrap) {
+        core_ = Core::halted;   // a breakpoint halted it: it stays halted
+        return std::nullopt;
+    }
+    const uint32_t pc = rsp_.read_registers({"pc"})[0];
+    rsp_.resume();
+    ++stats_.pc_samples;
+    return pc;
+}
+
+void RspTarget::set_breakpoints(const std::set<uint32_t>& addresses)
+{
+    while_stopped([&] {
+        for (auto it = breakpoints_.begin(); it != breakpoints_.end();) {
+            if (addresses.count(*it) == 0) {
+                rsp_.remove_breakpoint(*it);
+                it = breakpoints_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (uint32_t address : addresses)
+            if (breakpoints_.count(address) == 0) {
+                rsp_.insert_breakpoint(address);
+                breakpoints_.insert(address);
+            }
+        return true;
+    });
+}
+
+void RspTarget::detach()
+{
+    halt();
+    for (uint32_t address : breakpoints_)
+        rsp_.remove_breakpoint(address);
+    breakpoints_.clear();
+    rsp_.detach();
+}
+
+} // namespace mcuprof::vprobe

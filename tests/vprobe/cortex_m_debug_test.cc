@@ -1,0 +1,214 @@
+#include <doctest/doctest.h>
+
+#include "mcuprof/vprobe/cortex_m_debug.h"
+#include "mcuprof/vprobe/rom_table.h"
+#include "vprobe_test_support.h"
+
+using namespace mcuprof::vprobe;
+using namespace mcuprof::vprobe::cortex_m;
+using vprobe_test::FakeTarget;
+
+namespace {
+
+struct Fixture {
+    FakeTarget target;
+    double clock = 100.0;
+    CortexMDebug debug{target, CortexMDebug::Options{1e6, [this] { return clock; }}};
+
+    uint32_t rd(uint32_t address, unsigned size = 4)
+    {
+        uint32_t value = 0;
+        REQUIRE(debug.read(address, size, value));
+        return value;
+    }
+    void wr(uint32_t address, uint32_t value, unsigned size = 4) { REQUIRE(debug.write(address, size, value)); }
+    void halt() { wr(dhcsr, dbgkey | c_debugen | c_halt); }
+};
+
+} // namespace
+
+TEST_CASE("cortex-m: DHCSR needs DBGKEY; C_HALT halts, clearing it resumes; S_HALT follows")
+{
+    Fixture f;
+    CHECK((f.rd(dhcsr) & s_halt) == 0);
+    f.wr(dhcsr, c_debugen | c_halt);   // no key: ignored
+    CHECK_FALSE(f.target.halted);
+    f.halt();
+    CHECK(f.target.halted);
+    const uint32_t halted = f.rd(dhcsr);
+    CHECK((halted & (s_halt | c_halt | c_debugen)) == (s_halt | c_halt | c_debugen));
+    CHECK((f.rd(dfsr) & dfsr_halted) != 0);
+    f.wr(dfsr, dfsr_halted);           // write 1 to clear
+    CHECK(f.rd(dfsr) == 0);
+    f.wr(dhcsr, dbgkey | c_debugen);
+    CHECK_FALSE(f.target.halted);
+    CHECK((f.rd(dhcsr) & (s_halt | c_halt)) == 0);
+}
+
+TEST_CASE("cortex-m: S_RESET_ST and S_RETIRE_ST are sticky until read")
+{
+    Fixture f;
+    CHECK((f.rd(dhcsr) & s_reset_st) != 0);   // the power-on reset
+    CHECK((f.rd(dhcsr) & s_reset_st) == 0);
+    f.halt();
+    f.rd(dhcsr);
+    CHECK((f.rd(dhcsr) & s_retire_st) == 0);   // halted: nothing retires
+    f.wr(dhcsr, dbgkey | c_debugen | c_step | c_maskints);
+    CHECK(f.target.log.back() == "step");
+    CHECK(f.target.halted);
+    const uint32_t after_step = f.rd(dhcsr);
+    CHECK((after_step & s_retire_st) != 0);
+    CHECK((after_step & s_halt) != 0);
+    CHECK((f.rd(dhcsr) & s_retire_st) == 0);
+}
+
+TEST_CASE("cortex-m: DCRSR/DCRDR move registers by REGSEL, S_REGRDY says done")
+{
+    Fixture f;
+    f.target.registers["r7"] = 0x77;
+    f.target.registers["d1"] = 0x3FF0000040490FDBull;   // S2 = low half, S3 = high half
+    f.target.registers["fpscr"] = 0x03000000;
+    f.halt();
+    auto read_reg = [&](uint32_t regsel) {
+        f.wr(dcrsr, regsel);
+        CHECK((f.rd(dhcsr) & s_regrdy) != 0);
+        return f.rd(dcrdr);
+    };
+    CHECK(read_reg(7) == 0x77);
+    CHECK(read_reg(13) == 0x20001000);   // SP
+    CHECK(read_reg(15) == 0x08000100);   // DebugReturnAddress
+    CHECK(read_reg(16) == 0x01000000);   // xPSR
+    CHECK(read_reg(17) == 0x20001000);   // MSP: the current SP where the target has no MSP
+    CHECK(read_reg(20) == 0);            // CONTROL/FAULTMASK/BASEPRI/PRIMASK: none here
+    CHECK(read_reg(33) == 0x03000000);   // FPSCR
+    CHECK(read_reg(64 + 2) == 0x40490FDB);
+    CHECK(read_reg(64 + 3) == 0x3FF00000);
+
+    f.wr(dcrdr, 0x08000400);
+    f.wr(dcrsr, dcrsr_regwnr | 15);
+    CHECK(f.target.registers["pc"] == 0x08000400);
+    f.wr(dcrdr, 0xAABBCCDD);
+    f.wr(dcrsr, dcrsr_regwnr | (64 + 3));
+    CHECK(f.target.registers["d1"] == 0xAABBCCDD40490FDBull);
+    f.target.registers["primask"] = 1;
+    f.target.registers["control"] = 2;
+    CHECK(read_reg(20) == 0x02000001);
+}
+
+TEST_CASE("cortex-m: a register transfer while running does nothing, S_REGRDY stays 0")
+{
+    Fixture f;
+    f.wr(dcrsr, 15);
+    CHECK((f.rd(dhcsr) & s_regrdy) == 0);
+    CHECK(f.debug.register_transfers() == 0);
+}
+
+TEST_CASE("cortex-m: DWT_PCSR is the running PC, 0xFFFFFFFF halted")
+{
+    Fixture f;
+    CHECK(f.rd(dwt_pcsr) == 0x08000200);
+    f.target.running_pc = 0x08000222;
+    CHECK(f.rd(dwt_pcsr) == 0x08000222);
+    f.halt();
+    CHECK(f.rd(dwt_pcsr) == 0xFFFFFFFF);
+    CHECK(f.debug.pc_samples() == 2);
+    CHECK((f.rd(dwt_ctrl) >> 28) == 4);   // NUMCOMP
+}
+
+TEST_CASE("cortex-m: CYCCNT counts running time at the core clock, with CYCCNTENA and TRCENA")
+{
+    Fixture f;   // 1 MHz
+    f.wr(demcr, trcena);
+    f.wr(dwt_cyccnt, 0);
+    f.wr(dwt_ctrl, dwt_cyccntena);
+    f.clock += 0.5;
+    CHECK(f.rd(dwt_cyccnt) == 500000);
+    f.halt();
+    f.clock += 1.0;   // halted: no counting
+    CHECK(f.rd(dwt_cyccnt) == 500000);
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.clock += 0.25;
+    CHECK(f.rd(dwt_cyccnt) == 750000);
+    f.wr(dwt_ctrl, 0);
+    f.clock += 1.0;
+    CHECK(f.rd(dwt_cyccnt) == 750000);
+}
+
+TEST_CASE("cortex-m: FPB code comparators become the target's breakpoints")
+{
+    Fixture f;
+    CHECK(((f.rd(fp_ctrl) >> 4) & 0xF) == 6);   // NUM_CODE
+    CHECK(((f.rd(fp_ctrl) >> 8) & 0xF) == 2);   // NUM_LIT
+    f.wr(fp_comp0, 0x08000350 | (1u << 30) | 1);       // lower halfword of 0x08000350
+    f.wr(fp_comp0 + 4, 0x08000350 | (2u << 30) | 1);   // upper halfword: 0x08000352
+    CHECK(f.target.breakpoints.empty());                // the FPB is off
+    f.wr(fp_ctrl, fp_ctrl_enable);                      // no KEY: ignored
+    CHECK(f.target.breakpoints.empty());
+    f.wr(fp_ctrl, fp_ctrl_key | fp_ctrl_enable);
+    CHECK(f.target.breakpoints == std::set<uint32_t>{0x08000350, 0x08000352});
+    f.wr(fp_comp0, 0);
+    CHECK(f.target.breakpoints == std::set<uint32_t>{0x08000352});
+
+    // The target stops by itself at a breakpoint: the next DHCSR read sees it, DFSR says BKPT.
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.target.stops_by_itself = true;
+    CHECK((f.rd(dhcsr) & s_halt) != 0);
+    CHECK((f.rd(dfsr) & dfsr_bkpt) != 0);
+}
+
+TEST_CASE("cortex-m: AIRCR SYSRESETREQ resets the system, halting it with VC_CORERESET")
+{
+    Fixture f;
+    f.rd(dhcsr);   // consume the power-on S_RESET_ST
+    f.wr(aircr, 0x1234'0000u | sysresetreq);   // wrong VECTKEY: ignored
+    CHECK(f.target.resets == 0);
+    f.wr(aircr, vectkey | sysresetreq);
+    CHECK(f.target.log.back() == "reset run");
+    CHECK((f.rd(dhcsr) & s_reset_st) != 0);
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.wr(demcr, vc_corereset);
+    f.wr(aircr, vectkey | sysresetreq);
+    CHECK(f.target.log.back() == "reset halt");
+    CHECK((f.rd(dhcsr) & s_halt) != 0);
+    CHECK((f.rd(dfsr) & dfsr_vcatch) != 0);
+    // Other AIRCR writes with the key go to the target (PRIGROUP).
+    f.target.map(aircr, 4);
+    f.wr(aircr, vectkey | 0x300);
+    CHECK(f.target.memory[aircr + 1] == 0x03);
+}
+
+TEST_CASE("cortex-m: the ROM table lists SCS, DWT, FPB, ITM; ID registers name ARM parts")
+{
+    Fixture f;
+    CHECK(f.rd(0xE00FF000) == 0xFFF0F003);   // SCS at 0xE000E000
+    CHECK(f.rd(0xE00FF004) == 0xFFF02003);   // DWT at 0xE0001000
+    CHECK(f.rd(0xE00FF008) == 0xFFF03003);   // FPB at 0xE0002000
+    CHECK(f.rd(0xE00FF00C) == 0xFFF01003);   // ITM at 0xE0000000
+    CHECK(f.rd(0xE00FF010) == 0xFFF41002);   // TPIU: not present
+    CHECK(f.rd(0xE00FF018) == 0);            // end
+    CHECK(f.rd(0xE00FFFCC) == 1);            // MEMTYPE: system memory
+    // CIDR0-3 of the ROM table: 0x0D 0x10 0x05 0xB1 (class 1); of the SCS: class 0xE.
+    CHECK(f.rd(0xE00FFFF0) == 0x0D);
+    CHECK(f.rd(0xE00FFFF4) == 0x10);
+    CHECK(f.rd(0xE000EFF4) == 0xE0);
+    // PIDR0-2 of the DWT: part 0x002, ARM (0x3B) with the JEDEC bit.
+    CHECK(f.rd(0xE0001FE0) == 0x02);
+    CHECK(f.rd(0xE0001FE4) == 0xB0);
+    CHECK((f.rd(0xE0001FE8) & 0xF) == 0xB);
+    CHECK(f.rd(0xE0001FD0) == 0x04);         // PIDR4: JEP106 continuation 4
+}
+
+TEST_CASE("cortex-m: other addresses are the target's memory, byte by byte")
+{
+    Fixture f;
+    f.target.map(0x20000000, 8);
+    f.wr(0x20000001, 0xAB, 1);
+    CHECK(f.rd(0x20000000) == 0x0000AB00);
+    uint32_t value = 0;
+    CHECK_FALSE(f.debug.read(0x30000000, 4, value));   // unmapped: the bus error reaches the MEM-AP
+    // CPUID: the target's own when it has one, else a Cortex-M4's.
+    CHECK(f.rd(cpuid) == cortex_m4_cpuid);
+    // A halfword read of a simulated register takes its lanes.
+    f.wr(dcrdr, 0x12345678);
+    CHECK(f.rd(dcrdr + 2, 2) == 0x1234);
+}

@@ -1,0 +1,186 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "../fakes/fake_gdb_server.h"
+#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/vprobe/error.h"
+#include "mcuprof/vprobe/rsp_target.h"
+
+using namespace mcuprof::transport;
+using mcuprof::vprobe::RspTarget;
+
+namespace {
+
+// A QEMU-like gdbstub: r0-r15 and xpsr in 'g', d0 (64-bit, regnum 26) and fpscr (42) by
+// 'p'; memory readable at 0x08000000-0x08000FFF only, each byte its address's low byte.
+std::string qemu_like(const std::string& p)
+{
+    if (p.rfind("qSupported", 0) == 0)
+        return rsp::frame("PacketSize=1000;qXfer:features:read+");
+    if (p.rfind("qXfer:features:read:target.xml:0,", 0) == 0) {
+        std::string x = "l<?xml version=\"1.0\"?><target><architecture>arm</architecture><feature name=\"m\">";
+        for (int i = 0; i <= 12; ++i)
+            x += "<reg name=\"r" + std::to_string(i) + "\" bitsize=\"32\"/>";
+        x += "<reg name=\"sp\" bitsize=\"32\"/><reg name=\"lr\" bitsize=\"32\"/><reg name=\"pc\" bitsize=\"32\"/>"
+             "<reg name=\"xpsr\" bitsize=\"32\" regnum=\"25\"/><reg name=\"d0\" bitsize=\"64\" regnum=\"26\"/>"
+             "<reg name=\"fpscr\" bitsize=\"32\" regnum=\"42\"/></feature></target>";
+        return rsp::frame(x);
+    }
+    if (p == "?" || p == "s")
+        return rsp::frame("T05thread:01;");
+    if (p == "\x03")
+        return rsp::frame("T02thread:01;");
+    if (p == "g") {
+        std::string g;
+        for (int i = 0; i < 15; ++i)
+            g += "00000000";
+        return rsp::frame(g + "90010008" + "00000041");   // pc 0x08000190, xpsr 0x41000000
+    }
+    if (p == "p1a")
+        return rsp::frame("0000803f00000040");   // d0: low word 0x3F800000, high 0x40000000
+    if (p == "p2a")
+        return rsp::frame("00000003");
+    if (p[0] == 'm') {
+        unsigned address = 0, length = 0;
+        std::sscanf(p.c_str() + 1, "%x,%x", &address, &length);
+        if (address < 0x08000000 || address + length > 0x08001000)
+            return rsp::frame("E14");
+        std::string bytes;
+        for (unsigned i = 0; i < length; ++i)
+            bytes.push_back(char((address + i) & 0xFF));
+        return rsp::frame(rsp::to_hex(bytes));
+    }
+    if (p == "c")
+        return "";
+    return rsp::frame("OK");   // M, P, Z0, z0, D, qRcmd
+}
+
+struct Fixture {
+    fakes::FakeGdbServer server{qemu_like};
+    RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
+
+    Fixture() { client.handshake(); }
+    long count(const std::string& payload)
+    {
+        const auto got = server.received();
+        return std::count(got.begin(), got.end(), payload);
+    }
+    long count_prefix(const std::string& prefix)
+    {
+        const auto got = server.received();
+        return std::count_if(got.begin(), got.end(), [&](const std::string& p) { return p.rfind(prefix, 0) == 0; });
+    }
+    // The fake answers in its own thread: let it see what was sent last.
+    void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
+};
+
+} // namespace
+
+TEST_CASE("rsp target: the RspClient additions: registers of any width, 'P', 's'")
+{
+    Fixture f;
+    const auto bytes = f.client.read_register_bytes({"pc", "d0", "fpscr"});
+    REQUIRE(bytes.size() == 3);
+    CHECK(rsp::to_hex(bytes[0]) == "90010008");
+    CHECK(rsp::to_hex(bytes[1]) == "0000803f00000040");
+    CHECK(rsp::to_hex(bytes[2]) == "00000003");
+    f.client.write_register("r3", std::string("\x78\x56\x34\x12", 4));
+    CHECK(f.count("P3=78563412") == 1);
+    CHECK(f.client.step().value == 5);
+    CHECK(f.count("s") == 1);
+}
+
+TEST_CASE("rsp target: halted, memory comes in 1 KiB lines and is kept until a write")
+{
+    Fixture f;
+    RspTarget target(f.client, true);
+    uint32_t value = 0;
+    REQUIRE(target.read_memory(0x08000010, 4, value));
+    CHECK(value == 0x13121110);
+    REQUIRE(target.read_memory(0x08000102, 2, value));
+    CHECK(value == 0x0302);
+    CHECK(f.count("m8000000,400") == 1);
+    CHECK(target.stats().cache_hits == 1);
+    // Outside readable memory the line fails; the access is tried alone and fails too.
+    CHECK_FALSE(target.read_memory(0x20000000, 4, value));
+    CHECK(f.count("m20000000,4") == 1);
+    // A write empties the cache.
+    REQUIRE(target.write_memory(0x08000010, 4, 0xAABBCCDD));
+    CHECK(f.count("M8000010,4:ddccbbaa") == 1);
+    target.read_memory(0x08000010, 4, value);
+    CHECK(f.count("m8000000,400") == 2);
+}
+
+TEST_CASE("rsp target: a running core is held for a burst of accesses, runs again when idle")
+{
+    Fixture f;
+    RspTarget target(f.client, true);
+    target.resume();
+    CHECK_FALSE(target.poll_halted());
+    uint32_t value = 0;
+    REQUIRE(target.read_memory(0x08000000, 4, value));
+    REQUIRE(target.read_memory(0x08000004, 4, value));
+    CHECK(f.count("\x03") == 1);           // one halt for both
+    CHECK(f.count("m8000000,400") == 1);   // and the line cache while held
+    CHECK_FALSE(target.poll_halted());     // still running for the debugger
+    CHECK(target.stats().access_halts == 1);
+    const long resumes = f.count("c");
+    target.idle();
+    f.settle();
+    CHECK(f.count("c") == resumes + 1);
+    // The PC sample: interrupt, 'g', resume.
+    CHECK(target.sample_pc() == 0x08000190u);
+    f.settle();
+    CHECK(f.count("\x03") == 2);
+    CHECK(f.count("c") == resumes + 2);
+}
+
+TEST_CASE("rsp target: registers once per halt, in one round trip; writes by 'P'")
+{
+    Fixture f;
+    RspTarget target(f.client, true);
+    CHECK(target.read_register("pc") == 0x08000190u);
+    CHECK(target.read_register("xpsr") == 0x41000000u);
+    CHECK(target.read_register("d0") == 0x400000003F800000ull);
+    CHECK(target.read_register("fpscr") == 0x03000000u);
+    CHECK(f.count("g") == 1);
+    CHECK(target.write_register("pc", 0x08000200));
+    CHECK(f.count("Pf=00020008") == 1);
+    CHECK(target.read_register("pc") == 0x08000200u);
+    CHECK_FALSE(target.has_register("msp"));
+    CHECK_FALSE(target.read_register("msp"));
+    target.step();
+    CHECK(target.read_register("pc") == 0x08000190u);   // read again after the step
+    CHECK(f.count("g") == 2);
+}
+
+TEST_CASE("rsp target: breakpoints as Z0/z0, removed at detach; reset through the monitor")
+{
+    Fixture f;
+    RspTarget target(f.client, true);
+    target.set_breakpoints({0x08000350, 0x08000352});
+    target.set_breakpoints({0x08000352});
+    CHECK(f.count("Z0,8000350,2") == 1);
+    CHECK(f.count("Z0,8000352,2") == 1);
+    CHECK(f.count("z0,8000350,2") == 1);
+    target.reset(true);
+    CHECK(f.count("qRcmd," + rsp::to_hex("system_reset")) == 1);
+    CHECK(target.poll_halted());
+    target.detach();
+    CHECK(f.count("z0,8000352,2") == 1);
+    CHECK(f.count("D") == 1);
+}
+
+TEST_CASE("rsp target: a target that exits ends the session with an error")
+{
+    fakes::FakeGdbServer server([](const std::string& p) {
+        return p == "\x03" ? rsp::frame("W00") : qemu_like(p);
+    });
+    RspClient client(Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)});
+    client.handshake();
+    RspTarget target(client, false);
+    CHECK_THROWS_WITH_AS(target.halt(), doctest::Contains("exited with code 0"), mcuprof::vprobe::Error);
+}

@@ -1,0 +1,365 @@
+"""The virtual probe end to end: QEMU runs the reference firmware, `mcuprof vprobe` serves
+remote_bitbang in front of its gdbstub, and the real OpenOCD (0.12, configs/openocd/
+qemu-vprobe.cfg) debugs it as a Cortex-M4 on a JTAG probe. Every answer is checked against
+the ELF: the PC after a halt lies in one of its functions, memory equals its image, a
+breakpoint stops at its function, `reset halt` stops at its reset vector, and OpenOCD's own
+`profile` (DWT_PCSR sampling) puts every sample inside its text.
+
+Ports are chosen at run time; every process started here is stopped on every path.
+
+Environment (set by tests/vprobe/CMakeLists.txt under ctest):
+  MCUPROF_CLI, MCUPROF_FW_DIR   the mcuprof executable and the reference ELFs
+  MCUPROF_OPENOCD               the openocd executable (default: openocd on PATH)
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
+import qemu_runner  # noqa: E402
+
+CLI = Path(os.environ.get("MCUPROF_CLI", REPO / "build" / "mcuprof"))
+FW_DIR = Path(os.environ.get("MCUPROF_FW_DIR", REPO / "build" / "firmware-ref"))
+OPENOCD = os.environ.get("MCUPROF_OPENOCD", "openocd")
+CONFIG = REPO / "configs" / "openocd" / "qemu-vprobe.cfg"
+ELF = FW_DIR / "mixed_forever_m4.elf"
+STRICT = bool(os.environ.get("MCUPROF_UNDER_CTEST"))
+
+
+# ---------------------------------------------------------------- the ELF, read with binutils
+
+def elf_functions(elf: Path) -> dict[str, tuple[int, int]]:
+    """name -> (start, end) of every function symbol (arm-none-eabi-nm, Thumb bit cleared)."""
+    out = subprocess.run(["arm-none-eabi-nm", "-S", "--defined-only", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    functions = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "Tt":
+            start = int(parts[0], 16) & ~1
+            functions[parts[3]] = (start, start + int(parts[1], 16))
+    return functions
+
+
+def elf_symbol(elf: Path, name: str) -> int:
+    out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == name:
+            return int(parts[0], 16)
+    raise AssertionError(f"{name} not in {elf}")
+
+
+def elf_flash_image(elf: Path, work: Path) -> bytes:
+    """The bytes loaded at 0x08000000 (the first LOAD segment), by objcopy."""
+    headers = subprocess.run(["arm-none-eabi-readelf", "-lW", str(elf)], capture_output=True, text=True,
+                             check=True).stdout
+    first_load = next(line.split() for line in headers.splitlines() if line.strip().startswith("LOAD"))
+    assert int(first_load[2], 16) == 0x08000000, first_load
+    image = work / "flash.bin"
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".vectors", "-j", ".text", "-j", ".rodata",
+                    str(elf), str(image)], check=True)
+    return image.read_bytes()
+
+
+def read_gmon(path: Path) -> tuple[int, int, list[int]]:
+    """(low_pc, high_pc, buckets) of OpenOCD's gmon.out (src/target/target.c, write_gmon):
+    'gmon', version, 3 padding words, tag 0, low_pc, high_pc, bucket count, rate, the
+    dimension "seconds" in 15 bytes and "s", then one 16-bit count per bucket."""
+    data = path.read_bytes()
+    assert data[:4] == b"gmon", data[:16]
+    low, high, count, _rate = struct.unpack_from("<IIII", data, 21)
+    buckets = list(struct.unpack_from(f"<{count}H", data, 53))
+    return low, high, buckets
+
+
+# ---------------------------------------------------------------- OpenOCD's Tcl RPC port
+
+class TclRpc:
+    """OpenOCD's Tcl server (doc: "Tcl RPC server"): a command, then 0x1a; the result, then
+    0x1a. Each command runs inside `catch` and `capture`, so errors come back as text and
+    printed output is part of the result."""
+
+    def __init__(self, port: int, timeout: float = 30.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buffer = b""
+
+    def raw(self, script: str) -> str:
+        self.sock.sendall(script.encode() + b"\x1a")
+        while b"\x1a" not in self.buffer:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("OpenOCD closed its Tcl port")
+            self.buffer += chunk
+        reply, self.buffer = self.buffer.split(b"\x1a", 1)
+        return reply.decode(errors="replace")
+
+    def run(self, command: str) -> str:
+        """The command's printed output and result; AssertionError when it failed."""
+        reply = self.raw("format \"%d\\x1e%s\" [catch {capture {" + command + "}} _mcuprof_r] $_mcuprof_r")
+        code, _, text = reply.partition("\x1e")
+        if code != "0":
+            raise AssertionError(f"openocd: {command!r} failed: {text.strip()}")
+        return text
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def wait_port(port: int, process: subprocess.Popen, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what} exited early ({process.returncode})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"{what} did not listen on port {port}")
+
+
+def stop_process(process: subprocess.Popen | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+class VprobeWithOpenOCD(unittest.TestCase):
+    """One QEMU, one vprobe, one OpenOCD for the whole class; the tests run in name order."""
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in (OPENOCD, "arm-none-eabi-nm", "arm-none-eabi-objcopy"):
+            if shutil.which(tool) is None:
+                if STRICT:
+                    raise AssertionError(f"{tool} is not installed")
+                raise unittest.SkipTest(f"{tool} is not installed")
+        for path in (CLI, ELF):
+            if not path.is_file():
+                if STRICT:
+                    raise AssertionError(f"{path} is missing (make build)")
+                raise unittest.SkipTest(f"{path} is missing (make build)")
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-"))
+        cls.qemu = cls.vprobe = cls.openocd = cls.tcl = None
+        cls.vprobe_log = []
+        try:
+            cls._start()
+        except BaseException:
+            cls._stop()
+            raise
+
+    @classmethod
+    def _start(cls):
+        cls.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, uart=None, timeout=300).start()
+        cls.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{cls.qemu.gdb_port}", "--port", "0"],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      text=True)
+        first = cls.vprobe.stderr.readline()
+        cls.vprobe_log.append(first)
+        match = re.search(r"remote_bitbang on 127\.0\.0\.1:(\d+)", first)
+        if not match:
+            raise AssertionError(f"vprobe did not start: {first!r} {cls.vprobe.stderr.read()}")
+        cls.bitbang_port = int(match.group(1))
+        # The rest of its log, read as it comes so the pipe never fills.
+        cls.vprobe_reader = threading.Thread(target=lambda: cls.vprobe_log.extend(cls.vprobe.stderr), daemon=True)
+        cls.vprobe_reader.start()
+
+        cls.tcl_port = qemu_runner.free_port()
+        cls.openocd_log = open(cls.work / "openocd.log", "w")
+        cls.openocd = subprocess.Popen(
+            [OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {cls.bitbang_port}",
+             "-c", "gdb_port disabled", "-c", "telnet_port disabled", "-c", f"tcl_port {cls.tcl_port}", "-c", "init"],
+            stdin=subprocess.DEVNULL, stdout=cls.openocd_log, stderr=subprocess.STDOUT, cwd=cls.work)
+        wait_port(cls.tcl_port, cls.openocd, "openocd")
+        cls.tcl = TclRpc(cls.tcl_port)
+        cls.functions = elf_functions(ELF)
+        cls.text = (elf_symbol(ELF, "__text_start"), elf_symbol(ELF, "__text_end"))
+
+    @classmethod
+    def _stop(cls):
+        if cls.tcl is not None:
+            try:
+                cls.tcl.raw("shutdown")
+            except OSError:
+                pass
+            cls.tcl.close()
+        for process in (cls.openocd, cls.vprobe):
+            if process is not None:
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    stop_process(process)
+        if cls.qemu is not None:
+            cls.qemu.close()
+        if getattr(cls, "openocd_log", None):
+            cls.openocd_log.close()
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._stop()
+
+    # ---- helpers
+
+    def function_at(self, pc: int) -> str | None:
+        for name, (start, end) in self.functions.items():
+            if start <= pc < end:
+                return name
+        return None
+
+    def reg(self, name: str) -> int:
+        out = self.tcl.run(f"reg {name}")
+        match = re.search(r":\s*(0x[0-9a-fA-F]+)", out)
+        self.assertIsNotNone(match, out)
+        return int(match.group(1), 16)
+
+    def state(self) -> str:
+        out = self.tcl.run("targets")
+        match = re.search(r"qemu\.cpu\s+cortex_m\s+little\s+qemu\.cpu\s+(\w+)", out)
+        self.assertIsNotNone(match, out)
+        return match.group(1)
+
+    def wait_state(self, wanted: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.state() != wanted:
+            if time.monotonic() > deadline:
+                self.fail(f"the target did not become {wanted}")
+            self.tcl.run("poll")
+            time.sleep(0.05)
+
+    # ---- the tests, in order
+
+    def test_1_examined_as_cortex_m4_running(self):
+        out = self.tcl.run("targets")
+        self.assertIn("cortex_m", out)
+        self.assertEqual(self.state(), "running")
+        log = (self.work / "openocd.log").read_text()
+        self.assertIn("tap/device found: 0x4ba00477", log)
+        self.assertIn("Cortex-M4 r0p0 processor detected", log)
+        self.assertIn("target has 6 breakpoints, 4 watchpoints", log)
+
+    def test_2_halt_pc_in_a_function(self):
+        self.tcl.run("halt")
+        self.assertEqual(self.state(), "halted")
+        pc = self.reg("pc")
+        self.assertIsNotNone(self.function_at(pc), f"pc 0x{pc:08x} is in no function of {ELF.name}")
+        self.assertTrue(self.reg("xPSR") & (1 << 24), "the Thumb bit")
+        # A step moves on by one instruction (2 or 4 bytes) unless it branched.
+        self.tcl.run("step")
+        self.assertIsNotNone(self.function_at(self.reg("pc")))
+        self.tcl.run("resume")
+        self.assertEqual(self.state(), "running")
+
+    def test_3_memory_equals_the_elf_image(self):
+        image = elf_flash_image(ELF, self.work)
+        vectors = [int.from_bytes(image[i:i + 4], "little") for i in range(0, 32, 4)]
+        out = self.tcl.run("mdw 0x08000000 8")
+        words = [int(w, 16) for w in out.split(":", 1)[1].split()]
+        self.assertEqual(words, vectors)
+        # The whole image, read while the target runs and again while it is halted.
+        count = len(image) // 4
+        expected = [int.from_bytes(image[i:i + 4], "little") for i in range(0, 4 * count, 4)]
+        timings = {}
+        for when in ("running", "halted"):
+            if when == "halted":
+                self.tcl.run("halt")
+            started = time.monotonic()
+            got = [int(w, 0) for w in self.tcl.run(f"read_memory 0x08000000 32 {count}").split()]
+            timings[when] = time.monotonic() - started
+            self.assertEqual(got, expected, when)
+        self.tcl.run("resume")
+        # Speed through the whole chain (OpenOCD -> JTAG bits -> vprobe -> QEMU), for the docs.
+        started = time.monotonic()
+        self.tcl.run("read_memory 0x20000000 32 4096")
+        seconds = time.monotonic() - started
+        print(f"\nvprobe: read_memory 4096 words (SRAM, target running): {4096 / seconds:.0f} words/s; "
+              f"{count} words of flash: running {count / timings['running']:.0f}, halted "
+              f"{count / timings['halted']:.0f} words/s", file=sys.stderr)
+
+    def test_4_breakpoint_stops_at_its_function(self):
+        start, _ = self.functions["classify"]
+        self.tcl.run(f"bp 0x{start:08x} 2 hw")
+        try:
+            self.wait_state("halted")
+            self.assertEqual(self.reg("pc"), start)
+            self.assertIn("breakpoint", self.tcl.run("poll"))
+        finally:
+            self.tcl.run("rbp all")
+        self.tcl.run("resume")
+        self.assertEqual(self.state(), "running")
+
+    def test_5_reset_halt_stops_at_the_reset_vector(self):
+        image = elf_flash_image(ELF, self.work)
+        reset_vector = int.from_bytes(image[4:8], "little") & ~1
+        self.tcl.run("reset halt")
+        self.assertEqual(self.state(), "halted")
+        self.assertEqual(self.reg("pc"), reset_vector)
+        self.assertEqual(self.reg("sp"), int.from_bytes(image[0:4], "little"))
+        self.tcl.run("resume")
+
+    def test_6_profile_samples_inside_the_text(self):
+        gmon = self.work / "gmon.out"
+        text_start, text_end = self.text
+        started = time.monotonic()
+        out = self.tcl.run(f"profile 1 {gmon} 0x{text_start:x} 0x{text_end:x}")
+        seconds = time.monotonic() - started
+        match = re.search(r"(\d+) samples", out + (self.work / "openocd.log").read_text())
+        self.assertIsNotNone(match, out)
+        samples = int(match.group(1))
+        low, high, buckets = read_gmon(gmon)
+        self.assertEqual((low, high), (text_start, text_end))
+        # With the range given, samples outside it are dropped: all of them are inside.
+        self.assertGreater(samples, 100)
+        self.assertEqual(sum(buckets), samples)
+        per_function: dict[str, int] = {}
+        for i, n in enumerate(buckets):
+            if n:
+                name = self.function_at(low + 2 * i) or "?"
+                per_function[name] = per_function.get(name, 0) + n
+        self.assertNotIn("?", per_function)
+        # mixed_forever spends its time in main's loop and its callees, not in startup.
+        self.assertEqual(per_function.get("Reset_Handler", 0), 0)
+        print(f"\nvprobe: profile: {samples} DWT_PCSR samples in {seconds:.2f} s "
+              f"({samples / seconds:.0f}/s); {per_function}", file=sys.stderr)
+        self.assertEqual(self.state(), "running")
+
+    def test_9_shutdown_leaves_the_target_running(self):
+        self.tcl.raw("shutdown")
+        self.tcl.close()
+        type(self).tcl = None
+        self.assertEqual(self.openocd.wait(timeout=10), 0)
+        self.assertEqual(self.vprobe.wait(timeout=10), 0)
+        self.vprobe_reader.join(timeout=5)
+        log = "".join(self.vprobe_log)
+        self.assertIn("OpenOCD quit", log)
+        self.assertIn("target detached, running", log)
+        # QEMU tells a new client that a running guest stopped, unasked (docs/live.md).
+        with socket.create_connection(("127.0.0.1", self.qemu.gdb_port), timeout=5) as s:
+            s.settimeout(5)
+            got = b""
+            while b"#" not in got:
+                got += s.recv(4096)
+            self.assertRegex(got.decode(errors="replace"), r"\$T02")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
