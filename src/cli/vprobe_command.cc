@@ -80,15 +80,16 @@ int vprobe_command(const Arguments& args)
     const auto& stats = target.stats();
     std::fprintf(stderr,
                  "mcuprof vprobe: %s after %.1f s; %llu JTAG clocks, %llu DP/AP scans, %llu MEM-AP transfers, "
-                 "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits); "
-                 "target detached, running\n",
+                 "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits), "
+                 "%llu halts for accesses; target detached, running\n",
                  why, seconds, static_cast<unsigned long long>(probe.tap().rising_edges()),
                  static_cast<unsigned long long>(probe.dp().scans()),
                  static_cast<unsigned long long>(probe.ap().transfers()),
                  static_cast<unsigned long long>(probe.cortex().register_transfers()),
                  static_cast<unsigned long long>(probe.cortex().pc_samples()),
                  static_cast<unsigned long long>(stats.memory_requests),
-                 static_cast<unsigned long long>(stats.cache_hits));
+                 static_cast<unsigned long long>(stats.cache_hits),
+                 static_cast<unsigned long long>(stats.access_halts));
     return 0;
 }
 

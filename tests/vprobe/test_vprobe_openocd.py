@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import shutil
 import socket
 import struct
@@ -352,13 +353,77 @@ class VprobeWithOpenOCD(unittest.TestCase):
         log = "".join(self.vprobe_log)
         self.assertIn("OpenOCD quit", log)
         self.assertIn("target detached, running", log)
-        # QEMU tells a new client that a running guest stopped, unasked (docs/live.md).
-        with socket.create_connection(("127.0.0.1", self.qemu.gdb_port), timeout=5) as s:
-            s.settimeout(5)
-            got = b""
+        self.assertTrue(guest_running(self.qemu.gdb_port), "the guest is not running after shutdown")
+
+
+def guest_running(gdb_port: int) -> bool:
+    """QEMU tells a new client that a running guest stopped, unasked (docs/live.md); a guest
+    that was stopped already gets no such packet."""
+    with socket.create_connection(("127.0.0.1", gdb_port), timeout=5) as s:
+        s.settimeout(2)
+        got = b""
+        try:
             while b"#" not in got:
-                got += s.recv(4096)
-            self.assertRegex(got.decode(errors="replace"), r"\$T02")
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+        except socket.timeout:
+            return False
+        return b"$T02" in got
+
+
+class VprobeCommandLine(unittest.TestCase):
+    """How the command starts and ends: signals, a client that leaves, wrong arguments."""
+
+    def setUp(self):
+        for path in (CLI, ELF):
+            if not path.is_file():
+                if STRICT:
+                    raise AssertionError(f"{path} is missing (make build)")
+                self.skipTest(f"{path} is missing (make build)")
+
+    def start(self, gdb_port: int) -> tuple[subprocess.Popen, int]:
+        vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--port", "0"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+        self.addCleanup(stop_process, vprobe)
+        match = re.search(r":(\d+),", vprobe.stderr.readline())
+        self.assertIsNotNone(match)
+        return vprobe, int(match.group(1))
+
+    def test_signals_and_disconnect_end_it_and_leave_the_target_running(self):
+        with qemu_runner.QemuRun(ELF, gdb=True, halted=True, uart=None, timeout=120) as q:
+            for how in ("SIGINT", "SIGTERM", "disconnect"):
+                with self.subTest(how=how):
+                    vprobe, port = self.start(q.gdb_port)
+                    if how == "disconnect":
+                        with socket.create_connection(("127.0.0.1", port)) as client:
+                            client.sendall(b"0R4")
+                            self.assertIn(client.recv(1), (b"0", b"1"))
+                    else:
+                        time.sleep(0.1)
+                        vprobe.send_signal(getattr(signal, how))
+                    _, err = vprobe.communicate(timeout=10)
+                    self.assertEqual(vprobe.returncode, 0, err)
+                    self.assertIn("OpenOCD disconnected" if how == "disconnect" else "stopped after", err)
+                    self.assertIn("target detached, running", err)
+                    self.assertTrue(guest_running(q.gdb_port), "the guest is not running after vprobe")
+
+    def test_wrong_arguments_exit_1_an_unreachable_target_2(self):
+        def run(*args):
+            return subprocess.run([str(CLI), "vprobe", *args], capture_output=True, text=True, timeout=30)
+
+        for args in ((), ("--port", "0"), ("--gdb", "127.0.0.1:1234"), ("--gdb", "127.0.0.1:1234", "--port", "-1"),
+                     ("--gdb", "127.0.0.1:1234", "--port", "70000"), ("--gdb", "127.0.0.1:1234", "--port", "x")):
+            with self.subTest(args=args):
+                r = run(*args)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        nobody = qemu_runner.free_port()   # nothing listens there
+        r = run("--gdb", f"127.0.0.1:{nobody}", "--port", "0")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertRegex(r.stderr.strip(), rf"^mcuprof vprobe: gdb 127\.0\.0\.1:{nobody}: cannot connect")
 
 
 if __name__ == "__main__":
