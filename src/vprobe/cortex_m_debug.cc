@@ -327,6 +327,8 @@ void CortexMDebug::update_breakpoints()
     if (fp_ctrl_ & fp_ctrl_enable)
         for (unsigned i = 0; i < fp_code_comparators; ++i)
             add_breakpoints(fp_comp_[i], wanted);
+    for (const auto& [address, instruction] : software_breakpoints_)
+        wanted.insert(address);
     if (wanted != breakpoints_) {
         target_.set_breakpoints(wanted);
         breakpoints_ = std::move(wanted);
@@ -518,6 +520,18 @@ bool CortexMDebug::write_simulated(uint32_t a, uint32_t value)
     return true;   // read-only simulated registers (IDs, ROM table, CPUID, PCSR) ignore writes
 }
 
+namespace {
+
+// A debugger's software breakpoint: a halfword write of a Thumb BKPT (0xBExx; OpenOCD
+// writes BKPT 0x11) into the Code or SRAM region. BKPT 0xAB is semihosting, not a breakpoint.
+bool is_breakpoint_write(uint32_t address, unsigned size, uint32_t value)
+{
+    return size == 2 && (address & 1) == 0 && address < 0x40000000u && (value & 0xFF00) == 0xBE00 &&
+           value != 0xBEAB;
+}
+
+} // namespace
+
 bool CortexMDebug::read(uint32_t address, unsigned size, uint32_t& value)
 {
     const uint32_t word_address = address & ~3u;
@@ -526,7 +540,19 @@ bool CortexMDebug::read(uint32_t address, unsigned size, uint32_t& value)
         value = size == 4 ? *word : (*word >> shift) & ((1u << (8 * size)) - 1);
         return true;
     }
-    return target_.read_memory(address, size, value);
+    if (!target_.read_memory(address, size, value))
+        return false;
+    // Show the BKPT instructions the debugger believes it wrote.
+    for (auto it = software_breakpoints_.lower_bound(address > 0 ? address - 1 : 0);
+         it != software_breakpoints_.end() && it->first < address + size; ++it)
+        for (unsigned byte = 0; byte < 2; ++byte) {
+            const uint32_t at = it->first + byte;
+            if (at >= address && at < address + size) {
+                const unsigned shift = 8 * (at - address);
+                value = (value & ~(0xFFu << shift)) | (uint32_t((it->second >> (8 * byte)) & 0xFF) << shift);
+            }
+        }
+    return true;
 }
 
 bool CortexMDebug::write(uint32_t address, unsigned size, uint32_t value)
@@ -543,6 +569,24 @@ bool CortexMDebug::write(uint32_t address, unsigned size, uint32_t value)
         if (write_simulated(word_address, word))
             return true;
     }
+    if (is_breakpoint_write(address, size, value)) {
+        software_breakpoints_[address] = uint16_t(value);
+        update_breakpoints();
+        return true;
+    }
+    // Anything else written over a software breakpoint (the original instruction put back)
+    // removes it.
+    bool removed = false;
+    for (auto it = software_breakpoints_.lower_bound(address > 0 ? address - 1 : 0);
+         it != software_breakpoints_.end() && it->first < address + size;)
+        if (it->first + 2 > address) {
+            it = software_breakpoints_.erase(it);
+            removed = true;
+        } else {
+            ++it;
+        }
+    if (removed)
+        update_breakpoints();
     return target_.write_memory(address, size, value);
 }
 

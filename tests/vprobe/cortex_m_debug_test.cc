@@ -212,3 +212,25 @@ TEST_CASE("cortex-m: other addresses are the target's memory, byte by byte")
     f.wr(dcrdr, 0x12345678);
     CHECK(f.rd(dcrdr + 2, 2) == 0x1234);
 }
+
+TEST_CASE("cortex-m: a BKPT written by the debugger becomes a breakpoint; its reads show it")
+{
+    Fixture f;
+    f.target.map(0x08000320, 16, 0x00);
+    f.target.memory[0x08000324] = 0x10;   // the original instruction 0xB510 (push)
+    f.target.memory[0x08000325] = 0xB5;
+    f.wr(0x08000324, 0xBE11, 2);          // OpenOCD's soft breakpoint: BKPT 0x11
+    CHECK(f.target.breakpoints == std::set<uint32_t>{0x08000324});
+    CHECK(f.target.memory[0x08000325] == 0xB5);   // the target's memory keeps the original
+    CHECK(f.rd(0x08000324, 2) == 0xBE11);
+    CHECK(f.rd(0x08000324) == 0x0000BE11);
+    CHECK(f.rd(0x08000325, 1) == 0xBE);
+    CHECK(f.rd(0x08000320) == 0);                 // a word next to it is untouched
+    // Semihosting's BKPT 0xAB is an instruction like any other.
+    f.wr(0x08000328, 0xBEAB, 2);
+    CHECK(f.target.memory[0x08000329] == 0xBE);
+    // Writing the original back removes the breakpoint.
+    f.wr(0x08000324, 0xB510, 2);
+    CHECK(f.target.breakpoints.empty());
+    CHECK(f.rd(0x08000324, 2) == 0xB510);
+}

@@ -185,10 +185,12 @@ class VprobeWithOpenOCD(unittest.TestCase):
         cls.vprobe_reader.start()
 
         cls.tcl_port = qemu_runner.free_port()
+        cls.gdb_port = qemu_runner.free_port()
         cls.openocd_log = open(cls.work / "openocd.log", "w")
         cls.openocd = subprocess.Popen(
             [OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {cls.bitbang_port}",
-             "-c", "gdb_port disabled", "-c", "telnet_port disabled", "-c", f"tcl_port {cls.tcl_port}", "-c", "init"],
+             "-c", f"gdb_port {cls.gdb_port}", "-c", "telnet_port disabled", "-c", f"tcl_port {cls.tcl_port}",
+             "-c", "init"],
             stdin=subprocess.DEVNULL, stdout=cls.openocd_log, stderr=subprocess.STDOUT, cwd=cls.work)
         wait_port(cls.tcl_port, cls.openocd, "openocd")
         cls.tcl = TclRpc(cls.tcl_port)
@@ -341,6 +343,23 @@ class VprobeWithOpenOCD(unittest.TestCase):
         self.assertEqual(per_function.get("Reset_Handler", 0), 0)
         print(f"\nvprobe: profile: {samples} DWT_PCSR samples in {seconds:.2f} s "
               f"({samples / seconds:.0f}/s); {per_function}", file=sys.stderr)
+        self.assertEqual(self.state(), "running")
+
+    def test_7_gdb_through_openocd_stops_at_a_software_breakpoint(self):
+        # GDB's breakpoints reach OpenOCD as Z0: with no flash declared, OpenOCD writes a BKPT
+        # instruction, which the vprobe turns into a breakpoint of QEMU (docs/vprobe.md).
+        gdb = shutil.which("gdb-multiarch") or shutil.which("arm-none-eabi-gdb")
+        if gdb is None:
+            self.skipTest("no gdb-multiarch")
+        r = subprocess.run([gdb, "-batch", "-nx", str(ELF), "-ex", f"target extended-remote 127.0.0.1:{self.gdb_port}",
+                            "-ex", "break classify", "-ex", "continue", "-ex", "bt", "-ex", "print/x $pc",
+                            "-ex", "delete", "-ex", "detach"], capture_output=True, text=True, timeout=60)
+        self.assertIn("Breakpoint 1, classify ()", r.stdout, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"#1 .* in main \(\)")
+        start, _ = self.functions["classify"]
+        self.assertIn(f"= 0x{start:x}", r.stdout)   # GDB puts it after the prologue; here there is none
+        self.assertEqual(self.state(), "halted")     # OpenOCD 0.12 leaves it halted when GDB detaches
+        self.tcl.run("resume")
         self.assertEqual(self.state(), "running")
 
     def test_9_shutdown_leaves_the_target_running(self):

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -106,6 +107,7 @@ public:
     uint64_t pc_samples() const { return pc_samples_; }
     uint64_t register_transfers() const { return register_transfers_; }
     const std::set<uint32_t>& breakpoints() const { return breakpoints_; }
+    const std::map<uint32_t, uint16_t>& software_breakpoints() const { return software_breakpoints_; }
 
 private:
     // The word at a simulated address, or nullopt when the address is the target's.
@@ -153,7 +155,11 @@ private:
     uint32_t fp_ctrl_ = 0;
     uint32_t fp_remap_ = 0;
     std::array<uint32_t, cortex_m::fp_code_comparators + cortex_m::fp_literal_comparators> fp_comp_{};
-    std::set<uint32_t> breakpoints_;
+    std::set<uint32_t> breakpoints_;   // given to the target: FPB comparators and BKPT writes
+    // Software breakpoints: BKPT instructions a debugger wrote, by address. QEMU does not halt
+    // on a BKPT instruction (it raises an exception in the guest), so the instruction is kept
+    // here, shown to reads, and the address becomes a breakpoint of the target.
+    std::map<uint32_t, uint16_t> software_breakpoints_;
 
     uint32_t itm_ter_ = 0;
     uint32_t itm_tpr_ = 0;
