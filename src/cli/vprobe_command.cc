@@ -56,6 +56,10 @@ int vprobe_command(const Arguments& args)
     std::fprintf(stderr, "mcuprof vprobe: remote_bitbang on %s:%u, target %s\n", listen.c_str(), server.port(),
                  rsp.peer().c_str());
     server.on_idle = [&target] { target.idle(); };
+    target.on_gone = [](const std::string& reason) {
+        std::fprintf(stderr, "mcuprof vprobe: %s; its core answers nothing now (OpenOCD sees a dead board)\n",
+                     reason.c_str());
+    };
     server.on_connected = [](const std::string& who) {
         std::fprintf(stderr, "mcuprof vprobe: OpenOCD connected from %s\n", who.c_str());
     };
@@ -81,7 +85,7 @@ int vprobe_command(const Arguments& args)
     std::fprintf(stderr,
                  "mcuprof vprobe: %s after %.1f s; %llu JTAG clocks, %llu DP/AP scans, %llu MEM-AP transfers, "
                  "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits), "
-                 "%llu halts for accesses; target detached, running\n",
+                 "%llu halts for accesses; %s\n",
                  why, seconds, static_cast<unsigned long long>(probe.tap().rising_edges()),
                  static_cast<unsigned long long>(probe.dp().scans()),
                  static_cast<unsigned long long>(probe.ap().transfers()),
@@ -89,7 +93,10 @@ int vprobe_command(const Arguments& args)
                  static_cast<unsigned long long>(probe.cortex().pc_samples()),
                  static_cast<unsigned long long>(stats.memory_requests),
                  static_cast<unsigned long long>(stats.cache_hits),
-                 static_cast<unsigned long long>(stats.access_halts));
+                 static_cast<unsigned long long>(stats.access_halts),
+                 target.gone_reason().empty() ? "target detached, running" : "the target is gone");
+    if (!target.gone_reason().empty())
+        throw vprobe::Error(rsp.peer(), "", target.gone_reason() + " during the session");
     return 0;
 }
 

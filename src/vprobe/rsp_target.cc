@@ -54,9 +54,43 @@ RspTarget::RspTarget(transport::RspClient& rsp, bool halted)
 void RspTarget::stopped(const StopReply& stop)
 {
     if (stop.kind == StopReply::Kind::exited)
-        throw Error(rsp_.peer(), "", "the target exited with code " + std::to_string(stop.value));
+        lose("the target exited with code " + std::to_string(stop.value));
     if (stop.kind == StopReply::Kind::terminated)
-        throw Error(rsp_.peer(), "", "the target was terminated by signal " + std::to_string(stop.value));
+        lose("the target was terminated by signal " + std::to_string(stop.value));
+}
+
+void RspTarget::lose(const std::string& reason)
+{
+    if (core_ == Core::gone)
+        throw Gone{};
+    core_ = Core::gone;
+    gone_reason_ = reason;
+    invalidate();
+    breakpoints_.clear();
+    if (on_gone)
+        on_gone(reason);
+    throw Gone{};
+}
+
+// Runs a public operation; once the target is gone (it exited, its connection closed) the
+// operation answers `if_gone` without a word to the server.
+template <class Result, class Body> Result RspTarget::unless_gone(Result if_gone, Body body)
+{
+    if (core_ == Core::gone)
+        return if_gone;
+    try {
+        return body();
+    } catch (const Gone&) {
+        return if_gone;
+    } catch (const transport::Error& e) {
+        if (e.kind() != transport::Error::Kind::closed)
+            throw;
+        try {
+            lose(std::string("the connection to the target was lost: ") + e.what());
+        } catch (const Gone&) {
+        }
+        return if_gone;
+    }
 }
 
 void RspTarget::invalidate()
@@ -89,54 +123,73 @@ template <class Access> auto RspTarget::while_stopped(Access access)
 
 bool RspTarget::poll_halted()
 {
-    if (core_ != Core::running)
+    return unless_gone(false, [&]() -> bool {
+        if (core_ != Core::running)
+            return core_ == Core::halted;
+        // A byte sent now would stop the guest: only look at what it has sent.
+        if (auto stop = rsp_.poll_stop(transport::Duration::zero())) {
+            stopped(*stop);
+            core_ = Core::halted;
+        }
         return core_ == Core::halted;
-    // A byte sent now would stop the guest: only look at what it has sent.
-    if (auto stop = rsp_.poll_stop(transport::Duration::zero())) {
-        stopped(*stop);
-        core_ = Core::halted;
-    }
-    return core_ == Core::halted;
+    });
 }
 
 void RspTarget::halt()
 {
-    if (core_ == Core::running)
-        stopped(rsp_.interrupt());
-    core_ = Core::halted;   // a held core is halted already: it just stays
+    unless_gone(false, [&] {
+        if (core_ == Core::running)
+            stopped(rsp_.interrupt());
+        core_ = Core::halted;   // a held core is halted already: it just stays
+        return true;
+    });
 }
 
 void RspTarget::resume()
 {
-    if (core_ != Core::halted)
-        return;
-    invalidate();
-    rsp_.resume();
-    core_ = Core::running;
+    unless_gone(false, [&] {
+        if (core_ != Core::halted)
+            return true;
+        invalidate();
+        rsp_.resume();
+        core_ = Core::running;
+        return true;
+    });
 }
 
 void RspTarget::idle()
 {
-    release_hold();
+    unless_gone(false, [&] {
+        release_hold();
+        return true;
+    });
 }
 
 void RspTarget::step()
 {
-    if (core_ != Core::halted)
-        return;
-    invalidate();
-    stopped(rsp_.step());
+    unless_gone(false, [&] {
+        if (core_ != Core::halted)
+            return true;
+        invalidate();
+        stopped(rsp_.step());
+        return true;
+    });
 }
 
 void RspTarget::reset(bool halt_after)
 {
-    halt();
-    // QEMU's monitor resets the machine; a stopped guest stays stopped, at the reset
-    // vector's first instruction.
-    rsp_.monitor("system_reset");
-    invalidate();
-    if (!halt_after)
-        resume();
+    unless_gone(false, [&] {
+        halt();
+        if (core_ == Core::gone)
+            return true;
+        // QEMU's monitor resets the machine; a stopped guest stays stopped, at the reset
+        // vector's first instruction.
+        rsp_.monitor("system_reset");
+        invalidate();
+        if (!halt_after)
+            resume();
+        return true;
+    });
 }
 
 const std::string* RspTarget::cached_line(uint32_t line_address)
@@ -157,31 +210,35 @@ const std::string* RspTarget::cached_line(uint32_t line_address)
 
 bool RspTarget::read_memory(uint32_t address, unsigned size, uint32_t& value)
 {
-    if (core_ != Core::running && cacheable(address)) {
-        if (const std::string* line = cached_line(address & ~(cache_line - 1))) {
-            value = uint32_t(from_little_endian(std::string_view(*line).substr(address & (cache_line - 1), size)));
-            return true;
+    return unless_gone(false, [&]() -> bool {
+        if (core_ != Core::running && cacheable(address)) {
+            if (const std::string* line = cached_line(address & ~(cache_line - 1))) {
+                value = uint32_t(from_little_endian(std::string_view(*line).substr(address & (cache_line - 1), size)));
+                return true;
+            }
         }
-    }
-    return while_stopped([&] {
-        ++stats_.memory_requests;
-        const std::string reply = rsp_.request("m" + hex32(address) + "," + hex32(size));
-        std::string bytes;
-        if (reply.empty() || reply[0] == 'E' || !transport::rsp::from_hex(reply, bytes) || bytes.size() != size)
-            return false;
-        value = uint32_t(from_little_endian(bytes));
-        return true;
+        return while_stopped([&] {
+            ++stats_.memory_requests;
+            const std::string reply = rsp_.request("m" + hex32(address) + "," + hex32(size));
+            std::string bytes;
+            if (reply.empty() || reply[0] == 'E' || !transport::rsp::from_hex(reply, bytes) || bytes.size() != size)
+                return false;
+            value = uint32_t(from_little_endian(bytes));
+            return true;
+        });
     });
 }
 
 bool RspTarget::write_memory(uint32_t address, unsigned size, uint32_t value)
 {
-    return while_stopped([&] {
-        lines_.clear();
-        ++stats_.memory_requests;
-        const std::string reply = rsp_.request("M" + hex32(address) + "," + hex32(size) + ":" +
-                                               transport::rsp::to_hex(little_endian(value, size)));
-        return reply == "OK";
+    return unless_gone(false, [&]() -> bool {
+        return while_stopped([&] {
+            lines_.clear();
+            ++stats_.memory_requests;
+            const std::string reply = rsp_.request("M" + hex32(address) + "," + hex32(size) + ":" +
+                                                   transport::rsp::to_hex(little_endian(value, size)));
+            return reply == "OK";
+        });
     });
 }
 
@@ -207,73 +264,84 @@ bool RspTarget::load_registers()
 
 std::optional<uint64_t> RspTarget::read_register(const std::string& name)
 {
-    if (core_ != Core::halted || !has_register(name))
-        return std::nullopt;
-    load_registers();
-    const transport::RegisterInfo* info = rsp_.target().find(name);
-    auto found = registers_.find(info->name);
-    if (found == registers_.end())
-        return std::nullopt;
-    return from_little_endian(found->second);
+    return unless_gone(std::optional<uint64_t>(), [&]() -> std::optional<uint64_t> {
+        if (core_ != Core::halted || !has_register(name))
+            return std::nullopt;
+        load_registers();
+        const transport::RegisterInfo* info = rsp_.target().find(name);
+        auto found = registers_.find(info->name);
+        if (found == registers_.end())
+            return std::nullopt;
+        return from_little_endian(found->second);
+    });
 }
 
 bool RspTarget::write_register(const std::string& name, uint64_t value)
 {
-    const transport::RegisterInfo* info = rsp_.target().find(name);
-    if (core_ != Core::halted || info == nullptr || (info->bits != 32 && info->bits != 64))
-        return false;
-    const std::string bytes = little_endian(value, info->bits / 8);
-    try {
-        rsp_.write_register(info->name, bytes);
-    } catch (const transport::Error& e) {
-        if (e.kind() != transport::Error::Kind::protocol)
-            throw;
-        return false;   // refused: the debugger reads the old value back
-    }
-    if (!registers_.empty())
-        registers_[info->name] = bytes;
-    return true;
+    return unless_gone(false, [&]() -> bool {
+        const transport::RegisterInfo* info = rsp_.target().find(name);
+        if (core_ != Core::halted || info == nullptr || (info->bits != 32 && info->bits != 64))
+            return false;
+        const std::string bytes = little_endian(value, info->bits / 8);
+        try {
+            rsp_.write_register(info->name, bytes);
+        } catch (const transport::Error& e) {
+            if (e.kind() != transport::Error::Kind::protocol)
+                throw;
+            return false;   // refused: the debugger reads the old value back
+        }
+        if (!registers_.empty())
+            registers_[info->name] = bytes;
+        return true;
+    });
 }
 
 std::optional<uint32_t> RspTarget::sample_pc()
 {
-    if (core_ == Core::halted)
-        return std::nullopt;
-    release_hold();
-    const StopReply stop = rsp_.interrupt();
-    stopped(stop);
-    if (stop.value == sigtrap) {
-        core_ = Core::halted;   // a breakpoint halted it: it stays halted
-        return std::nullopt;
-    }
-    const uint32_t pc = rsp_.read_registers({"pc"})[0];
-    rsp_.resume();
-    ++stats_.pc_samples;
-    return pc;
+    return unless_gone(std::optional<uint32_t>(), [&]() -> std::optional<uint32_t> {
+        if (core_ == Core::halted)
+            return std::nullopt;
+        release_hold();
+        const StopReply stop = rsp_.interrupt();
+        stopped(stop);
+        if (stop.value == sigtrap) {
+            core_ = Core::halted;   // a breakpoint halted it: it stays halted
+            return std::nullopt;
+        }
+        const uint32_t pc = rsp_.read_registers({"pc"})[0];
+        rsp_.resume();
+        ++stats_.pc_samples;
+        return pc;
+    });
 }
 
 void RspTarget::set_breakpoints(const std::set<uint32_t>& addresses)
 {
-    while_stopped([&] {
-        for (auto it = breakpoints_.begin(); it != breakpoints_.end();) {
-            if (addresses.count(*it) == 0) {
-                rsp_.remove_breakpoint(*it);
-                it = breakpoints_.erase(it);
-            } else {
-                ++it;
+    unless_gone(false, [&] {
+        while_stopped([&] {
+            for (auto it = breakpoints_.begin(); it != breakpoints_.end();) {
+                if (addresses.count(*it) == 0) {
+                    rsp_.remove_breakpoint(*it);
+                    it = breakpoints_.erase(it);
+                } else {
+                    ++it;
+                }
             }
-        }
-        for (uint32_t address : addresses)
-            if (breakpoints_.count(address) == 0) {
-                rsp_.insert_breakpoint(address);
-                breakpoints_.insert(address);
-            }
+            for (uint32_t address : addresses)
+                if (breakpoints_.count(address) == 0) {
+                    rsp_.insert_breakpoint(address);
+                    breakpoints_.insert(address);
+                }
+            return true;
+        });
         return true;
     });
 }
 
 void RspTarget::detach()
 {
+    if (core_ == Core::gone)
+        return;   // nothing to detach from
     halt();
     for (uint32_t address : breakpoints_)
         rsp_.remove_breakpoint(address);

@@ -174,7 +174,7 @@ TEST_CASE("rsp target: breakpoints as Z0/z0, removed at detach; reset through th
     CHECK(f.count("D") == 1);
 }
 
-TEST_CASE("rsp target: a target that exits ends the session with an error")
+TEST_CASE("rsp target: a target that exits is gone: every access fails, nothing more is sent")
 {
     fakes::FakeGdbServer server([](const std::string& p) {
         return p == "\x03" ? rsp::frame("W00") : qemu_like(p);
@@ -182,5 +182,19 @@ TEST_CASE("rsp target: a target that exits ends the session with an error")
     RspClient client(Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)});
     client.handshake();
     RspTarget target(client, false);
-    CHECK_THROWS_WITH_AS(target.halt(), doctest::Contains("exited with code 0"), mcuprof::vprobe::Error);
+    std::string told;
+    target.on_gone = [&](const std::string& reason) { told += reason; };
+    uint32_t value = 0;
+    CHECK_FALSE(target.read_memory(0x08000000, 4, value));   // the halt for it meets the exit
+    CHECK(told == "the target exited with code 0");
+    CHECK(target.gone_reason() == told);
+    const size_t sent = server.received().size();
+    target.halt();
+    CHECK_FALSE(target.poll_halted());
+    CHECK_FALSE(target.read_register("pc"));
+    CHECK_FALSE(target.sample_pc());
+    target.reset(true);
+    target.detach();
+    CHECK(server.received().size() == sent);
+    CHECK(told == "the target exited with code 0");   // told once
 }

@@ -211,6 +211,8 @@ class VprobeWithOpenOCD(unittest.TestCase):
                     process.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     stop_process(process)
+        if cls.vprobe is not None:
+            cls.vprobe.stderr.close()
         if cls.qemu is not None:
             cls.qemu.close()
         if getattr(cls, "openocd_log", None):
@@ -406,6 +408,7 @@ class VprobeCommandLine(unittest.TestCase):
         vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--port", "0"],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   text=True)
+        self.addCleanup(vprobe.stderr.close)
         self.addCleanup(stop_process, vprobe)
         match = re.search(r":(\d+),", vprobe.stderr.readline())
         self.assertIsNotNone(match)
@@ -428,6 +431,40 @@ class VprobeCommandLine(unittest.TestCase):
                     self.assertIn("OpenOCD disconnected" if how == "disconnect" else "stopped after", err)
                     self.assertIn("target detached, running", err)
                     self.assertTrue(guest_running(q.gdb_port), "the guest is not running after vprobe")
+
+    def test_a_target_that_exits_is_a_dead_board_for_openocd(self):
+        if shutil.which(OPENOCD) is None:
+            self.skipTest("no openocd")
+        elf = FW_DIR / "loops_jit_m4.elf"   # runs about 2 s, then exits by semihosting
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=120) as q:
+            vprobe, port = self.start(q.gdb_port)
+            lines = []
+            reader = threading.Thread(target=lambda: lines.extend(vprobe.stderr), daemon=True)
+            reader.start()
+            tcl_port = qemu_runner.free_port()
+            openocd = subprocess.Popen([OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {port}",
+                                        "-c", "gdb_port disabled", "-c", "telnet_port disabled",
+                                        "-c", f"tcl_port {tcl_port}", "-c", "init"],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.addCleanup(stop_process, openocd)
+            wait_port(tcl_port, openocd, "openocd")
+            tcl = TclRpc(tcl_port)
+            try:
+                deadline = time.monotonic() + 60
+                while not any("exited with code 0" in line for line in lines):
+                    self.assertLess(time.monotonic(), deadline, "the firmware did not exit")
+                    tcl.run("poll")   # OpenOCD's polls make the vprobe look at the target
+                    time.sleep(0.1)
+                # OpenOCD is still up; the board answers nothing.
+                with self.assertRaisesRegex(AssertionError, "failed"):
+                    tcl.run("mdw 0x08000000")
+                tcl.raw("shutdown")
+            finally:
+                tcl.close()
+            self.assertEqual(openocd.wait(timeout=10), 0)
+            self.assertEqual(vprobe.wait(timeout=10), 2)
+            reader.join(timeout=5)
+            self.assertIn("the target exited with code 0 during the session", lines[-1])
 
     def test_wrong_arguments_exit_1_an_unreachable_target_2(self):
         def run(*args):

@@ -7,6 +7,7 @@
 // access, and stays held while accesses follow one another; it runs again when the
 // debugger pauses (idle()) or asks for anything that needs it running.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -49,6 +50,13 @@ public:
     // Removes the breakpoints it set and detaches; the server resumes the core.
     void detach();
 
+    // A target that exits (QEMU's semihosting exit) or whose connection closes is gone: from
+    // then on the core runs for the debugger but answers nothing (every access fails, a halt
+    // never comes), like a board that lost power, so OpenOCD stays up and reports errors.
+    // Empty while the target is there.
+    const std::string& gone_reason() const { return gone_reason_; }
+    std::function<void(const std::string&)> on_gone;
+
     const Stats& stats() const { return stats_; }
     static constexpr uint32_t cache_line = 1024;
 
@@ -56,8 +64,11 @@ private:
     // Runs `access` with the core stopped: a running core is halted and held, unless it
     // turns out to have stopped by itself (a breakpoint) meanwhile.
     template <class Access> auto while_stopped(Access access);
-    // The stop reply of a halt; throws when the target is gone.
+    // The stop reply of a halt; an exit makes the target gone.
     void stopped(const transport::StopReply& stop);
+    struct Gone {};
+    [[noreturn]] void lose(const std::string& reason);
+    template <class Result, class Body> Result unless_gone(Result if_gone, Body body);
     void release_hold();
     void invalidate();
     bool load_registers();
@@ -66,12 +77,13 @@ private:
     transport::RspClient& rsp_;
     // running: the core runs. halted: halted for the debugger. held: halted for accesses
     // while the debugger believes it runs.
-    enum class Core { running, halted, held };
+    enum class Core { running, halted, held, gone };
     Core core_;
     std::map<std::string, std::string> registers_;   // name -> little-endian bytes, while halted
     std::unordered_map<uint32_t, std::string> lines_; // line address -> bytes ("" = not readable)
     std::set<uint32_t> breakpoints_;
     Stats stats_;
+    std::string gone_reason_;
 };
 
 } // namespace mcuprof::vprobe
