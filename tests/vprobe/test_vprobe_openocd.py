@@ -10,6 +10,7 @@ Ports are chosen at run time; every process started here is stopped on every pat
 Environment (set by tests/vprobe/CMakeLists.txt under ctest):
   MCUPROF_CLI, MCUPROF_FW_DIR   the mcuprof executable and the reference ELFs
   MCUPROF_OPENOCD               the openocd executable (default: openocd on PATH)
+  MCUPROF_UNIT_TESTS            the unit-test executable (its Tcl client case runs against this OpenOCD)
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import qemu_runner  # noqa: E402
 CLI = Path(os.environ.get("MCUPROF_CLI", REPO / "build" / "mcuprof"))
 FW_DIR = Path(os.environ.get("MCUPROF_FW_DIR", REPO / "build" / "firmware-ref"))
 OPENOCD = os.environ.get("MCUPROF_OPENOCD", "openocd")
+UNIT_TESTS = Path(os.environ.get("MCUPROF_UNIT_TESTS", REPO / "build" / "tests" / "mcuprof_tests"))
 CONFIG = REPO / "configs" / "openocd" / "qemu-vprobe.cfg"
 ELF = FW_DIR / "mixed_forever_m4.elf"
 STRICT = bool(os.environ.get("MCUPROF_UNDER_CTEST"))
@@ -363,6 +365,17 @@ class VprobeWithOpenOCD(unittest.TestCase):
         self.assertEqual(self.state(), "halted")     # OpenOCD 0.12 leaves it halted when GDB detaches
         self.tcl.run("resume")
         self.assertEqual(self.state(), "running")
+
+    def test_8_mcuprof_tcl_client_against_this_openocd(self):
+        # transport::TclClient's unit test that needs a real OpenOCD: quoting through Jim Tcl,
+        # errors caught with `catch`, capture of printed output.
+        if not UNIT_TESTS.is_file():
+            self.skipTest(f"{UNIT_TESTS} is missing")
+        r = subprocess.run([str(UNIT_TESTS), "-tc=tcl client: against a real OpenOCD*"],
+                           env={**os.environ, "MCUPROF_OPENOCD_TCL": f"127.0.0.1:{self.tcl_port}"},
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("1 passed", r.stdout)
 
     def test_9_shutdown_leaves_the_target_running(self):
         self.tcl.raw("shutdown")

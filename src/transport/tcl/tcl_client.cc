@@ -1,0 +1,125 @@
+#include "mcuprof/transport/tcl_client.h"
+
+#include <cstdio>
+
+#include "mcuprof/transport/error.h"
+
+namespace mcuprof::transport {
+
+namespace {
+
+constexpr char terminator = '\x1a';   // OpenOCD's Tcl RPC message end (src/server/tcl_server.c)
+
+// The variable the wrapped script leaves its result or error message in.
+constexpr std::string_view result_variable = "_mcuprof_tcl_result";
+
+// A short form of a script for error messages.
+std::string excerpt(std::string_view script)
+{
+    std::string text(script.substr(0, 60));
+    for (char& c : text)
+        if (c == '\n' || c == '\r')
+            c = ' ';
+    return script.size() > 60 ? text + "..." : text;
+}
+
+} // namespace
+
+TclClient::TclClient(const Endpoint& endpoint, Options options)
+    : connection_(endpoint, options.timeout, "openocd tcl " + endpoint.text()), options_(options)
+{
+}
+
+std::string TclClient::quote(std::string_view word)
+{
+    if (word.empty())
+        return "{}";   // an empty word needs a form of its own
+    std::string out;
+    out.reserve(word.size() + 8);
+    for (const char c : word) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == terminator)
+            throw Error(Error::Kind::protocol, "openocd tcl", "", "a word cannot contain the byte 0x1a (it ends messages)");
+        switch (c) {
+        case '\n': out += "\\n"; continue;
+        case '\r': out += "\\r"; continue;
+        case '\t': out += "\\t"; continue;
+        case ' ': case '$': case '[': case ']': case '{': case '}': case '"': case ';': case '\\': case '#':
+            out += '\\';
+            out += c;
+            continue;
+        default:
+            break;
+        }
+        if (byte < 0x20 || byte == 0x7f) {
+            // Three octal digits: a fixed-length escape both Tcl and OpenOCD's Jim Tcl read,
+            // so a digit that follows cannot join it.
+            char escape[8];
+            std::snprintf(escape, sizeof escape, "\\%03o", byte);
+            out += escape;
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+std::string TclClient::exchange(const std::string& message, std::string_view what)
+{
+    connection_.write(message, options_.timeout);
+    for (;;) {
+        const size_t end = buffer_.find(terminator);
+        if (end != std::string::npos) {
+            std::string reply = buffer_.substr(0, end);
+            buffer_.erase(0, end + 1);
+            return reply;
+        }
+        try {
+            connection_.read_some(buffer_, options_.timeout);
+        } catch (const Error& e) {
+            throw Error(e.kind(), connection_.peer(), excerpt(what), e.what());
+        }
+    }
+}
+
+std::string TclClient::eval(std::string_view script)
+{
+    if (script.find(terminator) != std::string_view::npos)
+        throw Error(Error::Kind::protocol, connection_.peer(), excerpt(script), "a script cannot contain the byte 0x1a");
+    // `catch` runs the script and tells success (0) from an error (1, or 2-4 for return,
+    // break, continue); the reply is that code, a space, then the result or the message.
+    // The script goes in as one quoted word, evaluated by `eval`, so whatever it contains
+    // cannot break the wrapper's braces.
+    std::string message = "format {%d %s} [catch {eval ";
+    message += quote(script);
+    message += "} ";
+    message += result_variable;
+    message += "] $";
+    message += result_variable;
+    message += terminator;
+    const std::string reply = exchange(message, script);
+    const size_t space = reply.find(' ');
+    const std::string code = reply.substr(0, space);
+    const std::string text = space == std::string::npos ? std::string() : reply.substr(space + 1);
+    if (code == "0" || code == "2")   // 2: the script ended with `return`, its value is the result
+        return text;
+    // OpenOCD's commands fail with their own negative codes (-107 for a failed memory read).
+    const std::string digits = !code.empty() && code[0] == '-' ? code.substr(1) : code;
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+        throw Error(Error::Kind::protocol, connection_.peer(), excerpt(script),
+                    "not an answer to the wrapped script: '" + excerpt(reply) + "'");
+    throw Error(Error::Kind::protocol, connection_.peer(), excerpt(script), "OpenOCD: " + text);
+}
+
+std::string TclClient::command(std::initializer_list<std::string_view> words)
+{
+    std::string line;
+    for (std::string_view word : words) {
+        if (!line.empty())
+            line += ' ';
+        line += quote(word);
+    }
+    return eval("capture " + quote(line));
+}
+
+} // namespace mcuprof::transport
