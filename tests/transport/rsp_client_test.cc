@@ -180,6 +180,14 @@ TEST_CASE("rsp client: a silent server is a time-out, a closed one an error, bot
     o.timeout = std::chrono::milliseconds(100);
     RspClient client(local(server.port()), o);
     CHECK_THROWS_WITH_AS(client.handshake(), doctest::Contains("gdb 127.0.0.1:"), Error);
-    Endpoint nobody = local(1);   // port 1: nothing listens
-    CHECK_THROWS_AS(RspClient(nobody, o), Error);
+    // A port bound but not listening refuses connections for as long as we hold it.
+    const int held = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(held, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    socklen_t length = sizeof address;
+    ::getsockname(held, reinterpret_cast<sockaddr*>(&address), &length);
+    CHECK_THROWS_WITH_AS(RspClient(local(ntohs(address.sin_port)), o), doctest::Contains("cannot connect"), Error);
+    ::close(held);
 }
