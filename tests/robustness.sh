@@ -13,7 +13,7 @@ build)
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCUPROF_SANITIZE=ON > "$tree.configure.log" 2>&1 \
         || { cat "$tree.configure.log"; exit 1; }
     targets=(mcuprof_tests)
-    for t in dump truth recording rsp itm elf; do targets+=("fuzz_$t"); done
+    for t in dump truth recording rsp itm elf gmon; do targets+=("fuzz_$t"); done
     cmake --build "$tree" -j2 --target "${targets[@]}"
     ;;
 unit)

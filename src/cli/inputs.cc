@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "mcuprof/sources/dump_reader.h"
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/gmon_reader.h"
 #include "mcuprof/sources/input_kind.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/swo_reader.h"
@@ -14,8 +15,8 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
 {
     const sources::InputKind kind =
         sources::is_stream_input(input) ? sources::InputKind::swo : sources::detect_input_file(input);
-    if (kind != sources::InputKind::swo && selection.swo_sync)
-        throw UsageError("--sync applies to SWO captures");
+    if (kind != sources::InputKind::swo && (selection.swo_sync || selection.swo_duration))
+        throw UsageError("--sync and --duration apply to SWO captures");
     if (kind != sources::InputKind::dump && selection.chunk)
         throw UsageError("--chunk applies to on-chip dumps");
     switch (kind) {
@@ -31,10 +32,17 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
         if (selection.first)
             throw UsageError("--first applies to samples, not to truth counts");
         return sources::read_truth(input);
+    case sources::InputKind::gmon:
+        if (selection.first)
+            throw UsageError("--first applies to samples, not to a gmon.out histogram");
+        return sources::read_gmon(input);
     case sources::InputKind::swo: {
         sources::SwoOptions swo;
         swo.wait_for_sync = selection.swo_sync;
         swo.max_samples = selection.first.value_or(0);
+        if (selection.swo_duration)
+            swo.max_time = *selection.swo_duration;
+        swo.stop = selection.stop;
         return sources::read_swo(input, swo);
     }
     case sources::InputKind::unknown:
@@ -42,8 +50,8 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
     }
     throw sources::Error(input, "",
                          "not a recognised input: expected a recording (mcuprof record), an on-chip sampler dump "
-                         "('prof raw n=' or 'prof hist base=' lines), truth counts ('0xADDRESS COUNT' lines) or an "
-                         "SWO capture (ITM/DWT packets)");
+                         "('prof raw n=' or 'prof hist base=' lines), truth counts ('0xADDRESS COUNT' lines), an "
+                         "SWO capture (ITM/DWT packets) or a gmon.out");
 }
 
 } // namespace mcuprof::cli

@@ -22,7 +22,8 @@ void add_report_options(po::options_description& description, ReportOptions& opt
         ("elf", po::value(&options.elf)->value_name("FILE"), "firmware ELF that produced the samples (required)")
         ("by", po::value(&options.by)->value_name("KEY")->default_value("function"),
          "group samples by function, line, address or task")
-        ("format", po::value(&options.format)->value_name("NAME")->default_value("text"), "text or json")
+        ("format", po::value(&options.format)->value_name("NAME")->default_value("text"),
+         "text, json, or gmon (gprof's gmon.out, with -o)")
         ("output,o", po::value(&options.output)->value_name("FILE"), "write the report here, not to standard output")
         ("inline", po::bool_switch(&options.inline_frames),
          "name functions by the innermost inlined function (DWARF), not the symbol table")
@@ -106,7 +107,7 @@ core::Profile build_profile(const core::SampleSet& samples, const ReportOptions&
     if (!by)
         throw UsageError("--by takes function, line, address or task, not '" + options.by + "'");
     if (options.format != "text" && options.format != "json")
-        throw UsageError("--format takes text or json, not '" + options.format + "'");
+        throw UsageError("--format takes text, json or gmon, not '" + options.format + "'");
     if (elf.empty())
         throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
     if (*by == core::Grouping::task && samples.tags.empty())
@@ -138,6 +139,24 @@ void write_output(const std::string& path, const std::function<void(std::ostream
 
 void write_profile(const core::SampleSet& samples, const ReportOptions& options)
 {
+    if (options.format == "gmon") {
+        // gprof's binary histogram: needs a file, and works from the samples themselves.
+        if (options.output.empty())
+            throw UsageError("--format gmon needs -o FILE (gmon.out is binary)");
+        if (options.elf.empty())
+            throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
+        const core::SymbolTable symbols = core::SymbolTable::load(options.elf);
+        core::GmonSummary summary;
+        write_output(options.output, [&](std::ostream& out) { summary = core::write_gmon(samples, symbols, out); });
+        std::cerr << "mcuprof: gmon.out of " << summary.bins << " bins of 2 bytes, " << summary.rate
+                  << " samples/s, written to " << options.output;
+        if (summary.outside > 0)
+            std::cerr << "; " << summary.outside << " samples outside the code left out";
+        if (summary.saturated_bins > 0)
+            std::cerr << "; " << summary.saturated_bins << " bins saturated at 65535";
+        std::cerr << '\n';
+        return;
+    }
     const core::Profile profile = build_profile(samples, options, options.elf);
     write_output(options.output, [&](std::ostream& out) {
         if (options.format == "json")

@@ -4,12 +4,9 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/sources/dump_reader.h"
-#include "mcuprof/sources/error.h"
 #include "mcuprof/sources/input_kind.h"
-#include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/swo_reader.h"
-#include "mcuprof/sources/truth_reader.h"
+#include "inputs.h"
 #include "options.h"
 
 namespace po = boost::program_options;
@@ -60,8 +57,9 @@ int report_command(const Arguments& args)
     const std::string usage =
         "usage: mcuprof report INPUT --elf ELF [options]\n\n"
         "Reports where the samples in INPUT fall in the firmware. INPUT is found from its content:\n"
-        "a recording (mcuprof record), the on-chip sampler's dump (UART text) or the truth\n"
-        "plugin's instruction counts, or an SWO capture (ITM/DWT packets with DWT PC samples).\n"
+        "a recording (mcuprof record), the on-chip sampler's dump (UART text), the truth\n"
+        "plugin's instruction counts, an SWO capture (ITM/DWT packets with DWT PC samples) or a\n"
+        "gmon.out (OpenOCD's profile command).\n"
         "INPUT \"-\" reads an SWO stream from standard input, tcp:HOST:PORT from a TCP port\n"
         "(OpenOCD's trace output).";
     if (!parse_command(args, usage, description, options.input))
@@ -69,59 +67,33 @@ int report_command(const Arguments& args)
     if (options.input.empty())
         throw UsageError("report needs an INPUT file");
 
-    core::SampleSet samples;
-    const sources::InputKind kind = sources::is_stream_input(options.input)
-                                        ? sources::InputKind::swo
-                                        : sources::detect_input_file(options.input);
-    if (kind != sources::InputKind::swo && (swo_sync || swo_packets || !swo_duration.empty()))
-        throw UsageError("--sync, --duration and --packets apply to SWO captures");
-    switch (kind) {
-    case sources::InputKind::dump: {
-        sources::DumpSelection selection;
-        if (chunk != 0)
-            selection.chunk = chunk;
-        if (first != 0)
-            selection.first = first;
-        samples = sources::to_samples(sources::read_dump(options.input), selection);
-        break;
+    InputSelection selection;
+    if (chunk != 0)
+        selection.chunk = chunk;
+    if (first != 0)
+        selection.first = first;
+    selection.swo_sync = swo_sync;
+    if (!swo_duration.empty())
+        selection.swo_duration = parse_duration(swo_duration, "--duration");
+    if (sources::is_stream_input(options.input)) {
+        stop_on_interrupt();   // Ctrl-C ends a live SWO capture and reports what came
+        selection.stop = &interrupted;
     }
-    case sources::InputKind::recording:
-        if (chunk != 0)
-            throw UsageError("--chunk applies to on-chip dumps, not to recordings");
-        samples = sources::to_samples(sources::read_recording(options.input),
-                                      first != 0 ? std::optional<size_t>(first) : std::nullopt);
-        break;
-    case sources::InputKind::truth_counts:
-        if (chunk != 0 || first != 0)
-            throw UsageError("--chunk and --first apply to on-chip dumps, not to truth counts");
-        samples = sources::read_truth(options.input);
-        break;
-    case sources::InputKind::swo: {
-        if (chunk != 0)
-            throw UsageError("--chunk applies to on-chip dumps, not to SWO captures");
+    if (swo_packets) {
+        if (!sources::is_stream_input(options.input) &&
+            sources::detect_input_file(options.input) != sources::InputKind::swo)
+            throw UsageError("--packets applies to SWO captures");
         sources::SwoOptions swo;
         swo.wait_for_sync = swo_sync;
         swo.max_samples = first;
-        if (!swo_duration.empty())
-            swo.max_time = parse_duration(swo_duration, "--duration");
-        if (sources::is_stream_input(options.input)) {
-            stop_on_interrupt();
-            swo.stop = &interrupted;
-        }
-        if (swo_packets) {
-            const auto source = sources::open_byte_source(options.input);
-            sources::list_swo_packets(*source, swo, std::cout);
-            return 0;
-        }
-        samples = sources::read_swo(options.input, swo);
-        break;
+        if (selection.swo_duration)
+            swo.max_time = *selection.swo_duration;
+        swo.stop = selection.stop;
+        const auto source = sources::open_byte_source(options.input);
+        sources::list_swo_packets(*source, swo, std::cout);
+        return 0;
     }
-    case sources::InputKind::unknown:
-        throw sources::Error(options.input, "",
-                             "not a recognised input: expected a recording (mcuprof record), an on-chip sampler dump "
-                             "('prof raw n=' or 'prof hist base=' lines), truth counts ('0xADDRESS COUNT' lines) or an SWO "
-                             "capture (ITM/DWT packets)");
-    }
+    const core::SampleSet samples = load_samples(options.input, selection);
     write_profile(samples, options);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/gmon_reader.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/swo_reader.h"
 #include "mcuprof/sources/text_file.h"
@@ -15,6 +16,8 @@ InputKind detect_input(std::string_view head)
 {
     if (is_recording(head))
         return InputKind::recording;
+    if (is_gmon(head))
+        return InputKind::gmon;
     // A dump announces itself with its header; UART noise may come first.
     if (head.find("prof raw n=") != std::string_view::npos || head.find("prof hist base=") != std::string_view::npos)
         return InputKind::dump;
@@ -55,6 +58,7 @@ std::string_view describe(InputKind kind)
     case InputKind::dump: return "on-chip sampler dump";
     case InputKind::truth_counts: return "truth counts";
     case InputKind::recording: return "mcuprof recording";
+    case InputKind::gmon: return "gmon.out";
     case InputKind::swo: return "SWO capture (ITM/DWT packets)";
     case InputKind::unknown: return "unknown";
     }

@@ -5,7 +5,7 @@
 
 namespace mcuprof::sources {
 
-enum class InputKind { dump, truth_counts, recording, swo, unknown };
+enum class InputKind { dump, truth_counts, recording, swo, gmon, unknown };
 
 InputKind detect_input(std::string_view head);
 // Reads the start of the file; throws sources::Error if it cannot be opened.

@@ -1,0 +1,140 @@
+#include "mcuprof/sources/gmon_reader.h"
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/text_file.h"
+
+namespace mcuprof::sources {
+namespace {
+
+constexpr size_t header_size = 20;        // "gmon", version, 12 spare bytes
+constexpr size_t hist_header_size = 32;   // low_pc, high_pc, hist_size, prof_rate, dimen[15], abbrev
+enum Tag : uint8_t { time_histogram = 0, call_arc = 1, basic_block_counts = 2 };
+
+class Reader {
+public:
+    Reader(std::string_view bytes, const std::string& path) : bytes_(bytes), path_(path) {}
+
+    uint32_t u32()
+    {
+        need(4, "a 32-bit field");
+        const char* p = bytes_.data() + at_;
+        at_ += 4;
+        return uint32_t(uint8_t(p[0])) | uint32_t(uint8_t(p[1])) << 8 | uint32_t(uint8_t(p[2])) << 16 |
+               uint32_t(uint8_t(p[3])) << 24;
+    }
+    uint16_t u16()
+    {
+        need(2, "a histogram count");
+        const char* p = bytes_.data() + at_;
+        at_ += 2;
+        return uint16_t(uint8_t(p[0]) | uint8_t(p[1]) << 8);
+    }
+    uint8_t u8()
+    {
+        need(1, "a record tag");
+        return uint8_t(bytes_[at_++]);
+    }
+    void skip(size_t n, const char* what)
+    {
+        need(n, what);
+        at_ += n;
+    }
+    bool done() const { return at_ >= bytes_.size(); }
+    size_t at() const { return at_; }
+    [[noreturn]] void fail(size_t offset, const std::string& problem) const
+    {
+        throw Error(path_, "offset " + std::to_string(offset), problem);
+    }
+
+private:
+    void need(size_t n, const char* what) const
+    {
+        if (bytes_.size() - at_ < n)
+            fail(at_, std::string("the file ends inside ") + what);
+    }
+    std::string_view bytes_;
+    const std::string& path_;
+    size_t at_ = 0;
+};
+
+} // namespace
+
+bool is_gmon(std::string_view head)
+{
+    return head.substr(0, 4) == "gmon";
+}
+
+core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
+{
+    Reader r(bytes, path);
+    if (!is_gmon(bytes))
+        r.fail(0, "not a gmon.out file (no \"gmon\" magic)");
+    r.skip(4, "the header");
+    const uint32_t version = r.u32();
+    if (version == 0x01000000)
+        r.fail(4, "a big-endian gmon.out; only little-endian (ARM) files are read");
+    if (version != 1)
+        r.fail(4, "gmon.out version " + std::to_string(version) + ", not 1");
+    r.skip(12, "the header");
+
+    core::SampleSet out;
+    out.origin = "gmon.out histogram: " + path;
+    size_t arcs = 0;
+    size_t saturated = 0;
+    while (!r.done()) {
+        const size_t record = r.at();
+        switch (r.u8()) {
+        case time_histogram: {
+            const uint32_t low = r.u32();
+            const uint32_t high = r.u32();
+            const uint32_t bins = r.u32();
+            const uint32_t rate = r.u32();
+            r.skip(16, "the histogram header");
+            if (high <= low || bins == 0 || bins > (high - low))
+                r.fail(record, "histogram of " + std::to_string(bins) + " bins over [" + std::to_string(low) + ", " +
+                                   std::to_string(high) + ") makes no sense");
+            // Bin k covers [low + k * span / bins, low + (k + 1) * span / bins), as gprof
+            // divides the range.
+            const uint64_t span = uint64_t(high) - low;
+            for (uint32_t k = 0; k < bins; ++k) {
+                const uint16_t count = r.u16();
+                const uint32_t start = low + uint32_t(span * k / bins);
+                const uint32_t end = low + uint32_t(span * (k + 1) / bins);
+                if (count != 0)
+                    out.buckets.push_back({start, end - start, count});
+                saturated += count == 0xFFFF;
+            }
+            out.origin += " (" + std::to_string(bins) + " bins, " + std::to_string(rate) + " samples/s)";
+            break;
+        }
+        case call_arc:
+            r.skip(12, "a call-graph arc");
+            ++arcs;
+            break;
+        case basic_block_counts: {
+            const uint32_t n = r.u32();
+            r.skip(size_t(n) * 8, "basic-block counts");
+            break;
+        }
+        default:
+            r.fail(record, "unknown record tag " + std::to_string(uint8_t(bytes[record])));
+        }
+    }
+    if (out.buckets.empty())
+        r.fail(r.at(), "no histogram samples in the file");
+    if (saturated > 0)
+        out.notes.push_back(std::to_string(saturated) +
+                            " histogram bin(s) saturated at 65535 (gmon counts are 16-bit): their shares are lower "
+                            "bounds");
+    if (arcs > 0)
+        out.origin += ", " + std::to_string(arcs) + " call arcs not used";
+    return out;
+}
+
+core::SampleSet read_gmon(const std::string& path)
+{
+    const MappedFile file(path);
+    return parse_gmon(file.bytes(), path);
+}
+
+} // namespace mcuprof::sources

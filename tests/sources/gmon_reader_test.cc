@@ -1,0 +1,58 @@
+#include <doctest/doctest.h>
+
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/gmon_reader.h"
+
+using namespace mcuprof::sources;
+
+namespace {
+
+std::string le32(uint32_t v)
+{
+    return {char(v), char(v >> 8), char(v >> 16), char(v >> 24)};
+}
+
+// A gmon.out as OpenOCD's profile writes it: header, one time histogram over
+// [0x08000000, 0x08000010) in 4 bins of 4 bytes, counts 0, 7, 0, 65535.
+std::string sample_gmon()
+{
+    std::string g = "gmon" + le32(1) + std::string(12, '\0');
+    g += '\0';   // GMON_TAG_TIME_HIST
+    g += le32(0x08000000) + le32(0x08000010) + le32(4) + le32(1000);
+    g += std::string("seconds") + std::string(8, '\0') + "s";
+    for (uint16_t c : {0, 7, 0, 0xFFFF})
+        g += std::string{char(c), char(c >> 8)};
+    g += '\x01' + le32(0x08000004) + le32(0x08000008) + le32(3);   // a call arc, skipped
+    return g;
+}
+
+} // namespace
+
+TEST_CASE("gmon reader: the time histogram becomes buckets; arcs are counted, not used")
+{
+    const auto s = parse_gmon(sample_gmon(), "gmon.out");
+    REQUIRE(s.buckets.size() == 2);
+    CHECK(s.buckets[0].start == 0x08000004);
+    CHECK(s.buckets[0].size == 4);
+    CHECK(s.buckets[0].count == 7);
+    CHECK(s.buckets[1].start == 0x0800000c);
+    CHECK(s.buckets[1].count == 65535);
+    CHECK(s.origin.find("4 bins, 1000 samples/s") != std::string::npos);
+    CHECK(s.origin.find("1 call arcs not used") != std::string::npos);
+    REQUIRE(s.notes.size() == 1);
+    CHECK(s.notes[0].find("saturated") != std::string::npos);
+}
+
+TEST_CASE("gmon reader: damaged files name the offset")
+{
+    const std::string g = sample_gmon();
+    CHECK_THROWS_WITH_AS(parse_gmon("gmox", "x"), "x, offset 0: not a gmon.out file (no \"gmon\" magic)", Error);
+    // Header 20 bytes, tag 1, histogram header 32: counts from 53, the fourth at 59..60.
+    CHECK_THROWS_WITH_AS(parse_gmon(g.substr(0, 60), "x"), "x, offset 59: the file ends inside a histogram count", Error);
+    std::string big_endian = g;
+    big_endian.replace(4, 4, std::string("\0\0\0\1", 4));
+    CHECK_THROWS_WITH_AS(parse_gmon(big_endian, "x"), doctest::Contains("big-endian"), Error);
+    std::string bad_tag = g;
+    bad_tag[20] = 9;
+    CHECK_THROWS_WITH_AS(parse_gmon(bad_tag, "x"), "x, offset 20: unknown record tag 9", Error);
+}
