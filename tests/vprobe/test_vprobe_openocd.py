@@ -14,6 +14,7 @@ Environment (set by tests/vprobe/CMakeLists.txt under ctest):
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -345,6 +346,12 @@ class VprobeWithOpenOCD(unittest.TestCase):
         self.assertNotIn("?", per_function)
         # mixed_forever spends its time in main's loop and its callees, not in startup.
         self.assertEqual(per_function.get("Reset_Handler", 0), 0)
+        # mcuprof reads OpenOCD's gmon.out like any profile: the same samples by function.
+        r = subprocess.run([str(CLI), "report", str(gmon), "--elf", str(ELF), "--format", "json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        reported = {row["name"]: row["samples"] for row in json.loads(r.stdout)["functions"]}
+        self.assertEqual({k: v for k, v in reported.items() if v}, per_function)
         print(f"\nvprobe: profile: {samples} DWT_PCSR samples in {seconds:.2f} s "
               f"({samples / seconds:.0f}/s); {per_function}", file=sys.stderr)
         self.assertEqual(self.state(), "running")
