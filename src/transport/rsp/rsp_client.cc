@@ -241,43 +241,15 @@ StopReply RspClient::interrupt()
 
 std::vector<uint32_t> RspClient::read_registers(const std::vector<std::string>& names)
 {
-    std::vector<const RegisterInfo*> wanted;
     for (const std::string& name : names) {
         const RegisterInfo* r = target_.find(name);
         if (r == nullptr || r->bits != 32)
             protocol_error("target description", "no 32-bit register '" + name + "'");
-        wanted.push_back(r);
     }
-    // 'g' carries the registers in number order up to some length the server chooses
-    // (QEMU: r0-r15 and xpsr); the rest need 'p'. The length is learnt from the first 'g'.
-    std::vector<std::string> requests;
-    bool use_g = false;
-    for (const RegisterInfo* r : wanted) {
-        if (!g_length_ || r->g_offset + 4 <= *g_length_)
-            use_g = true;
-        else
-            requests.push_back("p" + hex32(r->number));
-    }
-    if (use_g)
-        requests.insert(requests.begin(), "g");
-    const std::vector<std::string> replies = request_all(requests);
-
     std::vector<uint32_t> values;
-    size_t next_p = use_g ? 1 : 0;
-    for (const RegisterInfo* r : wanted) {
-        if (use_g && !g_length_)
-            g_length_ = replies[0].size() / 2;
-        std::optional<uint32_t> v;
-        if (use_g && r->g_offset + 4 <= *g_length_)
-            v = rsp::le32_from_hex(std::string_view(replies[0]).substr(r->g_offset * 2, 8));
-        else if (next_p < replies.size() && requests[next_p] == "p" + hex32(r->number))
-            v = rsp::le32_from_hex(replies[next_p++]);
-        else
-            v = rsp::le32_from_hex(request("p" + hex32(r->number)));
-        if (!v)
-            protocol_error("register " + r->name, "unreadable value");
-        values.push_back(*v);
-    }
+    for (const std::string& bytes : read_register_bytes(names))
+        values.push_back(uint32_t(uint8_t(bytes[0])) | uint32_t(uint8_t(bytes[1])) << 8 |
+                         uint32_t(uint8_t(bytes[2])) << 16 | uint32_t(uint8_t(bytes[3])) << 24);
     return values;
 }
 
@@ -290,8 +262,9 @@ std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::s
             protocol_error("target description", "no register '" + name + "'");
         wanted.push_back(r);
     }
-    // As read_registers: 'g' for what it carries (its length learnt from the first one),
-    // 'p' for the rest, all sent at once.
+    // 'g' carries the registers in number order up to some length the server chooses
+    // (QEMU: r0-r15 and xpsr); the rest need 'p'. The length is learnt from the first 'g';
+    // all requests go out at once.
     auto in_g = [this](const RegisterInfo* r) { return !g_length_ || r->g_offset + r->bits / 8 <= *g_length_; };
     std::vector<std::string> requests;
     bool use_g = false;
