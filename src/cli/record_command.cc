@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "mcuprof/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/onchip_reader.h"
+#include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/rsp_sampler.h"
 #include "options.h"
@@ -103,6 +105,8 @@ int record_command(const Arguments& args)
 {
     ReportOptions report;
     std::string gdb;
+    std::string openocd;
+    std::string mode;
     std::string qmp;
     std::string pace = "wall";
     std::string interval;
@@ -117,6 +121,10 @@ int record_command(const Arguments& args)
     po::options_description description("Options");
     description.add_options()
         ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
+        ("openocd", po::value(&openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl RPC port (6666 by default): sample "
+                                                                  "through OpenOCD instead of GDB (--mode)")
+        ("mode", po::value(&mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
+                                                       "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
         ("samples", po::value(&samples)->value_name("N"), "stop after N samples")
         ("duration", po::value(&duration)->value_name("TIME"), "stop after this long (100ms, 10s, 2min)")
         ("interval", po::value(&interval)->value_name("TIME|N"),
@@ -137,7 +145,8 @@ int record_command(const Arguments& args)
                                                             "reaches FUNCTION (a breakpoint), e.g. prof_dump");
     add_report_options(description, report);
     const std::string usage =
-        "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n\n"
+        "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n"
+        "       mcuprof record --openocd HOST:PORT --mode halt|pcsr --elf ELF -o FILE [options]\n\n"
         "Samples the program counter of running firmware by halting it at random intervals, writes\n"
         "every sample to FILE as it comes (mcuprof report reads it), and prints the profile.\n"
         "Ctrl-C stops the recording; the target is always left running.";
@@ -151,8 +160,12 @@ int record_command(const Arguments& args)
     if (samples_file.empty())
         samples_file = report.output;
     report.output.clear();
-    if (gdb.empty())
-        throw UsageError("--gdb HOST:PORT is required");
+    if (gdb.empty() == openocd.empty())
+        throw UsageError("exactly one of --gdb HOST:PORT and --openocd HOST:PORT is required");
+    if (!openocd.empty() && read_onchip)
+        throw UsageError("--read-onchip goes with --gdb");
+    if (openocd.empty() && !mode.empty())
+        throw UsageError("--mode goes with --openocd");
     if (read_onchip)
         return read_onchip_command(transport::Endpoint::parse(gdb, "--gdb"), stop_at, samples_file, report);
     if (!stop_at.empty())
@@ -163,7 +176,8 @@ int record_command(const Arguments& args)
         throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
 
     sources::RspSamplerOptions options;
-    options.gdb = transport::Endpoint::parse(gdb, "--gdb");
+    if (!gdb.empty())
+        options.gdb = transport::Endpoint::parse(gdb, "--gdb");
     if (pace == "icount") {
         options.pacing = sources::Pacing::icount;
         if (!qmp.empty())
@@ -193,7 +207,27 @@ int record_command(const Arguments& args)
     if (!plan.samples && !plan.duration)
         plan.samples = 10000;
 
-    sources::RspHaltingSampler sampler(options);
+    std::unique_ptr<sources::SampleSource> source;
+    if (!openocd.empty()) {
+        if (pace != "wall")
+            throw UsageError("--pace icount goes with --gdb");
+        sources::OpenocdSamplerOptions o;
+        o.tcl = transport::Endpoint::parse(openocd, "--openocd");
+        if (mode == "halt" || mode.empty())
+            o.mode = sources::OpenocdMode::halt;
+        else if (mode == "pcsr")
+            o.mode = sources::OpenocdMode::pcsr;
+        else
+            throw UsageError("--mode takes halt or pcsr, not '" + mode + "'");
+        o.shape = options.shape;
+        o.interval = options.interval;
+        o.jitter = options.jitter;
+        o.seed = options.seed;
+        source = std::make_unique<sources::OpenocdSampler>(o);
+    } else {
+        source = std::make_unique<sources::RspHaltingSampler>(options);
+    }
+    sources::SampleSource& sampler = *source;
     nlohmann::json header = sampler.describe();
     header["elf"] = report.elf;
     header["started"] = std::chrono::duration_cast<std::chrono::seconds>(

@@ -1,0 +1,54 @@
+#pragma once
+// Sampling through OpenOCD's Tcl RPC port (docs/live.md, "Over OpenOCD's Tcl port").
+//   halt: one round trip per sample halts the current target, reads pc, lr, sp and xPSR
+//         (get_reg) and resumes it, at random intervals like the RSP sampler.
+//   pcsr: DEMCR.TRCENA is set once, then DWT_PCSR is read K times per round trip by a loop
+//         inside OpenOCD's Tcl while the core runs; the loop cannot randomize, so a random
+//         host-side wait separates the batches. 0xFFFFFFFF (core halted) is dropped and
+//         counted; a PCSR that reads 0 (absent) falls back to halt mode with an event.
+// The target is left running whatever happens (signal, error, link loss when possible).
+#include <memory>
+#include <string>
+
+#include "mcuprof/sources/live.h"
+#include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/transport/tcp_connection.h"
+
+namespace mcuprof::sources {
+
+enum class OpenocdMode { halt, pcsr };
+
+struct OpenocdSamplerOptions {
+    transport::Endpoint tcl;
+    OpenocdMode mode = OpenocdMode::halt;
+    IntervalGenerator::Shape shape = IntervalGenerator::Shape::exponential;
+    double interval = 1e-3;     // mean seconds between samples (halt) or between batches (pcsr)
+    double jitter = 0.5;
+    uint64_t seed = 0;          // 0: from the system's random source
+    unsigned batch = 16;        // pcsr: DWT_PCSR reads per round trip
+    transport::Duration timeout = std::chrono::seconds(10);
+};
+
+class OpenocdSampler : public SampleSource {
+public:
+    // Connects and finds the current target; throws transport::Error.
+    explicit OpenocdSampler(const OpenocdSamplerOptions& options);
+    ~OpenocdSampler() override;
+
+    nlohmann::json describe() const override;
+    SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) override;
+
+private:
+    bool halted();
+    void leave_running(SampleSink& sink);
+
+    OpenocdSamplerOptions options_;
+    uint64_t seed_;
+    std::unique_ptr<transport::TclClient> tcl_;
+    std::string target_;
+    std::string target_type_;
+    size_t target_count_ = 0;
+    std::string initial_state_;
+};
+
+} // namespace mcuprof::sources
