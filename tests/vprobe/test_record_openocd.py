@@ -8,7 +8,8 @@ modes (docs/live.md, "Over OpenOCD's Tcl port"):
 
 Checked: exit 0, the sample count, every PC inside a function of the ELF, the profile's hot
 functions against the truth plugin's instruction census of the same run, and that the guest
-still runs afterwards (OpenOCD still sees it running; QEMU reports it running to a new client
+still runs afterwards, also after a SIGINT in the middle of a recording (OpenOCD still sees it
+running; QEMU reports it running to a new client
 once OpenOCD and the vprobe are gone).
 
 About the bounds. The truth is a census of instructions; wall-clock stops on QEMU land where
@@ -28,10 +29,12 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import re
 import unittest
 from pathlib import Path
@@ -126,6 +129,20 @@ class RecordThroughOpenOCD(unittest.TestCase):
             print(f"\nrecord --openocd --mode {mode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}",
                   file=sys.stderr)
 
+        # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
+        rec = cls.work / "sigint.rec"
+        p = subprocess.Popen([str(CLI), "record", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "halt",
+                              "--duration", "60s", "--elf", str(ELF), "-o", str(rec), "--format", "json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        cls.sigint = (p.returncode, out, err, cls.tcl.run("[target current] curstate").strip())
+
         # OpenOCD and the vprobe leave; QEMU then says whether its guest runs.
         cls.tcl.raw("shutdown")
         cls.tcl.close()
@@ -172,6 +189,13 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
     def test_guest_still_running(self):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
+
+    def test_sigint_ends_the_recording_and_leaves_the_target_running(self):
+        code, out, err, state = self.sigint
+        self.assertEqual(code, 0, err)
+        self.assertIn("interrupted by a signal", err)
+        self.assertGreater(json.loads(out)["samples"], 0)
+        self.assertEqual(state, "running")
 
     def test_halt_mode_within_4_se_of_the_truth(self):
         observed = self.profile("halt", 200)
