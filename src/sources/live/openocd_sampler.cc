@@ -242,9 +242,15 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
             sink.event("pcsr", std::to_string(pcsr_reads) + " DWT_PCSR reads, " + std::to_string(pcsr_dropped) +
                                    " of them 0xFFFFFFFF (core halted) dropped");
     } catch (const transport::Error& e) {
-        stats.link_lost = true;
-        stats.end_reason = std::string("the link was lost: ") + e.what();
-        sink.event("link-lost", stats.end_reason);
+        // A failing command (protocol: OpenOCD answered with an error) leaves the link up.
+        if (e.kind() == transport::Error::Kind::protocol) {
+            stats.end_reason = std::string("OpenOCD reported an error: ") + e.what();
+            sink.event("error", stats.end_reason);
+        } else {
+            stats.link_lost = true;
+            stats.end_reason = std::string("the link was lost: ") + e.what();
+            sink.event("link-lost", stats.end_reason);
+        }
     }
     // Never leave the target halted: the halt script resumes in the same round trip, and this
     // checks once more (an error, a signal between halt and resume, someone else's halt).
