@@ -44,8 +44,8 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
 sys.path.insert(0, str(HERE))
 import qemu_runner  # noqa: E402
-from test_vprobe_openocd import (CLI, CONFIG, FW_DIR, OPENOCD, STRICT, TclRpc, elf_functions, guest_running,  # noqa: E402
-                                 stop_process, wait_port)
+from test_vprobe_openocd import (stop_rig, CLI, CONFIG, FW_DIR, OPENOCD, STRICT, TclRpc, elf_functions, guest_running,  # noqa: E402
+                                 wait_port)
 
 ELF = FW_DIR / "mixed_forever_m4.elf"
 Z = 4.0
@@ -155,25 +155,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
     @classmethod
     def _stop(cls):
-        if cls.tcl is not None:
-            try:
-                cls.tcl.raw("shutdown")
-            except OSError:
-                pass
-            cls.tcl.close()
-        for process in (cls.openocd, cls.vprobe):
-            if process is not None:
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    stop_process(process)
-        if cls.vprobe is not None:
-            cls.vprobe.stderr.close()
-        if cls.qemu is not None:
-            cls.qemu.close()
-        if cls.openocd_log is not None:
-            cls.openocd_log.close()
-        shutil.rmtree(cls.work, ignore_errors=True)
+        stop_rig(cls)
 
     def profile(self, mode: str, samples: int) -> dict[str, float]:
         r, rec, state = self.results[mode]

@@ -147,6 +147,31 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.wait(timeout=5)
 
 
+def stop_rig(rig) -> None:
+    """Stops what a test class started (attributes tcl, openocd, vprobe, qemu, openocd_log,
+    work, each possibly None): OpenOCD asked to shut down, then waited for or killed, the
+    vprobe likewise, QEMU closed, the work folder removed."""
+    if getattr(rig, "tcl", None) is not None:
+        try:
+            rig.tcl.raw("shutdown")
+        except OSError:
+            pass
+        rig.tcl.close()
+    for process in (getattr(rig, "openocd", None), getattr(rig, "vprobe", None)):
+        if process is not None:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                stop_process(process)
+    if getattr(rig, "vprobe", None) is not None:
+        rig.vprobe.stderr.close()
+    if getattr(rig, "qemu", None) is not None:
+        rig.qemu.close()
+    if getattr(rig, "openocd_log", None):
+        rig.openocd_log.close()
+    shutil.rmtree(rig.work, ignore_errors=True)
+
+
 class VprobeWithOpenOCD(unittest.TestCase):
     """One QEMU, one vprobe, one OpenOCD for the whole class; the tests run in name order."""
 
@@ -202,25 +227,7 @@ class VprobeWithOpenOCD(unittest.TestCase):
 
     @classmethod
     def _stop(cls):
-        if cls.tcl is not None:
-            try:
-                cls.tcl.raw("shutdown")
-            except OSError:
-                pass
-            cls.tcl.close()
-        for process in (cls.openocd, cls.vprobe):
-            if process is not None:
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    stop_process(process)
-        if cls.vprobe is not None:
-            cls.vprobe.stderr.close()
-        if cls.qemu is not None:
-            cls.qemu.close()
-        if getattr(cls, "openocd_log", None):
-            cls.openocd_log.close()
-        shutil.rmtree(cls.work, ignore_errors=True)
+        stop_rig(cls)
 
     @classmethod
     def tearDownClass(cls):
