@@ -3,6 +3,12 @@
 BUILD ?= build
 JOBS ?= 2
 FIRMWARE_BUILD := $(BUILD)/firmware-ref-build
+# ccache, when installed, makes rebuilds and second checkouts cheap; it is not required.
+# The base directory makes paths relative, so that two checkouts share cached objects.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+LAUNCHER := $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 .PHONY: all setup build host firmware test demo bench clean
 
@@ -12,7 +18,7 @@ setup:
 	@bash scripts/setup.sh
 
 host: setup
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
 	@cmake --build $(BUILD) -j$(JOBS)
 
 firmware: setup
