@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
+#include "mcuprof/core/error.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 
@@ -213,6 +216,113 @@ void check_sequences(Profile& profile, const SampleSet& samples)
     }
 }
 
+// The frames of one address, outermost first: the inline chain when DWARF has it, else
+// the symbol table's function.
+void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolTable& symbols,
+                   SourceLocator* locator)
+{
+    if (locator != nullptr) {
+        const std::vector<SourceFrame>& chain = locator->frames(address);
+        if (!chain.empty() && !chain.back().function.empty()) {
+            for (auto f = chain.rbegin(); f != chain.rend(); ++f)
+                out.push_back({f->function.empty() ? unknown_function : f->function, f->file, f->line, address});
+            return;
+        }
+    }
+    const Function* f = symbols.find(address);
+    out.push_back({f != nullptr ? f->name : unknown_function, "", 0, address});
+}
+
+// Address chains (root first, leaf last) with their weights, from unwound samples or,
+// for flat samples, one address each.
+struct AddressChain {
+    std::vector<uint32_t> addresses;
+    std::string task;                    // root pseudo-frame, by task
+    bool truncated = false;
+    double weight = 0;
+};
+
+// Unwound stacks come with raw PCs only (a live recording), never with counts or buckets.
+std::vector<AddressChain> address_chains(const SampleSet& samples, const std::vector<Weighted>& items,
+                                         Grouping by)
+{
+    std::vector<AddressChain> chains;
+    auto task_of = [&](uint32_t tag, bool tagged) {
+        if (by != Grouping::task)
+            return std::string();
+        if (!tagged)
+            return std::string(untagged);
+        auto known = samples.tag_names.find(tag);
+        return known != samples.tag_names.end() ? known->second : hex(tag);
+    };
+    if (samples.stacks.empty()) {
+        for (const Weighted& item : items)
+            chains.push_back({{item.pc}, task_of(item.tag, item.tagged), false, item.weight});
+        return chains;
+    }
+    std::map<std::tuple<std::string, bool, std::vector<uint32_t>>, double> counted;
+    for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        const CallStack& stack = samples.stacks[i];
+        std::vector<uint32_t> addresses(stack.callers.rbegin(), stack.callers.rend());
+        addresses.push_back(samples.pcs[i]);
+        const bool tagged = !samples.tags.empty();
+        counted[{task_of(tagged ? samples.tags[i] : 0, tagged), stack.truncated, std::move(addresses)}] += 1;
+    }
+    for (auto& [key, weight] : counted)
+        chains.push_back({std::get<2>(key), std::get<0>(key), std::get<1>(key), weight});
+    return chains;
+}
+
+// Stack rows (identical frame chains merged) and, by function, each function's inclusive
+// samples: every stack that holds it, once.
+void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<Weighted>& items,
+                  const SymbolTable& symbols, SourceLocator* locator, const AttributionOptions& options,
+                  RowBuilder& rows)
+{
+    std::map<std::vector<std::string>, size_t> index;   // frame names -> stack row
+    for (const AddressChain& chain : address_chains(samples, items, options.by)) {
+        StackRow row;
+        row.truncated = chain.truncated;
+        row.samples = chain.weight;
+        if (!chain.task.empty())
+            row.frames.push_back({chain.task, "", 0, 0});
+        std::vector<std::pair<std::string, const Function*>> holders;   // functions on this stack
+        for (uint32_t address : chain.addresses) {
+            append_frames(row.frames, address, symbols, locator);
+            if (options.by == Grouping::function) {
+                const Function* f = symbols.find(address);
+                const std::vector<SourceFrame>* frames =
+                    options.inline_frames && locator != nullptr ? &locator->frames(address) : nullptr;
+                holders.emplace_back(function_name(f, frames), options.inline_frames ? nullptr : f);
+            }
+        }
+        std::sort(holders.begin(), holders.end());
+        holders.erase(std::unique(holders.begin(), holders.end(),
+                                  [](const auto& a, const auto& b) { return a.first == b.first; }),
+                      holders.end());
+        for (const auto& [name, f] : holders) {
+            Row& function_row = rows.row(name);   // a function seen only as a caller gets its row here
+            function_row.inclusive_samples += chain.weight;
+            if (f != nullptr) {
+                function_row.address = f->start;
+                function_row.size = f->size;
+            }
+        }
+
+        std::vector<std::string> key;
+        key.push_back(row.truncated ? "1" : "0");
+        for (const StackFrame& f : row.frames)
+            key.push_back(f.function + '\n' + f.file + ':' + std::to_string(f.line));
+        auto [it, added] = index.emplace(std::move(key), profile.stacks.size());
+        if (added)
+            profile.stacks.push_back(std::move(row));
+        else
+            profile.stacks[it->second].samples += chain.weight;
+    }
+    std::sort(profile.stacks.begin(), profile.stacks.end(),
+              [](const StackRow& a, const StackRow& b) { return a.samples > b.samples; });
+}
+
 } // namespace
 
 std::optional<Grouping> parse_grouping(std::string_view text)
@@ -254,7 +364,11 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     std::unordered_map<uint32_t, bool> seen_addresses;
     std::unordered_map<std::string, std::unordered_map<uint32_t, bool>> row_addresses;
 
-    for (const Weighted& item : aggregate(samples, symbols, options.by)) {
+    if (!samples.stacks.empty() && samples.stacks.size() != samples.pcs.size())
+        throw Error(samples.origin, "", "the call stacks (" + std::to_string(samples.stacks.size()) +
+                                            ") do not match the samples (" + std::to_string(samples.pcs.size()) + ")");
+    const std::vector<Weighted> items = aggregate(samples, symbols, options.by);
+    for (const Weighted& item : items) {
         profile.total += item.weight;
         const Function* f = symbols.find(item.pc);
         if (f == nullptr)
@@ -334,6 +448,11 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         profile.total += double(count);
     }
 
+    profile.unwound = !samples.stacks.empty();
+    const bool inclusive_known = profile.unwound && options.by == Grouping::function;
+    if (options.stacks || profile.unwound)
+        build_stacks(profile, samples, items, symbols, locator, options, rows);
+
     // The total from the integer counts, not from the (fractional) bucket shares added up.
     uint64_t total = samples.pcs.size() + samples.outside_buckets;
     for (const AddressCount& c : samples.counts)
@@ -343,8 +462,12 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     profile.total = double(total);
     profile.rows = rows.take();
     profile.distinct_addresses = seen_addresses.size();
-    for (Row& row : profile.rows)
+    for (Row& row : profile.rows) {
         row.share = share_of(row.samples, profile.total, samples.exact);
+        if (!inclusive_known)
+            row.inclusive_samples = row.samples;
+        row.inclusive = share_of(row.inclusive_samples, profile.total, samples.exact);
+    }
     std::sort(profile.rows.begin(), profile.rows.end(), [](const Row& a, const Row& b) {
         return a.samples != b.samples ? a.samples > b.samples : a.name < b.name;
     });

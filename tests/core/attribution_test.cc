@@ -195,3 +195,55 @@ TEST_CASE("attribution: lockstep is checked per sequence and reported as a warni
     REQUIRE(has_warning(p, "lockstep"));
     CHECK(p.warnings.back().message.find("repeats every 3 samples") != std::string::npos);
 }
+
+TEST_CASE("attribution: unwound stacks give stack rows and inclusive shares, recursion counted once")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    // Call sites are addresses inside the caller. 4 samples:
+    //   func_a -> local_b (leaf pc in local_b)                 x2
+    //   func_a -> func_c -> func_c (recursion; leaf in func_c)  x1
+    //   func_c alone (a root, no callers)                      x1
+    s.pcs = {0x08000012, 0x08000012, 0x08000022, 0x08000024};
+    s.stacks = {{{0x08000004}, false}, {{0x08000004}, false}, {{0x08000022, 0x08000006}, false}, {{}, true}};
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.unwound);
+    CHECK(p.total == 4);
+    // func_a runs no sample itself, yet holds 3 of 4 stacks.
+    CHECK(row_named(p, "func_a").samples == 0);
+    CHECK(row_named(p, "func_a").inclusive_samples == 3);
+    CHECK(row_named(p, "func_a").inclusive.percent == doctest::Approx(75.0));
+    CHECK(row_named(p, "func_a").address == 0x08000000u);
+    CHECK(row_named(p, "local_b").inclusive_samples == 2);
+    // func_c appears twice on one stack: that sample counts once.
+    CHECK(row_named(p, "func_c").samples == 2);
+    CHECK(row_named(p, "func_c").inclusive_samples == 2);
+
+    REQUIRE(p.stacks.size() == 3);
+    CHECK(p.stacks[0].samples == 2);
+    REQUIRE(p.stacks[0].frames.size() == 2);
+    CHECK(p.stacks[0].frames[0].function == "func_a");   // root first
+    CHECK(p.stacks[0].frames[1].function == "local_b");
+    CHECK(p.stacks[0].frames[1].address == 0x08000012u);
+    const auto truncated = std::find_if(p.stacks.begin(), p.stacks.end(), [](const StackRow& r) { return r.truncated; });
+    REQUIRE(truncated != p.stacks.end());
+    CHECK(truncated->frames.size() == 1);
+}
+
+TEST_CASE("attribution: flat samples give one-frame stacks only when asked, inclusive equal to self")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000002, 0x08000010};
+    CHECK(attribute(s, symbols, nullptr, {}).stacks.empty());
+    AttributionOptions options;
+    options.stacks = true;
+    const Profile p = attribute(s, symbols, nullptr, options);
+    CHECK_FALSE(p.unwound);
+    REQUIRE(p.stacks.size() == 2);
+    CHECK(p.stacks[0].frames.size() == 1);
+    CHECK(p.stacks[0].frames[0].function == "func_a");
+    CHECK(p.stacks[0].samples == 2);
+    CHECK(row_named(p, "func_a").inclusive_samples == 2);
+    CHECK(row_named(p, "local_b").inclusive.percent == doctest::Approx(100.0 / 3));
+}

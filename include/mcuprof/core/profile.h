@@ -33,6 +33,26 @@ struct Row {
     std::string location;                // file:line (function rows: where the function starts)
     std::vector<std::string> inlined_into;   // address rows: callers the code is inlined into
     uint64_t distinct_addresses = 0;     // distinct sampled addresses in this row
+    // Function rows: samples with this function anywhere on the stack (each sample counted
+    // once, however often the function recurs). Equals `samples` for flat profiles.
+    double inclusive_samples = 0;
+    Share inclusive;
+};
+
+// One frame of a stack row. Inlined functions are frames of their own, with the
+// address of the code they were inlined into.
+struct StackFrame {
+    std::string function;
+    std::string file;                    // source file, empty when unknown
+    uint32_t line = 0;                   // 0 when unknown
+    uint32_t address = 0;                // the sampled PC (leaf) or the call site (callers)
+};
+
+// Samples that share one call chain, root (outermost caller) first, leaf last.
+struct StackRow {
+    std::vector<StackFrame> frames;
+    double samples = 0;
+    bool truncated = false;              // the unwinder could not reach the outermost frame
 };
 
 struct Warning {
@@ -49,6 +69,10 @@ struct Profile {
     uint64_t distinct_addresses = 0;
     std::optional<LockstepFinding> lockstep;
     std::vector<Row> rows;               // by samples, descending
+    // Every sample's call chain, aggregated. Flat sources (no unwinding) give one-frame
+    // stacks (plus the inline chain of the address), so every stack format works for them.
+    std::vector<StackRow> stacks;        // by samples, descending
+    bool unwound = false;                // stacks come from unwinding, not from flat samples
     std::vector<Warning> warnings;
     nlohmann::json sampler;              // copied from the samples: rate, duty, halt latency
 };
@@ -57,6 +81,9 @@ struct AttributionOptions {
     Grouping by = Grouping::function;
     bool inline_frames = false;          // name functions by the innermost inlined frame
     double unattributed_warning = 0.05;  // warn above this share of samples in no function
+    // Fill Profile::stacks for flat samples too (one-frame stacks with inline chains), for
+    // the stack formats. Unwound samples always get their stacks.
+    bool stacks = false;
 };
 
 // locator may be null when neither lines nor inline frames are wanted (it is then not

@@ -30,11 +30,20 @@ struct Sequence {
     size_t end = 0;
 };
 
+// The callers of one sampled PC, as an unwinder found them: return addresses (Thumb bit
+// clear), innermost caller first. `truncated`: the unwinder stopped before the outermost
+// frame (depth limit, a corrupted stack, memory it could not read, an unknown frame).
+struct CallStack {
+    std::vector<uint32_t> callers;
+    bool truncated = false;
+};
+
 struct SampleSet {
     std::string origin;                       // e.g. "on-chip dump, raw ring"
     std::vector<uint32_t> pcs;                // sampled PCs, in the order taken
     std::vector<uint32_t> tags;               // empty, or one tag (task pointer) per pc
     std::vector<Sequence> sequences;          // partition of pcs; empty means one sequence
+    std::vector<CallStack> stacks;            // empty, or the callers of each pc (one per pc)
     std::vector<AddressCount> counts;         // exact counts per instruction address
     std::vector<Bucket> buckets;              // histogram buckets
     uint64_t outside_buckets = 0;             // histogram samples that fell outside every bucket

@@ -14,6 +14,8 @@ nlohmann::json to_json(const Profile& profile)
             {"percent", row.share.percent},
             {"stderr", row.share.stderr_pp},
             {"ci95", {row.share.low, row.share.high}},
+            {"inclusive_samples", row.inclusive_samples},
+            {"inclusive_percent", row.inclusive.percent},
             {"distinct_addresses", row.distinct_addresses},
         };
         if (row.address)
@@ -53,6 +55,20 @@ nlohmann::json to_json(const Profile& profile)
     }
     if (!profile.sampler.is_null())
         doc["sampler"] = profile.sampler;
+    if (profile.unwound) {
+        nlohmann::json stacks = nlohmann::json::array();
+        for (const StackRow& stack : profile.stacks) {
+            nlohmann::json frames = nlohmann::json::array();
+            for (const StackFrame& f : stack.frames) {
+                nlohmann::json frame = {{"function", f.function}, {"address", f.address}};
+                if (!f.file.empty())
+                    frame["location"] = f.file + ":" + std::to_string(f.line);
+                frames.push_back(std::move(frame));
+            }
+            stacks.push_back({{"frames", frames}, {"samples", stack.samples}, {"truncated", stack.truncated}});
+        }
+        doc["stacks"] = std::move(stacks);
+    }
     // "functions" is the documented name of the row list whatever the grouping, so a
     // consumer reads one key; "rows" would only repeat it.
     doc["functions"] = std::move(rows);
