@@ -10,6 +10,8 @@ packages=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
   qemu-system-arm openocd gdb-multiarch
   python3 python3-pyocd
+  # consumers of the report formats, run by the tests: callgrind_annotate, dot, a browser
+  valgrind graphviz chromium python3-jsonschema
 )
 
 missing=()
