@@ -117,6 +117,8 @@ int record_command(const Arguments& args)
     uint64_t samples = 0;
     uint64_t seed = 0;
     bool read_onchip = false;
+    bool stacks = false;
+    uint32_t stack_bytes = 512;
     std::string stop_at;
     po::options_description description("Options");
     description.add_options()
@@ -138,6 +140,10 @@ int record_command(const Arguments& args)
         ("qmp", po::value(&qmp)->value_name("HOST:PORT"), "--pace icount: QEMU's QMP port for query-replay (default: "
                                                          "QEMU's monitor through the GDB connection)")
         ("seed", po::value(&seed)->value_name("N"), "seed of the interval generator (default: random)")
+        ("stacks", po::bool_switch(&stacks), "--gdb: unwind the call stack at every halt (DWARF call-frame "
+                                             "information, exception frames); report --by stack, inclusive shares")
+        ("stack-bytes", po::value(&stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
+                                                                  "(default 512; deeper frames cost more reads)")
         ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)")
         ("read-onchip", po::bool_switch(&read_onchip), "instead of sampling, read the reference on-chip sampler's "
                                                       "ring or histogram from target memory; -o writes it as a dump")
@@ -198,6 +204,16 @@ int record_command(const Arguments& args)
         throw UsageError("--shape takes exponential, uniform or fixed, not '" + shape + "'");
     options.jitter = jitter;
     options.seed = seed;
+    if (stacks) {
+        if (!openocd.empty())
+            throw UsageError("--stacks goes with --gdb (OpenOCD's GDB port serves it too)");
+        if (stack_bytes < 32 || stack_bytes > 65536 || stack_bytes % 4 != 0)
+            throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
+        sources::StackSamplingOptions s;
+        s.unwinder = std::make_shared<const core::Unwinder>(report.elf);
+        s.window_bytes = stack_bytes;
+        options.stacks = s;
+    }
 
     sources::SamplingPlan plan;
     if (samples != 0)

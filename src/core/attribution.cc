@@ -221,7 +221,8 @@ void check_sequences(Profile& profile, const SampleSet& samples)
 void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolTable& symbols,
                    SourceLocator* locator)
 {
-    if (locator != nullptr) {
+    const Function* f = symbols.find(address);
+    if (locator != nullptr && f != nullptr) {   // outside every function, DWARF only guesses a neighbour
         const std::vector<SourceFrame>& chain = locator->frames(address);
         if (!chain.empty() && !chain.back().function.empty()) {
             for (auto f = chain.rbegin(); f != chain.rend(); ++f)
@@ -229,7 +230,6 @@ void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolT
             return;
         }
     }
-    const Function* f = symbols.find(address);
     out.push_back({f != nullptr ? f->name : unknown_function, "", 0, address});
 }
 
@@ -309,10 +309,12 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
             }
         }
 
+        // Stacks that differ only in lines are one row (the flame graph's frames are
+        // functions); the frames keep the lines of the first such stack.
         std::vector<std::string> key;
         key.push_back(row.truncated ? "1" : "0");
         for (const StackFrame& f : row.frames)
-            key.push_back(f.function + '\n' + f.file + ':' + std::to_string(f.line));
+            key.push_back(f.function);
         auto [it, added] = index.emplace(std::move(key), profile.stacks.size());
         if (added)
             profile.stacks.push_back(std::move(row));

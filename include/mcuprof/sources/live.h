@@ -53,6 +53,7 @@ struct SamplerStats {
     std::string end_reason;
     bool target_exited = false;
     bool link_lost = false;
+    nlohmann::json details = nlohmann::json::object();   // the method's own figures (stacks: depth, reads)
 
     double rate() const { return wall_seconds > 0 ? samples / wall_seconds : 0; }
     double duty() const { return wall_seconds > 0 ? running_seconds / wall_seconds : 0; }

@@ -25,6 +25,7 @@ struct LiveSample {
     uint32_t xpsr = 0;        // IPSR, bits 8:0: 0 in thread mode, else the exception number
     uint32_t tag = 0;         // current task (control block address) when tagged
     bool tagged = false;
+    std::optional<core::CallStack> stack;   // the callers, when the sampler unwound the stack
 };
 
 class RecordingWriter {

@@ -32,7 +32,7 @@ nlohmann::json SamplerStats::to_json() const
             return 0.0;
         return sorted[std::min(sorted.size() - 1, size_t(q * (sorted.size() - 1) + 0.5))];
     };
-    return {
+    nlohmann::json out = {
         {"samples", samples},
         {"wall_seconds", wall_seconds},
         {"samples_per_second", rate()},
@@ -43,6 +43,9 @@ nlohmann::json SamplerStats::to_json() const
         {"target_exited", target_exited},
         {"link_lost", link_lost},
     };
+    for (const auto& [key, value] : details.items())
+        out[key] = value;
+    return out;
 }
 
 } // namespace mcuprof::sources

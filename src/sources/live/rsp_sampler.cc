@@ -1,6 +1,7 @@
 #include "mcuprof/sources/rsp_sampler.h"
 
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "mcuprof/sources/error.h"
@@ -119,6 +120,13 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
         sink.event(stats.target_exited ? "target-exit" : "target-stop", stats.end_reason);
     };
 
+    std::optional<RspStackReader> stack_reader;
+    std::map<std::string, uint64_t> unwind_stops;   // how each chain ended
+    uint64_t memory_reads = 0;
+    uint64_t frames = 0;
+    if (options_.stacks)
+        stack_reader.emplace(*gdb_, *options_.stacks);
+
     const bool icount_pacing = options_.pacing == Pacing::icount;
     uint64_t icount = 0;   // icount pacing: where the guest stands
     try {
@@ -181,13 +189,25 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
             }
             halted();
             stats.halt_latency_us.push_back(1e6 * seconds_between(asked, stopped));
-            const std::vector<uint32_t> regs = gdb_->read_registers(sampled_registers);
             LiveSample s;
             s.time_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - start).count());
-            s.pc = regs[0];
-            s.lr = regs[1];
-            s.sp = regs[2];
-            s.xpsr = regs[3];
+            if (stack_reader) {
+                const HaltState halt = stack_reader->read();
+                s.pc = halt.registers.r[15];
+                s.lr = halt.registers.r[14];
+                s.sp = halt.registers.r[13];
+                s.xpsr = halt.registers.xpsr;
+                s.stack = halt.unwound.stack;
+                ++unwind_stops[std::string(core::describe(halt.unwound.stop))];
+                memory_reads += halt.memory_reads;
+                frames += halt.unwound.stack.callers.size();
+            } else {
+                const std::vector<uint32_t> regs = gdb_->read_registers(sampled_registers);
+                s.pc = regs[0];
+                s.lr = regs[1];
+                s.sp = regs[2];
+                s.xpsr = regs[3];
+            }
             sink.sample(s);
             ++stats.samples;
             if (!icount_pacing)
@@ -215,6 +235,10 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
         sink.event("link-lost", stats.end_reason);
     }
     stats.wall_seconds = seconds_between(start, Clock::now());
+    if (stack_reader)
+        stats.details["stacks"] = {{"mean_depth", stats.samples ? double(frames) / stats.samples : 0.0},
+                                   {"memory_reads_per_sample", stats.samples ? double(memory_reads) / stats.samples : 0.0},
+                                   {"ends", unwind_stops}};
     return stats;
 }
 

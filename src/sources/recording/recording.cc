@@ -16,7 +16,10 @@ namespace {
 constexpr char magic[8] = {'m', 'c', 'u', 'p', 'r', 'o', 'f', '\x1a'};
 constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the payload
 
-enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3 };
+// A stack record follows the sample record it belongs to (type 4, added in version 1:
+// readers that predate it skip it as an unknown type).
+enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3, stack_record = 4 };
+constexpr uint32_t stack_truncated = 1u;   // flags bit 0
 constexpr size_t sample_size = 32;
 
 void put32(std::string& out, uint32_t v)
@@ -92,6 +95,15 @@ void RecordingWriter::sample(const LiveSample& s)
     put32(payload, s.tag);
     put32(payload, s.tagged ? 1u : 0u);
     record(sample_record, payload);
+    if (s.stack) {
+        // u32 flags, then one u32 per caller (innermost first). The length field caps a
+        // record at 65535 bytes: far beyond any depth limit.
+        std::string frames;
+        put32(frames, s.stack->truncated ? stack_truncated : 0u);
+        for (size_t i = 0; i < s.stack->callers.size() && frames.size() + 4 <= 65535; ++i)
+            put32(frames, s.stack->callers[i]);
+        record(stack_record, frames);
+    }
 }
 
 void RecordingWriter::event(const nlohmann::json& e)
@@ -176,6 +188,18 @@ Recording parse_recording(std::string_view bytes, const std::string& path)
             r.samples.push_back(s);
             break;
         }
+        case stack_record: {
+            if (r.samples.empty() || r.samples.back().stack)
+                throw Error(path, offset_text(at), "stack record without its sample");
+            if (length < 4 || length % 4 != 0)
+                throw Error(path, offset_text(at), "stack record of " + std::to_string(length) + " bytes");
+            core::CallStack stack;
+            stack.truncated = (get32(payload.data()) & stack_truncated) != 0;
+            for (size_t i = 4; i < length; i += 4)
+                stack.callers.push_back(get32(payload.data() + i));
+            r.samples.back().stack = std::move(stack);
+            break;
+        }
         case event_record:
         case summary_record: {
             nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
@@ -232,11 +256,16 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     bool tagged = false;
     for (size_t i = 0; i < n; ++i)
         tagged |= recording.samples[i].tagged;
+    bool stacks = false;
+    for (size_t i = 0; i < n; ++i)
+        stacks |= recording.samples[i].stack.has_value();
     out.pcs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
         out.pcs.push_back(recording.samples[i].pc);
         if (tagged)
             out.tags.push_back(recording.samples[i].tag);
+        if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
+            out.stacks.push_back(recording.samples[i].stack.value_or(core::CallStack{{}, true}));
     }
     // "tasks": {"0x20000100": "motor", ...}; entries that are not that are skipped.
     auto tasks = recording.header.find("tasks");
@@ -253,9 +282,15 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     if (recording.torn_tail)
         out.notes.push_back("the recording's last record was cut short (a crash or a full disk?) and was dropped");
     // The end of the run is part of the sampler's figures ("end"); what went wrong is a warning.
-    for (const nlohmann::json& e : recording.events)
-        if (text_of(e, "kind", "") != "target-exit")
+    // Tasks met while recording: {"kind": "task", "address": "0x20000100", "name": "motor"}.
+    for (const nlohmann::json& e : recording.events) {
+        const std::string kind = text_of(e, "kind", "");
+        uint32_t address = 0;
+        if (kind == "task" && parse_hex32(text_of(e, "address", ""), address))
+            out.tag_names[address] = text_of(e, "name", "?");
+        else if (kind != "target-exit" && kind != "task")
             out.notes.push_back(text_of(e, "message", e.dump()));
+    }
     if (n == 0)
         throw Error(recording.path, "", "the recording holds no samples");
     return out;

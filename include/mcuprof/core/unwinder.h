@@ -1,0 +1,62 @@
+#pragma once
+// Call stacks from a halted Cortex-M: the registers and the stack memory of one halt in,
+// the chain of callers out. Frames are undone with the ELF's DWARF call-frame information
+// (.debug_frame, DWARF 5 section 6.4); hardware exception frames with EXC_RETURN (ARMv7-M
+// Architecture Reference Manual, B1.5.6-B1.5.8); a function without call-frame
+// information is passed only while LR still holds its return address (the leaf).
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "mcuprof/core/samples.h"
+
+namespace mcuprof::core {
+
+struct CoreRegisters {
+    std::array<uint32_t, 16> r{};            // r0-r12, sp (r13), lr (r14), pc (r15)
+    uint32_t xpsr = 0;
+    std::optional<uint32_t> msp;             // the banked stack pointers, when the link gives them
+    std::optional<uint32_t> psp;
+};
+
+// Target memory as the unwinder sees it: a word, or nothing when it cannot be read.
+class StackMemory {
+public:
+    virtual ~StackMemory() = default;
+    virtual std::optional<uint32_t> read_word(uint32_t address) = 0;
+};
+
+// Why a chain ended before its root, for the notes of a recording.
+enum class UnwindStop { root, depth, unreadable, no_frame_info, bad_frame, psp_unknown };
+std::string_view describe(UnwindStop stop);
+
+struct UnwindResult {
+    CallStack stack;                         // callers: call sites, innermost first
+    UnwindStop stop = UnwindStop::root;
+};
+
+class Unwinder {
+public:
+    // Reads the call-frame information; throws core::Error naming the file when the ELF
+    // cannot be read. An ELF without .debug_frame unwinds through leaves and exception
+    // frames only (has_frame_info() false).
+    explicit Unwinder(const std::string& elf_path);
+    ~Unwinder();
+    Unwinder(const Unwinder&) = delete;
+    Unwinder& operator=(const Unwinder&) = delete;
+
+    bool has_frame_info() const;
+    // The initial main stack pointer: word 0 of the vector table, the allocated section
+    // at the lowest address (ARMv7-M ARM, B1.5.3). Memory ends there on most parts, so
+    // stack reads stop at it.
+    std::optional<uint32_t> initial_stack_pointer() const;
+    UnwindResult unwind(const CoreRegisters& registers, StackMemory& memory, size_t max_depth = 64) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace mcuprof::core
