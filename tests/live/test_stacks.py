@@ -1,0 +1,135 @@
+"""Call stacks at every halt (issue 7), against the truth plugin on the call-tree scenario.
+
+The scenario (firmware-ref/src/scen_calls.c) has a call structure known by construction, so
+each function's inclusive count follows from the plugin's self counts: a chain's inclusive
+count is the sum of the self counts below it, `shared` splits 3:1 between its two callers
+(it costs the same on every call). Samples are taken at random instruction counts of a
+replayed run (exact pacing), so among the samples outside the interrupt handler, the share
+whose stack holds f is binomial around f's true inclusive share: every bound is 4 standard
+errors, sqrt(p(1-p)/N)."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "integration"))
+import fwtest  # noqa: E402
+import qemu_runner  # noqa: E402
+from test_live_rsp import mcuprof  # noqa: E402
+
+Z = 4.0
+SAMPLES = 4000
+HANDLER = {"SysTick_Handler", "isr_work"}
+CHAIN = ["deep1", "deep2", "deep3", "deep4", "deep5", "deep_leaf"]
+
+
+def expected_inclusive(self_counts: dict[str, int]) -> dict[str, float]:
+    s = lambda name: self_counts.get(name, 0)  # noqa: E731
+    incl = {name: sum(s(c) for c in CHAIN[i:]) for i, name in enumerate(CHAIN)}
+    incl["recurse"] = s("recurse")
+    incl["shared"] = s("shared")
+    incl["path_a"] = s("path_a") + 0.75 * s("shared")
+    incl["path_b"] = s("path_b") + 0.25 * s("shared")
+    incl["big_frame"] = s("big_frame") + s("frame_leaf")
+    incl["frame_leaf"] = s("frame_leaf")
+    incl["smash"] = s("smash")
+    return incl
+
+
+class CallTree(unittest.TestCase):
+    def stacks_of(self, name: str):
+        elf = fwtest.elf_path(name)
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-stacks-"))
+        rr, truth = work / "rr.bin", work / "truth.txt"
+        with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
+            self.assertEqual(q.wait(), 0)
+        counts = fwtest.read_counts(truth)
+        total = sum(counts.values())
+        rec = work / "rec.bin"
+        with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=None, timeout=600) as q:
+            r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--stacks",
+                        "--pace", "icount", "--interval", str(total // SAMPLES),
+                        "--samples", str(10 * SAMPLES), "--seed", "7",
+                        "--elf", str(elf), "-o", str(rec), "--format", "json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            q.wait()
+        self.assertIn("the target exited", r.stderr)
+        self_counts = dict(fwtest.by_function(counts, fwtest.symbols(name)))
+        return json.loads(r.stdout), self_counts
+
+    def check_build(self, name: str):
+        doc, self_counts = self.stacks_of(name)
+        stacks = doc["stacks"]
+        n_all = sum(s["samples"] for s in stacks)
+        self.assertEqual(n_all, doc["samples"])
+
+        # The report's inclusive counts are those of its own stacks.
+        for row in doc["functions"]:
+            held = sum(s["samples"] for s in stacks if row["name"] in {f["function"] for f in s["frames"]})
+            self.assertAlmostEqual(row["inclusive_samples"], held, msg=row["name"])
+
+        # Inclusive shares outside the handler, against the truth.
+        outside = [s for s in stacks if not HANDLER & {f["function"] for f in s["frames"]}]
+        n = sum(s["samples"] for s in outside)
+        true_total = sum(c for f, c in self_counts.items() if f not in HANDLER)
+        bad = []
+        for function, incl in expected_inclusive(self_counts).items():
+            p = incl / true_total
+            q = sum(s["samples"] for s in outside if function in {f["function"] for f in s["frames"]}) / n
+            se = math.sqrt(p * (1 - p) / n)
+            if abs(q - p) > Z * se:
+                bad.append((function, round(100 * q, 2), round(100 * p, 2), round(100 * Z * se, 2)))
+        self.assertEqual(bad, [], f"{name}: (function, sampled %, true %, bound) over {n} samples")
+
+        # Every stack outside smash reaches the reset handler, through the exception frame too.
+        isr = 0
+        for s in stacks:
+            names = [f["function"] for f in s["frames"]]
+            if "smash" in names:
+                continue
+            self.assertFalse(s["truncated"], names)
+            if names != ["Reset_Handler"]:   # start-up code before main
+                self.assertEqual(names[:2], ["Reset_Handler", "main"], names)
+            handler = [i for i, f in enumerate(names) if f in HANDLER]
+            if handler:   # the interrupted function sits right below the handler
+                isr += s["samples"]
+                # (at -Os and -O2 SysTick_Handler tail-calls isr_work: no frame of its own)
+                self.assertIn(names[handler[0] - 1], set(expected_inclusive({})) | {"main", "work"}, names)
+        p_isr = sum(self_counts.get(f, 0) for f in HANDLER) / sum(self_counts.values())
+        self.assertGreater(isr, n_all * p_isr - Z * math.sqrt(n_all * p_isr * (1 - p_isr)))
+
+        # Recursion: seven activations of recurse(6..0), never more.
+        depths = [[f["function"] for f in s["frames"]].count("recurse") for s in stacks]
+        self.assertEqual(max(depths), 7)
+
+        # The corrupted stack: while smash's saved LR is garbage, the chain ends at smash, cut
+        # short. smash's garbage window covers all but ~6 of its ~306 instructions per call.
+        in_smash = [s for s in stacks if s["frames"][-1]["function"] == "smash"]
+        cut = sum(s["samples"] for s in in_smash if s["truncated"] and len(s["frames"]) == 1)
+        whole = sum(s["samples"] for s in in_smash)
+        self.assertGreater(whole, 0)
+        self.assertGreaterEqual(cut / whole, 0.9)
+
+    def test_o0(self):
+        self.check_build("calls_o0_m4")
+
+    def test_os(self):
+        self.check_build("calls_os_m4")
+
+    def test_o2(self):
+        self.check_build("calls_o2_m4")
+
+    def test_os_frame_pointer(self):
+        self.check_build("calls_os_fp_m4")
+
+    def test_o2_frame_pointer(self):
+        self.check_build("calls_o2_fp_m4")
+
+
+if __name__ == "__main__":
+    unittest.main()
