@@ -1,6 +1,6 @@
 """Call stacks at every halt (issue 7), against the truth plugin on the call-tree scenario.
 
-The scenario (firmware-ref/src/scen_calls.c) has a call structure known by construction, so
+The scenario (firmware-ref/src/scen_calltree.c) has a call structure known by construction, so
 each function's inclusive count follows from the plugin's self counts: a chain's inclusive
 count is the sum of the self counts below it, `shared` splits 3:1 between its two callers
 (it costs the same on every call). Samples are taken at random instruction counts of a
@@ -116,19 +116,19 @@ class CallTree(unittest.TestCase):
         self.assertGreaterEqual(cut / whole, 0.9)
 
     def test_o0(self):
-        self.check_build("calls_o0_m4")
+        self.check_build("calltree_o0_m4")
 
     def test_os(self):
-        self.check_build("calls_os_m4")
+        self.check_build("calltree_os_m4")
 
     def test_o2(self):
-        self.check_build("calls_o2_m4")
+        self.check_build("calltree_o2_m4")
 
     def test_os_frame_pointer(self):
-        self.check_build("calls_os_fp_m4")
+        self.check_build("calltree_os_fp_m4")
 
     def test_o2_frame_pointer(self):
-        self.check_build("calls_o2_fp_m4")
+        self.check_build("calltree_o2_fp_m4")
 
 
 if __name__ == "__main__":
