@@ -85,6 +85,12 @@ struct Unwinder::Impl {
     std::vector<FrameRow> rows;   // by start address
     std::optional<uint32_t> initial_sp;
     std::vector<std::pair<uint32_t, uint32_t>> code;   // executable sections [start, end)
+    std::vector<uint32_t> function_starts;              // of every FDE, sorted
+
+    bool is_function_start(uint32_t address) const
+    {
+        return std::binary_search(function_starts.begin(), function_starts.end(), address);
+    }
 
     bool in_code(uint32_t address) const
     {
@@ -148,6 +154,7 @@ Unwinder::Unwinder(const std::string& elf_path) : impl_(std::make_unique<Impl>()
             continue;
         }
         const uint32_t fde_end = uint32_t(fde->getInitialLocation() + fde->getAddressRange());
+        impl_->function_starts.push_back(uint32_t(fde->getInitialLocation()) & ~1u);
         bool lr_saved = false;
         std::vector<FrameRow> rows;
         for (const llvm::dwarf::UnwindRow& row : *table) {
@@ -175,6 +182,7 @@ Unwinder::Unwinder(const std::string& elf_path) : impl_(std::make_unique<Impl>()
     }
     std::sort(impl_->rows.begin(), impl_->rows.end(),
               [](const FrameRow& a, const FrameRow& b) { return a.start < b.start; });
+    std::sort(impl_->function_starts.begin(), impl_->function_starts.end());
 }
 
 Unwinder::~Unwinder() = default;
@@ -212,8 +220,10 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
             // CFA: the caller's SP, from the rule of this row (DW_CFA_def_cfa*).
             if (!row->cfa_known)
                 return stop(UnwindStop::no_frame_info);
+            // The caller's SP lies above this frame's (the stack grows down), strictly so for
+            // a frame that made a call: it pushed its return address at least.
             const uint32_t cfa = r[row->cfa_register] + uint32_t(row->cfa_offset);
-            if (cfa < r[sp] || cfa - r[sp] > 0x10000u)
+            if (cfa < r[sp] || (!leaf && cfa == r[sp]) || cfa - r[sp] > 0x10000u)
                 return stop(UnwindStop::bad_frame);
             std::array<uint32_t, 16> caller = r;
             for (uint32_t reg = 0; reg < 16; ++reg) {
@@ -281,6 +291,11 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
             continue;
         }
         if (return_address == 0 || return_address == 0xFFFFFFFFu)   // reset value of LR
+            return stop(UnwindStop::root);
+        // No call returns to the first instruction of a function: that return address was
+        // planted in a thread's first frame (an RTOS's task-exit hook) and the thread's
+        // entry function is the root.
+        if (impl_->is_function_start(return_address & ~1u))
             return stop(UnwindStop::root);
         // A return into ARM state (bit 0 clear) cannot happen on M-profile; a return
         // outside the code is a corrupted frame.
