@@ -10,7 +10,7 @@ case "$step" in
 build)
     source_dir=$2; tree=$3/sanitize
     cmake -S "$source_dir" -B "$tree" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCUPROF_SANITIZE=ON > "$tree.configure.log" 2>&1 \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCUPROF_SANITIZE=ON -DMCUPROF_FIRMWARE_DIR="$3/firmware-ref" > "$tree.configure.log" 2>&1 \
         || { cat "$tree.configure.log"; exit 1; }
     targets=(mcuprof_tests)
     for t in dump truth recording rsp itm elf gmon; do targets+=("fuzz_$t"); done

@@ -1,0 +1,67 @@
+#pragma once
+// The layout of a firmware's data, read from its DWARF (.debug_info) with LLVM's DWARF
+// library: where a global or static variable lives and what its type looks like (members and
+// their offsets, array lengths, pointer targets), so a reader of target memory can find a
+// field such as pxCurrentTCB->pcTaskName without knowing the firmware's headers.
+//
+// Typedefs keep their own name but take the kind, size and members of the type they name;
+// const and volatile are looked through (DWARF 5 section 5.3, type modifiers).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mcuprof::core {
+
+struct TypeLayout {
+    enum class Kind { base, pointer, structure, union_, array, enumeration, other };
+    Kind kind = Kind::other;
+    std::string name;          // "struct tskTaskControlBlock", "uint32_t", "char[16]" ...
+    uint64_t size = 0;         // bytes
+    struct Member {
+        std::string name;
+        uint64_t offset = 0;   // bytes from the start of the structure
+        std::shared_ptr<const TypeLayout> type;
+    };
+    std::vector<Member> members;                 // structure / union
+    // Array element, or pointer target (nullptr for void*). A pointer back into a structure
+    // that is still being laid out (a list item's pxNext) points to a stub of that structure:
+    // its name, kind and size, no members; DataLayout::type(name) gives the full one.
+    std::shared_ptr<const TypeLayout> element;
+    uint64_t count = 0;                          // array elements (0 if unknown)
+
+    const Member* member(std::string_view name) const;   // nullptr if absent
+};
+
+struct VariableLayout {
+    std::string name;
+    uint32_t address = 0;
+    std::shared_ptr<const TypeLayout> type;
+};
+
+class DataLayout {
+public:
+    // Reads the ELF's DWARF; throws core::Error naming the file when it cannot be read or
+    // has no debug information.
+    explicit DataLayout(const std::string& elf_path);
+    ~DataLayout();
+    DataLayout(DataLayout&&) noexcept;
+    DataLayout& operator=(DataLayout&&) noexcept;
+
+    // A global or static variable at a fixed address (DW_OP_addr), by name; a global wins
+    // over a function's static of the same name.
+    std::optional<VariableLayout> variable(std::string_view name) const;
+    // A type by name: "struct tskTaskControlBlock", "TCB_t", "uint32_t"; a bare tag name
+    // ("tskTaskControlBlock") finds the struct, union or enum when no typedef has that name.
+    std::shared_ptr<const TypeLayout> type(std::string_view name) const;
+
+    const std::string& path() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace mcuprof::core

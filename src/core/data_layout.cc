@@ -1,0 +1,349 @@
+#include "mcuprof/core/data_layout.h"
+
+#include <map>
+#include <set>
+
+#include <llvm/BinaryFormat/Dwarf.h>
+#include <llvm/DebugInfo/DWARF/DWARFContext.h>
+#include <llvm/DebugInfo/DWARF/DWARFDie.h>
+#include <llvm/DebugInfo/DWARF/DWARFUnit.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/LEB128.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include "mcuprof/core/error.h"
+
+namespace mcuprof::core {
+
+const TypeLayout::Member* TypeLayout::member(std::string_view wanted) const
+{
+    for (const Member& m : members)
+        if (m.name == wanted)
+            return &m;
+    return nullptr;
+}
+
+namespace {
+
+using llvm::DWARFDie;
+namespace dw = llvm::dwarf;
+
+std::string name_of(const DWARFDie& die)
+{
+    const char* name = die.getName(llvm::DINameKind::ShortName);
+    return name != nullptr ? name : "";
+}
+
+std::optional<uint64_t> constant(const DWARFDie& die, dw::Attribute attribute)
+{
+    if (auto value = die.find(attribute))
+        if (auto number = value->getAsUnsignedConstant())
+            return *number;
+    return std::nullopt;
+}
+
+bool is_declaration(const DWARFDie& die)
+{
+    return constant(die, dw::DW_AT_declaration).value_or(0) != 0;
+}
+
+// The address of a variable whose location is the single operation DW_OP_addr (DWARF 5
+// section 2.5.1.1): a global or a function's static. Locals on the stack or in registers
+// have other expressions and are not data a reader of target memory can find.
+std::optional<uint32_t> fixed_address(const DWARFDie& die)
+{
+    auto location = die.find(dw::DW_AT_location);
+    if (!location)
+        return std::nullopt;
+    auto block = location->getAsBlock();
+    if (!block || block->size() != 5 || (*block)[0] != dw::DW_OP_addr)
+        return std::nullopt;
+    const auto& b = *block;
+    return static_cast<uint32_t>(b[1] | (b[2] << 8) | (b[3] << 16) | (static_cast<uint32_t>(b[4]) << 24));
+}
+
+// DW_AT_data_member_location: a constant in DWARF 3 and later, an expression
+// "DW_OP_plus_uconst N" in DWARF 2; bit fields may carry DW_AT_data_bit_offset instead.
+uint64_t member_offset(const DWARFDie& die)
+{
+    if (auto location = die.find(dw::DW_AT_data_member_location)) {
+        if (auto number = location->getAsUnsignedConstant())
+            return *number;
+        if (auto block = location->getAsBlock(); block && block->size() >= 2 && (*block)[0] == dw::DW_OP_plus_uconst)
+            return llvm::decodeULEB128(block->data() + 1);
+    }
+    return constant(die, dw::DW_AT_data_bit_offset).value_or(0) / 8;
+}
+
+// The key a structure, union or enumeration is indexed under: "struct tag".
+std::string tagged_name(const DWARFDie& die)
+{
+    std::string name = name_of(die);
+    if (name.empty())
+        name = "<anonymous>";
+    switch (die.getTag()) {
+    case dw::DW_TAG_structure_type:
+    case dw::DW_TAG_class_type: return "struct " + name;
+    case dw::DW_TAG_union_type: return "union " + name;
+    case dw::DW_TAG_enumeration_type: return "enum " + name;
+    default: return name;
+    }
+}
+
+} // namespace
+
+struct DataLayout::Impl {
+    std::string path;
+    std::unique_ptr<llvm::MemoryBuffer> buffer;
+    std::unique_ptr<llvm::object::ObjectFile> object;
+    std::unique_ptr<llvm::DWARFContext> dwarf;
+
+    struct Variable {
+        DWARFDie die;
+        uint32_t address = 0;
+        bool external = false;
+    };
+    std::map<std::string, Variable, std::less<>> variables;
+    std::map<std::string, DWARFDie, std::less<>> types;   // "struct x", "union x", typedef and base names
+    std::map<std::string, std::string, std::less<>> tags; // bare tag "x" -> "struct x"
+
+    // Layouts built so far, by DIE offset; structures being laid out, to stop at cycles.
+    mutable std::map<uint64_t, std::shared_ptr<const TypeLayout>> built;
+    mutable std::set<uint64_t> in_progress;
+
+    void index(const DWARFDie& die);
+    std::shared_ptr<const TypeLayout> layout(const DWARFDie& die) const;
+    std::shared_ptr<const TypeLayout> layout_of_type_attribute(const DWARFDie& die) const;
+    std::shared_ptr<const TypeLayout> aggregate(const DWARFDie& die, TypeLayout::Kind kind) const;
+    std::shared_ptr<const TypeLayout> array(const DWARFDie& die) const;
+};
+
+void DataLayout::Impl::index(const DWARFDie& die)
+{
+    switch (die.getTag()) {
+    case dw::DW_TAG_variable: {
+        auto address = fixed_address(die);
+        std::string name = name_of(die);
+        if (!address || name.empty())
+            return;
+        const bool external = constant(die, dw::DW_AT_external).value_or(0) != 0 ||
+                              die.getAttributeValueAsReferencedDie(dw::DW_AT_specification).isValid();
+        auto found = variables.find(name);
+        if (found == variables.end() || (external && !found->second.external))
+            variables[name] = Variable{die, *address, external};
+        return;
+    }
+    case dw::DW_TAG_structure_type:
+    case dw::DW_TAG_class_type:
+    case dw::DW_TAG_union_type:
+    case dw::DW_TAG_enumeration_type: {
+        if (name_of(die).empty())
+            return;
+        const std::string key = tagged_name(die);
+        auto found = types.find(key);
+        if (found == types.end() || (is_declaration(found->second) && !is_declaration(die)))
+            types[key] = die;
+        tags.emplace(name_of(die), key);
+        return;
+    }
+    case dw::DW_TAG_typedef:
+    case dw::DW_TAG_base_type: {
+        std::string name = name_of(die);
+        if (!name.empty())
+            types.emplace(name, die);
+        return;
+    }
+    default: return;
+    }
+}
+
+std::shared_ptr<const TypeLayout> DataLayout::Impl::layout_of_type_attribute(const DWARFDie& die) const
+{
+    DWARFDie type = die.getAttributeValueAsReferencedDie(dw::DW_AT_type);
+    if (!type.isValid()) {
+        // A definition that completes a declaration (DW_AT_specification) may leave the
+        // type on the declaration.
+        DWARFDie declaration = die.getAttributeValueAsReferencedDie(dw::DW_AT_specification);
+        if (declaration.isValid())
+            type = declaration.getAttributeValueAsReferencedDie(dw::DW_AT_type);
+    }
+    return type.isValid() ? layout(type) : nullptr;
+}
+
+std::shared_ptr<const TypeLayout> DataLayout::Impl::layout(const DWARFDie& die) const
+{
+    const uint64_t offset = die.getOffset();
+    if (auto found = built.find(offset); found != built.end())
+        return found->second;
+
+    std::shared_ptr<const TypeLayout> result;
+    switch (die.getTag()) {
+    case dw::DW_TAG_const_type:
+    case dw::DW_TAG_volatile_type:
+    case dw::DW_TAG_restrict_type:
+    case dw::DW_TAG_atomic_type:
+        // Qualifiers change how the compiler may access the object, not its layout.
+        result = layout_of_type_attribute(die);
+        break;
+    case dw::DW_TAG_typedef: {
+        auto named = layout_of_type_attribute(die);
+        auto copy = std::make_shared<TypeLayout>(named ? *named : TypeLayout{});
+        copy->name = name_of(die);
+        result = copy;
+        break;
+    }
+    case dw::DW_TAG_base_type:
+    case dw::DW_TAG_enumeration_type: {
+        auto base = std::make_shared<TypeLayout>();
+        base->kind = die.getTag() == dw::DW_TAG_base_type ? TypeLayout::Kind::base : TypeLayout::Kind::enumeration;
+        base->name = die.getTag() == dw::DW_TAG_base_type ? name_of(die) : tagged_name(die);
+        base->size = constant(die, dw::DW_AT_byte_size).value_or(0);
+        result = base;
+        break;
+    }
+    case dw::DW_TAG_pointer_type:
+    case dw::DW_TAG_reference_type: {
+        auto pointer = std::make_shared<TypeLayout>();
+        pointer->kind = TypeLayout::Kind::pointer;
+        pointer->size = constant(die, dw::DW_AT_byte_size).value_or(die.getDwarfUnit()->getAddressByteSize());
+        pointer->element = layout_of_type_attribute(die);
+        pointer->name = (pointer->element ? pointer->element->name : std::string("void")) + "*";
+        result = pointer;
+        break;
+    }
+    case dw::DW_TAG_structure_type:
+    case dw::DW_TAG_class_type: return aggregate(die, TypeLayout::Kind::structure);
+    case dw::DW_TAG_union_type: return aggregate(die, TypeLayout::Kind::union_);
+    case dw::DW_TAG_array_type: result = array(die); break;
+    default: {
+        auto other = std::make_shared<TypeLayout>();
+        other->name = name_of(die).empty() ? std::string(dw::TagString(die.getTag())) : name_of(die);
+        other->size = constant(die, dw::DW_AT_byte_size).value_or(0);
+        result = other;
+        break;
+    }
+    }
+    built[offset] = result;
+    return result;
+}
+
+std::shared_ptr<const TypeLayout> DataLayout::Impl::aggregate(const DWARFDie& die, TypeLayout::Kind kind) const
+{
+    const uint64_t offset = die.getOffset();
+    // A pointer to an incomplete struct in one unit: the definition usually sits in another.
+    if (is_declaration(die)) {
+        auto definition = types.find(tagged_name(die));
+        if (definition != types.end() && !is_declaration(definition->second))
+            return layout(definition->second);
+    }
+    auto result = std::make_shared<TypeLayout>();
+    result->kind = kind;
+    result->name = tagged_name(die);
+    result->size = constant(die, dw::DW_AT_byte_size).value_or(0);
+    if (!in_progress.insert(offset).second)
+        return result;   // a pointer back into this structure: the stub (see the header)
+
+    for (const DWARFDie& child : die.children()) {
+        if (child.getTag() != dw::DW_TAG_member)
+            continue;
+        result->members.push_back({name_of(child), member_offset(child), layout_of_type_attribute(child)});
+    }
+    in_progress.erase(offset);
+    built[offset] = result;
+    return result;
+}
+
+std::shared_ptr<const TypeLayout> DataLayout::Impl::array(const DWARFDie& die) const
+{
+    // One DW_TAG_subrange_type child per dimension, outermost first (DWARF 5 section 5.13).
+    std::vector<uint64_t> counts;
+    for (const DWARFDie& child : die.children()) {
+        if (child.getTag() != dw::DW_TAG_subrange_type)
+            continue;
+        if (auto count = constant(child, dw::DW_AT_count))
+            counts.push_back(*count);
+        else if (auto upper = constant(child, dw::DW_AT_upper_bound))
+            counts.push_back(*upper + 1 - constant(child, dw::DW_AT_lower_bound).value_or(0));
+        else
+            counts.push_back(0);   // a flexible array member or an extern array of unknown size
+    }
+    if (counts.empty())
+        counts.push_back(0);
+
+    std::shared_ptr<const TypeLayout> element = layout_of_type_attribute(die);
+    const std::string element_name = element ? element->name : std::string("void");
+    std::string suffix;
+    for (size_t i = counts.size(); i-- > 0;) {
+        auto level = std::make_shared<TypeLayout>();
+        level->kind = TypeLayout::Kind::array;
+        level->count = counts[i];
+        level->element = element;
+        level->size = counts[i] * (element ? element->size : 0);
+        suffix = "[" + std::to_string(counts[i]) + "]" + suffix;
+        level->name = element_name + suffix;
+        element = level;
+    }
+    auto outer = std::make_shared<TypeLayout>(*element);
+    if (auto size = constant(die, dw::DW_AT_byte_size))
+        outer->size = *size;
+    return outer;
+}
+
+DataLayout::DataLayout(const std::string& elf_path) : impl_(std::make_unique<Impl>())
+{
+    impl_->path = elf_path;
+    auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer)
+        throw Error(elf_path, "", "cannot read ELF: " + buffer.getError().message());
+    impl_->buffer = std::move(*buffer);
+    auto object = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
+    if (!object)
+        throw Error(elf_path, "", "cannot read ELF: " + llvm::toString(object.takeError()));
+    impl_->object = std::move(*object);
+
+    // A damaged .debug_info must not print LLVM's own warnings, nor end the process: the
+    // first problem is kept, and reported if no unit could be read at all.
+    std::string problem;
+    auto keep_first = [&problem](llvm::Error error) {
+        std::string message = llvm::toString(std::move(error));
+        if (problem.empty())
+            problem = message;
+    };
+    impl_->dwarf = llvm::DWARFContext::create(*impl_->object, llvm::DWARFContext::ProcessDebugRelocations::Process,
+                                              nullptr, "", keep_first, keep_first);
+    for (const auto& unit : impl_->dwarf->compile_units())
+        for (const llvm::DWARFDebugInfoEntry& entry : unit->dies())
+            impl_->index(DWARFDie(unit.get(), &entry));
+    if (impl_->dwarf->getNumCompileUnits() == 0)
+        throw Error(elf_path, ".debug_info",
+                    problem.empty() ? "no DWARF debug information (build the firmware with -g)" : problem);
+}
+
+DataLayout::~DataLayout() = default;
+DataLayout::DataLayout(DataLayout&&) noexcept = default;
+DataLayout& DataLayout::operator=(DataLayout&&) noexcept = default;
+
+const std::string& DataLayout::path() const { return impl_->path; }
+
+std::optional<VariableLayout> DataLayout::variable(std::string_view name) const
+{
+    auto found = impl_->variables.find(name);
+    if (found == impl_->variables.end())
+        return std::nullopt;
+    return VariableLayout{found->first, found->second.address, impl_->layout_of_type_attribute(found->second.die)};
+}
+
+std::shared_ptr<const TypeLayout> DataLayout::type(std::string_view name) const
+{
+    auto found = impl_->types.find(name);
+    if (found == impl_->types.end()) {
+        auto tag = impl_->tags.find(name);
+        if (tag == impl_->tags.end())
+            return nullptr;
+        found = impl_->types.find(tag->second);
+    }
+    return impl_->layout(found->second);
+}
+
+} // namespace mcuprof::core
