@@ -11,6 +11,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "mcuprof/core/data_layout.h"
+#include "mcuprof/core/error.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
 #include "mcuprof/sources/error.h"
@@ -57,6 +59,12 @@ public:
     {
         writer_.event({{"kind", kind}, {"message", message}});
         writer_.flush();
+    }
+    void task(uint32_t control_block, const std::string& name) override
+    {
+        char address[16];
+        std::snprintf(address, sizeof address, "0x%08x", control_block);
+        writer_.event({{"kind", "task"}, {"address", address}, {"name", name}});
     }
     void end_progress() const
     {
@@ -213,6 +221,14 @@ int record_command(const Arguments& args)
         s.unwinder = std::make_shared<const core::Unwinder>(report.elf);
         s.window_bytes = stack_bytes;
         options.stacks = s;
+    }
+    if (openocd.empty()) {
+        // FreeRTOS (or a kernel that looks like it): tag every sample with the running task.
+        try {
+            options.tasks = sources::find_freertos_tasks(core::DataLayout(report.elf));
+        } catch (const core::Error&) {
+            // no DWARF: no task names, the samples are still good
+        }
     }
 
     sources::SamplingPlan plan;

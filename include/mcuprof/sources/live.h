@@ -43,6 +43,8 @@ public:
     virtual ~SampleSink() = default;
     virtual void sample(const LiveSample& s) = 0;
     virtual void event(const std::string& kind, const std::string& message) = 0;
+    // A task met for the first time: its control block's address and its name.
+    virtual void task(uint32_t /*control_block*/, const std::string& /*name*/) {}
 };
 
 struct SamplerStats {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "mcuprof/sources/live.h"
+#include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/stack_sampling.h"
 #include "mcuprof/transport/rsp_client.h"
 #include "mcuprof/transport/tcp_connection.h"
@@ -33,6 +34,7 @@ struct RspSamplerOptions {
     uint64_t seed = 0;          // 0: from the system's random source
     transport::Duration timeout = std::chrono::seconds(3);
     std::optional<StackSamplingOptions> stacks;   // unwind the call stack at every halt
+    std::optional<TaskLayout> tasks;              // tag each sample with the running task
 };
 
 class RspHaltingSampler : public SampleSource {

@@ -31,7 +31,9 @@ public:
     RspStackReader(transport::RspClient& gdb, StackSamplingOptions options);
     // Reads and unwinds the halted target. Throws transport::Error when the link fails;
     // memory the target refuses only ends the chain (marked truncated).
-    HaltState read();
+    // `reads` (address, length) go out with the registers, in the same round trip; their
+    // bytes land in `memory` (empty where refused).
+    HaltState read(const std::vector<std::pair<uint32_t, uint32_t>>& reads, std::vector<std::string>& memory);
 
 private:
     transport::RspClient& gdb_;

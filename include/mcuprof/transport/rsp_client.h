@@ -67,6 +67,16 @@ public:
     // Registers of any width by name ("d0" is 64 bits), in one round trip like
     // read_registers, each as the target's little-endian bytes.
     std::vector<std::string> read_register_bytes(const std::vector<std::string>& names);
+    // The same, with more requests ("m..." reads) sent in the same round trip; their
+    // replies go to *also_replies, raw.
+    std::vector<std::string> read_register_bytes(const std::vector<std::string>& names,
+                                                 const std::vector<std::string>& also,
+                                                 std::vector<std::string>* also_replies);
+    // Registers by name plus memory reads in one round trip. A memory read the target
+    // refuses gives an empty string; values are little-endian 32-bit registers.
+    std::vector<uint32_t> read_registers(const std::vector<std::string>& names,
+                                         const std::vector<std::pair<uint32_t, uint32_t>>& reads,
+                                         std::vector<std::string>& memory);
     // 'P': one register by name from its little-endian bytes. Throws when refused.
     void write_register(const std::string& name, std::string_view bytes);
     std::string read_memory(uint32_t address, size_t length);

@@ -126,6 +126,9 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
     uint64_t frames = 0;
     if (options_.stacks)
         stack_reader.emplace(*gdb_, *options_.stacks);
+    std::optional<TaskNames> task_names;
+    if (options_.tasks)
+        task_names.emplace(*options_.tasks);
 
     const bool icount_pacing = options_.pacing == Pacing::icount;
     uint64_t icount = 0;   // icount pacing: where the guest stands
@@ -191,8 +194,13 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
             stats.halt_latency_us.push_back(1e6 * seconds_between(asked, stopped));
             LiveSample s;
             s.time_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - start).count());
+            // The running task's control block rides along with the registers' round trip.
+            std::vector<std::pair<uint32_t, uint32_t>> reads;
+            if (task_names)
+                reads.emplace_back(task_names->layout().current_task, 4);
+            std::vector<std::string> memory;
             if (stack_reader) {
-                const HaltState halt = stack_reader->read();
+                const HaltState halt = stack_reader->read(reads, memory);
                 s.pc = halt.registers.r[15];
                 s.lr = halt.registers.r[14];
                 s.sp = halt.registers.r[13];
@@ -202,11 +210,23 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
                 memory_reads += halt.memory_reads;
                 frames += halt.unwound.stack.callers.size();
             } else {
-                const std::vector<uint32_t> regs = gdb_->read_registers(sampled_registers);
+                const std::vector<uint32_t> regs = gdb_->read_registers(sampled_registers, reads, memory);
                 s.pc = regs[0];
                 s.lr = regs[1];
                 s.sp = regs[2];
                 s.xpsr = regs[3];
+            }
+            if (task_names && memory.size() == 1 && memory[0].size() == 4) {
+                const auto* b = reinterpret_cast<const uint8_t*>(memory[0].data());
+                const uint32_t tcb = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+                if (tcb != 0) {   // 0: the scheduler has not started
+                    s.tag = tcb;
+                    s.tagged = true;
+                    bool added = false;
+                    const std::string& name = task_names->name_of(*gdb_, tcb, added);
+                    if (added)
+                        sink.task(tcb, name);
+                }
             }
             sink.sample(s);
             ++stats.samples;

@@ -87,10 +87,11 @@ RspStackReader::RspStackReader(transport::RspClient& gdb, StackSamplingOptions o
             names_.push_back(name);
 }
 
-HaltState RspStackReader::read()
+HaltState RspStackReader::read(const std::vector<std::pair<uint32_t, uint32_t>>& reads,
+                               std::vector<std::string>& memory_read)
 {
     HaltState state;
-    const std::vector<uint32_t> values = gdb_.read_registers(names_);
+    const std::vector<uint32_t> values = gdb_.read_registers(names_, reads, memory_read);
     for (size_t i = 0; i < 16; ++i)
         state.registers.r[i] = values[i];
     state.registers.xpsr = values[16];

@@ -241,19 +241,46 @@ StopReply RspClient::interrupt()
 
 std::vector<uint32_t> RspClient::read_registers(const std::vector<std::string>& names)
 {
+    std::vector<std::string> none;
+    return read_registers(names, {}, none);
+}
+
+std::vector<uint32_t> RspClient::read_registers(const std::vector<std::string>& names,
+                                                const std::vector<std::pair<uint32_t, uint32_t>>& reads,
+                                                std::vector<std::string>& memory)
+{
     for (const std::string& name : names) {
         const RegisterInfo* r = target_.find(name);
         if (r == nullptr || r->bits != 32)
             protocol_error("target description", "no 32-bit register '" + name + "'");
     }
+    std::vector<std::string> also;
+    for (const auto& [address, length] : reads)
+        also.push_back("m" + hex32(address) + "," + hex32(length));
+    std::vector<std::string> replies;
+    const std::vector<std::string> registers = read_register_bytes(names, also, &replies);
+    memory.clear();
+    for (const std::string& reply : replies) {
+        std::string bytes;
+        if (reply.empty() || reply[0] == 'E' || !rsp::from_hex(reply, bytes))
+            bytes.clear();
+        memory.push_back(std::move(bytes));
+    }
     std::vector<uint32_t> values;
-    for (const std::string& bytes : read_register_bytes(names))
+    for (const std::string& bytes : registers)
         values.push_back(uint32_t(uint8_t(bytes[0])) | uint32_t(uint8_t(bytes[1])) << 8 |
                          uint32_t(uint8_t(bytes[2])) << 16 | uint32_t(uint8_t(bytes[3])) << 24);
     return values;
 }
 
 std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::string>& names)
+{
+    return read_register_bytes(names, {}, nullptr);
+}
+
+std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::string>& names,
+                                                        const std::vector<std::string>& also,
+                                                        std::vector<std::string>* also_replies)
 {
     std::vector<const RegisterInfo*> wanted;
     for (const std::string& name : names) {
@@ -276,7 +303,13 @@ std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::s
     }
     if (use_g)
         requests.insert(requests.begin(), "g");
-    const std::vector<std::string> replies = request_all(requests);
+    const size_t register_requests = requests.size();
+    requests.insert(requests.end(), also.begin(), also.end());
+    std::vector<std::string> replies = request_all(requests);
+    if (also_replies != nullptr)
+        also_replies->assign(replies.begin() + long(register_requests), replies.end());
+    replies.resize(register_requests);
+    requests.resize(register_requests);
     if (use_g && !g_length_)
         g_length_ = replies[0].size() / 2;
 
