@@ -114,8 +114,11 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
     for (size_t k = 0; k < dense_counts.size(); ++k)
         if (dense_counts[k] != 0)
             counts.add_many(code_start + 2 * uint32_t(k), dense_counts[k]);
+    // Tag 0 is no task (a live sampler before the scheduler starts), unless the source named it.
+    const bool zero_named = samples.tag_names.count(0) != 0;
     counts.each([&](uint64_t key, uint64_t n) {
-        items.push_back({uint32_t(key), uint32_t(key >> 32), tagged, double(n), nullptr});
+        const uint32_t tag = uint32_t(key >> 32);
+        items.push_back({uint32_t(key), tag, tagged && (tag != 0 || zero_named), double(n), nullptr});
     });
     for (const AddressCount& c : samples.counts)
         items.push_back({c.address, 0, false, double(c.count), nullptr});
@@ -265,8 +268,9 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
         const CallStack& stack = samples.stacks[i];
         std::vector<uint32_t> addresses(stack.callers.rbegin(), stack.callers.rend());
         addresses.push_back(samples.pcs[i]);
-        const bool tagged = !samples.tags.empty();
-        counted[{task_of(tagged ? samples.tags[i] : 0, tagged), stack.truncated, std::move(addresses)}] += 1;
+        const uint32_t tag = samples.tags.empty() ? 0 : samples.tags[i];
+        const bool tagged = !samples.tags.empty() && (tag != 0 || samples.tag_names.count(0) != 0);
+        counted[{task_of(tag, tagged), stack.truncated, std::move(addresses)}] += 1;
     }
     for (auto& [key, weight] : counted)
         chains.push_back({std::get<2>(key), std::get<0>(key), std::get<1>(key), weight});

@@ -41,8 +41,8 @@ def expected_inclusive(self_counts: dict[str, int]) -> dict[str, float]:
     return incl
 
 
-class CallTree(unittest.TestCase):
-    def stacks_of(self, name: str):
+class Replayed(unittest.TestCase):
+    def stacks_of(self, name: str, *extra: str):
         elf = fwtest.elf_path(name)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-stacks-"))
         rr, truth = work / "rr.bin", work / "truth.txt"
@@ -55,13 +55,16 @@ class CallTree(unittest.TestCase):
             r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--stacks",
                         "--pace", "icount", "--interval", str(total // SAMPLES),
                         "--samples", str(10 * SAMPLES), "--seed", "7",
-                        "--elf", str(elf), "-o", str(rec), "--format", "json")
+                        "--elf", str(elf), "-o", str(rec), "--format", "json", *extra)
             self.assertEqual(r.returncode, 0, r.stderr)
             q.wait()
         self.assertIn("the target exited", r.stderr)
+        self.last_counts = counts
         self_counts = dict(fwtest.by_function(counts, fwtest.symbols(name)))
         return json.loads(r.stdout), self_counts
 
+
+class CallTree(Replayed):
     def check_build(self, name: str):
         doc, self_counts = self.stacks_of(name)
         stacks = doc["stacks"]
@@ -129,6 +132,38 @@ class CallTree(unittest.TestCase):
 
     def test_o2_frame_pointer(self):
         self.check_build("calltree_o2_fp_m4")
+
+
+class Tasks(Replayed):
+    """The RTOS scenario (two round-robin tasks under a PendSV scheduler with FreeRTOS's
+    pxCurrentTCB): the running task read at each halt and the unwound stack are two
+    independent readings that must agree, and hot_a's time splits 2:1 between the tasks
+    (truth: the plugin's call counts, as in tests/integration/test_rtos.py)."""
+
+    def test_tasks_and_stacks_agree(self):
+        doc, self_counts = self.stacks_of("rtos_m4", "--by", "task")
+        entry = {"motor": "task_motor", "link": "task_link"}
+        hot_a = {"motor": 0.0, "link": 0.0}
+        for s in doc["stacks"]:
+            names = [f["function"] for f in s["frames"]]
+            task = names[0]
+            if task not in entry:   # before the scheduler starts: no task yet
+                self.assertEqual(task, "(no task)", names)
+                continue
+            if len(names) > 1 and names[1] in entry.values():
+                self.assertEqual(names[1], entry[task], names)
+                self.assertFalse(s["truncated"], names)
+            if names[-1] == "hot_a":
+                hot_a[task] += s["samples"]
+        syms = fwtest.symbols("rtos_m4")
+        counts = self.last_counts
+        link_turns = fwtest.calls(counts, syms, "hot_b")
+        motor_turns = fwtest.calls(counts, syms, "hot_a") - link_turns
+        motor, link = motor_turns * (5 * 600 + 4), link_turns * (5 * 300 + 4)   # hot_a(n): 5n + 4
+        n = hot_a["motor"] + hot_a["link"]
+        p = motor / (motor + link)
+        self.assertGreater(n, 500)
+        self.assertLess(abs(hot_a["motor"] / n - p), Z * math.sqrt(p * (1 - p) / n), (hot_a, p))
 
 
 if __name__ == "__main__":
