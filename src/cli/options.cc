@@ -21,7 +21,7 @@ void add_report_options(po::options_description& description, ReportOptions& opt
     description.add_options()
         ("elf", po::value(&options.elf)->value_name("FILE"), "firmware ELF that produced the samples (required)")
         ("by", po::value(&options.by)->value_name("KEY")->default_value("function"),
-         "group samples by function, line, address or task")
+         "group samples by function, line, address, task or stack (call chains)")
         ("format", po::value(&options.format)->value_name("NAME")->default_value("text"),
          "text, json, or gmon (gprof's gmon.out, with -o)")
         ("output,o", po::value(&options.output)->value_name("FILE"), "write the report here, not to standard output")
@@ -105,7 +105,7 @@ core::Profile build_profile(const core::SampleSet& samples, const ReportOptions&
 {
     auto by = core::parse_grouping(options.by);
     if (!by)
-        throw UsageError("--by takes function, line, address or task, not '" + options.by + "'");
+        throw UsageError("--by takes function, line, address, task or stack, not '" + options.by + "'");
     if (options.format != "text" && options.format != "json")
         throw UsageError("--format takes text, json or gmon, not '" + options.format + "'");
     if (elf.empty())

@@ -341,6 +341,8 @@ std::optional<Grouping> parse_grouping(std::string_view text)
         return Grouping::address;
     if (text == "task")
         return Grouping::task;
+    if (text == "stack")
+        return Grouping::stack;
     return std::nullopt;
 }
 
@@ -351,6 +353,7 @@ std::string_view name_of(Grouping grouping)
     case Grouping::line: return "line";
     case Grouping::address: return "address";
     case Grouping::task: return "task";
+    case Grouping::stack: return "stack";
     }
     return "?";
 }
@@ -384,6 +387,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
 
         Row* row = nullptr;
         switch (options.by) {
+        case Grouping::stack:      // rows made from the stacks below; these go
         case Grouping::function: {
             row = &rows.row(function_name(f, options.inline_frames ? frames : nullptr));
             if (f != nullptr && !options.inline_frames) {
@@ -456,8 +460,23 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
 
     profile.unwound = !samples.stacks.empty();
     const bool inclusive_known = profile.unwound && options.by == Grouping::function;
-    if (options.stacks || profile.unwound)
+    if (options.stacks || profile.unwound || options.by == Grouping::stack)
         build_stacks(profile, samples, items, symbols, locator, options, rows);
+    if (options.by == Grouping::stack) {
+        rows = RowBuilder();
+        for (const StackRow& stack : profile.stacks) {
+            std::string name;
+            for (const StackFrame& f : stack.frames)
+                name += (name.empty() ? "" : ";") + f.function;
+            Row& row = rows.row(name + (stack.truncated ? ";(truncated)" : ""));
+            row.samples += stack.samples;
+            row.distinct_addresses = 0;
+        }
+        for (const auto& [name, count] : samples.without_address)
+            rows.row(name).samples += double(count);
+        if (samples.outside_buckets > 0)
+            rows.row(outside_histogram).samples += double(samples.outside_buckets);
+    }
 
     // The total from the integer counts, not from the (fractional) bucket shares added up.
     uint64_t total = samples.pcs.size() + samples.outside_buckets;

@@ -18,7 +18,8 @@ namespace mcuprof::core {
 class SymbolTable;
 class SourceLocator;
 
-enum class Grouping { function, line, address, task };
+// stack: one row per distinct call chain (the callers' functions, root first).
+enum class Grouping { function, line, address, task, stack };
 
 std::optional<Grouping> parse_grouping(std::string_view text);
 std::string_view name_of(Grouping grouping);

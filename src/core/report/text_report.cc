@@ -21,6 +21,7 @@ std::string detail_of(const Profile& profile, const Row& row)
     switch (profile.by) {
     case Grouping::function:
     case Grouping::task:
+    case Grouping::stack:
         break;
     case Grouping::line:
         detail = row.function;
@@ -62,7 +63,10 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         out << "warning: " << w.message << '\n';
 
     const char* count_title = profile.exact ? "instructions" : "samples";
-    out << format("%8s %7s %12s  %s\n", "%", "+-se", count_title, std::string(name_of(profile.by)).c_str());
+    // With unwound stacks, functions also get their inclusive share: samples anywhere below them.
+    const bool inclusive = profile.unwound && profile.by == Grouping::function;
+    out << format("%8s %7s %s%12s  %s\n", "%", "+-se", inclusive ? "  incl %" : "", count_title,
+                  std::string(name_of(profile.by)).c_str());
     size_t shown = 0;
     for (const Row& row : profile.rows) {
         if (max_rows != 0 && shown++ == max_rows) {
@@ -70,8 +74,9 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
             break;
         }
         std::string detail = detail_of(profile, row);
-        out << format("%8.2f %7.2f %12.1f  %s%s%s\n", row.share.percent, row.share.stderr_pp, row.samples,
-                      row.name.c_str(), detail.empty() ? "" : "  ", detail.c_str());
+        const std::string incl = inclusive ? format("%8.2f", row.inclusive.percent) : "";
+        out << format("%8.2f %7.2f %s%12.1f  %s%s%s\n", row.share.percent, row.share.stderr_pp, incl.c_str(),
+                      row.samples, row.name.c_str(), detail.empty() ? "" : "  ", detail.c_str());
     }
 }
 
