@@ -1,5 +1,3 @@
-#include <atomic>
-#include <csignal>
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -14,27 +12,6 @@
 namespace po = boost::program_options;
 
 namespace mcuprof::cli {
-namespace {
-
-// Ctrl-C while a live SWO stream is read ends the capture and reports what came; a second
-// Ctrl-C kills as usual (SA_RESETHAND). No SA_RESTART: a blocked poll() returns at once.
-std::atomic<bool> interrupted{false};
-
-extern "C" void on_interrupt(int)
-{
-    interrupted = true;
-}
-
-void stop_on_interrupt()
-{
-    struct sigaction action = {};
-    action.sa_handler = on_interrupt;
-    action.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &action, nullptr);
-}
-
-} // namespace
-
 int report_command(const Arguments& args)
 {
     ReportOptions options;
@@ -86,8 +63,7 @@ int report_command(const Arguments& args)
     if (!swo_duration.empty())
         selection.swo_duration = parse_duration(swo_duration, "--duration");
     if (sources::is_stream_input(options.input)) {
-        stop_on_interrupt();   // Ctrl-C ends a live SWO capture and reports what came
-        selection.stop = &interrupted;
+        selection.stop = stop_on_interrupt();   // Ctrl-C ends a live SWO capture and reports what came
     }
     // --calls and --packets read the input as an SWO stream, whatever its content.
     sources::SwoOptions swo;
