@@ -19,5 +19,6 @@ int truth_command(const Arguments& args);
 int record_command(const Arguments& args);
 int diff_command(const Arguments& args);
 int vprobe_command(const Arguments& args);
+int swo_command(const Arguments& args);
 
 } // namespace mcuprof::cli

@@ -19,6 +19,8 @@ const char* const overview =
     "  report INPUT --elf ELF   profile from a recording, an on-chip sampler dump or truth counts\n"
     "  truth COUNTS --elf ELF   the exact profile from the QEMU truth plugin's counts\n"
     "  diff A B --elf ELF       two profiles side by side, differences beyond 3 standard errors marked\n"
+    "  swo --openocd HOST:PORT --elf ELF --cpu-hz F\n"
+    "                           DWT PC sampling over SWO set up through OpenOCD, profiled live\n"
     "  vprobe --gdb HOST:PORT --port N\n"
     "                           a virtual JTAG probe: OpenOCD (remote_bitbang) debugs the target of a GDB server\n"
     "\n"
@@ -35,6 +37,7 @@ int main(int argc, char** argv)
         {"record", record_command},
         {"diff", diff_command},
         {"vprobe", vprobe_command},
+        {"swo", swo_command},
     };
     if (argc < 2) {
         std::cerr << overview;

@@ -1,6 +1,7 @@
 #pragma once
 // What the commands that print a profile share: their options, how the profile is
 // built from a sample set, and where and how it is written.
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <iosfwd>
@@ -42,6 +43,10 @@ double parse_count(const std::string& text, const std::string& option);
 core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options, const std::string& elf);
 // Runs `write` on the file at `path`, or on standard output when the path is empty.
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+// From now on the first Ctrl-C sets the returned flag (a live capture then ends and reports
+// what came); a second one kills as usual.
+const std::atomic<bool>* stop_on_interrupt();
 
 // Attributes the samples with the ELF's symbols and writes the report as asked.
 void write_profile(const core::SampleSet& samples, const ReportOptions& options);

@@ -1,38 +1,17 @@
-#include <atomic>
-#include <csignal>
 #include <iostream>
 
 #include <boost/program_options.hpp>
 
+#include "mcuprof/sources/call_trace.h"
 #include "mcuprof/sources/input_kind.h"
 #include "mcuprof/sources/swo_reader.h"
+#include "call_trace_report.h"
 #include "inputs.h"
 #include "options.h"
 
 namespace po = boost::program_options;
 
 namespace mcuprof::cli {
-namespace {
-
-// Ctrl-C while a live SWO stream is read ends the capture and reports what came; a second
-// Ctrl-C kills as usual (SA_RESETHAND). No SA_RESTART: a blocked poll() returns at once.
-std::atomic<bool> interrupted{false};
-
-extern "C" void on_interrupt(int)
-{
-    interrupted = true;
-}
-
-void stop_on_interrupt()
-{
-    struct sigaction action = {};
-    action.sa_handler = on_interrupt;
-    action.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &action, nullptr);
-}
-
-} // namespace
-
 int report_command(const Arguments& args)
 {
     ReportOptions options;
@@ -40,6 +19,8 @@ int report_command(const Arguments& args)
     size_t first = 0;
     bool swo_sync = false;
     bool swo_packets = false;
+    bool calls = false;
+    uint32_t channel = sources::default_call_trace_channel;
     std::string swo_duration;
     po::options_description description("Options");
     add_report_options(description, options);
@@ -53,7 +34,11 @@ int report_command(const Arguments& args)
                                                                    "after TIME (10s, 2min); default: until the "
                                                                    "stream ends or Ctrl-C")
         ("packets", po::bool_switch(&swo_packets), "SWO: list the decoded packets, one a line, instead of a "
-                                                   "profile (needs no --elf)");
+                                                   "profile (needs no --elf)")
+        ("calls", po::bool_switch(&calls), "SWO: the call graph of -finstrument-functions entry/exit records "
+                                           "(seed 003) instead of a profile; --format text, json, callgrind or dot")
+        ("channel", po::value(&channel)->value_name("N"), "--calls: the ITM stimulus port the records are "
+                                                          "written to (default 1)");
     const std::string usage =
         "usage: mcuprof report INPUT --elf ELF [options]\n\n"
         "Reports where the samples in INPUT fall in the firmware. INPUT is found from its content:\n"
@@ -61,7 +46,9 @@ int report_command(const Arguments& args)
         "plugin's instruction counts, an SWO capture (ITM/DWT packets with DWT PC samples) or a\n"
         "gmon.out (OpenOCD's profile command).\n"
         "INPUT \"-\" reads an SWO stream from standard input, tcp:HOST:PORT from a TCP port\n"
-        "(OpenOCD's trace output).";
+        "(OpenOCD's trace output).\n"
+        "With --calls INPUT is an SWO stream (file, - or tcp:HOST:PORT) of instrumented call\n"
+        "records, and the report is their call graph.";
     if (!parse_command(args, usage, description, options.input))
         return 0;
     if (options.input.empty())
@@ -76,19 +63,25 @@ int report_command(const Arguments& args)
     if (!swo_duration.empty())
         selection.swo_duration = parse_duration(swo_duration, "--duration");
     if (sources::is_stream_input(options.input)) {
-        stop_on_interrupt();   // Ctrl-C ends a live SWO capture and reports what came
-        selection.stop = &interrupted;
+        selection.stop = stop_on_interrupt();   // Ctrl-C ends a live SWO capture and reports what came
+    }
+    // --calls and --packets read the input as an SWO stream, whatever its content.
+    sources::SwoOptions swo;
+    swo.wait_for_sync = swo_sync;
+    swo.max_samples = first;
+    if (selection.swo_duration)
+        swo.max_time = *selection.swo_duration;
+    swo.stop = selection.stop;
+    if (calls) {
+        if (swo_packets)
+            throw UsageError("--calls and --packets do not go together");
+        report_call_trace(options, swo, channel);
+        return 0;
     }
     if (swo_packets) {
         if (!sources::is_stream_input(options.input) &&
             sources::detect_input_file(options.input) != sources::InputKind::swo)
             throw UsageError("--packets applies to SWO captures");
-        sources::SwoOptions swo;
-        swo.wait_for_sync = swo_sync;
-        swo.max_samples = first;
-        if (selection.swo_duration)
-            swo.max_time = *selection.swo_duration;
-        swo.stop = selection.stop;
         const auto source = sources::open_byte_source(options.input);
         sources::list_swo_packets(*source, swo, std::cout);
         return 0;

@@ -148,6 +148,19 @@ class Cli(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("warning: 2 of 3 samples (66.7 %) fall in no function", result.stdout)
 
+    def test_report_calls_errors(self):
+        # A format call graphs do not have is a usage error; a missing stream a one-line error.
+        stream = self.write("calls.swo", b"\0\0\0\0\0\x80", "wb")
+        self.assertEqual(run("report", stream, "--elf", self.elf, "--calls", "--format", "gmon").returncode, 1)
+        self.assert_one_line_error(run("report", stream + ".missing", "--elf", self.elf, "--calls"), 2,
+                                   "calls.swo.missing", "cannot open")
+        # A stream with no records: an empty graph and a note that says why there may be none.
+        result = run("report", stream, "--elf", self.elf, "--calls", "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        doc = json.loads(result.stdout)
+        self.assertEqual((doc["functions"], doc["edges"], doc["total"]), ([], [], 0))
+        self.assertIn("no call records", doc["warnings"][0])
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

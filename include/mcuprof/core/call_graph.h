@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace mcuprof::core {
 
 struct Profile;
@@ -51,5 +53,10 @@ void write_callgrind(const CallGraph& graph, std::ostream& out);
 // Graphviz: one node per function (self and inclusive share), one edge per call pair
 // labelled with its cost and call count.
 void write_dot(const CallGraph& graph, std::ostream& out);
+
+// A table for people: functions by inclusive cost, each with its callees; the warnings on top.
+void write_call_graph_text(const CallGraph& graph, std::ostream& out, const std::vector<std::string>& warnings = {});
+// The same as JSON ("mcuprof-call-graph", docs/formats.md).
+nlohmann::json call_graph_json(const CallGraph& graph, const std::vector<std::string>& warnings = {});
 
 } // namespace mcuprof::core

@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mcuprof/core/samples.h"
 #include "mcuprof/sources/itm_parser.h"
@@ -61,6 +63,19 @@ struct SwoOptions {
     std::chrono::nanoseconds max_time{0};       // stop reading after this long; 0: until the end
     const std::atomic<bool>* stop = nullptr;    // stop reading when set
 };
+
+// Feeds the source through an ITM parser into the sink until the stream ends, the options
+// say stop (time, Ctrl-C), or `full` (when given) says the sink wants no more.
+struct SwoOutcome {
+    ItmCounts counts;
+    bool interrupted = false;   // Ctrl-C
+    bool timed_out = false;     // --duration
+};
+SwoOutcome feed_swo(ByteSource& source, const SwoOptions& options, ItmPacketSink& sink,
+                    const std::function<bool()>& full = {});
+// What every reader of a capture notes: overflow and bad packets, bytes skipped waiting for
+// a synchronization packet, a packet cut by the end, Ctrl-C.
+std::vector<std::string> swo_notes(const SwoOutcome& outcome, const SwoOptions& options);
 
 // A capture's samples: `pcs` in stream order, sleep samples under without_address[sleep_row],
 // the packet counts in `origin`, and notes on what went wrong (overflow, bad packets, a cut).

@@ -240,22 +240,24 @@ private:
     uint64_t samples_ = 0;
 };
 
-struct Outcome {
-    ItmCounts counts;
-    bool interrupted = false;   // Ctrl-C
-    bool timed_out = false;     // --duration
-};
+} // namespace
 
-// Feeds the whole source (or until the sink is full or told to stop) through a parser.
-template <typename Sink> Outcome run(ByteSource& source, const SwoOptions& options, Sink& sink)
+bool StopWhen::now() const
+{
+    return (flag != nullptr && flag->load()) || (deadline && std::chrono::steady_clock::now() >= *deadline);
+}
+
+SwoOutcome feed_swo(ByteSource& source, const SwoOptions& options, ItmPacketSink& sink,
+                    const std::function<bool()>& full)
 {
     ItmParser parser({.wait_for_sync = options.wait_for_sync});
     StopWhen stop;
     stop.flag = options.stop;
     if (options.max_time.count() > 0)
         stop.deadline = std::chrono::steady_clock::now() + options.max_time;
-    Outcome outcome;
-    while (!sink.full()) {
+    auto is_full = [&] { return full && full(); };
+    SwoOutcome outcome;
+    while (!is_full()) {
         const std::span<const uint8_t> chunk = source.next(stop);
         if (chunk.empty())
             break;
@@ -263,17 +265,36 @@ template <typename Sink> Outcome run(ByteSource& source, const SwoOptions& optio
     }
     outcome.interrupted = stop.flag != nullptr && stop.flag->load();
     outcome.timed_out = stop.deadline && std::chrono::steady_clock::now() >= *stop.deadline;
-    if (!sink.full() && !outcome.interrupted && !outcome.timed_out)
+    if (!is_full() && !outcome.interrupted && !outcome.timed_out)
         parser.finish(sink);
     outcome.counts = parser.counts();
     return outcome;
 }
 
-} // namespace
-
-bool StopWhen::now() const
+std::vector<std::string> swo_notes(const SwoOutcome& outcome, const SwoOptions& options)
 {
-    return (flag != nullptr && flag->load()) || (deadline && std::chrono::steady_clock::now() >= *deadline);
+    const ItmCounts& c = outcome.counts;
+    std::vector<std::string> notes;
+    if (c[ItmKind::overflow] > 0)
+        notes.push_back(format(
+            "%" PRIu64 " overflow packets: the ITM dropped packets because the SWO line could not carry them "
+            "all; lower the sampling rate (DWT_CTRL.CYCTAP, POSTPRESET) or raise the SWO baud rate",
+            c[ItmKind::overflow]));
+    if (c[ItmKind::bad] > 0)
+        notes.push_back(format(
+            "%" PRIu64 " bad packets (reserved headers or malformed): the capture holds garbage or started in "
+            "the middle of a packet%s",
+            c[ItmKind::bad], options.wait_for_sync ? "; the bytes up to the next synchronization packet were skipped"
+                                                   : "; --sync decodes from synchronization packets only"));
+    if (options.wait_for_sync && c[ItmKind::sync] == 0)
+        notes.push_back("no synchronization packet in the capture: nothing was decoded (--sync)");
+    else if (c.skipped_bytes > 0)
+        notes.push_back(format("%" PRIu64 " bytes skipped while waiting for a synchronization packet", c.skipped_bytes));
+    if (c.truncated > 0)
+        notes.push_back("the capture ends in the middle of a packet; that packet was dropped");
+    if (outcome.interrupted)
+        notes.push_back("reading stopped by Ctrl-C");
+    return notes;
 }
 
 bool is_stream_input(std::string_view input)
@@ -344,33 +365,13 @@ core::SampleSet read_swo(ByteSource& source, const SwoOptions& options)
             ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
     }
     SampleCollector collector(samples, options.max_samples);
-    const Outcome outcome = run(source, options, collector);
+    const SwoOutcome outcome = feed_swo(source, options, collector, [&] { return collector.full(); });
     const ItmCounts& c = outcome.counts;
 
     if (collector.sleeping() > 0)
         samples.without_address[sleep_row] = collector.sleeping();
     samples.origin = format("SWO capture %s, %" PRIu64 " bytes; packets: ", source.name().c_str(), c.bytes) + summary(c);
-
-    if (c[ItmKind::overflow] > 0)
-        samples.notes.push_back(format(
-            "%" PRIu64 " overflow packets: the ITM dropped packets because the SWO line could not carry them "
-            "all; lower the sampling rate (DWT_CTRL.CYCTAP, POSTPRESET) or raise the SWO baud rate",
-            c[ItmKind::overflow]));
-    if (c[ItmKind::bad] > 0)
-        samples.notes.push_back(format(
-            "%" PRIu64 " bad packets (reserved headers or malformed): the capture holds garbage or started in "
-            "the middle of a packet%s",
-            c[ItmKind::bad], options.wait_for_sync ? "; the bytes up to the next synchronization packet were skipped"
-                                                   : "; --sync decodes from synchronization packets only"));
-    if (options.wait_for_sync && c[ItmKind::sync] == 0)
-        samples.notes.push_back("no synchronization packet in the capture: nothing was decoded (--sync)");
-    else if (c.skipped_bytes > 0)
-        samples.notes.push_back(
-            format("%" PRIu64 " bytes skipped while waiting for a synchronization packet", c.skipped_bytes));
-    if (c.truncated > 0)
-        samples.notes.push_back("the capture ends in the middle of a packet; that packet was dropped");
-    if (outcome.interrupted)
-        samples.notes.push_back("reading stopped by Ctrl-C");
+    samples.notes = swo_notes(outcome, options);
     if (samples.pcs.empty() && collector.sleeping() == 0 && c.bytes > 0)
         samples.notes.push_back(
             "no PC sample packets: is PC sampling on (DWT_CTRL.PCSAMPLENA, bit 12) and are DWT packets let "
@@ -387,7 +388,7 @@ core::SampleSet read_swo(const std::string& input, const SwoOptions& options)
 ItmCounts list_swo_packets(ByteSource& source, const SwoOptions& options, std::ostream& out)
 {
     PacketLister lister(out, options.max_samples);
-    const Outcome outcome = run(source, options, lister);
+    const SwoOutcome outcome = feed_swo(source, options, lister, [&] { return lister.full(); });
     const ItmCounts& c = outcome.counts;
     out << format("# %" PRIu64 " bytes, %" PRIu64 " skipped, %" PRIu64 " truncated; packets: ", c.bytes,
                   c.skipped_bytes, c.truncated)
