@@ -34,10 +34,10 @@ def floor_rate(build, port, samples):
     return int(out[0]) / float(out[1])
 
 
-def mcuprof_rate(build, elf, port, samples, work):
+def mcuprof_rate(build, elf, port, samples, work, *extra):
     r = subprocess.run([str(build / "mcuprof"), "record", "--gdb", f"127.0.0.1:{port}", "--interval", "1ns",
                         "--samples", str(samples), "--elf", str(elf), "-o", str(work / "bench.bin"),
-                        "--format", "json"], capture_output=True, text=True, check=True)
+                        "--format", "json", *extra], capture_output=True, text=True, check=True)
     m = re.search(r"\(([\d.]+) samples/s\)", r.stderr)
     return float(m.group(1))
 

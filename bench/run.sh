@@ -12,3 +12,7 @@ python3 bench/itm_bench.py --mcuprof "$build/mcuprof" --elf "$build/firmware-ref
 echo
 echo "== live: mcuprof's halting sampler vs the protocol floor and a gdb batch script"
 python3 bench/live_bench.py --build "$build"
+
+echo
+echo "== stacks: mcuprof --stacks vs pc only vs a gdb backtrace script"
+python3 bench/stacks_bench.py --build "$build"
