@@ -257,7 +257,7 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
     stats.wall_seconds = seconds_between(start, Clock::now());
     if (stack_reader)
         stats.details["stacks"] = {{"mean_depth", stats.samples ? double(frames) / stats.samples : 0.0},
-                                   {"memory_reads_per_sample", stats.samples ? double(memory_reads) / stats.samples : 0.0},
+                                   {"extra_round_trips_per_sample", stats.samples ? double(memory_reads) / stats.samples : 0.0},
                                    {"ends", unwind_stops}};
     return stats;
 }

@@ -48,6 +48,8 @@ public:
     }
 
     uint32_t reads() const { return reads_; }
+    // Bytes read already (the speculative window sent with the registers).
+    void add(uint32_t address, std::string bytes) { windows_[address] = std::move(bytes); }
 
 private:
     std::optional<uint32_t> cached(uint32_t address) const
@@ -91,7 +93,22 @@ HaltState RspStackReader::read(const std::vector<std::pair<uint32_t, uint32_t>>&
                                std::vector<std::string>& memory_read)
 {
     HaltState state;
-    const std::vector<uint32_t> values = gdb_.read_registers(names_, reads, memory_read);
+    // The stack is read in the registers' round trip too, speculatively: SP is not known
+    // yet, but it rarely moves far between samples, so the window around the last one
+    // usually holds the new frames (one round trip per halt instead of two).
+    std::vector<std::pair<uint32_t, uint32_t>> all = reads;
+    std::optional<std::pair<uint32_t, uint32_t>> guess;
+    if (last_sp_) {
+        const uint32_t below = options_.window_bytes / 2;
+        const uint32_t start = *last_sp_ >= below ? (*last_sp_ - below) & ~3u : 0;
+        uint32_t length = below + options_.window_bytes;
+        const auto top = options_.unwinder->initial_stack_pointer();
+        if (top && start < *top && *top - start < length)
+            length = *top - start;
+        guess.emplace(start, length);
+        all.push_back(*guess);
+    }
+    const std::vector<uint32_t> values = gdb_.read_registers(names_, all, memory_read);
     for (size_t i = 0; i < 16; ++i)
         state.registers.r[i] = values[i];
     state.registers.xpsr = values[16];
@@ -100,7 +117,20 @@ HaltState RspStackReader::read(const std::vector<std::pair<uint32_t, uint32_t>>&
 
     WindowedMemory memory(gdb_, options_.window_bytes, 1 + options_.extra_reads,
                           options_.unwinder->initial_stack_pointer());
-    memory.fetch(state.registers.r[13] & ~3u);
+    const uint32_t sp = state.registers.r[13] & ~3u;
+    bool covered = false;
+    if (guess) {
+        std::string bytes = std::move(memory_read.back());
+        memory_read.pop_back();
+        // Enough of the new stack in the guess: from SP, the window's worth or up to the top.
+        const uint64_t end = uint64_t(guess->first) + bytes.size();
+        const auto top = options_.unwinder->initial_stack_pointer();
+        covered = sp >= guess->first && (end >= uint64_t(sp) + options_.window_bytes || (top && end >= *top));
+        memory.add(guess->first, std::move(bytes));
+    }
+    if (!covered)
+        memory.fetch(sp);
+    last_sp_ = sp;
     state.unwound = options_.unwinder->unwind(state.registers, memory, options_.max_depth);
     state.memory_reads = memory.reads();
     return state;
