@@ -39,6 +39,7 @@ private:
     transport::RspClient& gdb_;
     StackSamplingOptions options_;
     std::vector<std::string> names_;   // registers read at each halt
+    std::optional<uint32_t> last_sp_;  // where the stack was at the last halt
 };
 
 } // namespace mcuprof::sources
