@@ -331,7 +331,7 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
         profile.stacks.push_back({{{outside_histogram, "", 0, 0}}, double(samples.outside_buckets), false});
     for (const auto& [name, count] : samples.without_address)
         profile.stacks.push_back({{{name, "", 0, 0}}, double(count), false});
-    std::sort(profile.stacks.begin(), profile.stacks.end(),
+    std::stable_sort(profile.stacks.begin(), profile.stacks.end(),   // ties keep their order: reproducible files
               [](const StackRow& a, const StackRow& b) { return a.samples > b.samples; });
 }
 
