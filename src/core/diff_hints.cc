@@ -18,6 +18,10 @@ constexpr uint32_t tiny_function_bytes = 16;
 constexpr double few_addresses_fraction = 0.25;
 constexpr double few_addresses_samples_per_address = 4;
 constexpr uint64_t few_addresses_min_seen = 20;
+// An invisible function worth a hint holds at least this share on the side that sees it;
+// below it are the sampler's own routine and the dump's printing, which a truth census
+// of the whole run also counts.
+constexpr double invisible_min_percent = 1.0;
 
 std::string format(const char* pattern, auto... values)
 {
@@ -118,7 +122,7 @@ bool handler_name(const std::string& name)
 }
 
 void invisible_handler(const ProfileDiff& diff, const Side& a, const Side& b, std::vector<DiffHint>& hints,
-                       const std::set<std::string>& explained)
+                       std::set<std::string>& explained)
 {
     for (int side = 0; side < 2; ++side) {
         const Side& blind = side == 0 ? a : b;
@@ -138,17 +142,22 @@ void invisible_handler(const ProfileDiff& diff, const Side& a, const Side& b, st
         for (const DiffRow& r : diff.rows) {
             const double blind_samples = side == 0 ? r.a_samples : r.b_samples;
             const double seen = side == 0 ? r.b_percent : r.a_percent;
-            if (!r.flagged || blind_samples > 0 || seen <= 0)
+            if (!r.flagged || blind_samples > 0 || seen < invisible_min_percent)
                 continue;
-            std::string message =
-                format("%s: %.2f %% by %s, not one sample by the on-chip sampler (%s). An interrupt does not "
-                       "preempt a handler of equal or more urgent priority: %s, so the sampler cannot see it",
-                       r.name.c_str(), seen, other.label, blind.label, r.name.c_str(),
-                       handler_name(r.name) ? "this is an interrupt handler at the sampler's priority or above"
-                                            : "if it runs in an interrupt handler at the sampler's priority or above");
-            if (gainer != nullptr)
+            std::string message = format("%s: %.2f %% by %s, not one sample by the on-chip sampler (%s). ", r.name.c_str(),
+                                         seen, other.label, blind.label);
+            message += handler_name(r.name)
+                           ? format("%s is an interrupt handler: at the sampler's priority or a more urgent one it "
+                                    "is never preempted by the sampler, which cannot see it",
+                                    r.name.c_str())
+                           : format("An interrupt does not preempt a handler of equal or more urgent priority: if %s "
+                                    "runs in such a handler, the sampler cannot see it",
+                                    r.name.c_str());
+            if (gainer != nullptr) {
                 message += format("; its time lands after the handler returns (%s has %+.2f points on-chip)",
                                   gainer->name.c_str(), gain_of(*gainer));
+                explained.insert(gainer->name);   // the gain is this hint's other half
+            }
             message += ". Give the sampler the most urgent priority";
             hints.push_back({"invisible-handler", r.name, message});
         }
@@ -170,10 +179,10 @@ std::vector<DiffHint> find_hints(const ProfileDiff& diff, const Profile& a, cons
     std::set<std::string> explained;   // rows one hint accounts for already
     if (code != nullptr)
         interrupt_shadow(diff, side_a, side_b, *code, hints, explained);
+    invisible_handler(diff, side_a, side_b, hints, explained);
     lockstep(side_a, hints);
     lockstep(side_b, hints);
     few_addresses(diff, hints, explained);
-    invisible_handler(diff, side_a, side_b, hints, explained);
     return hints;
 }
 

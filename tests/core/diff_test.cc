@@ -118,7 +118,7 @@ TEST_CASE("diff hints: a function with no on-chip sample that the other side see
     const Profile dump = named(profile(10000, false, {{"main", 7035}, {"hot_b", 2965}}), on_chip);
     const ProfileDiff d = diff_profiles(truth, dump);
     REQUIRE(has_hint(d, "invisible-handler", "isr_work"));
-    CHECK(d.hints.back().message.find("main has +30.35 points on-chip") != std::string::npos);
+    CHECK(d.hints.front().message.find("main has +30.35 points on-chip") != std::string::npos);
     // 0.03 % is within 3 standard errors of 0 with 10000 samples: no hint.
     CHECK_FALSE(has_hint(d, "invisible-handler", "EXTI0_IRQHandler"));
     // Two halting samplers, or the other way round: the on-chip side is the one that is blind.

@@ -60,8 +60,9 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold =
 // - lockstep: a side's sample sequence repeats (its lockstep finding).
 // - few-addresses: a row with many samples on one side caught at a small fraction of the
 //   addresses the other side saw in it: the sampling visits a few points only.
-// - invisible-handler: a flagged row with no sample by an on-chip sampler that the other
-//   side sees: code in a handler of equal or more urgent priority than the sampler's.
+// - invisible-handler: a flagged row of at least 1 % with no sample by an on-chip sampler
+//   that the other side sees: code in a handler of equal or more urgent priority than the
+//   sampler's.
 std::vector<DiffHint> find_hints(const ProfileDiff& diff, const Profile& a, const Profile& b,
                                  const SymbolTable* code);
 
