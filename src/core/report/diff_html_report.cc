@@ -30,11 +30,11 @@ void write_html(const ProfileDiff& diff, std::ostream& out)
     for (const DiffRow& r : diff.rows)
         scale = std::max({scale, r.a_percent, r.b_percent});
     out << "<h2>Rows</h2>\n<table class=\"sortable\" id=\"diff\">\n<thead><tr><th class=\"name\">name</th>"
-           "<th>A %</th><th>B %</th><th>A, B</th><th>B &minus; A (points)</th><th>z</th></tr></thead>\n<tbody>\n";
+           "<th>A %</th><th>B %</th><th>A <span class=\"a-key\">&#9632;</span>, B <span class=\"b-key\">&#9632;</span></th><th>B &minus; A (points)</th><th>z</th></tr></thead>\n<tbody>\n";
     for (const DiffRow& r : diff.rows) {
         // A bar without interval per side: A above, B below.
-        const std::string bars = html::share_bar(r.a_percent, r.a_percent, r.a_percent, scale) +
-                                 html::share_bar(r.b_percent, r.b_percent, r.b_percent, scale);
+        const std::string bars = html::share_bar(r.a_percent, r.a_percent, r.a_percent, scale) + "<div class=\"b\">" +
+                                 html::share_bar(r.b_percent, r.b_percent, r.b_percent, scale) + "</div>";
         const std::string z = std::isfinite(r.z) ? format("%.1f", r.z) : (r.z > 0 ? "+inf" : "-inf");
         out << "<tr" << (r.flagged ? " class=\"flagged\"" : "") << "><td class=\"name\">" << (r.flagged ? "* " : "")
             << escape(r.name) << "</td>"

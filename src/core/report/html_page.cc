@@ -43,6 +43,8 @@ dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; }
 .bar .ci { position: absolute; top: 0; height: 12px; background: #f3c08a; }
 .bar .share { position: absolute; top: 3px; height: 6px; background: #c0392b; }
 tr.flagged td { background: #fde8e4; }
+.b .bar .share, .b-key { background: none; color: #2c6fb0; } .b .bar .share { background: #2c6fb0; }
+.a-key { color: #c0392b; }
 svg.flame text { font: 11px ui-monospace, monospace; pointer-events: none; }
 svg.flame g.frame:hover rect { stroke: #000; }
 pre.source { font: 12px ui-monospace, monospace; margin: 0; }

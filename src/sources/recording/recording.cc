@@ -280,8 +280,14 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             if (name.is_string() && parse_hex32(address, value))
                 out.tag_names[value] = name.get<std::string>();
         }
-    if (recording.summary && summary_is_sound(*recording.summary))
+    if (recording.summary && summary_is_sound(*recording.summary)) {
         out.sampler = *recording.summary;
+        // How the samples were taken, from the header, beside the figures (the HTML report
+        // shows them with the rate and duty).
+        for (const char* key : {"method", "pacing"})
+            if (recording.header.contains(key))
+                out.sampler[key] = recording.header[key];
+    }
     else if (recording.summary)
         out.notes.push_back("the recording's summary is unreadable and was left out");
     if (recording.torn_tail)
