@@ -13,6 +13,11 @@ import unittest
 
 ARGS = None
 
+# An on-chip dump after other UART text: 6 samples in func_a, 3 in local_b, 1 in func_c.
+DUMP_6_3_1 = ("hello\nprof raw n=10\n"
+              "p 08000000 08000002 08000004 08000006 08000008 0800000a 08000010 08000012\n"
+              "p 08000014 08000020\nend\n")
+
 
 def run(*args):
     return subprocess.run([ARGS.mcuprof, *args], capture_output=True, text=True, timeout=60)
@@ -41,9 +46,7 @@ class Cli(unittest.TestCase):
 
     def test_report_json_by_hand(self):
         # 6 samples in func_a, 3 in local_b, 1 in func_c: 60 / 30 / 10 %.
-        dump = self.write("uart.txt", "hello\nprof raw n=10\n"
-                          "p 08000000 08000002 08000004 08000006 08000008 0800000a 08000010 08000012\n"
-                          "p 08000014 08000020\nend\n")
+        dump = self.write("uart.txt", DUMP_6_3_1)
         result = run("report", dump, "--elf", self.elf, "--format", "json")
         self.assertEqual(result.returncode, 0, result.stderr)
         doc = json.loads(result.stdout)
@@ -178,9 +181,7 @@ class Cli(unittest.TestCase):
 
     def test_stack_formats_by_hand(self):
         # 6 samples in func_a, 3 in local_b, 1 in func_c: one-frame stacks.
-        dump = self.write("uart.txt", "prof raw n=10\n"
-                          "p 08000000 08000002 08000004 08000006 08000008 0800000a 08000010 08000012\n"
-                          "p 08000014 08000020\nend\n")
+        dump = self.write("uart.txt", DUMP_6_3_1)
         collapsed = run("report", dump, "--elf", self.elf, "--format", "collapsed")
         self.assertEqual(collapsed.returncode, 0, collapsed.stderr)
         self.assertEqual(collapsed.stdout, "func_a 6\nlocal_b 3\nfunc_c 1\n")
