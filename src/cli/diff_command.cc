@@ -1,10 +1,12 @@
 #include <iostream>
+#include <optional>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "inputs.h"
 #include "mcuprof/core/diff.h"
+#include "mcuprof/core/symbols.h"
 #include "options.h"
 
 namespace po = boost::program_options;
@@ -34,7 +36,9 @@ int diff_command(const Arguments& args)
             std::cout << "usage: mcuprof diff A B --elf ELF [options]\n\n"
                          "Two profiles side by side (any inputs mcuprof report reads: recordings, on-chip\n"
                          "dumps, truth counts, SWO captures), each row's difference with its z-score; rows\n"
-                         "beyond the threshold are marked.\n\n"
+                         "beyond the threshold are marked, with hints for the classic traps of comparing samplers\n"
+                         "(interrupts disabled, lockstep, a handler the on-chip sampler cannot see).\n"
+                         "--format text, json or html.\n\n"
                       << description << '\n';
             return 0;
         }
@@ -44,12 +48,20 @@ int diff_command(const Arguments& args)
     }
     if (inputs.size() != 2)
         throw UsageError("diff needs two inputs, A and B");
+    if (options.format != "text" && options.format != "json" && options.format != "html")
+        throw UsageError("diff --format takes text, json or html, not '" + options.format + "'");
     const core::Profile a = build_profile(load_samples(inputs[0], {}), options, options.elf);
     const core::Profile b = build_profile(load_samples(inputs[1], {}), options, elf_b.empty() ? options.elf : elf_b);
-    const core::ProfileDiff diff = core::diff_profiles(a, b, threshold);
+    // The hints read instructions (cpsie i): only when both sides are the same firmware.
+    std::optional<core::SymbolTable> code;
+    if (elf_b.empty() || elf_b == options.elf)
+        code = core::SymbolTable::load(options.elf);
+    const core::ProfileDiff diff = core::diff_profiles(a, b, threshold, code ? &*code : nullptr);
     write_output(options.output, [&](std::ostream& out) {
         if (options.format == "json")
             out << core::to_json(diff).dump(2) << '\n';
+        else if (options.format == "html")
+            core::write_html(diff, out);
         else
             core::write_text(diff, out, options.top);
     });

@@ -1,6 +1,7 @@
 #include "inputs.h"
 
 #include "commands.h"
+#include "progress.h"
 #include "mcuprof/sources/dump_reader.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/gmon_reader.h"
@@ -19,19 +20,24 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
         throw UsageError("--sync and --duration apply to SWO captures");
     if (kind != sources::InputKind::dump && selection.chunk)
         throw UsageError("--chunk applies to on-chip dumps");
+    // Large files take seconds to read: a bar on a terminal.
+    Progress progress;
+    const sources::ReadProgress reading = [&](size_t done, size_t total) {
+        progress.show("mcuprof: reading " + input + " " + Progress::bar(done, total));
+    };
     switch (kind) {
     case sources::InputKind::dump: {
         sources::DumpSelection dump;
         dump.chunk = selection.chunk;
         dump.first = selection.first;
-        return sources::to_samples(sources::read_dump(input), dump);
+        return sources::to_samples(sources::read_dump(input, reading), dump);
     }
     case sources::InputKind::recording:
-        return sources::to_samples(sources::read_recording(input), selection.first);
+        return sources::to_samples(sources::read_recording(input, reading), selection.first);
     case sources::InputKind::truth_counts:
         if (selection.first)
             throw UsageError("--first applies to samples, not to truth counts");
-        return sources::read_truth(input);
+        return sources::read_truth(input, reading);
     case sources::InputKind::gmon:
         if (selection.first)
             throw UsageError("--first applies to samples, not to a gmon.out histogram");

@@ -21,6 +21,7 @@
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/rsp_sampler.h"
 #include "options.h"
+#include "progress.h"
 
 namespace po = boost::program_options;
 
@@ -38,7 +39,7 @@ extern "C" void on_stop_signal(int)
 // 100 ms, and shows progress on a terminal.
 class RecordingSink : public sources::SampleSink {
 public:
-    RecordingSink(sources::RecordingWriter& writer, bool progress) : writer_(writer), progress_(progress) {}
+    explicit RecordingSink(sources::RecordingWriter& writer) : writer_(writer) {}
 
     void sample(const sources::LiveSample& s) override
     {
@@ -48,11 +49,11 @@ public:
         if (now - flushed_ >= std::chrono::milliseconds(100)) {
             writer_.flush();
             flushed_ = now;
-            if (progress_) {
-                const double elapsed = std::chrono::duration<double>(now - start_).count();
-                std::fprintf(stderr, "\rmcuprof record: %llu samples, %.0f samples/s, %.1f s ",
-                             static_cast<unsigned long long>(samples_), samples_ / std::max(elapsed, 1e-9), elapsed);
-            }
+            const double elapsed = std::chrono::duration<double>(now - start_).count();
+            char text[128];
+            std::snprintf(text, sizeof text, "mcuprof record: %llu samples, %.0f samples/s, %.1f s",
+                          static_cast<unsigned long long>(samples_), samples_ / std::max(elapsed, 1e-9), elapsed);
+            progress_.show(text);
         }
     }
     void event(const std::string& kind, const std::string& message) override
@@ -66,15 +67,14 @@ public:
         std::snprintf(address, sizeof address, "0x%08x", control_block);
         writer_.event({{"kind", "task"}, {"address", address}, {"name", name}});
     }
-    void end_progress() const
+    void end_progress()
     {
-        if (progress_)
-            std::fprintf(stderr, "\n");
+        progress_.end();
     }
 
 private:
     sources::RecordingWriter& writer_;
-    bool progress_;
+    Progress progress_;   // on a terminal only
     uint64_t samples_ = 0;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point flushed_ = start_;
@@ -265,7 +265,7 @@ int record_command(const Arguments& args)
     header["started"] = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
     sources::RecordingWriter writer(samples_file, header);
-    RecordingSink sink(writer, ::isatty(STDERR_FILENO) != 0);
+    RecordingSink sink(writer);
 
     stop_requested.store(false);
     auto previous_int = std::signal(SIGINT, on_stop_signal);

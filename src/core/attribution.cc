@@ -325,7 +325,13 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
         else
             profile.stacks[it->second].samples += chain.weight;
     }
-    std::sort(profile.stacks.begin(), profile.stacks.end(),
+    // Samples that caught no address count in the total: one-frame stacks under their
+    // row's name, so that every stack format adds up to the profile's total.
+    if (samples.outside_buckets > 0)
+        profile.stacks.push_back({{{outside_histogram, "", 0, 0}}, double(samples.outside_buckets), false});
+    for (const auto& [name, count] : samples.without_address)
+        profile.stacks.push_back({{{name, "", 0, 0}}, double(count), false});
+    std::stable_sort(profile.stacks.begin(), profile.stacks.end(),   // ties keep their order: reproducible files
               [](const StackRow& a, const StackRow& b) { return a.samples > b.samples; });
 }
 

@@ -10,7 +10,7 @@
 
 namespace mcuprof::core {
 
-ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold)
+ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, const SymbolTable* code)
 {
     ProfileDiff d;
     d.a_origin = a.origin;
@@ -25,10 +25,12 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold)
     for (const Row& r : a.rows) {
         rows[r.name].name = r.name;
         rows[r.name].a_samples += r.samples;
+        rows[r.name].a_distinct += r.distinct_addresses;
     }
     for (const Row& r : b.rows) {
         rows[r.name].name = r.name;
         rows[r.name].b_samples += r.samples;
+        rows[r.name].b_distinct += r.distinct_addresses;
     }
     for (auto& [name, row] : rows) {
         const double pa = a.total > 0 ? row.a_samples / a.total : 0;
@@ -57,6 +59,7 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold)
         const double my = std::max(y.a_percent, y.b_percent);
         return mx != my ? mx > my : x.name < y.name;
     });
+    d.hints = find_hints(d, a, b, code);
     return d;
 }
 
@@ -86,6 +89,8 @@ void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
                       r.flagged ? "* " : "  ", r.name.c_str());
         out << line;
     }
+    for (const DiffHint& h : diff.hints)
+        out << "hint: " << h.message << '\n';
 }
 
 nlohmann::json to_json(const ProfileDiff& diff)
@@ -103,12 +108,16 @@ nlohmann::json to_json(const ProfileDiff& diff)
                         {"z", z},
                         {"flagged", r.flagged}});
     }
+    nlohmann::json hints = nlohmann::json::array();
+    for (const DiffHint& h : diff.hints)
+        hints.push_back({{"kind", h.kind}, {"function", h.function}, {"message", h.message}});
     return {{"format", "mcuprof-diff"},
             {"version", 1},
             {"a", {{"origin", diff.a_origin}, {"samples", diff.a_total}, {"exact", diff.a_exact}}},
             {"b", {{"origin", diff.b_origin}, {"samples", diff.b_total}, {"exact", diff.b_exact}}},
             {"threshold", diff.threshold},
-            {"rows", rows}};
+            {"rows", rows},
+            {"hints", hints}};
 }
 
 } // namespace mcuprof::core

@@ -66,9 +66,13 @@ SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_pa
             section.sh_size != 0) {
             auto name = file.getSectionName(section);
             table.code_.push_back({name ? name->str() : std::string("?"), static_cast<uint32_t>(section.sh_addr),
-                                   static_cast<uint32_t>(section.sh_size)});
+                                   static_cast<uint32_t>(section.sh_size), {}});
             if (!name)
                 llvm::consumeError(name.takeError());
+            if (auto contents = file.getSectionContents(section))
+                table.code_.back().bytes.assign(contents->begin(), contents->end());
+            else
+                llvm::consumeError(contents.takeError());   // a damaged section: no bytes, still its range
         }
         if (section.sh_type != llvm::ELF::SHT_SYMTAB)
             continue;
@@ -175,6 +179,16 @@ std::optional<DataSymbol> SymbolTable::find_object(const std::string& name) cons
     if (it == objects_.end())
         return std::nullopt;
     return it->second;
+}
+
+std::optional<uint16_t> SymbolTable::halfword(uint32_t address) const
+{
+    for (const CodeSection& s : code_)
+        if (address >= s.start && uint64_t(address) + 2 <= uint64_t(s.start) + s.bytes.size()) {
+            const size_t at = address - s.start;
+            return static_cast<uint16_t>(s.bytes[at] | s.bytes[at + 1] << 8);
+        }
+    return std::nullopt;
 }
 
 bool SymbolTable::in_code(uint32_t address) const

@@ -55,6 +55,10 @@ bool LineCursor::next(std::string_view& line)
         line.remove_suffix(1);
     offset_ = end + 1;
     ++number_;
+    if (progress_ != nullptr && offset_ >= next_report_) {
+        (*progress_)(std::min(offset_, text_.size()), text_.size());
+        next_report_ = offset_ + read_progress_step;
+    }
     return true;
 }
 

@@ -13,6 +13,11 @@ import unittest
 
 ARGS = None
 
+# An on-chip dump after other UART text: 6 samples in func_a, 3 in local_b, 1 in func_c.
+DUMP_6_3_1 = ("hello\nprof raw n=10\n"
+              "p 08000000 08000002 08000004 08000006 08000008 0800000a 08000010 08000012\n"
+              "p 08000014 08000020\nend\n")
+
 
 def run(*args):
     return subprocess.run([ARGS.mcuprof, *args], capture_output=True, text=True, timeout=60)
@@ -41,9 +46,7 @@ class Cli(unittest.TestCase):
 
     def test_report_json_by_hand(self):
         # 6 samples in func_a, 3 in local_b, 1 in func_c: 60 / 30 / 10 %.
-        dump = self.write("uart.txt", "hello\nprof raw n=10\n"
-                          "p 08000000 08000002 08000004 08000006 08000008 0800000a 08000010 08000012\n"
-                          "p 08000014 08000020\nend\n")
+        dump = self.write("uart.txt", DUMP_6_3_1)
         result = run("report", dump, "--elf", self.elf, "--format", "json")
         self.assertEqual(result.returncode, 0, result.stderr)
         doc = json.loads(result.stdout)
@@ -160,6 +163,50 @@ class Cli(unittest.TestCase):
         doc = json.loads(result.stdout)
         self.assertEqual((doc["functions"], doc["edges"], doc["total"]), ([], [], 0))
         self.assertIn("no call records", doc["warnings"][0])
+
+    def test_progress_bar_on_a_terminal_only(self):
+        # 7.8 MB of truth counts (over the 4 MiB step between reports): func_a 600000 x 1 + 3, local_b 3.
+        lines = ["0x08000000 1\n"] * 600000 + ["0x08000000 3\n", "0x08000010 3\n"]
+        truth = self.write("counts.txt", "".join(lines))
+        result = run("report", truth, "--elf", self.elf, "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stderr, "")                 # not a terminal: no progress
+        self.assertEqual(json.loads(result.stdout)["samples"], 600006)
+        # script(1) gives the command a terminal; the bar goes to standard error there.
+        command = " ".join([ARGS.mcuprof, "report", truth, "--elf", self.elf, "--top", "1"])
+        tty = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(tty.returncode, 0, tty.stdout)
+        self.assertRegex(tty.stdout, r"mcuprof: reading .*counts\.txt \[#+\.*\] +\d+ %")
+        self.assertIn("func_a", tty.stdout)
+
+    def test_stack_formats_by_hand(self):
+        # 6 samples in func_a, 3 in local_b, 1 in func_c: one-frame stacks.
+        dump = self.write("uart.txt", DUMP_6_3_1)
+        collapsed = run("report", dump, "--elf", self.elf, "--format", "collapsed")
+        self.assertEqual(collapsed.returncode, 0, collapsed.stderr)
+        self.assertEqual(collapsed.stdout, "func_a 6\nlocal_b 3\nfunc_c 1\n")
+        speedscope = run("report", dump, "--elf", self.elf, "--format", "speedscope")
+        doc = json.loads(speedscope.stdout)
+        self.assertEqual(doc["profiles"][0]["weights"], [6, 3, 1])
+        html = os.path.join(self.dir.name, "report.html")
+        self.assertEqual(run("report", dump, "--elf", self.elf, "--format", "html", "-o", html).returncode, 0)
+        with open(html) as f:
+            self.assertEqual(f.read().count('<tr><td class="name">'), 3)
+        self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--format", "svg"), 1, "svg")
+
+    def test_diff_formats(self):
+        a = self.write("a.txt", "prof raw n=4\np 08000000 08000002 08000010 08000020\nend\n")
+        b = self.write("b.txt", "prof raw n=4\np 08000000 08000010 08000012 08000020\nend\n")
+        html = os.path.join(self.dir.name, "diff.html")
+        result = run("diff", a, b, "--elf", self.elf, "--format", "html", "-o", html)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(html) as f:
+            page = f.read()
+        for name in ("func_a", "local_b", "func_c"):
+            self.assertIn(f'<td class="name">{name}</td>', page)
+        doc = json.loads(run("diff", a, b, "--elf", self.elf, "--format", "json").stdout)
+        self.assertEqual(doc["hints"], [])   # two on-chip dumps alike: no trap to name
+        self.assert_one_line_error(run("diff", a, b, "--elf", self.elf, "--format", "collapsed"), 1, "collapsed")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "mcuprof/core/diff.h"
+#include "mcuprof/core/symbols.h"
 
 using namespace mcuprof::core;
 
@@ -55,4 +56,94 @@ TEST_CASE("diff: against a census only the sampled side varies")
     CHECK(row(d, "f").flagged);
     const ProfileDiff loose = diff_profiles(profile(1000, false, {{"f", 650}}), profile(10000, true, {{"f", 7000}}), 4);
     CHECK_FALSE(row(loose, "f").flagged);
+}
+
+namespace {
+
+const char* const on_chip = "on-chip sampler dump, raw PCs";
+
+Profile named(Profile p, const std::string& origin)
+{
+    p.origin = origin;
+    return p;
+}
+
+// irq_on: cpsie i; bx lr (4 bytes at 0x08000100), after locked (0x080000c0, 64 bytes).
+SymbolTable firmware(uint16_t first_instruction)
+{
+    std::vector<Function> functions = {{0x080000c0, 64, "locked", {}}, {0x08000100, 4, "irq_on", {}},
+                                       {0x08000104, 60, "hot_a", {}}};
+    CodeSection text{".text", 0x080000c0, 0x80, std::vector<uint8_t>(0x80, 0)};
+    text.bytes[0x40] = uint8_t(first_instruction);
+    text.bytes[0x41] = uint8_t(first_instruction >> 8);
+    text.bytes[0x42] = 0x70;   // bx lr = 0x4770
+    text.bytes[0x43] = 0x47;
+    return SymbolTable::from(functions, {text});
+}
+
+bool has_hint(const ProfileDiff& d, const std::string& kind, const std::string& function)
+{
+    for (const DiffHint& h : d.hints)
+        if (h.kind == kind && h.function == function)
+            return true;
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("diff hints: a tiny function at cpsie i hot on-chip but not in the truth is the interrupt shadow")
+{
+    // The seed's scenario 3: locked holds 30 % by the truth; on-chip, irq_on takes it.
+    const Profile truth = profile(10010, true, {{"locked", 3000}, {"irq_on", 10}, {"hot_a", 7000}});
+    const Profile dump = named(profile(10000, false, {{"irq_on", 2992}, {"hot_a", 7008}}), on_chip);
+    const SymbolTable code = firmware(0xB662);   // cpsie i
+    const ProfileDiff d = diff_profiles(truth, dump, 3, &code);
+    REQUIRE(has_hint(d, "interrupt-shadow", "irq_on"));
+    CHECK(d.hints.front().message.find("cpsie i at 0x08000100") != std::string::npos);
+    // locked lost its samples to irq_on: explained by the shadow, not an invisible handler.
+    CHECK_FALSE(has_hint(d, "invisible-handler", "locked"));
+
+    // Not at cpsie i (a nop there): no shadow hint; nor without the code, nor when both are on-chip.
+    const SymbolTable nop = firmware(0xBF00);
+    CHECK_FALSE(has_hint(diff_profiles(truth, dump, 3, &nop), "interrupt-shadow", "irq_on"));
+    CHECK_FALSE(has_hint(diff_profiles(truth, dump, 3, nullptr), "interrupt-shadow", "irq_on"));
+    CHECK_FALSE(has_hint(diff_profiles(named(truth, on_chip), dump, 3, &code), "interrupt-shadow", "irq_on"));
+}
+
+TEST_CASE("diff hints: a function with no on-chip sample that the other side sees is an invisible handler")
+{
+    // The seed's scenario 4: isr_work 29.97 % in the truth, none on-chip, main gets it.
+    const Profile truth = profile(10000, true, {{"main", 4000}, {"isr_work", 2997}, {"EXTI0_IRQHandler", 3},
+                                                {"hot_b", 3000}});
+    const Profile dump = named(profile(10000, false, {{"main", 7035}, {"hot_b", 2965}}), on_chip);
+    const ProfileDiff d = diff_profiles(truth, dump);
+    REQUIRE(has_hint(d, "invisible-handler", "isr_work"));
+    CHECK(d.hints.front().message.find("main has +30.35 points on-chip") != std::string::npos);
+    // 0.03 % is within 3 standard errors of 0 with 10000 samples: no hint.
+    CHECK_FALSE(has_hint(d, "invisible-handler", "EXTI0_IRQHandler"));
+    // Two halting samplers, or the other way round: the on-chip side is the one that is blind.
+    CHECK(diff_profiles(truth, named(dump, "recording (gdb)")).hints.empty());
+    CHECK_FALSE(has_hint(diff_profiles(named(truth, on_chip), named(profile(10000, false, {{"main", 7035}, {"hot_b", 2965}}), "recording")),
+                         "invisible-handler", "isr_work"));
+}
+
+TEST_CASE("diff hints: lockstep findings and rows caught at too few addresses")
+{
+    Profile truth = profile(100000, true, {{"hot_a", 70000}, {"run", 30000}});
+    truth.rows[0].distinct_addresses = 100;
+    truth.rows[1].distinct_addresses = 10;
+    Profile sampled = profile(10000, false, {{"hot_a", 7000}, {"run", 3000}});
+    sampled.rows[0].distinct_addresses = 3;    // 7000 samples on 3 of 100 addresses
+    sampled.rows[1].distinct_addresses = 2;    // only 10 addresses to see: not judged
+    const ProfileDiff d = diff_profiles(truth, sampled);
+    CHECK(has_hint(d, "few-addresses", "hot_a"));
+    CHECK_FALSE(has_hint(d, "few-addresses", "run"));
+    CHECK_FALSE(has_hint(d, "lockstep", ""));
+
+    sampled.rows[0].distinct_addresses = 60;   // spread as independent samples would be
+    sampled.lockstep = LockstepFinding{81, 15, 10000, 1.0, 0.3};
+    const ProfileDiff locked = diff_profiles(truth, sampled);
+    CHECK_FALSE(has_hint(locked, "few-addresses", "hot_a"));
+    REQUIRE(has_hint(locked, "lockstep", ""));
+    CHECK(locked.hints.front().message.find("B's samples repeat every 81 samples over 15") != std::string::npos);
 }

@@ -20,6 +20,15 @@ struct DiffRow {
     double delta_pp = 0;   // b - a, percentage points
     double z = 0;          // delta over its standard error under "same share"
     bool flagged = false;  // |z| above the threshold
+    uint64_t a_distinct = 0;   // distinct sampled addresses in the row, each side
+    uint64_t b_distinct = 0;
+};
+
+// A classic trap of comparing samplers (docs/method.md), found in the data of a diff.
+struct DiffHint {
+    std::string kind;       // "interrupt-shadow", "lockstep", "few-addresses", "invisible-handler"
+    std::string function;   // the row it is about; empty for a whole profile
+    std::string message;
 };
 
 struct ProfileDiff {
@@ -31,13 +40,39 @@ struct ProfileDiff {
     bool b_exact = false;
     double threshold = 3;
     std::vector<DiffRow> rows;   // by the larger of the two shares, descending
+    std::vector<DiffHint> hints;
 };
+
+class SymbolTable;
 
 // The z-score of each row tests "both profiles have the same share p". With both sides
 // sampled it is the two-proportion test with the pooled share; when one side is a census
 // (truth counts), only the sampled side varies: z = (q - p) / sqrt(p(1-p)/N).
-ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold = 3.0);
+// `code`, when given, is the firmware both profiles come from: the hints read its
+// instructions (cpsie i) and function sizes.
+ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold = 3.0,
+                          const SymbolTable* code = nullptr);
 
+// The hints for a diff (called by diff_profiles):
+// - interrupt-shadow: a flagged row hot by an on-chip (interrupt) sampler but not by the
+//   other, in a tiny function holding or right after `cpsie i`: the samples of a region with
+//   interrupts disabled land on the first instruction after it (docs/method.md, trap 2).
+// - lockstep: a side's sample sequence repeats (its lockstep finding).
+// - few-addresses: a row with many samples on one side caught at a small fraction of the
+//   addresses the other side saw in it: the sampling visits a few points only.
+// - invisible-handler: a flagged row of at least 1 % with no sample by an on-chip sampler
+//   that the other side sees: code in a handler of equal or more urgent priority than the
+//   sampler's.
+std::vector<DiffHint> find_hints(const ProfileDiff& diff, const Profile& a, const Profile& b,
+                                 const SymbolTable* code);
+
+// The profile came from an interrupt-driven on-chip sampler (its dump or ring), the only
+// kind of sampler that cannot enter masked regions and handlers.
+bool interrupt_sampled(const Profile& profile);
+
+// One self-contained page: both origins, the hints, the rows with A and B bars, flagged
+// rows marked; sortable like the profile page.
+void write_html(const ProfileDiff& diff, std::ostream& out);
 void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows = 0);
 nlohmann::json to_json(const ProfileDiff& diff);
 

@@ -1,6 +1,9 @@
 #pragma once
 // Report formats of a profile, one file each under src/core/report/.
+#include <functional>
 #include <iosfwd>
+#include <optional>
+#include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -14,6 +17,30 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows = 0);
 
 // The schema is documented in docs/formats.md.
 nlohmann::json to_json(const Profile& profile);
+
+// Collapsed stacks, flamegraph.pl's input: one `root;caller;leaf COUNT` line per stack row.
+// Flat profiles give one-frame stacks (with their inline chains).
+void write_collapsed(const Profile& profile, std::ostream& out);
+
+// speedscope's file format (https://www.speedscope.app/file-format-schema.json): one
+// "sampled" profile, each stack row one sample of its weight, frames shared.
+nlohmann::json to_speedscope(const Profile& profile);
+
+// The text of a source file named by DWARF, or nullopt when it cannot be read (the report
+// then says so). The core reads no files; the command line passes the reader.
+using SourceReader = std::function<std::optional<std::string>(const std::string& path)>;
+
+struct HtmlReport {
+    const Profile& profile;              // the table, the flame graph (stacks) and the metadata
+    const Profile* lines = nullptr;      // the same samples by line: the annotated source
+    SourceReader read_source;            // may be empty: no source text, shares per line only
+    size_t annotated_functions = 5;      // the hottest functions whose lines are shown
+};
+
+// One self-contained HTML file (docs/formats.md): a flame graph when the profile has
+// unwound stacks, else an icicle of functions; a sortable table with 95 % interval bars;
+// the hottest functions' source lines with their shares; the sampling metadata and warnings.
+void write_html(const HtmlReport& report, std::ostream& out);
 
 class SymbolTable;
 struct GmonSummary {

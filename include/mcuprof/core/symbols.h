@@ -27,6 +27,7 @@ struct CodeSection {
     std::string name;
     uint32_t start = 0;
     uint32_t size = 0;
+    std::vector<uint8_t> bytes;         // the section's contents; empty when not read
 };
 
 class SymbolTable {
@@ -42,6 +43,9 @@ public:
     const Function* find(uint32_t address) const;
     // Inside an executable section of the image.
     bool in_code(uint32_t address) const;
+    // The 16-bit little-endian code halfword at the address (a Thumb instruction or half
+    // of one), when a code section holds it with its contents.
+    std::optional<uint16_t> halfword(uint32_t address) const;
     // A global or local data symbol by name.
     std::optional<DataSymbol> find_object(const std::string& name) const;
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mcuprof/core/samples.h"
+#include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
 
@@ -38,8 +39,8 @@ struct Dump {
 };
 
 // Throws sources::Error naming the file, the line and the problem.
-Dump parse_dump(std::string_view text, const std::string& path);
-Dump read_dump(const std::string& path);
+Dump parse_dump(std::string_view text, const std::string& path, const ReadProgress& progress = {});
+Dump read_dump(const std::string& path, const ReadProgress& progress = {});
 
 struct DumpSelection {
     std::optional<size_t> chunk;   // 1-based; all chunks merged when absent

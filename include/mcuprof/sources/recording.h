@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/samples.h"
+#include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
 
@@ -61,8 +62,8 @@ struct Recording {
 };
 
 // Throws sources::Error naming the file and the byte offset.
-Recording read_recording(const std::string& path);
-Recording parse_recording(std::string_view bytes, const std::string& path);
+Recording read_recording(const std::string& path, const ReadProgress& progress = {});
+Recording parse_recording(std::string_view bytes, const std::string& path, const ReadProgress& progress = {});
 bool is_recording(std::string_view head);
 
 core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first);

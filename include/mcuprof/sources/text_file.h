@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -24,17 +25,28 @@ private:
     size_t size_ = 0;
 };
 
-// Walks the lines of a text (without their "\n" or "\r\n"), counting from 1.
+// How far a reader is through its input: bytes done of the total. Called every few MiB,
+// so that a command can show progress on long reads; may be empty.
+using ReadProgress = std::function<void(size_t done, size_t total)>;
+inline constexpr size_t read_progress_step = size_t(4) << 20;
+
+// Walks the lines of a text (without their "\n" or "\r\n"), counting from 1, telling
+// `progress` (when given) as it goes.
 class LineCursor {
 public:
-    explicit LineCursor(std::string_view text) : text_(text) {}
+    explicit LineCursor(std::string_view text, const ReadProgress* progress = nullptr)
+        : text_(text), progress_(progress != nullptr && *progress ? progress : nullptr)
+    {
+    }
     bool next(std::string_view& line);
     size_t number() const { return number_; }
 
 private:
     std::string_view text_;
+    const ReadProgress* progress_;
     size_t offset_ = 0;
     size_t number_ = 0;
+    size_t next_report_ = read_progress_step;
 };
 
 // Value of each byte as a hex digit, 0xFF for anything else: one lookup per character

@@ -5,10 +5,11 @@
 #include <string_view>
 
 #include "mcuprof/core/samples.h"
+#include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
 
-core::SampleSet parse_truth(std::string_view text, const std::string& path);
-core::SampleSet read_truth(const std::string& path);
+core::SampleSet parse_truth(std::string_view text, const std::string& path, const ReadProgress& progress = {});
+core::SampleSet read_truth(const std::string& path, const ReadProgress& progress = {});
 
 } // namespace mcuprof::sources

@@ -35,7 +35,8 @@ std::optional<std::string_view> field(std::string_view line, std::string_view ke
 
 class DumpParser {
 public:
-    DumpParser(std::string_view text, const std::string& path) : lines_(text), text_size_(text.size()), path_(path)
+    DumpParser(std::string_view text, const std::string& path, const ReadProgress& progress)
+        : lines_(text, &progress), text_size_(text.size()), path_(path)
     {
         dump_.path = path;
     }
@@ -249,15 +250,15 @@ void describe(const Dump& dump, size_t index, core::SampleSet& out)
 
 } // namespace
 
-Dump parse_dump(std::string_view text, const std::string& path)
+Dump parse_dump(std::string_view text, const std::string& path, const ReadProgress& progress)
 {
-    return DumpParser(text, path).run();
+    return DumpParser(text, path, progress).run();
 }
 
-Dump read_dump(const std::string& path)
+Dump read_dump(const std::string& path, const ReadProgress& progress)
 {
     const MappedFile file(path);
-    return parse_dump(file.bytes(), path);
+    return parse_dump(file.bytes(), path, progress);
 }
 
 

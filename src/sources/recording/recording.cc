@@ -127,13 +127,13 @@ bool is_recording(std::string_view head)
     return head.size() >= sizeof magic && head.substr(0, sizeof magic) == std::string_view(magic, sizeof magic);
 }
 
-Recording read_recording(const std::string& path)
+Recording read_recording(const std::string& path, const ReadProgress& progress)
 {
     const MappedFile file(path);
-    return parse_recording(file.bytes(), path);
+    return parse_recording(file.bytes(), path, progress);
 }
 
-Recording parse_recording(std::string_view bytes, const std::string& path)
+Recording parse_recording(std::string_view bytes, const std::string& path, const ReadProgress& progress)
 {
     Recording r;
     r.path = path;
@@ -154,7 +154,12 @@ Recording parse_recording(std::string_view bytes, const std::string& path)
         throw Error(path, "offset 16", "the header is not a JSON object");
 
     size_t at = 16 + header_size;
+    size_t next_report = read_progress_step;
     while (at < bytes.size()) {
+        if (progress && at >= next_report) {
+            progress(at, bytes.size());
+            next_report = at + read_progress_step;
+        }
         const size_t left = bytes.size() - at;
         const char* p = bytes.data() + at;
         const size_t length = left >= 4 ? size_t(uint8_t(p[2])) | size_t(uint8_t(p[3])) << 8 : 0;
@@ -275,8 +280,14 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             if (name.is_string() && parse_hex32(address, value))
                 out.tag_names[value] = name.get<std::string>();
         }
-    if (recording.summary && summary_is_sound(*recording.summary))
+    if (recording.summary && summary_is_sound(*recording.summary)) {
         out.sampler = *recording.summary;
+        // How the samples were taken, from the header, beside the figures (the HTML report
+        // shows them with the rate and duty).
+        for (const char* key : {"method", "pacing"})
+            if (recording.header.contains(key))
+                out.sampler[key] = recording.header[key];
+    }
     else if (recording.summary)
         out.notes.push_back("the recording's summary is unreadable and was left out");
     if (recording.torn_tail)

@@ -5,12 +5,12 @@
 
 namespace mcuprof::sources {
 
-core::SampleSet parse_truth(std::string_view text, const std::string& path)
+core::SampleSet parse_truth(std::string_view text, const std::string& path, const ReadProgress& progress)
 {
     core::SampleSet out;
     out.origin = "exact instruction counts (QEMU truth plugin): " + path;
     out.exact = true;
-    LineCursor lines(text);
+    LineCursor lines(text, &progress);
     std::string_view line;
     while (lines.next(line)) {
         if (line.empty() || line.front() == '#')
@@ -28,10 +28,10 @@ core::SampleSet parse_truth(std::string_view text, const std::string& path)
     return out;
 }
 
-core::SampleSet read_truth(const std::string& path)
+core::SampleSet read_truth(const std::string& path, const ReadProgress& progress)
 {
     const MappedFile file(path);
-    return parse_truth(file.bytes(), path);
+    return parse_truth(file.bytes(), path, progress);
 }
 
 } // namespace mcuprof::sources

@@ -1,0 +1,32 @@
+#pragma once
+// What the two HTML reports (profile, diff) share: escaping, number formatting, and the
+// page around their content. The page loads nothing: CSS and JS are inline, and the
+// Content-Security-Policy forbids every request, so the file works offline and a test
+// can prove it makes none.
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+namespace mcuprof::core::html {
+
+std::string escape(const std::string& text);
+
+template <typename... Values>
+std::string format(const char* pattern, Values... values)
+{
+    char text[512];
+    std::snprintf(text, sizeof text, pattern, values...);
+    return text;
+}
+
+// <!DOCTYPE html> to <body>, with the style sheet.
+void begin_page(std::ostream& out, const std::string& title);
+// The sorting script (a click on a column of a table.sortable sorts by that column's
+// data-v values, numerically when they are numbers) and the closing tags.
+void end_page(std::ostream& out);
+
+// A share bar with its 95 % interval: widths in percent of `scale` (the largest
+// interval's upper end of the table, so that bars compare).
+std::string share_bar(double percent, double low, double high, double scale);
+
+} // namespace mcuprof::core::html

@@ -1,0 +1,312 @@
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "html_page.h"
+#include "mcuprof/core/report.h"
+
+namespace mcuprof::core {
+namespace {
+
+using html::escape;
+using html::format;
+
+// ---- the sampling metadata --------------------------------------------------------------
+
+void write_metadata(const Profile& p, std::ostream& out)
+{
+    auto item = [&](const std::string& term, const std::string& value) {
+        out << "<dt>" << escape(term) << "</dt><dd>" << escape(value) << "</dd>\n";
+    };
+    out << "<h2>Sampling</h2>\n<dl class=\"meta\" id=\"metadata\">\n";
+    item("origin", p.origin);
+    item(p.exact ? "instructions" : "samples", format("%.0f", p.total));
+    item("kind", p.exact ? "exact instruction counts (a census: no sampling error)"
+                         : "samples (each share has a standard error)");
+    item("grouped by", std::string(name_of(p.by)));
+    item("distinct addresses", std::to_string(p.distinct_addresses));
+    item("unattributed", format("%.0f (%.2f %%)", p.unattributed, p.total > 0 ? 100 * p.unattributed / p.total : 0.0));
+    item("stacks", p.unwound ? "unwound call stacks" : "flat (one frame per sample, with inline chains)");
+    if (p.sampler.is_object()) {
+        const nlohmann::json& s = p.sampler;
+        if (s.contains("method") && s["method"].is_string())
+            item("method", s["method"].get<std::string>());
+        if (s.contains("pacing") && s["pacing"].is_object())
+            item("pacing", s["pacing"].dump());
+        if (s.contains("samples_per_second") && s["samples_per_second"].is_number())
+            item("rate", format("%.0f samples/s", s["samples_per_second"].get<double>()));
+        if (s.contains("run_duty") && s["run_duty"].is_number())
+            item("duty", format("target running %.1f %% of the time", 100 * s["run_duty"].get<double>()));
+        if (s.contains("halt_latency_us") && s["halt_latency_us"].is_object()) {
+            const nlohmann::json& l = s["halt_latency_us"];
+            item("halt latency", format("p50 %.0f us, p99 %.0f us", l.value("p50", 0.0), l.value("p99", 0.0)));
+        }
+        if (s.contains("end") && s["end"].is_string())
+            item("end", s["end"].get<std::string>());
+    }
+    if (p.lockstep)
+        item("lockstep", format("the sequence repeats every %zu samples over %zu distinct addresses",
+                                size_t(p.lockstep->period), size_t(p.lockstep->distinct)));
+    out << "</dl>\n";
+    if (!p.warnings.empty()) {
+        out << "<ul class=\"warnings\">\n";
+        for (const Warning& w : p.warnings)
+            out << "<li class=\"warning\" data-kind=\"" << escape(w.kind) << "\">" << escape(w.message) << "</li>\n";
+        out << "</ul>\n";
+    }
+}
+
+// ---- the flame graph or icicle ----------------------------------------------------------
+
+struct Node {
+    std::string name;
+    double samples = 0;
+    std::vector<Node> children;
+    std::map<std::string, size_t> index;
+
+    Node& child(const std::string& child_name)
+    {
+        auto [it, added] = index.emplace(child_name, children.size());
+        if (added)
+            children.push_back({child_name, 0, {}, {}});
+        return children[it->second];
+    }
+};
+
+size_t depth_of(const Node& node)
+{
+    size_t deepest = 0;
+    for (const Node& c : node.children)
+        deepest = std::max(deepest, depth_of(c));
+    return deepest + 1;
+}
+
+constexpr double graph_width = 1200;
+constexpr double frame_height = 17;
+
+// A stable warm colour per name, as flame graphs use, so a function keeps its colour.
+std::string colour_of(const std::string& name)
+{
+    uint32_t hash = 2166136261u;   // FNV-1a
+    for (char c : name)
+        hash = (hash ^ uint8_t(c)) * 16777619u;
+    return format("rgb(%u,%u,%u)", 205 + hash % 50, 80 + (hash >> 8) % 130, 40 + (hash >> 16) % 50);
+}
+
+void write_node(const Node& node, double x, size_t depth, size_t depths, bool flame, double total, std::ostream& out)
+{
+    const double width = graph_width * node.samples / total;
+    if (width < 0.5)
+        return;   // narrower than half a pixel: invisible, and it would only swell the file
+    const double y = (flame ? double(depths - 1 - depth) : double(depth)) * frame_height;
+    const double percent = 100 * node.samples / total;
+    out << "<g class=\"frame\" data-function=\"" << escape(node.name) << "\" data-samples=\""
+        << format("%.4g", node.samples) << "\"><title>" << escape(node.name)
+        << format(" \xe2\x80\x94 %.0f samples, %.2f %%", node.samples, percent) << "</title>"
+        << format("<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"", x, y, width, frame_height - 1)
+        << (depth == 0 ? std::string("rgb(200,200,200)") : colour_of(node.name)) << "\"/>";
+    const size_t fits = size_t(width / 7);   // about 7 px per monospace character
+    if (fits >= 3) {
+        std::string label = node.name.size() <= fits ? node.name : node.name.substr(0, fits - 2) + "..";
+        out << format("<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + frame_height - 5) << escape(label) << "</text>";
+    }
+    out << "</g>\n";
+    std::vector<const Node*> children;
+    for (const Node& c : node.children)
+        children.push_back(&c);
+    std::sort(children.begin(), children.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
+    for (const Node* c : children) {
+        write_node(*c, x, depth + 1, depths, flame, total, out);
+        x += graph_width * c->samples / total;
+    }
+}
+
+void write_stack_graph(const Profile& p, std::ostream& out)
+{
+    Node root{"all", 0, {}, {}};
+    for (const StackRow& stack : p.stacks) {
+        root.samples += stack.samples;
+        Node* node = &root;
+        for (const StackFrame& frame : stack.frames) {
+            node = &node->child(frame.function);
+            node->samples += stack.samples;
+        }
+    }
+    if (root.samples <= 0)
+        return;
+    // Unwound stacks grow upwards from the root (a flame graph); flat profiles hang their
+    // functions (and inline chains) under it (an icicle).
+    const bool flame = p.unwound;
+    const size_t depths = depth_of(root);
+    out << "<h2>" << (flame ? "Flame graph" : "Functions (icicle)") << "</h2>\n<p>"
+        << (flame ? "Each box is a function on the call stack, as wide as the samples that had it there; "
+                    "callers below, callees above."
+                  : "No unwound stacks: each function (with the functions it is inlined into above it) "
+                    "is as wide as its samples.")
+        << "</p>\n"
+        << format("<svg class=\"flame\" id=\"%s\" width=\"100%%\" viewBox=\"0 0 %.0f %.0f\" "
+                  "xmlns=\"http://www.w3.org/2000/svg\">\n",
+                  flame ? "flamegraph" : "icicle", graph_width, double(depths) * frame_height);
+    write_node(root, 0, 0, depths, flame, root.samples, out);
+    out << "</svg>\n";
+}
+
+// ---- the table --------------------------------------------------------------------------
+
+std::string hex(uint32_t value)
+{
+    return format("0x%08x", unsigned(value));
+}
+
+void write_table(const Profile& p, std::ostream& out)
+{
+    double scale = 0;
+    for (const Row& r : p.rows)
+        scale = std::max(scale, r.share.high);
+    const bool inclusive = p.unwound && p.by == Grouping::function;
+    const std::string unit = p.exact ? "instructions" : "samples";
+    out << "<h2>By " << name_of(p.by) << "</h2>\n<table class=\"sortable\" id=\"profile\">\n<thead><tr>"
+        << "<th class=\"name\">" << name_of(p.by) << "</th><th>self %</th><th>&plusmn; se</th>"
+        << "<th>95 % interval</th><th>" << unit << "</th>" << (inclusive ? "<th>inclusive %</th>" : "")
+        << "<th>address</th><th class=\"name\">location</th></tr></thead>\n<tbody>\n";
+    for (const Row& r : p.rows) {
+        out << "<tr><td class=\"name\">" << escape(r.name) << "</td>"
+            << format("<td data-v=\"%.6g\">%.2f</td><td data-v=\"%.6g\">%.2f</td>", r.share.percent, r.share.percent,
+                      r.share.stderr_pp, r.share.stderr_pp)
+            << format("<td data-v=\"%.6g\">", r.share.percent)
+            << html::share_bar(r.share.percent, r.share.low, r.share.high, scale) << "</td>"
+            << format("<td data-v=\"%.6g\">%.0f</td>", r.samples, r.samples);
+        if (inclusive)
+            out << format("<td data-v=\"%.6g\">%.2f</td>", r.inclusive.percent, r.inclusive.percent);
+        out << "<td class=\"loc\">" << (r.address ? hex(*r.address) : "") << "</td><td class=\"loc\">"
+            << escape(r.location.empty() ? r.function : r.location) << "</td></tr>\n";
+    }
+    out << "</tbody></table>\n";
+}
+
+// ---- the annotated source ---------------------------------------------------------------
+
+struct LineShare {
+    uint32_t line = 0;
+    double samples = 0;
+};
+
+// "path/file.c:42" -> ("path/file.c", 42); false for rows without a line.
+bool split_location(const std::string& name, std::string& file, uint32_t& line)
+{
+    const size_t colon = name.rfind(':');
+    if (colon == std::string::npos || colon + 1 == name.size())
+        return false;
+    const std::string number = name.substr(colon + 1);
+    if (number.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+    file = name.substr(0, colon);
+    line = uint32_t(std::stoul(number));
+    return true;
+}
+
+std::vector<std::string> lines_of(const std::string& text)
+{
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        lines.push_back(line);
+    return lines;
+}
+
+void write_file_excerpt(const std::string& file, const std::vector<LineShare>& shares, double total,
+                        const SourceReader& read_source, std::ostream& out)
+{
+    std::map<uint32_t, double> by_line;
+    for (const LineShare& s : shares)
+        by_line[s.line] += s.samples;
+    const std::optional<std::string> text = read_source ? read_source(file) : std::nullopt;
+    out << "<h4 class=\"file\">" << escape(file) << "</h4>\n";
+    if (!text) {
+        out << "<p class=\"missing\">The source file is not on this machine (the path is the one DWARF "
+               "names); shares per line:</p>\n<pre class=\"source\">";
+        for (const auto& [line, samples] : by_line)
+            out << format("<span class=\"num\">%u</span><span class=\"share\">%.2f %%</span>\n", line,
+                          100 * samples / total);
+        out << "</pre>\n";
+        return;
+    }
+    // The hot lines with two lines of context around each; a gap is marked.
+    const std::vector<std::string> source = lines_of(*text);
+    std::set<uint32_t> shown;
+    for (const auto& [line, samples] : by_line)
+        for (uint32_t l = line > 2 ? line - 2 : 1; l <= line + 2; ++l)
+            if (l <= source.size())
+                shown.insert(l);
+    out << "<pre class=\"source\">";
+    uint32_t previous = 0;
+    for (uint32_t l : shown) {
+        if (previous != 0 && l != previous + 1)
+            out << "<span class=\"num\">\xe2\x8b\xae</span>\n";
+        previous = l;
+        auto hot = by_line.find(l);
+        const std::string share = hot != by_line.end() ? format("%.2f %%", 100 * hot->second / total) : "";
+        out << (hot != by_line.end() ? "<span class=\"hot\" data-line=\"" + std::to_string(l) + "\">" : "<span>")
+            << format("<span class=\"num\">%u</span><span class=\"share\">%s</span>  ", l, share.c_str())
+            << escape(source[l - 1]) << "</span>\n";
+    }
+    out << "</pre>\n";
+}
+
+void write_sources(const HtmlReport& report, std::ostream& out)
+{
+    const Profile& lines = *report.lines;
+    if (lines.total <= 0)
+        return;
+    // Lines by the function that holds them (DWARF's innermost function, so an inlined
+    // function's lines are its own), hottest function first.
+    std::map<std::string, std::map<std::string, std::vector<LineShare>>> by_function;   // function -> file -> lines
+    std::map<std::string, double> function_samples;
+    for (const Row& r : lines.rows) {
+        std::string file;
+        uint32_t line = 0;
+        if (!split_location(r.name, file, line))
+            continue;
+        by_function[r.function][file].push_back({line, r.samples});
+        function_samples[r.function] += r.samples;
+    }
+    std::vector<std::pair<double, std::string>> hottest;
+    for (const auto& [name, samples] : function_samples)
+        hottest.push_back({samples, name});
+    std::sort(hottest.begin(), hottest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (hottest.size() > report.annotated_functions)
+        hottest.resize(report.annotated_functions);
+
+    out << "<h2>Hottest source lines</h2>\n<div id=\"sources\">\n";
+    if (hottest.empty())
+        out << "<p class=\"missing\">The ELF has no line information (build with -g).</p>\n";
+    for (const auto& [samples, name] : hottest) {
+        out << "<section class=\"function\" data-function=\"" << escape(name) << "\"><h3>" << escape(name)
+            << format(" \xe2\x80\x94 %.2f %%", 100 * samples / lines.total) << "</h3>\n";
+        for (const auto& [file, shares] : by_function[name])
+            write_file_excerpt(file, shares, lines.total, report.read_source, out);
+        out << "</section>\n";
+    }
+    out << "</div>\n";
+}
+
+} // namespace
+
+void write_html(const HtmlReport& report, std::ostream& out)
+{
+    const Profile& p = report.profile;
+    html::begin_page(out, "mcuprof: " + p.origin);
+    out << "<h1>mcuprof profile</h1>\n";
+    write_metadata(p, out);
+    write_stack_graph(p, out);
+    write_table(p, out);
+    if (report.lines != nullptr)
+        write_sources(report, out);
+    html::end_page(out);
+}
+
+} // namespace mcuprof::core

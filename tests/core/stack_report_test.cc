@@ -1,0 +1,179 @@
+// The stack formats (call graph, collapsed, speedscope, HTML) on stacks whose figures are
+// known by construction: the unwound samples of the attribution test.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "mcuprof/core/call_graph.h"
+#include "mcuprof/core/report.h"
+#include "mcuprof/core/symbols.h"
+
+using namespace mcuprof::core;
+
+namespace {
+
+const std::string fixture = std::string(FIXTURES_DIR) + "/symbols_fixture.elf";
+
+// 4 samples (call sites are addresses inside the caller):
+//   func_a -> local_b                 x2
+//   func_a -> func_c -> func_c        x1 (recursion)
+//   func_c, truncated                 x1
+Profile unwound_profile()
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.origin = "constructed <stacks>";
+    s.pcs = {0x08000012, 0x08000012, 0x08000022, 0x08000024};
+    s.stacks = {{{0x08000004}, false}, {{0x08000004}, false}, {{0x08000022, 0x08000006}, false}, {{}, true}};
+    return attribute(s, symbols, nullptr, {});
+}
+
+// 3 flat samples: func_a twice, local_b once; one SWO sleep sample without address.
+Profile flat_profile()
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.origin = "constructed flat";
+    s.pcs = {0x08000000, 0x08000002, 0x08000010};
+    s.without_address["(sleep)"] = 1;
+    AttributionOptions options;
+    options.stacks = true;
+    return attribute(s, symbols, nullptr, options);
+}
+
+const CallGraphFunction& function_named(const CallGraph& g, const std::string& name)
+{
+    auto it = std::find_if(g.functions.begin(), g.functions.end(),
+                           [&](const CallGraphFunction& f) { return f.name == name; });
+    REQUIRE_MESSAGE(it != g.functions.end(), "no function " << name);
+    return *it;
+}
+
+double edge_cost(const CallGraph& g, const std::string& caller, const std::string& callee)
+{
+    for (const CallGraphEdge& e : g.edges)
+        if (g.functions[e.caller].name == caller && g.functions[e.callee].name == callee)
+            return e.inclusive_cost;
+    return -1;
+}
+
+size_t count_of(const std::string& text, const std::string& part)
+{
+    size_t n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size()))
+        ++n;
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("call graph: self cost to the leaf, inclusive and edges once per stack")
+{
+    const CallGraph g = call_graph_of(unwound_profile());
+    CHECK(g.event == "Samples");
+    REQUIRE(g.functions.size() == 3);
+    CHECK(function_named(g, "func_a").self_cost == 0);
+    CHECK(function_named(g, "func_a").inclusive_cost == 3);
+    CHECK(function_named(g, "func_a").address == 0x08000000u);
+    CHECK(function_named(g, "local_b").self_cost == 2);
+    CHECK(function_named(g, "local_b").inclusive_cost == 2);
+    CHECK(function_named(g, "func_c").self_cost == 2);
+    CHECK(function_named(g, "func_c").inclusive_cost == 2);   // recursion: once per stack
+    REQUIRE(g.edges.size() == 3);
+    CHECK(edge_cost(g, "func_a", "local_b") == 2);
+    CHECK(edge_cost(g, "func_a", "func_c") == 1);
+    CHECK(edge_cost(g, "func_c", "func_c") == 1);
+    CHECK(edge_cost(g, "local_b", "func_a") == -1);
+}
+
+TEST_CASE("collapsed: one root-first line per stack with its count")
+{
+    std::ostringstream out;
+    write_collapsed(unwound_profile(), out);
+    CHECK(out.str() == "func_a;local_b 2\nfunc_a;func_c;func_c 1\nfunc_c 1\n");
+}
+
+TEST_CASE("collapsed: a flat profile gives one-frame stacks, samples without address included")
+{
+    std::ostringstream out;
+    write_collapsed(flat_profile(), out);
+    CHECK(out.str() == "func_a 2\nlocal_b 1\n(sleep) 1\n");
+}
+
+TEST_CASE("speedscope: one sampled profile, frames shared, weights adding up to the total")
+{
+    const nlohmann::json j = to_speedscope(unwound_profile());
+    CHECK(j["$schema"] == "https://www.speedscope.app/file-format-schema.json");
+    const auto& frames = j["shared"]["frames"];
+    REQUIRE(frames.size() == 3);
+    REQUIRE(j["profiles"].size() == 1);
+    const auto& p = j["profiles"][0];
+    CHECK(p["type"] == "sampled");
+    CHECK(p["unit"] == "none");
+    CHECK(p["endValue"] == 4);
+    REQUIRE(p["samples"].size() == 3);
+    CHECK(p["weights"] == nlohmann::json::array({2, 1, 1}));
+    std::vector<std::string> first;
+    for (const auto& index : p["samples"][0])
+        first.push_back(frames[index.get<size_t>()]["name"]);
+    CHECK(first == std::vector<std::string>{"func_a", "local_b"});
+}
+
+TEST_CASE("html: unwound stacks give a flame graph, every row a table row, nothing fetched")
+{
+    Profile p = unwound_profile();
+    std::ostringstream out;
+    write_html({p, nullptr, {}}, out);
+    const std::string page = out.str();
+    CHECK(page.find("Content-Security-Policy\" content=\"default-src 'none'") != std::string::npos);
+    CHECK(page.find("id=\"flamegraph\"") != std::string::npos);
+    CHECK(page.find("id=\"icicle\"") == std::string::npos);
+    // The origin's "<stacks>" is escaped, never markup.
+    CHECK(page.find("constructed &lt;stacks&gt;") != std::string::npos);
+    CHECK(page.find("<stacks>") == std::string::npos);
+    // Table: one row per profile row (tbody rows start with <tr><td).
+    CHECK(count_of(page, "<tr><td class=\"name\">") == p.rows.size());
+    // Flame graph: the root plus func_a, local_b, func_c (under func_a), func_c (under it),
+    // and the truncated stack's func_c at the root: 6 boxes.
+    CHECK(count_of(page, "<g class=\"frame\"") == 6);
+    CHECK(page.find("inclusive %") != std::string::npos);
+    // No attribute that would load anything.
+    CHECK(page.find("src=") == std::string::npos);
+    CHECK(page.find("href=") == std::string::npos);
+}
+
+TEST_CASE("html: a flat profile gives an icicle; source lines annotated, or a note when missing")
+{
+    const Profile p = flat_profile();
+    Profile lines;
+    lines.total = 4;
+    lines.by = Grouping::line;
+    Row hot;
+    hot.name = "/src/app.c:3";
+    hot.function = "func_a";
+    hot.samples = 2;
+    Row other;
+    other.name = "/src/lib.c:9";
+    other.function = "local_b";
+    other.samples = 1;
+    lines.rows = {hot, other};
+    auto reader = [](const std::string& path) -> std::optional<std::string> {
+        if (path == "/src/app.c")
+            return std::string("int a;\nint b;\nvoid func_a(void) { spin(); }\nint c;\n");
+        return std::nullopt;
+    };
+    std::ostringstream out;
+    write_html({p, &lines, reader}, out);
+    const std::string page = out.str();
+    CHECK(page.find("id=\"icicle\"") != std::string::npos);
+    CHECK(page.find("inclusive %") == std::string::npos);   // flat: inclusive is self
+    // app.c line 3 holds 2 of 4 samples, shown with its text.
+    CHECK(page.find("<span class=\"hot\" data-line=\"3\"><span class=\"num\">3</span><span class=\"share\">50.00 %"
+                    "</span>  void func_a(void) { spin(); }") != std::string::npos);
+    // lib.c is not on this machine: said so, with its line's share.
+    CHECK(page.find("not on this machine") != std::string::npos);
+    CHECK(page.find("<span class=\"num\">9</span><span class=\"share\">25.00 %") != std::string::npos);
+}
