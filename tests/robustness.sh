@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Robustness checks in a second build, with clang's sanitizers (ASan, UBSan) and libFuzzer:
-#   robustness.sh build SOURCE BINARY          configure and build the sanitizer tree
+#   robustness.sh build SOURCE BINARY FUZZ...  configure and build the sanitizer tree: the unit
+#                                              tests and the fuzz targets fuzz_FUZZ
 #   robustness.sh unit BINARY                  the unit tests under ASan and UBSan
 #   robustness.sh fuzz SOURCE BINARY TARGET S  one fuzz target for S seconds from its seed corpus
 # Any crash, sanitizer report or uncaught exception fails the step; its input is kept and named.
@@ -9,11 +10,15 @@ step=$1
 case "$step" in
 build)
     source_dir=$2; tree=$3/sanitize
-    cmake -S "$source_dir" -B "$tree" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    launcher=()   # ccache when installed (the Makefile sets its base directory)
+    if command -v ccache > /dev/null; then
+        launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    fi
+    cmake -S "$source_dir" -B "$tree" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCUPROF_SANITIZE=ON -DMCUPROF_FIRMWARE_DIR="$3/firmware-ref" > "$tree.configure.log" 2>&1 \
         || { cat "$tree.configure.log"; exit 1; }
     targets=(mcuprof_tests)
-    for t in dump truth recording rsp itm elf gmon; do targets+=("fuzz_$t"); done
+    for t in "${@:4}"; do targets+=("fuzz_$t"); done
     cmake --build "$tree" -j2 --target "${targets[@]}"
     ;;
 unit)
