@@ -55,30 +55,37 @@ def within(observed: dict[str, float], truth: dict[str, float], names, n: float,
     return bad
 
 
+def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, seed: str, *extra: str):
+    """Runs the image once, recording it (QEMU record/replay) with the truth plugin, then
+    replays it under `mcuprof record --pace icount` with about `samples_wanted` samples over
+    the whole run. Returns the JSON report and the truth's per-address counts."""
+    elf = fwtest.elf_path(name)
+    work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+    rr, truth = work / "rr.bin", work / "truth.txt"
+    with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
+        test.assertEqual(q.wait(), 0)
+    counts = fwtest.read_counts(truth)
+    total = sum(counts.values())
+    rec = work / "rec.bin"
+    with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=None, timeout=600) as q:
+        r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}",
+                    "--pace", "icount", "--interval", str(total // samples_wanted),
+                    "--samples", str(10 * samples_wanted), "--seed", seed,
+                    "--elf", str(elf), "-o", str(rec), "--format", "json", *extra)
+        test.assertEqual(r.returncode, 0, r.stderr)
+        q.wait()
+    test.assertIn("the target exited", r.stderr)   # the samples cover the whole run
+    return json.loads(r.stdout), counts
+
+
 class ExactPacing(unittest.TestCase):
     """(a) Record the run, replay it and stop it at random instruction counts (QMP replay
     plus replay_break): samples uniform over instructions, compared with the plugin's census
     of the same run."""
 
     def exact_profile(self, name: str, samples_wanted: int):
-        elf = fwtest.elf_path(name)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
-        rr, truth = work / "rr.bin", work / "truth.txt"
-        with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
-            self.assertEqual(q.wait(), 0)
-        counts = fwtest.read_counts(truth)
-        total = sum(counts.values())
-        rec = work / "rec.bin"
-        with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=None, timeout=600) as q:
-            r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}",
-                        "--pace", "icount", "--interval", str(total // samples_wanted),
-                        "--samples", str(10 * samples_wanted), "--seed", "75",
-                        "--elf", str(elf), "-o", str(rec), "--format", "json")
-            self.assertEqual(r.returncode, 0, r.stderr)
-            q.wait()
-        doc = json.loads(r.stdout)
-        self.assertIn("the target exited", r.stderr)   # the samples cover the whole run
-        return doc, truth_by_function(name, counts), total
+        doc, counts = replayed_recording(self, name, samples_wanted, "75")
+        return doc, truth_by_function(name, counts), sum(counts.values())
 
     def test_loops_every_function_within_4_se(self):
         doc, truth, total = self.exact_profile("loops_jit_m4", 1500)

@@ -9,18 +9,15 @@ whose stack holds f is binomial around f's true inclusive share: every bound is 
 errors, sqrt(p(1-p)/N)."""
 from __future__ import annotations
 
-import json
 import math
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
-import qemu_runner  # noqa: E402
-from test_live_rsp import mcuprof  # noqa: E402
+from test_live_rsp import replayed_recording  # noqa: E402
 
 Z = 4.0
 SAMPLES = 4000
@@ -43,25 +40,9 @@ def expected_inclusive(self_counts: dict[str, int]) -> dict[str, float]:
 
 class Replayed(unittest.TestCase):
     def stacks_of(self, name: str, *extra: str):
-        elf = fwtest.elf_path(name)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-stacks-"))
-        rr, truth = work / "rr.bin", work / "truth.txt"
-        with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
-            self.assertEqual(q.wait(), 0)
-        counts = fwtest.read_counts(truth)
-        total = sum(counts.values())
-        rec = work / "rec.bin"
-        with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=None, timeout=600) as q:
-            r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--stacks",
-                        "--pace", "icount", "--interval", str(total // SAMPLES),
-                        "--samples", str(10 * SAMPLES), "--seed", "7",
-                        "--elf", str(elf), "-o", str(rec), "--format", "json", *extra)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            q.wait()
-        self.assertIn("the target exited", r.stderr)
+        doc, counts = replayed_recording(self, name, SAMPLES, "7", "--stacks", *extra)
         self.last_counts = counts
-        self_counts = dict(fwtest.by_function(counts, fwtest.symbols(name)))
-        return json.loads(r.stdout), self_counts
+        return doc, dict(fwtest.by_function(counts, fwtest.symbols(name)))
 
 
 class CallTree(Replayed):
