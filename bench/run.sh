@@ -16,3 +16,7 @@ python3 bench/live_bench.py --build "$build"
 echo
 echo "== stacks: mcuprof --stacks vs pc only vs a gdb backtrace script"
 python3 bench/stacks_bench.py --build "$build"
+
+echo
+echo "== OpenOCD: mcuprof pcsr and halt modes vs OpenOCD's own profile, over one QEMU + vprobe + OpenOCD rig"
+python3 bench/openocd_bench.py --build "$build"

@@ -14,6 +14,10 @@ public:
 
 using Arguments = std::vector<std::string>;
 
+// record: the link to the target's server dropped during the recording; the samples so far
+// are kept and their profile printed (0 ok, 1 usage, 2 error are in main.cc).
+constexpr int exit_link_lost = 3;
+
 int report_command(const Arguments& args);
 int truth_command(const Arguments& args);
 int record_command(const Arguments& args);

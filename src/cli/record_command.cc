@@ -13,6 +13,7 @@
 
 #include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
 #include "mcuprof/sources/error.h"
@@ -60,6 +61,10 @@ public:
     {
         writer_.event({{"kind", kind}, {"message", message}});
         writer_.flush();
+        // Notices (a fallback, a resume, a pacing problem) are shown as they happen; the
+        // events that end the recording are its end reason, shown in the summary line.
+        if (kind != "link-lost" && kind != "error" && kind != "target-exit" && kind != "target-stop")
+            std::fprintf(stderr, "%smcuprof record: %s\n", progress_ ? "\n" : "", message.c_str());
     }
     void task(uint32_t control_block, const std::string& name) override
     {
@@ -124,10 +129,14 @@ int record_command(const Arguments& args)
     double jitter = 0.5;
     uint64_t samples = 0;
     uint64_t seed = 0;
+    std::string batch;
     bool read_onchip = false;
     bool stacks = false;
     uint32_t stack_bytes = 512;
     std::string stop_at;
+    const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip, 1 to 10000 (default " +
+                                   std::to_string(sources::OpenocdSamplerOptions{}.batch) +
+                                   "); the random wait goes between batches";
     po::options_description description("Options");
     description.add_options()
         ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
@@ -135,6 +144,7 @@ int record_command(const Arguments& args)
                                                                   "through OpenOCD instead of GDB (--mode)")
         ("mode", po::value(&mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
                                                        "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
+        ("batch", po::value(&batch)->value_name("N"), batch_help.c_str())
         ("samples", po::value(&samples)->value_name("N"), "stop after N samples")
         ("duration", po::value(&duration)->value_name("TIME"), "stop after this long (100ms, 10s, 2min)")
         ("interval", po::value(&interval)->value_name("TIME|N"),
@@ -180,6 +190,8 @@ int record_command(const Arguments& args)
         throw UsageError("--read-onchip goes with --gdb");
     if (openocd.empty() && !mode.empty())
         throw UsageError("--mode goes with --openocd");
+    if (!batch.empty() && mode != "pcsr")
+        throw UsageError("--batch goes with --openocd HOST:PORT --mode pcsr");
     if (read_onchip)
         return read_onchip_command(transport::Endpoint::parse(gdb, "--gdb"), stop_at, samples_file, report);
     if (!stop_at.empty())
@@ -255,6 +267,12 @@ int record_command(const Arguments& args)
         o.interval = options.interval;
         o.jitter = options.jitter;
         o.seed = options.seed;
+        if (!batch.empty()) {
+            const double reads = parse_count(batch, "--batch");
+            if (reads != std::floor(reads) || reads > 10000)
+                throw UsageError("--batch takes a whole number from 1 to 10000, not '" + batch + "'");
+            o.batch = unsigned(reads);
+        }
         source = std::make_unique<sources::OpenocdSampler>(o);
     } else {
         source = std::make_unique<sources::RspHaltingSampler>(options);
@@ -277,18 +295,21 @@ int record_command(const Arguments& args)
     writer.summary(stats.to_json());
     writer.flush();
 
-    const nlohmann::json summary = stats.to_json();
-    std::fprintf(stderr,
-                 "mcuprof record: %llu samples in %.2f s (%.0f samples/s), target running %.1f %% of the time, "
-                 "halt latency p50 %.0f us p99 %.0f us; %s; samples in %s\n",
+    std::fprintf(stderr, "mcuprof record: %llu samples in %.2f s (%.0f samples/s), %s; %s; samples in %s\n",
                  static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),
-                 100.0 * stats.duty(), summary["halt_latency_us"]["p50"].get<double>(),
-                 summary["halt_latency_us"]["p99"].get<double>(), stats.end_reason.c_str(), samples_file.c_str());
+                 core::describe_sampler(stats.to_json()).c_str(), stats.end_reason.c_str(), samples_file.c_str());
     if (stats.samples == 0)
         throw sources::Error(samples_file, "", "no samples were recorded: " + stats.end_reason);
 
     report.input = samples_file;
     write_profile(sources::to_samples(sources::read_recording(samples_file), std::nullopt), report);
+    if (stats.link_lost) {
+        // The profile above is of a run cut short: say so last, and in the exit code, so a
+        // script can tell it from a complete recording.
+        std::fprintf(stderr, "mcuprof record: stopped early, %s; the %llu samples recorded are in %s\n",
+                     stats.end_reason.c_str(), static_cast<unsigned long long>(stats.samples), samples_file.c_str());
+        return exit_link_lost;
+    }
     return 0;
 }
 

@@ -387,6 +387,8 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
     case dwt_pcsr: {
         // DDI 0403, DWT_PCSR: the address of a recently executed instruction, 0xFFFFFFFF
         // while the core is halted. On QEMU each read is a brief halt of the target.
+        if (!options_.pcsr)
+            return 0;
         if (refresh_halted())
             return 0xFFFFFFFFu;
         const std::optional<uint32_t> pc = target_.sample_pc();

@@ -1,6 +1,7 @@
 #include "mcuprof/vprobe/remote_bitbang.h"
 
 #include <array>
+#include <csignal>
 #include <utility>   // before Boost.Asio 1.74: its awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
@@ -104,11 +105,23 @@ RemoteBitbangServer::End RemoteBitbangServer::serve(bool stop_on_signals)
     if (stop_on_signals) {
         s.signals.add(SIGINT);
         s.signals.add(SIGTERM);
-        s.signals.async_wait([&s](const boost::system::error_code& e, int) {
-            if (!e)
-                s.finish(End::stopped);
-        });
+        s.signals.add(SIGUSR1);
     }
+    std::function<void()> wait_signal = [&] {
+        s.signals.async_wait([&](const boost::system::error_code& e, int signal) {
+            if (e)
+                return;
+            if (signal != SIGUSR1) {
+                s.finish(End::stopped);
+                return;
+            }
+            if (on_report)
+                on_report();
+            wait_signal();
+        });
+    };
+    if (stop_on_signals)
+        wait_signal();
 
     // Read what OpenOCD sent, perform it, answer the reads, read again. OpenOCD waits for
     // the answers of a scan before it sends the next one, so each chunk ends in a write.

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "mcuprof/core/report.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
@@ -140,4 +141,44 @@ TEST_CASE("recording: JSON parts of the wrong shape are left out with a note, ne
     CHECK(samples.sampler.is_null());
     CHECK(std::find(samples.notes.begin(), samples.notes.end(),
                     "the recording's summary is unreadable and was left out") != samples.notes.end());
+}
+
+TEST_CASE("recording: a DWT_PCSR summary has batch figures and no halt latency; the report says them")
+{
+    SamplerStats stats;
+    stats.samples = 30;
+    stats.wall_seconds = 1.0;
+    stats.running_seconds = 1.0;
+    stats.end_reason = "sample count reached";
+    stats.pcsr = PcsrStats{16, 32, 2, {900, 1100}};
+    const nlohmann::json summary = stats.to_json();
+    CHECK_FALSE(summary.contains("halt_latency_us"));
+    CHECK(summary["pcsr"]["batch"] == 16);
+    CHECK(summary["pcsr"]["halted_share"] == 2.0 / 32.0);
+    CHECK(summary["pcsr"]["batches"] == 2);
+    // Two values: the rounded index of p50 is (2 - 1) * 0.5 + 0.5 -> 1, the larger.
+    CHECK(summary["pcsr"]["round_trip_us"]["p50"] == 1100.0);
+    CHECK(mcuprof::core::describe_sampler(summary) ==
+          "target running 100.0 % of the time, DWT_PCSR read 16 times per round trip (p50 1100 us, p99 1100 us), "
+          "2 of 32 reads 0xFFFFFFFF (core halted, dropped)");
+
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", "openocd"}});
+        LiveSample s;
+        s.pc = 0x08000100;
+        w.sample(s);
+        w.summary(summary);
+    }
+    CHECK(to_samples(read_recording(f.path), std::nullopt).sampler["pcsr"]["reads"] == 32);
+}
+
+TEST_CASE("recording: a halting summary still describes its halt latency")
+{
+    SamplerStats stats;
+    stats.wall_seconds = 2.0;
+    stats.running_seconds = 1.0;
+    stats.halt_latency_us = {100, 300};
+    CHECK(mcuprof::core::describe_sampler(stats.to_json()) ==
+          "target running 50.0 % of the time, halt latency p50 300 us p99 300 us");
 }

@@ -115,6 +115,19 @@ TEST_CASE("cortex-m: DWT_PCSR is the running PC, 0xFFFFFFFF halted")
     CHECK((f.rd(dwt_ctrl) >> 28) == 4);   // NUMCOMP
 }
 
+TEST_CASE("cortex-m: without PCSR (an ARMv6-M core) DWT_PCSR reads 0, running or halted")
+{
+    FakeTarget target;
+    CortexMDebug debug{target, CortexMDebug::Options{1e6, [] { return 0.0; }, false}};
+    uint32_t value = 1;
+    REQUIRE(debug.read(dwt_pcsr, 4, value));
+    CHECK(value == 0);
+    REQUIRE(debug.write(dhcsr, 4, dbgkey | c_debugen | c_halt));
+    REQUIRE(debug.read(dwt_pcsr, 4, value));
+    CHECK(value == 0);
+    CHECK(debug.pc_samples() == 0);
+}
+
 TEST_CASE("cortex-m: CYCCNT counts running time at the core clock, with CYCCNTENA and TRCENA")
 {
     Fixture f;   // 1 MHz

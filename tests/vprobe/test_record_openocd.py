@@ -6,6 +6,11 @@ modes (docs/live.md, "Over OpenOCD's Tcl port"):
   halt  200 samples, one halt-get_reg-resume round trip each;
   pcsr 1000 samples, DWT_PCSR read in batches by a loop inside OpenOCD's Tcl.
 
+A second rig models a core without DWT_PCSR (vprobe --no-pcsr): pcsr mode falls back to
+halting with a notice and gets the halt-mode bounds; then OpenOCD is killed (SIGKILL) in the
+middle of a recording, which must end with one line, exit code 3, a samples file holding
+every sample mcuprof said it wrote, and the guest still running.
+
 Checked: exit 0, the sample count, every PC inside a function of the ELF, the profile's hot
 functions against the truth plugin's instruction census of the same run, and that the guest
 still runs afterwards, also after a SIGINT in the middle of a recording (OpenOCD still sees it
@@ -44,11 +49,13 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
 sys.path.insert(0, str(HERE))
 import qemu_runner  # noqa: E402
-from test_vprobe_openocd import (stop_rig, CLI, CONFIG, FW_DIR, OPENOCD, STRICT, TclRpc, elf_functions, guest_running,  # noqa: E402
-                                 wait_port)
+from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, STRICT, elf_functions, guest_running, start_rig,  # noqa: E402
+                                 stop_rig)
 
 ELF = FW_DIR / "mixed_forever_m4.elf"
 Z = 4.0
+SAMPLES = {"halt": 200, "pcsr": 1000}
+PCSR_BATCH = 16
 
 
 def by_function(counts: dict[int, int], functions: dict[str, tuple[int, int]]) -> dict[str, int]:
@@ -75,6 +82,51 @@ def hottest(shares: dict[str, float], n: int) -> list[str]:
     return [k for k, _ in sorted(shares.items(), key=lambda kv: -kv[1])[:n]]
 
 
+def shares(counts: dict[str, int]) -> dict[str, float]:
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()}
+
+
+def beyond_z_se(observed: dict[str, float], truth: dict[str, float], names, n: int) -> list[tuple]:
+    """The functions among `names` whose observed share is more than Z standard errors of a
+    sample of n from the truth's share away from it."""
+    bad = []
+    for name in names:
+        p = truth[name]
+        se = math.sqrt(p * (1 - p) / n)
+        if abs(observed.get(name, 0) - p) > Z * se:
+            bad.append((name, observed.get(name, 0), p, Z * se))
+    return bad
+
+
+def halt_profile_checks(test: unittest.TestCase, observed: dict[str, float], truth_counts: dict[str, int],
+                        samples: int) -> None:
+    """A halting profile of `samples` samples against the truth (-singlestep: close to uniform
+    over instructions). The three hot functions (27-38 % each in the truth, the rest under
+    2 %) are the truth's three, in any order: 200 samples do not separate shares 6 points
+    apart reliably; every function of 5 % or more is within Z standard errors."""
+    truth = shares(truth_counts)
+    print(f"\nobserved {json.dumps({k: round(v, 3) for k, v in observed.items()})}\n"
+          f"truth {json.dumps({k: round(v, 3) for k, v in truth.items() if v > 0.005})}", file=sys.stderr)
+    test.assertEqual(set(hottest(observed, 3)), set(hottest(truth, 3)))
+    test.assertEqual(beyond_z_se(observed, truth, [k for k, p in truth.items() if p >= 0.05], samples), [])
+
+
+def observed_shares(test: unittest.TestCase, report: dict, samples: int, truth_counts: dict[str, int]):
+    """The shares of a JSON report of `samples` samples, each PC inside a function of the ELF."""
+    test.assertEqual(report["samples"], samples)
+    rows = {row["name"]: row["samples"] for row in report["functions"]}
+    test.assertEqual(sum(rows.values()), samples, rows)   # nothing left unattributed
+    test.assertTrue(all(name in truth_counts for name, n in rows.items() if n), (rows, truth_counts))
+    return {k: v / samples for k, v in rows.items() if v}
+
+
+def record(tcl_port: int, mode: str, *options: str, rec: Path) -> list[str]:
+    """The command line of a recording through OpenOCD of ELF into `rec`, JSON profile."""
+    return [str(CLI), "record", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", mode, *options, "--elf", str(ELF),
+            "-o", str(rec), "--format", "json"]
+
+
 class RecordThroughOpenOCD(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -89,8 +141,6 @@ class RecordThroughOpenOCD(unittest.TestCase):
                     raise AssertionError(f"{path} is missing (make build)")
                 raise unittest.SkipTest(f"{path} is missing (make build)")
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-openocd-"))
-        cls.qemu = cls.vprobe = cls.openocd = cls.tcl = cls.openocd_log = None
-        cls.vprobe_log = []
         try:
             cls._run()
         finally:
@@ -99,30 +149,13 @@ class RecordThroughOpenOCD(unittest.TestCase):
     @classmethod
     def _run(cls):
         truth = cls.work / "truth.txt"
-        cls.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, singlestep=True, truth=truth, uart=None,
-                                       timeout=300).start()
-        cls.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{cls.qemu.gdb_port}", "--port", "0"],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      text=True)
-        first = cls.vprobe.stderr.readline()
-        match = re.search(r"remote_bitbang on 127\.0\.0\.1:(\d+)", first)
-        if not match:
-            raise AssertionError(f"vprobe did not start: {first!r}")
-        threading.Thread(target=lambda: cls.vprobe_log.extend(cls.vprobe.stderr), daemon=True).start()
-        tcl_port = qemu_runner.free_port()
-        cls.openocd_log = open(cls.work / "openocd.log", "w")
-        cls.openocd = subprocess.Popen(
-            [OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {match.group(1)}", "-c", "gdb_port disabled",
-             "-c", "telnet_port disabled", "-c", f"tcl_port {tcl_port}", "-c", "init"],
-            stdin=subprocess.DEVNULL, stdout=cls.openocd_log, stderr=subprocess.STDOUT, cwd=cls.work)
-        wait_port(tcl_port, cls.openocd, "openocd")
-        cls.tcl = TclRpc(tcl_port)
+        start_rig(cls, ELF, truth=truth, singlestep=True)
+        tcl_port = cls.tcl_port
 
         cls.results = {}
-        for mode, samples in (("halt", 200), ("pcsr", 1000)):
+        for mode, options in (("halt", ()), ("pcsr", ("--batch", str(PCSR_BATCH)))):
             rec = cls.work / f"{mode}.rec"
-            r = subprocess.run([str(CLI), "record", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", mode,
-                                "--samples", str(samples), "--elf", str(ELF), "-o", str(rec), "--format", "json"],
+            r = subprocess.run(record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options, rec=rec),
                                capture_output=True, text=True, timeout=120)
             state = cls.tcl.run("[target current] curstate").strip()
             cls.results[mode] = (r, rec, state)
@@ -131,8 +164,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
         # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
         rec = cls.work / "sigint.rec"
-        p = subprocess.Popen([str(CLI), "record", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "halt",
-                              "--duration", "60s", "--elf", str(ELF), "-o", str(rec), "--format", "json"],
+        p = subprocess.Popen(record(tcl_port, "halt", "--duration", "60s", rec=rec),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.5)
         p.send_signal(signal.SIGINT)
@@ -157,17 +189,11 @@ class RecordThroughOpenOCD(unittest.TestCase):
     def _stop(cls):
         stop_rig(cls)
 
-    def profile(self, mode: str, samples: int) -> dict[str, float]:
+    def profile(self, mode: str) -> dict[str, float]:
         r, rec, state = self.results[mode]
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(state, "running", f"OpenOCD sees the target {state} after --mode {mode}")
-        doc = json.loads(r.stdout)
-        self.assertEqual(doc["samples"], samples)
-        rows = {row["name"]: row["samples"] for row in doc["functions"]}
-        # Every PC in a function of the ELF: nothing is left unattributed.
-        self.assertEqual(sum(rows.values()), samples, rows)
-        self.assertTrue(all(name in self.truth for name, n in rows.items() if n), (rows, self.truth))
-        return {k: v / samples for k, v in rows.items() if v}
+        return observed_shares(self, json.loads(r.stdout), SAMPLES[mode], self.truth)
 
     def test_guest_still_running(self):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
@@ -180,26 +206,11 @@ class RecordThroughOpenOCD(unittest.TestCase):
         self.assertEqual(state, "running")
 
     def test_halt_mode_within_4_se_of_the_truth(self):
-        observed = self.profile("halt", 200)
-        total = sum(self.truth.values())
-        truth = {k: v / total for k, v in self.truth.items()}
-        print(f"\nhalt: observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}\n"
-              f"truth {json.dumps({k: round(v, 3) for k, v in truth.items() if v > 0.005})}", file=sys.stderr)
-        # The three hot functions (27-38 % each in the truth, the rest under 2 %); their order
-        # is not asserted: 200 samples do not separate shares 6 points apart reliably.
-        self.assertEqual(set(hottest(observed, 3)), set(hottest(truth, 3)))
-        bad = []
-        for name, p in truth.items():
-            if p >= 0.05:
-                se = math.sqrt(p * (1 - p) / 200)
-                if abs(observed.get(name, 0) - p) > Z * se:
-                    bad.append((name, observed.get(name, 0), p, Z * se))
-        self.assertEqual(bad, [])
+        halt_profile_checks(self, self.profile("halt"), self.truth, SAMPLES["halt"])
 
     def test_pcsr_mode_hot_functions(self):
-        observed = self.profile("pcsr", 1000)
-        total = sum(self.truth.values())
-        truth = {k: v / total for k, v in self.truth.items()}
+        observed = self.profile("pcsr")
+        truth = shares(self.truth)
         print(f"\npcsr: observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}", file=sys.stderr)
         # The three hot functions are the truth's three, and hold nearly all the samples.
         self.assertEqual(set(hottest(observed, 3)), set(hottest(truth, 3)))
@@ -207,14 +218,119 @@ class RecordThroughOpenOCD(unittest.TestCase):
         # A bound that holds although the reads of a batch are correlated: each batch counted
         # as one independent sample (the batches are separated by random waits), i.e. the
         # 1000 samples weigh as 63 (1000 / 16 reads per batch).
-        batches = math.ceil(1000 / 16)
-        bad = []
-        for name in hottest(truth, 3):
-            p = truth[name]
-            se = math.sqrt(p * (1 - p) / batches)
-            if abs(observed.get(name, 0) - p) > Z * se:
-                bad.append((name, observed.get(name, 0), p, Z * se))
-        self.assertEqual(bad, [])
+        self.assertEqual(beyond_z_se(observed, truth, hottest(truth, 3), math.ceil(SAMPLES["pcsr"] / PCSR_BATCH)), [])
+
+    def test_pcsr_summary_tells_batches_not_halts(self):
+        # pcsr mode never halts: its figures are the batches' round trips and the reads that
+        # found the core halted, not a halt latency.
+        r, rec, _ = self.results["pcsr"]
+        summary = r.stderr.strip().splitlines()[-1]
+        self.assertIn(f"DWT_PCSR read {PCSR_BATCH} times per round trip", summary)
+        self.assertNotIn("halt latency", summary)
+        sampler = json.loads(r.stdout)["sampler"]
+        self.assertNotIn("halt_latency_us", sampler)
+        pcsr = sampler["pcsr"]
+        self.assertEqual(pcsr["batch"], PCSR_BATCH)
+        self.assertEqual(pcsr["halted_reads"], 0)   # nobody halted the core
+        self.assertEqual(pcsr["reads"] - pcsr["halted_reads"], SAMPLES["pcsr"])
+        self.assertEqual(pcsr["batches"], math.ceil(SAMPLES["pcsr"] / PCSR_BATCH))
+
+def report_json(rec: Path) -> dict:
+    r = subprocess.run([str(CLI), "report", str(rec), "--elf", str(ELF), "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError(f"mcuprof report {rec} failed ({r.returncode}): {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def samples_in(rec: Path) -> int:
+    """The samples of a recording being written (0 until it holds one)."""
+    r = subprocess.run([str(CLI), "report", str(rec), "--elf", str(ELF), "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    return json.loads(r.stdout)["samples"] if r.returncode == 0 else 0
+
+
+class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
+    """The vprobe models a core without DWT_PCSR (`--no-pcsr`: it reads 0, as on a
+    Cortex-M0/M0+): `record --mode pcsr` notices, says so, falls back to halting and still
+    gets the truth's profile. Then OpenOCD is killed (SIGKILL) in the middle of a recording:
+    mcuprof ends with one line and exit code 3, the samples file reads back with every sample
+    it said it wrote, and the guest runs on (the vprobe, left by OpenOCD, detaches)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if shutil.which(OPENOCD) is None or not CLI.is_file() or not ELF.is_file():
+            if STRICT:
+                raise AssertionError("openocd, mcuprof or the reference firmware is missing")
+            raise unittest.SkipTest("openocd, mcuprof or the reference firmware is missing")
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-openocd-"))
+        try:
+            cls._run()
+        finally:
+            stop_rig(cls)
+
+    @classmethod
+    def _run(cls):
+        truth = cls.work / "truth.txt"
+        start_rig(cls, ELF, truth=truth, singlestep=True, vprobe_options=("--no-pcsr",))
+        rec = cls.work / "fallback.rec"
+        cls.fallback = (subprocess.run(record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]), rec=rec),
+                                       capture_output=True, text=True, timeout=120), rec)
+
+        # OpenOCD killed while a halt-mode recording runs: wait until the file holds samples.
+        rec = cls.work / "killed.rec"
+        p = subprocess.Popen(record(cls.tcl_port, "halt", "--duration", "60s", rec=rec),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and p.poll() is None:
+                time.sleep(0.5)
+                if samples_in(rec) >= 20:
+                    break
+            cls.openocd.kill()   # SIGKILL
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        cls.killed = (p.returncode, out, err, rec)
+        cls.tcl.close()
+        cls.tcl = None
+        cls.openocd.wait(timeout=10)
+        cls.vprobe_code = cls.vprobe.wait(timeout=10)
+        cls.vprobe_reader.join(timeout=5)
+        cls.guest_running = guest_running(cls.qemu.gdb_port)
+        cls.qemu.stop()
+        cls.truth = by_function(read_truth(truth), elf_functions(ELF))
+
+    def test_pcsr_absent_falls_back_to_halting_with_a_notice(self):
+        r, rec = self.fallback
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("DWT_PCSR reads 0", r.stderr)
+        self.assertIn("sampling in halt mode instead", r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertIn("halt_latency_us", doc["sampler"])   # it halted
+        self.assertNotIn("pcsr", doc["sampler"])
+        halt_profile_checks(self, observed_shares(self, doc, SAMPLES["halt"], self.truth), self.truth,
+                            SAMPLES["halt"])
+
+    def test_openocd_killed_leaves_a_readable_file_and_one_line(self):
+        code, out, err, rec = self.killed
+        self.assertEqual(code, 3, err)
+        last = err.strip().splitlines()[-1]
+        self.assertRegex(last, r"^mcuprof record: stopped early, the link was lost: .*; the \d+ samples recorded "
+                               r"are in ")
+        said = int(re.search(r"the (\d+) samples recorded", last).group(1))
+        self.assertGreater(said, 0)
+        doc = report_json(rec)
+        self.assertEqual(doc["samples"], said)   # no sample lost between mcuprof and its file
+        self.assertEqual(json.loads(out)["samples"], said)
+        self.assertTrue(doc["sampler"]["link_lost"])
+
+    def test_the_guest_runs_after_openocd_was_killed(self):
+        self.assertEqual(self.vprobe_code, 0, "".join(self.vprobe_log))
+        self.assertIn("OpenOCD disconnected", "".join(self.vprobe_log))
+        self.assertTrue(self.guest_running, "the guest is not running after OpenOCD was killed")
 
 
 if __name__ == "__main__":

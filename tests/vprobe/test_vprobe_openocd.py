@@ -147,6 +147,43 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.wait(timeout=5)
 
 
+def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
+              vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False) -> None:
+    """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
+    truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
+    OpenOCD on the vprobe, on ports chosen now. Sets on `rig` (whose `work` folder exists):
+    qemu, vprobe, vprobe_log (its stderr lines, read as they come so the pipe never fills),
+    vprobe_reader, bitbang_port, openocd, openocd_log, tcl_port, gdb_port (OpenOCD's, None
+    unless `openocd_gdb`), tcl. What started is stopped by stop_rig(rig), also on failure."""
+    rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
+    rig.vprobe_log = []
+    rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=singlestep, truth=truth, uart=None,
+                                   timeout=600).start()
+    rig.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}", "--port", "0",
+                                   *vprobe_options],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+    first = rig.vprobe.stderr.readline()
+    rig.vprobe_log.append(first)
+    match = re.search(r"remote_bitbang on 127\.0\.0\.1:(\d+)", first)
+    if not match:
+        raise AssertionError(f"vprobe did not start: {first!r} {rig.vprobe.stderr.read()}")
+    rig.bitbang_port = int(match.group(1))
+    rig.vprobe_reader = threading.Thread(target=lambda: rig.vprobe_log.extend(rig.vprobe.stderr), daemon=True)
+    rig.vprobe_reader.start()
+
+    rig.tcl_port = qemu_runner.free_port()
+    rig.gdb_port = qemu_runner.free_port() if openocd_gdb else None
+    rig.openocd_log = open(rig.work / "openocd.log", "w")
+    rig.openocd = subprocess.Popen(
+        [OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {rig.bitbang_port}",
+         "-c", f"gdb_port {rig.gdb_port}" if openocd_gdb else "gdb_port disabled", "-c", "telnet_port disabled",
+         "-c", f"tcl_port {rig.tcl_port}", "-c", "init"],
+        stdin=subprocess.DEVNULL, stdout=rig.openocd_log, stderr=subprocess.STDOUT, cwd=rig.work)
+    wait_port(rig.tcl_port, rig.openocd, "openocd")
+    rig.tcl = TclRpc(rig.tcl_port)
+
+
 def stop_rig(rig) -> None:
     """Stops what a test class started (attributes tcl, openocd, vprobe, qemu, openocd_log,
     work, each possibly None): OpenOCD asked to shut down, then waited for or killed, the
@@ -188,8 +225,6 @@ class VprobeWithOpenOCD(unittest.TestCase):
                     raise AssertionError(f"{path} is missing (make build)")
                 raise unittest.SkipTest(f"{path} is missing (make build)")
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-"))
-        cls.qemu = cls.vprobe = cls.openocd = cls.tcl = None
-        cls.vprobe_log = []
         try:
             cls._start()
         except BaseException:
@@ -198,30 +233,7 @@ class VprobeWithOpenOCD(unittest.TestCase):
 
     @classmethod
     def _start(cls):
-        cls.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, uart=None, timeout=300).start()
-        cls.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{cls.qemu.gdb_port}", "--port", "0"],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      text=True)
-        first = cls.vprobe.stderr.readline()
-        cls.vprobe_log.append(first)
-        match = re.search(r"remote_bitbang on 127\.0\.0\.1:(\d+)", first)
-        if not match:
-            raise AssertionError(f"vprobe did not start: {first!r} {cls.vprobe.stderr.read()}")
-        cls.bitbang_port = int(match.group(1))
-        # The rest of its log, read as it comes so the pipe never fills.
-        cls.vprobe_reader = threading.Thread(target=lambda: cls.vprobe_log.extend(cls.vprobe.stderr), daemon=True)
-        cls.vprobe_reader.start()
-
-        cls.tcl_port = qemu_runner.free_port()
-        cls.gdb_port = qemu_runner.free_port()
-        cls.openocd_log = open(cls.work / "openocd.log", "w")
-        cls.openocd = subprocess.Popen(
-            [OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {cls.bitbang_port}",
-             "-c", f"gdb_port {cls.gdb_port}", "-c", "telnet_port disabled", "-c", f"tcl_port {cls.tcl_port}",
-             "-c", "init"],
-            stdin=subprocess.DEVNULL, stdout=cls.openocd_log, stderr=subprocess.STDOUT, cwd=cls.work)
-        wait_port(cls.tcl_port, cls.openocd, "openocd")
-        cls.tcl = TclRpc(cls.tcl_port)
+        start_rig(cls, ELF, openocd_gdb=True)
         cls.functions = elf_functions(ELF)
         cls.text = (elf_symbol(ELF, "__text_start"), elf_symbol(ELF, "__text_end"))
 

@@ -15,6 +15,12 @@ namespace mcuprof::core {
 // header with the sample count and the warnings. max_rows 0: every row.
 void write_text(const Profile& profile, std::ostream& out, size_t max_rows = 0);
 
+// A live sampler's figures from a recording's summary (docs/formats.md), one line without
+// the end: the duty, then what the method measured (halt latency when it halted, the
+// DWT_PCSR batches' round trips and halted reads when it read PCSR). Missing or mistyped
+// fields are left out: the summary comes from a file.
+std::string describe_sampler(const nlohmann::json& summary);
+
 // The schema is documented in docs/formats.md.
 nlohmann::json to_json(const Profile& profile);
 

@@ -47,11 +47,20 @@ public:
     virtual void task(uint32_t /*control_block*/, const std::string& /*name*/) {}
 };
 
+// DWT_PCSR sampling reads the PC of a running core: no halts, so its figures are the batches'.
+struct PcsrStats {
+    unsigned batch = 0;                   // reads per round trip
+    uint64_t reads = 0;
+    uint64_t halted_reads = 0;            // 0xFFFFFFFF: the core was halted, dropped
+    std::vector<double> round_trip_us;    // one per batch: request sent -> answer received
+};
+
 struct SamplerStats {
     uint64_t samples = 0;
     double wall_seconds = 0;
     double running_seconds = 0;           // the target ran, by the sampler's clock
-    std::vector<double> halt_latency_us;  // interrupt sent -> stop reply received
+    std::vector<double> halt_latency_us;  // interrupt sent -> stop reply received (halting samplers)
+    std::optional<PcsrStats> pcsr;        // DWT_PCSR sampling, when it was used
     std::string end_reason;
     bool target_exited = false;
     bool link_lost = false;

@@ -9,6 +9,7 @@
 // The target is left running whatever happens (signal, error, link loss when possible).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mcuprof/sources/live.h"
 #include "mcuprof/transport/tcl_client.h"
@@ -38,9 +39,17 @@ public:
     nlohmann::json describe() const override;
     SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) override;
 
+    // OpenOCD's answers, parsed (public for the fuzz target); both throw transport::Error
+    // (protocol) naming `peer`. read_memory's: 32-bit words, decimal or 0x hex, by spaces;
+    static std::vector<uint32_t> parse_words(const std::string& text, const std::string& peer,
+                                             const std::string& what);
+    // get_reg's: "pc 0x0800033e lr 0x080003bd sp 0x2001ffd8 xPSR 0x01000000".
+    static LiveSample parse_registers(const std::string& text, const std::string& peer);
+
 private:
     bool halted();
-    void leave_running(SampleSink& sink);
+    // Resumes the target if it is halted, over a new connection when the link was lost.
+    void leave_running(SampleSink& sink, bool link_lost);
 
     OpenocdSamplerOptions options_;
     uint64_t seed_;

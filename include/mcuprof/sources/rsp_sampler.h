@@ -48,6 +48,8 @@ public:
 
 private:
     uint64_t current_icount();
+    // After a lost link: a new connection and a detach, which resumes the target.
+    void resume_over_a_new_link(SampleSink& sink);
 
     RspSamplerOptions options_;
     uint64_t seed_;

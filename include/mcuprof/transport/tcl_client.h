@@ -5,6 +5,7 @@
 // message (thrown here) instead of being mistaken for a result; words that come from users
 // (file names, symbols) are quoted with quote() and never pasted into a script as they are.
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,13 @@ public:
     static std::string quote(std::string_view word);
 
     const std::string& peer() const { return connection_.peer(); }
+
+    // The protocol without I/O, for the client and its fuzz target:
+    // the next whole message in `buffer` (up to 0x1a, removed with it), or nothing yet;
+    static std::optional<std::string> take_message(std::string& buffer);
+    // the result of the wrapped script from its reply "CODE TEXT" (eval), or
+    // transport::Error (protocol) naming `peer` and `script`.
+    static std::string result_of(const std::string& reply, const std::string& peer, std::string_view script);
 
 private:
     std::string exchange(const std::string& message, std::string_view what);

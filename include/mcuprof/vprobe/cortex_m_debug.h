@@ -92,6 +92,9 @@ public:
         double core_clock_hz = 168e6;
         // Seconds on a monotonic clock; tests substitute their own.
         std::function<double()> now;
+        // false: a core without DWT_PCSR, which then reads 0 (RAZ, as on a Cortex-M0/M0+ of
+        // ARMv6-M, where the register is optional): for debuggers' fallbacks to halting.
+        bool pcsr = true;
     };
 
     explicit CortexMDebug(DebugTarget& target) : CortexMDebug(target, Options{}) {}

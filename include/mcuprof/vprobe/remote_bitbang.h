@@ -56,7 +56,7 @@ public:
 
     uint16_t port() const;
     // Serves one connection until 'Q', the client closing, stop(), or (with
-    // `stop_on_signals`) SIGINT or SIGTERM. Errors of the target end it by exception.
+    // `stop_on_signals`) SIGINT or SIGTERM; SIGUSR1 then calls on_report. Errors of the target end it by exception.
     End serve(bool stop_on_signals);
     // From any thread: ends serve().
     void stop();
@@ -68,6 +68,9 @@ public:
     // its poll timer or its Tcl script): the moment to let a held target run.
     std::function<void()> on_idle;
     std::chrono::microseconds idle_after{1000};
+    // With `stop_on_signals`: called on SIGUSR1, the session going on (the command prints
+    // its counters, so a benchmark can read them between phases of one session).
+    std::function<void()> on_report;
 
 private:
     struct Impl;

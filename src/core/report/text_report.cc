@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <optional>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
@@ -37,7 +38,39 @@ std::string detail_of(const Profile& profile, const Row& row)
     return detail;
 }
 
+// A number of a JSON object, or nothing when it is missing or not a number.
+std::optional<double> number_of(const nlohmann::json& object, const char* key)
+{
+    if (!object.is_object())
+        return std::nullopt;
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_number())
+        return std::nullopt;
+    return it->get<double>();
+}
+
 } // namespace
+
+std::string describe_sampler(const nlohmann::json& s)
+{
+    std::string out = format("target running %.1f %% of the time", 100.0 * number_of(s, "run_duty").value_or(0));
+    if (auto latency = s.find("halt_latency_us"); latency != s.end()) {
+        const auto p50 = number_of(*latency, "p50"), p99 = number_of(*latency, "p99");
+        if (p50 && p99)
+            out += format(", halt latency p50 %.0f us p99 %.0f us", *p50, *p99);
+    }
+    if (auto pcsr = s.find("pcsr"); pcsr != s.end()) {
+        const auto batch = number_of(*pcsr, "batch"), reads = number_of(*pcsr, "reads"),
+                   halted = number_of(*pcsr, "halted_reads");
+        const auto trip = pcsr->is_object() ? pcsr->value("round_trip_us", nlohmann::json()) : nlohmann::json();
+        const auto p50 = number_of(trip, "p50"), p99 = number_of(trip, "p99");
+        if (batch && reads && halted && p50 && p99)
+            out += format(", DWT_PCSR read %.0f times per round trip (p50 %.0f us, p99 %.0f us), "
+                          "%.0f of %.0f reads 0xFFFFFFFF (core halted, dropped)",
+                          *batch, *p50, *p99, *halted, *reads);
+    }
+    return out;
+}
 
 void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
 {
@@ -53,11 +86,8 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
                       std::string(name_of(profile.by)).c_str());
     if (profile.sampler.is_object()) {
         const auto& s = profile.sampler;
-        const auto latency = s.value("halt_latency_us", nlohmann::json::object());
-        out << format("sampler: %.0f samples/s, target running %.1f %% of the time, halt latency p50 %.0f us "
-                      "p99 %.0f us; end: %s\n",
-                      s.value("samples_per_second", 0.0), 100.0 * s.value("run_duty", 0.0),
-                      latency.value("p50", 0.0), latency.value("p99", 0.0), s.value("end", std::string("?")).c_str());
+        out << format("sampler: %.0f samples/s, %s; end: %s\n", s.value("samples_per_second", 0.0),
+                      describe_sampler(s).c_str(), s.value("end", std::string("?")).c_str());
     }
     for (const Warning& w : profile.warnings)
         out << "warning: " << w.message << '\n';

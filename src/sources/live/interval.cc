@@ -23,26 +23,40 @@ double IntervalGenerator::next()
     return mean_;
 }
 
+namespace {
+
+nlohmann::json percentiles(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    auto at = [&](double q) {
+        return values.empty() ? 0.0 : values[std::min(values.size() - 1, size_t(q * (values.size() - 1) + 0.5))];
+    };
+    return {{"p50", at(0.5)}, {"p90", at(0.9)}, {"p99", at(0.99)}, {"max", values.empty() ? 0.0 : values.back()}};
+}
+
+} // namespace
+
 nlohmann::json SamplerStats::to_json() const
 {
-    std::vector<double> sorted = halt_latency_us;
-    std::sort(sorted.begin(), sorted.end());
-    auto percentile = [&](double q) {
-        if (sorted.empty())
-            return 0.0;
-        return sorted[std::min(sorted.size() - 1, size_t(q * (sorted.size() - 1) + 0.5))];
-    };
     nlohmann::json out = {
         {"samples", samples},
         {"wall_seconds", wall_seconds},
         {"samples_per_second", rate()},
         {"run_duty", duty()},
-        {"halt_latency_us", {{"p50", percentile(0.5)}, {"p90", percentile(0.9)}, {"p99", percentile(0.99)},
-                             {"max", sorted.empty() ? 0.0 : sorted.back()}}},
         {"end", end_reason},
         {"target_exited", target_exited},
         {"link_lost", link_lost},
     };
+    // Only what the method did: a DWT_PCSR recording that never halted has no halt latency.
+    if (!halt_latency_us.empty() || !pcsr)
+        out["halt_latency_us"] = percentiles(halt_latency_us);
+    if (pcsr)
+        out["pcsr"] = {{"batch", pcsr->batch},
+                       {"reads", pcsr->reads},
+                       {"halted_reads", pcsr->halted_reads},
+                       {"halted_share", pcsr->reads ? double(pcsr->halted_reads) / double(pcsr->reads) : 0.0},
+                       {"batches", pcsr->round_trip_us.size()},
+                       {"round_trip_us", percentiles(pcsr->round_trip_us)}};
     for (const auto& [key, value] : details.items())
         out[key] = value;
     return out;

@@ -33,7 +33,17 @@ std::string pcsr_batch_script(unsigned count)
            " 32 1]}; set _mcuprof_o";
 }
 
-std::vector<uint32_t> parse_words(const std::string& text, const std::string& peer, const std::string& what)
+std::unique_ptr<transport::TclClient> connect(const OpenocdSamplerOptions& options)
+{
+    transport::TclClient::Options tcl;
+    tcl.timeout = options.timeout;
+    return std::make_unique<transport::TclClient>(options.tcl, tcl);
+}
+
+} // namespace
+
+std::vector<uint32_t> OpenocdSampler::parse_words(const std::string& text, const std::string& peer,
+                                                  const std::string& what)
 {
     std::vector<uint32_t> words;
     std::istringstream in(text);
@@ -53,7 +63,7 @@ std::vector<uint32_t> parse_words(const std::string& text, const std::string& pe
 }
 
 // get_reg's answer: "pc 0x0800033e lr 0x080003bd sp 0x2001ffd8 xPSR 0x01000000".
-LiveSample parse_registers(const std::string& text, const std::string& peer)
+LiveSample OpenocdSampler::parse_registers(const std::string& text, const std::string& peer)
 {
     std::istringstream in(text);
     std::string name, value;
@@ -76,16 +86,12 @@ LiveSample parse_registers(const std::string& text, const std::string& peer)
     return s;
 }
 
-} // namespace
-
 OpenocdSampler::OpenocdSampler(const OpenocdSamplerOptions& options)
     : options_(options), seed_(options.seed != 0 ? options.seed : std::random_device{}())
 {
     if (options_.batch == 0)
         options_.batch = 1;
-    transport::TclClient::Options tcl;
-    tcl.timeout = options.timeout;
-    tcl_ = std::make_unique<transport::TclClient>(options.tcl, tcl);
+    tcl_ = connect(options_);
     // The commands below act on the current target; with several (`targets`), that one.
     target_ = tcl_->eval("target current");
     std::istringstream names(tcl_->eval("target names"));
@@ -135,9 +141,14 @@ bool OpenocdSampler::halted()
     return tcl_->eval("[target current] curstate") == "halted";
 }
 
-void OpenocdSampler::leave_running(SampleSink& sink)
+void OpenocdSampler::leave_running(SampleSink& sink, bool link_lost)
 {
     try {
+        if (link_lost) {
+            // The link dropped, perhaps not OpenOCD: ask over a new connection.
+            tcl_.reset();
+            tcl_ = connect(options_);
+        }
         if (halted()) {
             tcl_->eval("resume");
             sink.event("resume", "the target " + target_ + " was halted at the end; resumed");
@@ -153,8 +164,6 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
     IntervalGenerator intervals(options_.interval, options_.shape, options_.jitter, seed_);
     const Clock::time_point start = Clock::now();
     OpenocdMode mode = options_.mode;
-    uint64_t pcsr_dropped = 0;
-    uint64_t pcsr_reads = 0;
 
     auto done = [&]() -> bool {
         if (stop.load()) {
@@ -187,17 +196,23 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
         }
         if (mode == OpenocdMode::pcsr) {
             // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
-            const uint32_t value = parse_words(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"),
-                                               tcl_->peer(), "DEMCR")
-                                       .at(0);
+            const std::vector<uint32_t> words =
+                parse_words(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
+            if (words.size() != 1)
+                throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DEMCR",
+                                       "read_memory gave " + std::to_string(words.size()) + " words, not 1");
+            const uint32_t value = words[0];
             if (!(value & trcena))
                 tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(value | trcena));
             const std::vector<uint32_t> probe =
                 parse_words(tcl_->eval(pcsr_batch_script(1)), tcl_->peer(), "DWT_PCSR");
             if (probe.empty() || probe[0] == 0) {
+                // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
                 mode = OpenocdMode::halt;
                 sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
                                            " (not implemented): sampling in halt mode instead");
+            } else {
+                stats.pcsr = PcsrStats{options_.batch, 0, 0, {}};
             }
         }
         const std::string batch_script = pcsr_batch_script(options_.batch);
@@ -222,10 +237,11 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
                     tcl_->eval(count == options_.batch ? batch_script : pcsr_batch_script(count)), tcl_->peer(),
                     "DWT_PCSR");
                 const Clock::time_point answered = Clock::now();
-                pcsr_reads += pcs.size();
+                stats.pcsr->round_trip_us.push_back(1e6 * seconds_between(asked, answered));
+                stats.pcsr->reads += pcs.size();
                 for (size_t i = 0; i < pcs.size(); ++i) {
                     if (pcs[i] == pcsr_halted) {   // the core was halted (by someone else)
-                        ++pcsr_dropped;
+                        ++stats.pcsr->halted_reads;
                         continue;
                     }
                     LiveSample s;
@@ -238,9 +254,9 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
                 }
             }
         }
-        if (pcsr_dropped > 0)
-            sink.event("pcsr", std::to_string(pcsr_reads) + " DWT_PCSR reads, " + std::to_string(pcsr_dropped) +
-                                   " of them 0xFFFFFFFF (core halted) dropped");
+        if (stats.pcsr && stats.pcsr->halted_reads > 0)
+            sink.event("pcsr", std::to_string(stats.pcsr->reads) + " DWT_PCSR reads, " +
+                                   std::to_string(stats.pcsr->halted_reads) + " of them 0xFFFFFFFF (core halted) dropped");
     } catch (const transport::Error& e) {
         // A failing command (protocol: OpenOCD answered with an error) leaves the link up.
         if (e.kind() == transport::Error::Kind::protocol) {
@@ -254,7 +270,7 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
     }
     // Never leave the target halted: the halt script resumes in the same round trip, and this
     // checks once more (an error, a signal between halt and resume, someone else's halt).
-    leave_running(sink);
+    leave_running(sink, stats.link_lost);
     stats.wall_seconds = seconds_between(start, Clock::now());
     // Halt mode: the target is halted only inside each round trip, for part of it.
     stats.running_seconds = stats.wall_seconds;

@@ -80,6 +80,24 @@ nlohmann::json RspHaltingSampler::describe() const
     return d;
 }
 
+// The link dropped, perhaps not the server (a proxy, a network, a stub that closed one
+// client): the target may be halted by our last interrupt. A new connection stops it (if
+// it ran) and detaching resumes it; a server that is gone refuses at once.
+void RspHaltingSampler::resume_over_a_new_link(SampleSink& sink)
+{
+    gdb_.reset();   // close the broken connection first: QEMU's gdbstub serves one client
+    try {
+        transport::RspClient::Options rsp;
+        rsp.timeout = options_.timeout;
+        transport::RspClient fresh(options_.gdb, rsp);
+        fresh.handshake();
+        fresh.detach();
+        sink.event("resume", "reconnected to " + options_.gdb.text() + " and detached: the target runs");
+    } catch (const transport::Error& e) {
+        sink.event("resume-failed", std::string("could not reconnect to leave the target running: ") + e.what());
+    }
+}
+
 uint64_t RspHaltingSampler::current_icount()
 {
     if (qmp_)
@@ -253,6 +271,7 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
         stats.link_lost = true;
         stats.end_reason = std::string("the link was lost: ") + e.what();
         sink.event("link-lost", stats.end_reason);
+        resume_over_a_new_link(sink);
     }
     stats.wall_seconds = seconds_between(start, Clock::now());
     if (stack_reader)

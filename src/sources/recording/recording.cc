@@ -234,20 +234,31 @@ std::string text_of(const nlohmann::json& object, const char* key, const std::st
     return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+bool numbers_in(const nlohmann::json& object, std::initializer_list<const char*> keys)
+{
+    if (!object.is_object())
+        return false;
+    for (const char* key : keys)
+        if (!object.contains(key) || !object[key].is_number())
+            return false;
+    return true;
+}
+
 // The summary as the reports read it: numbers where numbers belong, or nothing.
 bool summary_is_sound(const nlohmann::json& s)
 {
-    for (const char* key : {"samples_per_second", "run_duty"})
-        if (!s.contains(key) || !s[key].is_number())
-            return false;
-    if (!s.contains("end") || !s["end"].is_string())
+    if (!numbers_in(s, {"samples_per_second", "run_duty"}) || !s.contains("end") || !s["end"].is_string())
         return false;
-    auto latency = s.find("halt_latency_us");
-    if (latency == s.end() || !latency->is_object())
+    // What the method measured: halt latencies (halting samplers), PCSR batches, or both
+    // (a PCSR recording that fell back to halting).
+    const bool halted = s.contains("halt_latency_us"), pcsr = s.contains("pcsr");
+    if (!halted && !pcsr)
         return false;
-    for (const char* key : {"p50", "p99"})
-        if (!latency->contains(key) || !(*latency)[key].is_number())
-            return false;
+    if (halted && !numbers_in(s["halt_latency_us"], {"p50", "p99"}))
+        return false;
+    if (pcsr && !(numbers_in(s["pcsr"], {"batch", "reads", "halted_reads"}) &&
+                  s["pcsr"].contains("round_trip_us") && numbers_in(s["pcsr"]["round_trip_us"], {"p50", "p99"})))
+        return false;
     return true;
 }
 

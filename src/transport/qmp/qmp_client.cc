@@ -15,20 +15,39 @@ QmpClient::QmpClient(const Endpoint& endpoint, Duration timeout)
     execute("qmp_capabilities");
 }
 
+std::optional<nlohmann::json> QmpClient::take_message(std::string& buffer, const std::string& peer)
+{
+    for (;;) {
+        const size_t newline = buffer.find('\n');
+        if (newline == std::string::npos)
+            return std::nullopt;
+        const std::string line = buffer.substr(0, newline);
+        buffer.erase(0, newline + 1);
+        if (line.find_first_not_of(" \r\t") == std::string::npos)
+            continue;
+        nlohmann::json message = nlohmann::json::parse(line, nullptr, false);
+        if (message.is_discarded() || !message.is_object())
+            throw Error(Error::Kind::protocol, peer, "", "not a JSON object: " + line.substr(0, 80));
+        return message;
+    }
+}
+
+nlohmann::json QmpClient::result_of(const nlohmann::json& reply, const std::string& command, const std::string& peer)
+{
+    if (auto error = reply.find("error"); error != reply.end()) {
+        const nlohmann::json desc = error->is_object() ? error->value("desc", nlohmann::json()) : nlohmann::json();
+        throw Error(Error::Kind::protocol, peer, command, desc.is_string() ? desc.get<std::string>() : error->dump());
+    }
+    if (auto result = reply.find("return"); result != reply.end())
+        return *result;
+    throw Error(Error::Kind::protocol, peer, command, "unexpected message: " + reply.dump());
+}
+
 nlohmann::json QmpClient::read_message()
 {
     for (;;) {
-        const size_t newline = buffer_.find('\n');
-        if (newline != std::string::npos) {
-            const std::string line = buffer_.substr(0, newline);
-            buffer_.erase(0, newline + 1);
-            if (line.find_first_not_of(" \r\t") == std::string::npos)
-                continue;
-            nlohmann::json message = nlohmann::json::parse(line, nullptr, false);
-            if (message.is_discarded() || !message.is_object())
-                throw Error(Error::Kind::protocol, connection_.peer(), "", "not a JSON object: " + line.substr(0, 80));
-            return message;
-        }
+        if (std::optional<nlohmann::json> message = take_message(buffer_, connection_.peer()))
+            return std::move(*message);
         connection_.read_some(buffer_, timeout_);
     }
 }
@@ -45,12 +64,7 @@ nlohmann::json QmpClient::execute(const std::string& command, const nlohmann::js
             events_.push_back(std::move(message));
             continue;
         }
-        if (message.contains("error"))
-            throw Error(Error::Kind::protocol, connection_.peer(), command,
-                        message["error"].value("desc", message["error"].dump()));
-        if (message.contains("return"))
-            return message["return"];
-        throw Error(Error::Kind::protocol, connection_.peer(), command, "unexpected message: " + message.dump());
+        return result_of(message, command, connection_.peer());
     }
 }
 

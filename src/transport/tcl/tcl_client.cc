@@ -68,12 +68,8 @@ std::string TclClient::exchange(const std::string& message, std::string_view wha
 {
     connection_.write(message, options_.timeout);
     for (;;) {
-        const size_t end = buffer_.find(terminator);
-        if (end != std::string::npos) {
-            std::string reply = buffer_.substr(0, end);
-            buffer_.erase(0, end + 1);
-            return reply;
-        }
+        if (std::optional<std::string> reply = take_message(buffer_))
+            return *reply;
         try {
             connection_.read_some(buffer_, options_.timeout);
         } catch (const Error& e) {
@@ -97,7 +93,21 @@ std::string TclClient::eval(std::string_view script)
     message += "] $";
     message += result_variable;
     message += terminator;
-    const std::string reply = exchange(message, script);
+    return result_of(exchange(message, script), connection_.peer(), script);
+}
+
+std::optional<std::string> TclClient::take_message(std::string& buffer)
+{
+    const size_t end = buffer.find(terminator);
+    if (end == std::string::npos)
+        return std::nullopt;
+    std::string message = buffer.substr(0, end);
+    buffer.erase(0, end + 1);
+    return message;
+}
+
+std::string TclClient::result_of(const std::string& reply, const std::string& peer, std::string_view script)
+{
     const size_t space = reply.find(' ');
     const std::string code = reply.substr(0, space);
     const std::string text = space == std::string::npos ? std::string() : reply.substr(space + 1);
@@ -106,9 +116,9 @@ std::string TclClient::eval(std::string_view script)
     // OpenOCD's commands fail with their own negative codes (-107 for a failed memory read).
     const std::string digits = !code.empty() && code[0] == '-' ? code.substr(1) : code;
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
-        throw Error(Error::Kind::protocol, connection_.peer(), excerpt(script),
+        throw Error(Error::Kind::protocol, peer, excerpt(script),
                     "not an answer to the wrapped script: '" + excerpt(reply) + "'");
-    throw Error(Error::Kind::protocol, connection_.peer(), excerpt(script), "OpenOCD: " + text);
+    throw Error(Error::Kind::protocol, peer, excerpt(script), "OpenOCD: " + text);
 }
 
 std::string TclClient::command(std::initializer_list<std::string_view> words)
