@@ -52,6 +52,22 @@ struct RemoteBitbangServer::Impl {
     std::string replies;
     End end = End::stopped;
 
+    // SIGINT and SIGTERM end the session; SIGUSR1 calls `report` and waits again.
+    void wait_for_signals(const std::function<void()>& report)
+    {
+        signals.async_wait([this, &report](const boost::system::error_code& e, int signal) {
+            if (e)
+                return;
+            if (signal != SIGUSR1) {
+                finish(End::stopped);
+                return;
+            }
+            if (report)
+                report();
+            wait_for_signals(report);
+        });
+    }
+
     void finish(End why)
     {
         end = why;
@@ -106,22 +122,8 @@ RemoteBitbangServer::End RemoteBitbangServer::serve(bool stop_on_signals)
         s.signals.add(SIGINT);
         s.signals.add(SIGTERM);
         s.signals.add(SIGUSR1);
+        s.wait_for_signals(on_report);
     }
-    std::function<void()> wait_signal = [&] {
-        s.signals.async_wait([&](const boost::system::error_code& e, int signal) {
-            if (e)
-                return;
-            if (signal != SIGUSR1) {
-                s.finish(End::stopped);
-                return;
-            }
-            if (on_report)
-                on_report();
-            wait_signal();
-        });
-    };
-    if (stop_on_signals)
-        wait_signal();
 
     // Read what OpenOCD sent, perform it, answer the reads, read again. OpenOCD waits for
     // the answers of a scan before it sends the next one, so each chunk ends in a write.

@@ -293,7 +293,8 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
                 p.communicate()
-        cls.killed = (p.returncode, out, err, rec)
+        cls.killed = (p.returncode, out, err, report_json(rec))   # the rig's folder goes at the end
+        print(f"\nOpenOCD killed during a recording: exit {p.returncode}\n{err}", file=sys.stderr)
         cls.tcl.close()
         cls.tcl = None
         cls.openocd.wait(timeout=10)
@@ -315,14 +316,13 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
                             SAMPLES["halt"])
 
     def test_openocd_killed_leaves_a_readable_file_and_one_line(self):
-        code, out, err, rec = self.killed
+        code, out, err, doc = self.killed
         self.assertEqual(code, 3, err)
         last = err.strip().splitlines()[-1]
         self.assertRegex(last, r"^mcuprof record: stopped early, the link was lost: .*; the \d+ samples recorded "
                                r"are in ")
         said = int(re.search(r"the (\d+) samples recorded", last).group(1))
         self.assertGreater(said, 0)
-        doc = report_json(rec)
         self.assertEqual(doc["samples"], said)   # no sample lost between mcuprof and its file
         self.assertEqual(json.loads(out)["samples"], said)
         self.assertTrue(doc["sampler"]["link_lost"])
