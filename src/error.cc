@@ -16,7 +16,8 @@ std::string compose(const std::string& file, const std::string& place, const std
 } // namespace
 
 Error::Error(std::string file, std::string place, const std::string& problem)
-    : std::runtime_error(compose(file, place, problem)), file_(std::move(file)), place_(std::move(place))
+    : std::runtime_error(compose(file, place, problem)), file_(std::move(file)), place_(std::move(place)),
+      problem_(problem)
 {
 }
 

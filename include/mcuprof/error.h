@@ -15,10 +15,13 @@ public:
 
     const std::string& file() const { return file_; }
     const std::string& place() const { return place_; }
+    // The problem alone, for a layer that rethrows it with a better file and place.
+    const std::string& problem() const { return problem_; }
 
 private:
     std::string file_;
     std::string place_;
+    std::string problem_;
 };
 
 } // namespace mcuprof

@@ -73,7 +73,7 @@ std::string TclClient::exchange(const std::string& message, std::string_view wha
         try {
             connection_.read_some(buffer_, options_.timeout);
         } catch (const Error& e) {
-            throw Error(e.kind(), connection_.peer(), excerpt(what), e.what());
+            throw Error(e.kind(), connection_.peer(), excerpt(what), e.problem());
         }
     }
 }
