@@ -78,8 +78,25 @@ def mcuprof_record(cli, elf, rig, mode, samples, work, batch=None):
         # The main loop's round trips; the setup (target current, names, curstate, DEMCR,
         # the PCSR probe, the final curstate) adds about 7 per recording.
         round_trips = sampler["pcsr"]["batches"] if mode == "pcsr" else sampler["samples"]
+        if mode == "pcsr":
+            trip_p50_us.append(sampler["pcsr"]["round_trip_us"]["p50"])
         return sampler["samples"], sampler["samples"] / sampler["samples_per_second"], round_trips
-    return measured(rig, run)
+    trip_p50_us = []
+    figures = measured(rig, run)
+    if trip_p50_us:
+        figures["trip_p50_us"] = trip_p50_us[0]
+    return figures
+
+
+def tcl_round_trip_us(rig, count=300):
+    """The median time of a Tcl command that touches no target: OpenOCD's own overhead per
+    round trip (the cost a batch amortizes)."""
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        rig.tcl.raw("set _mcuprof_bench 1")
+        times.append(time.perf_counter() - start)
+    return 1e6 * median(times)
 
 
 def openocd_profile(rig, seconds, work):
@@ -110,10 +127,12 @@ def main():
     rig.work = Path(tempfile.mkdtemp(prefix="mcuprof-openocd-bench-"))
     sweep = [int(b) for b in args.batches.split(",")]
     results = {"pcsr": [], "profile": [], "halt": []}
+    tcl_trips = []
     sweep_results = {b: [] for b in sweep}
     try:
         rig_support.start_rig(rig, elf)
         for _ in range(args.runs):
+            tcl_trips.append(tcl_round_trip_us(rig))
             results["pcsr"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work))
             results["profile"].append(openocd_profile(rig, args.profile_seconds, rig.work))
             results["halt"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work))
@@ -127,22 +146,25 @@ def main():
 
     print("sampling through OpenOCD 0.12 over mcuprof vprobe (QEMU 7.2, mixed_forever_m4), median of %d runs"
           % args.runs)
-    print("  %-40s %10s %12s %14s %14s" % ("", "samples/s", "Tcl trips/s.", "DAP scans/s.", "MEM-AP xfers/s."))
+    print("  %-42s %10s %12s %12s %12s" % ("per sample:", "samples/s", "Tcl trips", "DAP scans", "MEM-AP xfers"))
     names = {"pcsr": "mcuprof record --mode pcsr (default batch)", "profile": "OpenOCD profile",
              "halt": "mcuprof record --mode halt"}
     for key in ("pcsr", "profile", "halt"):
         rows = results[key]
-        print("  %-40s %10.0f %12.3f %14.1f %14.1f" % (names[key], figure(rows, "rate"), figure(rows, "tcl_per_sample"),
+        print("  %-42s %10.0f %12.3f %12.1f %12.1f" % (names[key], figure(rows, "rate"), figure(rows, "tcl_per_sample"),
                                                       figure(rows, "scans_per_sample"),
                                                       figure(rows, "transfers_per_sample")))
     pcsr, profile, halt = (figure(results[k], "rate") for k in ("pcsr", "profile", "halt"))
     print("  ratios: pcsr / profile %.2f, pcsr / halt %.1f, profile / halt %.1f" % (pcsr / profile, pcsr / halt,
                                                                                    profile / halt))
-    print("  pcsr by batch size:")
+    print("  Tcl round trip touching no target (OpenOCD's overhead per batch): p50 %.0f us" % median(tcl_trips))
+    print("  pcsr by batch size (a batch's round trip, p50, and what it costs per read):")
     for b in sweep:
         rows = sweep_results[b]
-        print("    --batch %-4d %8.0f samples/s %8.3f Tcl trips/sample %6.1f DAP scans/sample"
-              % (b, figure(rows, "rate"), figure(rows, "tcl_per_sample"), figure(rows, "scans_per_sample")))
+        trip = figure(rows, "trip_p50_us")
+        print("    --batch %-4d %8.0f samples/s %8.3f Tcl trips/sample %6.1f DAP scans/sample  trip %8.0f us = %6.0f us/read"
+              % (b, figure(rows, "rate"), figure(rows, "tcl_per_sample"), figure(rows, "scans_per_sample"), trip,
+                 trip / b))
 
 
 if __name__ == "__main__":
