@@ -160,6 +160,7 @@ class FaultProxy:
                 return
             if self.faults.delay:
                 time.sleep(self.faults.delay)
+                self._count()
             out, cut = self._spoil(data)
             try:
                 if out:

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "../fakes/fake_gdb_server.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
@@ -190,4 +192,26 @@ TEST_CASE("rsp client: a silent server is a time-out, a closed one an error, bot
     ::getsockname(held, reinterpret_cast<sockaddr*>(&address), &length);
     CHECK_THROWS_WITH_AS(RspClient(local(ntohs(address.sin_port)), o), doctest::Contains("cannot connect"), Error);
     ::close(held);
+}
+
+TEST_CASE("rsp client: a stop reply with a bad checksum is NAKed and its resend taken")
+{
+    // The server's first stop reply is damaged (checksum 00), its resend is whole: as QEMU
+    // does after a '-' (it sends its last packet again).
+    fakes::FakeGdbServer server([&](const std::string& p) -> std::string {
+        if (p == "\x03")
+            return "$T02thread:01;#00" + rsp::frame("T02thread:01;");
+        return standard_script(p);
+    });
+    RspClient client(local(server.port()), quick());
+    client.handshake();
+    client.resume();
+    CHECK(client.interrupt().value == 2);
+    auto naked = [&] {
+        const auto received = server.received();
+        return std::find(received.begin(), received.end(), "-") != received.end();
+    };
+    for (int i = 0; i < 100 && !naked(); ++i)   // the server reads the '-' in its own thread
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(naked());
 }

@@ -217,6 +217,10 @@ std::optional<StopReply> RspClient::poll_stop(Duration timeout)
         auto f = try_next_frame(left > Duration::zero() ? left : Duration::zero());
         if (!f)
             return std::nullopt;
+        if (f->kind == Frame::Kind::bad_checksum && !no_ack_) {
+            send_frame("-");   // a damaged stop reply: the server sends it again
+            continue;
+        }
         if (f->kind != Frame::Kind::packet)
             continue;   // the '+' of our 'c'
         if (!no_ack_)
