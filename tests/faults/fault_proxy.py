@@ -68,7 +68,6 @@ class FaultProxy:
         self.bytes_down = 0         # server -> client, forwarded or not
         self.connections = 0
         self.closed = False
-        self.cut_done = False
         self.drop_done = False
         self.sockets: list[socket.socket] = []
         self.scanner = RspScanner()      # server -> client
@@ -126,54 +125,48 @@ class FaultProxy:
                 continue
             server.settimeout(None)
             self.sockets += [client, server]
-            threading.Thread(target=self._pump_up, args=(client, server), daemon=True).start()
-            threading.Thread(target=self._pump_down, args=(server, client), daemon=True).start()
+            threading.Thread(target=self._pump, args=(client, server, self._up), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, self._down), daemon=True).start()
 
-    def _pump_up(self, client: socket.socket, server: socket.socket) -> None:
-        """Client -> server, unchanged; NAKs are counted."""
+    def _pump(self, source: socket.socket, sink: socket.socket, pass_on) -> None:
+        """Forwards source -> sink through pass_on(data) -> (bytes to send, disconnect after)."""
         while True:
             try:
-                data = client.recv(65536)
+                data = source.recv(65536)
             except OSError:
                 return
             if not data:
-                self._shut(server)
+                self._shut(sink)
                 return
-            with self.lock:
-                for byte in data:   # a NAK is a '-' between packets
-                    if self.up_scanner.step(byte) == "between" and byte == ord("-"):
-                        self.naks += 1
-            try:
-                server.sendall(data)
-            except OSError:
-                return
-
-    def _pump_down(self, server: socket.socket, client: socket.socket) -> None:
-        """Server -> client, through the faults."""
-        while True:
-            try:
-                data = server.recv(65536)
-            except OSError:
-                return
-            if not data:
-                self._shut(client)
-                return
-            if self.faults.delay:
-                time.sleep(self.faults.delay)
-                self._count()
-            out, cut = self._spoil(data)
+            out, cut = pass_on(data)
             try:
                 if out:
-                    client.sendall(out)
+                    sink.sendall(out)
             except OSError:
                 return
-            if cut:
-                self._count()
-                self.cut_done = True
-                # The link is gone, not the server: later connections pass untouched.
-                self.faults = Faults()
+            if cut:   # the disconnect, once what came before it was sent
                 self._close_all()
                 return
+
+    def _up(self, data: bytes) -> tuple[bytes, bool]:
+        """Client -> server, unchanged; NAKs ('-' between packets) are counted."""
+        with self.lock:
+            for byte in data:
+                if self.up_scanner.step(byte) == "between" and byte == ord("-"):
+                    self.naks += 1
+        return data, False
+
+    def _down(self, data: bytes) -> tuple[bytes, bool]:
+        """Server -> client, through the faults."""
+        if self.faults.delay:
+            time.sleep(self.faults.delay)
+            self._count()
+        out, cut = self._spoil(data)
+        if cut:
+            self._count()
+            # The link is gone, not the server: later connections pass untouched.
+            self.faults = Faults()
+        return out, cut
 
     def _spoil(self, data: bytes) -> tuple[bytes, bool]:
         """The bytes to forward, and whether to disconnect after them."""

@@ -33,7 +33,7 @@ ELF = FW_DIR / "mixed_forever_m4.elf"
 SAID = re.compile(r"^mcuprof record: (\d+) samples in ", re.M)
 
 # What the runs injected, printed at the end for docs/reliability.md.
-TALLY = {"faults": 0, "samples_said": 0, "samples_in_files": 0}
+TALLY = {"faults": 0, "samples_said": 0, "samples_in_files": 0, "runs": []}
 
 
 def record(link: str, port: int, rec: Path, *options: str) -> subprocess.CompletedProcess:
@@ -76,6 +76,9 @@ class Checks(unittest.TestCase):
         TALLY["faults"] += proxy.faults_injected
         TALLY["samples_said"] += said
         TALLY["samples_in_files"] += in_file
+        end = re.search(r"; ([^;]*); samples in ", r.stderr)
+        TALLY["runs"].append(f"{self.id().split('.', 1)[1]}: exit {r.returncode}, {proxy.faults_injected} faults, "
+                             f"{said} samples, {proxy.naks} NAKs, end: {end.group(1) if end else '?'}")
         return said
 
     def server_gone(self, link: str) -> None:
@@ -190,6 +193,7 @@ class TclFaults(Checks):
 
 
 def tearDownModule():
+    print("\n" + "\n".join(TALLY["runs"]), file=sys.stderr)
     print(f"\nfaults injected {TALLY['faults']}, samples announced {TALLY['samples_said']}, "
           f"samples in the files {TALLY['samples_in_files']}", file=sys.stderr)
 
