@@ -124,6 +124,8 @@ class FaultProxy:
                 client.close()
                 continue
             server.settimeout(None)
+            for end in (client, server):   # small writes at once, as the peers themselves do
+                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.sockets += [client, server]
             threading.Thread(target=self._pump, args=(client, server, self._up), daemon=True).start()
             threading.Thread(target=self._pump, args=(server, client, self._down), daemon=True).start()
