@@ -86,15 +86,25 @@ nlohmann::json RspHaltingSampler::describe() const
 void RspHaltingSampler::resume_over_a_new_link(SampleSink& sink)
 {
     gdb_.reset();   // close the broken connection first: QEMU's gdbstub serves one client
-    try {
-        transport::RspClient::Options rsp;
-        rsp.timeout = options_.timeout;
-        transport::RspClient fresh(options_.gdb, rsp);
-        fresh.handshake();
-        fresh.detach();
-        sink.event("resume", "reconnected to " + options_.gdb.text() + " and detached: the target runs");
-    } catch (const transport::Error& e) {
-        sink.event("resume-failed", std::string("could not reconnect to leave the target running: ") + e.what());
+    // A server may not have noticed the old client leave yet and drop the new one (QEMU
+    // does, measured through the fault proxy): a few tries, 0.1 s apart.
+    constexpr int attempts = 3;
+    for (int attempt = 1;; ++attempt) {
+        try {
+            transport::RspClient::Options rsp;
+            rsp.timeout = options_.timeout;
+            transport::RspClient fresh(options_.gdb, rsp);
+            fresh.handshake();
+            fresh.detach();
+            sink.event("resume", "reconnected to " + options_.gdb.text() + " and detached: the target runs");
+            return;
+        } catch (const transport::Error& e) {
+            if (attempt == attempts || e.kind() == transport::Error::Kind::connect) {
+                sink.event("resume-failed", std::string("could not reconnect to leave the target running: ") + e.what());
+                return;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
 }
 
