@@ -63,8 +63,10 @@ public:
         writer_.flush();
         // Notices (a fallback, a resume, a pacing problem) are shown as they happen; the
         // events that end the recording are its end reason, shown in the summary line.
-        if (kind != "link-lost" && kind != "error" && kind != "target-exit" && kind != "target-stop")
-            std::fprintf(stderr, "%smcuprof record: %s\n", progress_ ? "\n" : "", message.c_str());
+        if (kind != "link-lost" && kind != "error" && kind != "target-exit" && kind != "target-stop") {
+            progress_.end();   // the notice on a line of its own
+            std::fprintf(stderr, "mcuprof record: %s\n", message.c_str());
+        }
     }
     void task(uint32_t control_block, const std::string& name) override
     {
