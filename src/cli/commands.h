@@ -17,6 +17,7 @@ using Arguments = std::vector<std::string>;
 int report_command(const Arguments& args);
 int truth_command(const Arguments& args);
 int record_command(const Arguments& args);
+int top_command(const Arguments& args);
 int diff_command(const Arguments& args);
 int vprobe_command(const Arguments& args);
 int swo_command(const Arguments& args);

@@ -1,6 +1,7 @@
 """The on-chip top-N table with decay (issue 10) on the moving-hot-spot scenario
 (firmware-ref/src/scen_phase.c): calibrate() alone for the first INIT samples, then hot_a,
-hot_b and the ignored idle loop until SAMPLES.
+hot_b and the ignored idle loop until SAMPLES; and `mcuprof top`, the live view, with and
+without its decay (issue 8).
 
 The table's weights are undone by hand into sample counts, independently of mcuprof: an entry
 that appeared at sample a and is still listed at sample n holds 2 x (its samples) minus one
@@ -10,6 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import signal
+import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -19,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from test_live_rsp import mcuprof  # noqa: E402
+from test_live_rsp import mcuprof, within  # noqa: E402
 
 Z = 4.0
 TABLE_IMAGE = "phase_topn_m4"
@@ -119,6 +124,142 @@ class OnchipTable(unittest.TestCase):
         q = header["ignored"] / (n - init)
         self.assertLess(abs(q - idle), Z * math.sqrt(idle * (1 - idle) / (n - init)), (q, idle))
         self.assertAlmostEqual(samples["calibrate"], init, delta=Z * math.sqrt(init))
+
+
+# ------------------------------------------------------------------ mcuprof top
+
+HEADER = re.compile(r"^top (?P<t>[0-9.]+) s(?: \(end: (?P<end>.*)\))?: (?P<n>\d+) samples, (?P<rate>\d+) samples/s, "
+                    r"target running (?P<duty>[0-9.]+) %, effective samples (?P<eff>\d+)")
+ROW = re.compile(r"^\s*(?P<pct>[0-9.]+)\s+(?P<se>[0-9.]+)\s+(?P<w>[0-9.]+)  (?P<name>\S.*)$")
+
+
+def parse_top(text: str) -> list[dict]:
+    """The tables of `top`'s plain output: header fields and rows {name: (percent, se, weight)}."""
+    tables = []
+    for line in text.splitlines():
+        m = HEADER.match(line)
+        if m:
+            tables.append({**m.groupdict(), "rows": {}})
+            continue
+        m = ROW.match(line)
+        if m and tables:
+            tables[-1]["rows"][m["name"]] = (float(m["pct"]), float(m["se"]), float(m["w"]))
+    return tables
+
+
+def recorded_pcs(path: Path) -> list[int]:
+    """The PCs of a samples file (docs/formats.md, Recording), read without mcuprof."""
+    data = path.read_bytes()
+    assert data[:8] == b"mcuprof\x1a"
+    length = struct.unpack_from("<I", data, 12)[0]
+    at, pcs = 16 + length, []
+    while at + 8 <= len(data):
+        kind, size, _ = struct.unpack_from("<HHI", data, at)
+        if kind == 1:
+            pcs.append(struct.unpack_from("<QI", data, at + 8)[1])
+        at += 8 + size
+    return pcs
+
+
+def top(q, elf: Path, *extra: str) -> subprocess.CompletedProcess:
+    return mcuprof("top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf), "--rows", "0", *extra)
+
+
+class LiveTop(unittest.TestCase):
+    def test_plain_tables_while_sampling_and_shares_against_the_truth(self):
+        name = "loops_jit_m4"
+        elf = fwtest.elf_path(name)
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
+        rec, truth = work / "rec.bin", work / "truth.txt"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, truth=truth, uart=None,
+                                 timeout=600) as q:
+            r = top(q, elf, "--interval", "200us", "--samples", "3000", "--refresh", "300ms", "-o", str(rec))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            q.wait(timeout=300)
+        tables = parse_top(r.stdout)
+        self.assertGreaterEqual(len(tables), 3, r.stdout)   # refreshes while sampling, then the end
+        self.assertTrue(all(t["end"] is None for t in tables[:-1]))
+        last = tables[-1]
+        self.assertEqual(last["end"], "sample count reached")
+        self.assertEqual(int(last["n"]), 3000)
+        self.assertEqual(int(last["eff"]), 3000)   # no decay: every weight is 1
+        self.assertGreater(float(last["duty"]), 0)
+        counts = [int(t["n"]) for t in tables]
+        self.assertEqual(counts, sorted(counts))
+        # The rows against the truth plugin's census of the same run, 4 SE.
+        loops = ["hot_a", "hot_b", "hot_c"]
+        observed = {k: w for k, (_, _, w) in last["rows"].items()}
+        n = sum(observed.get(k, 0) for k in loops)
+        self.assertGreater(n, 2400)
+        truth_counts = fwtest.by_function(fwtest.read_counts(truth), fwtest.symbols(name))
+        self.assertEqual(within(observed, dict(truth_counts), loops, n), [])
+        # The printed standard error is sqrt(p(1-p)/n) of the printed share.
+        pct, se, _ = last["rows"]["hot_a"]
+        self.assertAlmostEqual(se, 100 * math.sqrt(pct / 100 * (1 - pct / 100) / 3000), delta=0.011)
+        # -o kept every sample, as record does.
+        self.assertEqual(len(recorded_pcs(rec)), 3000)
+
+    def test_decayed_view_after_the_phase_change_agrees_with_the_onchip_table(self):
+        elf = fwtest.elf_path(TABLE_IMAGE)
+        syms = fwtest.symbols(TABLE_IMAGE)
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
+        rec, uart = work / "rec.bin", work / "uart.txt"
+        half_life = 100
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=uart, timeout=600) as q:
+            r = top(q, elf, "--decay", str(half_life), "--interval", "300us", "--refresh", "500ms", "-o", str(rec))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(q.wait(timeout=120), 0)
+        last = parse_top(r.stdout)[-1]
+        self.assertEqual(last["end"], "the target exited with code 0")
+
+        # The decay by hand from the samples file: sample i of N weighs 2^((i - N + 1) / H).
+        pcs = recorded_pcs(rec)
+        n = len(pcs)
+        self.assertEqual(int(last["n"]), n)
+        self.assertGreater(n, 6 * half_life)
+        weights = {}
+        for i, pc in enumerate(pcs):
+            k = syms.lookup(pc)
+            weights[k] = weights.get(k, 0) + 2 ** ((i - n + 1) / half_life)
+        total = sum(weights.values())
+        squares = sum(4 ** ((i - n + 1) / half_life) for i in range(n))
+        self.assertAlmostEqual(int(last["eff"]), total * total / squares, delta=1)
+        for k in ("hot_a", "hot_b", "idle_spin"):
+            pct, _, w = last["rows"][k]
+            self.assertAlmostEqual(pct, 100 * weights[k] / total, delta=0.011, msg=k)
+            self.assertAlmostEqual(w, weights[k], delta=0.06, msg=k)
+
+        # After the phase change the decayed view ranks the main loop first, as the on-chip
+        # table of the same run does (the idle loop is on the table's ignore list, not here).
+        host = [k for k in last["rows"] if k != "idle_spin"]
+        self.assertEqual(set(host[:2]), set(MAIN_LOOP), last["rows"])
+        # calibrate held the first sixth of the run: without decay its share would be that.
+        cumulative = sum(1 for pc in pcs if syms.lookup(pc) == "calibrate") / n
+        self.assertGreater(cumulative, 0.10)
+        self.assertLess(last["rows"].get("calibrate", (0, 0, 0))[0], 1.0)
+        chip = fwtest.cli_json("report", str(uart), "--elf", str(elf))
+        self.assertEqual(set(row["name"] for row in chip["functions"][:2]), set(MAIN_LOOP))
+
+    def test_ctrl_c_ends_it_and_leaves_the_target_running(self):
+        elf = fwtest.elf_path("loops_jit_m4")
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, uart=None, timeout=300) as q:
+            p = subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                                  "--interval", "1ms", "--refresh", "200ms"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            seen = []
+            for line in p.stdout:   # not a terminal: one table per refresh, as they come
+                if line.startswith("top "):
+                    seen.append(line)
+                    if len(seen) == 2:
+                        break
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 0, err)
+            tables = parse_top(out)
+            self.assertEqual(tables[-1]["end"], "interrupted by a signal")
+            self.assertIn("hot_a", tables[-1]["rows"])
+            # The firmware runs on to its own semihosting exit: it was left running.
+            self.assertEqual(q.wait(timeout=120), 0)
 
 
 if __name__ == "__main__":
