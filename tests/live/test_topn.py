@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import pty
 import re
 import signal
 import struct
@@ -239,6 +241,30 @@ class LiveTop(unittest.TestCase):
         self.assertLess(last["rows"].get("calibrate", (0, 0, 0))[0], 1.0)
         chip = fwtest.cli_json("report", str(uart), "--elf", str(elf))
         self.assertEqual(set(row["name"] for row in chip["functions"][:2]), set(MAIN_LOOP))
+
+    def test_on_a_terminal_the_view_is_redrawn_in_place(self):
+        elf = fwtest.elf_path("loops_jit_m4")
+        master, slave = pty.openpty()
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=300) as q:
+            p = subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                                  "--interval", "1ms", "--samples", "600", "--refresh", "200ms"],
+                                 stdout=slave, stderr=subprocess.PIPE)
+            os.close(slave)
+            screen = b""
+            while True:   # until the program closes its end of the terminal
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+            self.assertEqual(p.wait(timeout=60), 0, p.stderr.read())
+            os.close(master)
+        frames = screen.split(b"\x1b[H\x1b[2J")   # ECMA-48: cursor home, erase display
+        self.assertGreaterEqual(len(frames), 3, screen[:400])
+        self.assertEqual(frames[0], b"")
+        self.assertIn(b"(end: sample count reached): 600 samples", frames[-1])
 
     def test_ctrl_c_ends_it_and_leaves_the_target_running(self):
         elf = fwtest.elf_path("loops_jit_m4")
