@@ -2,6 +2,7 @@
 // optional exponential forgetting (issue 10's host-side analogue of the on-chip decay).
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -121,6 +122,17 @@ private:
     double running_seconds_ = 0;
 };
 
+class IgnoreBrokenPipe {
+public:
+    IgnoreBrokenPipe() : previous_(std::signal(SIGPIPE, SIG_IGN)) {}
+    ~IgnoreBrokenPipe() { std::signal(SIGPIPE, previous_); }
+    IgnoreBrokenPipe(const IgnoreBrokenPipe&) = delete;
+    IgnoreBrokenPipe& operator=(const IgnoreBrokenPipe&) = delete;
+
+private:
+    void (*previous_)(int);
+};
+
 // One table: a header line with the rate and duty since the previous frame, then the rows.
 void print_frame(std::FILE* out, const Frame& now, const Frame& before, double elapsed, const std::string& ended,
                  const std::optional<HalfLife>& half_life, size_t rows)
@@ -188,6 +200,9 @@ int top_command(const Arguments& args)
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
 
     const StopOnSignal stop;
+    // A reader that goes away (top | head) must end the sampling cleanly, with the target
+    // running, rather than kill the process by SIGPIPE between a halt and its resume.
+    const IgnoreBrokenPipe ignore_broken_pipe;
     std::mutex done_mutex;
     std::condition_variable done_changed;
     bool done = false;
@@ -214,7 +229,8 @@ int top_command(const Arguments& args)
         print_frame(stdout, now, before, elapsed, ended, half_life, rows);
         if (!terminal)
             std::fputc('\n', stdout);
-        std::fflush(stdout);
+        if (std::fflush(stdout) != 0 || std::ferror(stdout))
+            StopOnSignal::requested.store(true);   // nobody reads any more
         before = now;
     };
     {

@@ -266,6 +266,18 @@ class LiveTop(unittest.TestCase):
         self.assertEqual(frames[0], b"")
         self.assertIn(b"(end: sample count reached): 600 samples", frames[-1])
 
+    def test_a_reader_that_goes_away_ends_it_and_leaves_the_target_running(self):
+        elf = fwtest.elf_path("loops_jit_m4")
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, uart=None, timeout=300) as q:
+            p = subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                                  "--interval", "1ms", "--refresh", "200ms"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertTrue(p.stdout.readline().startswith("top "))   # like `mcuprof top | head -1`
+            p.stdout.close()
+            self.assertEqual(p.wait(timeout=30), 0, p.stderr.read())
+            # The firmware runs on to its own semihosting exit: it was left running.
+            self.assertEqual(q.wait(timeout=120), 0)
+
     def test_ctrl_c_ends_it_and_leaves_the_target_running(self):
         elf = fwtest.elf_path("loops_jit_m4")
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, uart=None, timeout=300) as q:
