@@ -167,6 +167,13 @@ def top(q, elf: Path, *extra: str) -> subprocess.CompletedProcess:
     return mcuprof("top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf), "--rows", "0", *extra)
 
 
+def start_top(q, elf: Path) -> subprocess.Popen:
+    """top sampling every millisecond until stopped, its plain tables on a pipe."""
+    return subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                             "--interval", "1ms", "--refresh", "200ms"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 class LiveTop(unittest.TestCase):
     def test_plain_tables_while_sampling_and_shares_against_the_truth(self):
         name = "loops_jit_m4"
@@ -269,9 +276,7 @@ class LiveTop(unittest.TestCase):
     def test_a_reader_that_goes_away_ends_it_and_leaves_the_target_running(self):
         elf = fwtest.elf_path("loops_jit_m4")
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, uart=None, timeout=300) as q:
-            p = subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
-                                  "--interval", "1ms", "--refresh", "200ms"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            p = start_top(q, elf)
             self.assertTrue(p.stdout.readline().startswith("top "))   # like `mcuprof top | head -1`
             p.stdout.close()
             self.assertEqual(p.wait(timeout=30), 0, p.stderr.read())
@@ -281,9 +286,7 @@ class LiveTop(unittest.TestCase):
     def test_ctrl_c_ends_it_and_leaves_the_target_running(self):
         elf = fwtest.elf_path("loops_jit_m4")
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, uart=None, timeout=300) as q:
-            p = subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
-                                  "--interval", "1ms", "--refresh", "200ms"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            p = start_top(q, elf)
             seen = []
             for line in p.stdout:   # not a terminal: one table per refresh, as they come
                 if line.startswith("top "):
