@@ -21,7 +21,10 @@ extern uint32_t __text_start; /* linker script: first byte of .text, the bucket 
 volatile uint32_t prof_taken;
 static uint32_t target;
 
-#if PROF_HIST
+#if PROF_TOPN
+prof_table_t prof_table = {.shift = PROF_TOPN_SHIFT};
+prof_range_t prof_ignore[PROF_IGNORE_MAX];
+#elif PROF_HIST
 uint16_t prof_bins[PROF_BINS];
 /* The bucket size, for a host that reads prof_bins over the debug link (mcuprof record
  * --read-onchip): the array's symbol gives its address and length, this gives 2^shift. */
@@ -106,10 +109,72 @@ __attribute__((naked)) void SAMPLER_VECTOR(void)
 }
 #endif
 
+#if PROF_TOPN
+/* A sample in entry i's block: +2 (the decay takes 1 per turn, so a block that keeps being
+ * hit climbs faster than it decays, as in the seeds), the share refreshed, and one bubble
+ * pass that moves the entry up past colder ones, so the table stays roughly sorted. */
+static void topn_hit(uint32_t i, uint32_t block)
+{
+    prof_entry_t *e = &prof_table.entries[i];
+    e->block = block;
+    e->hits += 2u;
+    prof_table.total += 2u;
+    /* 32-bit arithmetic while hits * 1000 fits, no division helper from libgcc after that */
+    e->permille = e->hits < 4294967u ? e->hits * 1000u / prof_table.total : e->hits / (prof_table.total / 1000u);
+    while (i > 0u && prof_table.entries[i - 1u].hits < prof_table.entries[i].hits) {
+        prof_entry_t colder = prof_table.entries[i - 1u];
+        prof_table.entries[i - 1u] = prof_table.entries[i];
+        prof_table.entries[i] = colder;
+        i--;
+    }
+}
+
+static void topn_record(uint32_t pc)
+{
+    /* The decay turn first: one entry in turn loses 1, whether or not this sample counts. */
+    prof_entry_t *d = &prof_table.entries[prof_table.decay_next];
+    if (d->hits != 0u) {
+        d->hits--;
+        prof_table.total--;
+    }
+    prof_table.decay_next = prof_table.decay_next + 1u == PROF_TOPN ? 0u : prof_table.decay_next + 1u;
+
+    for (uint32_t k = 0; k < PROF_IGNORE_MAX; k++) {
+        if (pc >= prof_ignore[k].start && pc < prof_ignore[k].end) {
+            prof_table.ignored++;
+            return;
+        }
+    }
+    uint32_t block = pc & ~((1u << PROF_TOPN_SHIFT) - 1u);
+    uint32_t free_entry = PROF_TOPN;
+    uint32_t coldest = 0u;
+    for (uint32_t i = 0; i < PROF_TOPN; i++) {
+        const prof_entry_t *e = &prof_table.entries[i];
+        if (e->hits != 0u && e->block == block) {
+            topn_hit(i, block);
+            return;
+        }
+        if (e->hits == 0u && free_entry == PROF_TOPN)
+            free_entry = i;
+        if (e->hits < prof_table.entries[coldest].hits)
+            coldest = i;
+    }
+    if (free_entry == PROF_TOPN) {
+        /* Full: the coldest block leaves. Its weight stays in `total`, so the shares are of all
+         * recent samples, including those of blocks no longer listed. */
+        free_entry = coldest;
+        prof_table.entries[coldest].hits = 0u;
+    }
+    topn_hit(free_entry, block);
+}
+#endif
+
 __attribute__((used)) void sample_record(uint32_t pc)
 {
     timer_ack();
-#if PROF_HIST
+#if PROF_TOPN
+    topn_record(pc);
+#elif PROF_HIST
     uint32_t bin = (pc - (uint32_t)&__text_start) >> PROF_SHIFT;
     if (bin < PROF_BINS) {
         if (prof_bins[bin] != 0xFFFFu) /* saturate rather than wrap to zero */
@@ -174,8 +239,21 @@ void prof_stop(void)
 #endif
 }
 
-/* Dump helpers: 16 bucket counts per "h" line, 8 words per "p" or "g" line. */
-#if PROF_HIST
+/* Dump helpers: 16 bucket counts per "h" line, 8 words per "p" or "g" line, one "t" line per
+ * table entry. */
+#if PROF_TOPN
+static void dump_table(void)
+{
+    for (uint32_t i = 0; i < PROF_TOPN; i++) {
+        con_puts("\nt ");
+        con_hex(prof_table.entries[i].block, 8u);
+        con_putc(' ');
+        con_dec(prof_table.entries[i].hits);
+        con_putc(' ');
+        con_dec(prof_table.entries[i].permille);
+    }
+}
+#elif PROF_HIST
 static void dump_bins(void)
 {
     for (uint32_t i = 0; i < PROF_BINS; i++) {
@@ -199,7 +277,19 @@ static void dump_words(const char *line_start, const uint32_t *words, uint32_t f
 void prof_dump(void)
 {
     uint32_t n = prof_taken;
-#if PROF_HIST
+#if PROF_TOPN
+    con_puts("prof topn n=");
+    con_dec(n);
+    con_puts(" shift=");
+    con_dec(prof_table.shift);
+    con_puts(" total=");
+    con_dec(prof_table.total);
+    con_puts(" ignored=");
+    con_dec(prof_table.ignored);
+    con_puts(" entries=");
+    con_dec(PROF_TOPN);
+    dump_table();
+#elif PROF_HIST
     con_puts("prof hist base=0x");
     con_hex((uint32_t)&__text_start, 8u);
     con_puts(" shift=");

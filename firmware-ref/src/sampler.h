@@ -6,6 +6,10 @@
  * Everything is chosen at build time with -D:
  *
  *   PROF_HIST=0|1     0: ring of raw PCs (default); 1: 16-bit saturating buckets
+ *   PROF_TOPN=N       instead: a table of the N hottest blocks with decay (seeds 002/004):
+ *                     +2 per hit, -1 on one entry per sample in turn, a bubble step, the
+ *                     coldest entry replaced when full, an ignore list (prof_ignore)
+ *   PROF_TOPN_SHIFT=S block size 2^S bytes for PROF_TOPN (default 5)
  *   PROF_RING=N       ring size in samples, a power of two (default 16384)
  *   PROF_SHIFT=S      bucket size 2^S bytes (default 2)
  *   PROF_HIST_SPAN=B  bytes of code covered by the buckets from __text_start (default 4096)
@@ -22,6 +26,7 @@
  *   prof raw n=N                 then "p" lines of 8 lowercase 8-digit hex PCs
  *   g ...                        tags, one per sample, parallel to the "p" lines
  *   prof hist base=0xB shift=S n=N out=K   then "h" lines of 16 4-digit hex counts
+ *   prof topn n=N shift=S total=W ignored=I entries=E   then E "t BLOCK HITS PERMILLE" lines
  *   end
  */
 #ifndef SAMPLER_H
@@ -52,6 +57,13 @@
 #define PROF_TIM3_PSC 0u
 #endif
 
+#ifndef PROF_TOPN
+#define PROF_TOPN 0
+#endif
+#ifndef PROF_TOPN_SHIFT
+#define PROF_TOPN_SHIFT 5u
+#endif
+
 #if (PROF_RING & (PROF_RING - 1u)) != 0
 #error "PROF_RING must be a power of two"
 #endif
@@ -67,6 +79,35 @@ extern volatile uint32_t prof_taken;
  * the ring then keeps the last PROF_RING samples). */
 void prof_start(uint32_t period, uint32_t limit);
 void prof_stop(void);
+
+#if PROF_TOPN
+/* The top-N table, read by the host through its DWARF layout (mcuprof record --read-onchip):
+ * member names and the array length are the interface, not the order or the sizes. */
+typedef struct {
+    uint32_t block;    /* block start: the sampled PC with its low PROF_TOPN_SHIFT bits cleared */
+    uint32_t hits;     /* +2 per sample in the block, -1 at each decay turn; 0 = free entry */
+    uint32_t permille; /* hits * 1000 / total when the entry was last hit */
+} prof_entry_t;
+
+typedef struct {
+    prof_entry_t entries[PROF_TOPN]; /* kept roughly sorted, hottest first (bubble step) */
+    uint32_t decay_next;             /* the entry the next decay turn takes 1 from */
+    uint32_t total;                  /* weight given (+2 per counted sample) minus weight decayed */
+    uint32_t shift;                  /* block size 2^shift bytes */
+    uint32_t ignored;                /* samples that fell in the ignore list */
+} prof_table_t;
+
+extern prof_table_t prof_table;
+
+/* Code ranges [start, end) whose samples are not counted: the idle loop. A scenario fills
+ * them before prof_start; `end` 0 marks an unused slot. */
+typedef struct {
+    uint32_t start;
+    uint32_t end;
+} prof_range_t;
+#define PROF_IGNORE_MAX 2u
+extern prof_range_t prof_ignore[PROF_IGNORE_MAX];
+#endif
 
 /* Write the collected samples to the console in the dump format above. */
 void prof_dump(void);

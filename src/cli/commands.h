@@ -21,6 +21,7 @@ constexpr int exit_link_lost = 3;
 int report_command(const Arguments& args);
 int truth_command(const Arguments& args);
 int record_command(const Arguments& args);
+int top_command(const Arguments& args);
 int diff_command(const Arguments& args);
 int vprobe_command(const Arguments& args);
 int swo_command(const Arguments& args);

@@ -16,6 +16,8 @@ const char* const overview =
     "Commands:\n"
     "  record --gdb HOST:PORT --elf ELF -o FILE\n"
     "                           sample a running target by halting it over GDB\n"
+    "  top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE]\n"
+    "                           the hottest functions live, refreshed in place\n"
     "  report INPUT --elf ELF   profile from a recording, an on-chip sampler dump or truth counts\n"
     "  truth COUNTS --elf ELF   the exact profile from the QEMU truth plugin's counts\n"
     "  diff A B --elf ELF       two profiles side by side, differences beyond 3 standard errors marked\n"
@@ -35,6 +37,7 @@ int main(int argc, char** argv)
         {"report", report_command},
         {"truth", truth_command},
         {"record", record_command},
+        {"top", top_command},
         {"diff", diff_command},
         {"vprobe", vprobe_command},
         {"swo", swo_command},

@@ -1,7 +1,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -18,23 +17,17 @@
 #include "mcuprof/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/onchip_reader.h"
-#include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/recording.h"
-#include "mcuprof/sources/rsp_sampler.h"
+#include "mcuprof/sources/rtos_awareness.h"
+#include "mcuprof/transport/tcp_connection.h"
 #include "options.h"
 #include "progress.h"
+#include "sampling.h"
 
 namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 namespace {
-
-std::atomic<bool> stop_requested{false};
-
-extern "C" void on_stop_signal(int)
-{
-    stop_requested.store(true);
-}
 
 // Writes each sample to the recording as it comes, hands it to the kernel at least every
 // 100 ms, and shows progress on a terminal.
@@ -119,54 +112,23 @@ int read_onchip_command(const transport::Endpoint& gdb, const std::string& stop_
 int record_command(const Arguments& args)
 {
     ReportOptions report;
-    std::string gdb;
-    std::string openocd;
-    std::string mode;
-    std::string qmp;
-    std::string pace = "wall";
-    std::string interval;
-    std::string duration;
-    std::string shape = "exponential";
+    SamplingOptions sampling;
     std::string samples_file;
-    double jitter = 0.5;
-    uint64_t samples = 0;
-    uint64_t seed = 0;
-    std::string batch;
     bool read_onchip = false;
     bool stacks = false;
     uint32_t stack_bytes = 512;
     std::string stop_at;
-    const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip, 1 to 10000 (default " +
-                                   std::to_string(sources::OpenocdSamplerOptions{}.batch) +
-                                   "); the random wait goes between batches";
     po::options_description description("Options");
+    add_sampling_options(description, sampling);
     description.add_options()
-        ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
-        ("openocd", po::value(&openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl RPC port (6666 by default): sample "
-                                                                  "through OpenOCD instead of GDB (--mode)")
-        ("mode", po::value(&mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
-                                                       "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
-        ("batch", po::value(&batch)->value_name("N"), batch_help.c_str())
-        ("samples", po::value(&samples)->value_name("N"), "stop after N samples")
-        ("duration", po::value(&duration)->value_name("TIME"), "stop after this long (100ms, 10s, 2min)")
-        ("interval", po::value(&interval)->value_name("TIME|N"),
-         "mean interval between samples: a time (wall pacing, default 1ms) or an instruction count (icount pacing, "
-         "default 20000)")
-        ("shape", po::value(&shape)->value_name("NAME"), "exponential (default), uniform (mean +- jitter) or fixed "
-                                                         "(prone to lockstep; for experiments)")
-        ("jitter", po::value(&jitter)->value_name("F"), "uniform shape: interval spread as a fraction of the mean")
-        ("pace", po::value(&pace)->value_name("CLOCK"), "wall (default) or icount: stops at exact instruction counts "
-                                                        "through QEMU record/replay (-icount shift=0,rr=replay)")
-        ("qmp", po::value(&qmp)->value_name("HOST:PORT"), "--pace icount: QEMU's QMP port for query-replay (default: "
-                                                         "QEMU's monitor through the GDB connection)")
-        ("seed", po::value(&seed)->value_name("N"), "seed of the interval generator (default: random)")
         ("stacks", po::bool_switch(&stacks), "--gdb: unwind the call stack at every halt (DWARF call-frame "
                                              "information, exception frames); report --by stack, inclusive shares")
         ("stack-bytes", po::value(&stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
                                                                   "(default 512; deeper frames cost more reads)")
         ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)")
         ("read-onchip", po::bool_switch(&read_onchip), "instead of sampling, read the reference on-chip sampler's "
-                                                      "ring or histogram from target memory; -o writes it as a dump")
+                                                      "ring, histogram or top-N table from target memory; -o writes "
+                                                      "it as a dump")
         ("at", po::value(&stop_at)->value_name("FUNCTION"), "--read-onchip: first let the target run until it "
                                                             "reaches FUNCTION (a breakpoint), e.g. prof_dump");
     add_report_options(description, report);
@@ -186,16 +148,12 @@ int record_command(const Arguments& args)
     if (samples_file.empty())
         samples_file = report.output;
     report.output.clear();
-    if (gdb.empty() == openocd.empty())
+    if (sampling.gdb.empty() == sampling.openocd.empty())
         throw UsageError("exactly one of --gdb HOST:PORT and --openocd HOST:PORT is required");
-    if (!openocd.empty() && read_onchip)
+    if (!sampling.openocd.empty() && read_onchip)
         throw UsageError("--read-onchip goes with --gdb");
-    if (openocd.empty() && !mode.empty())
-        throw UsageError("--mode goes with --openocd");
-    if (!batch.empty() && mode != "pcsr")
-        throw UsageError("--batch goes with --openocd HOST:PORT --mode pcsr");
     if (read_onchip)
-        return read_onchip_command(transport::Endpoint::parse(gdb, "--gdb"), stop_at, samples_file, report);
+        return read_onchip_command(transport::Endpoint::parse(sampling.gdb, "--gdb"), stop_at, samples_file, report);
     if (!stop_at.empty())
         throw UsageError("--at goes with --read-onchip");
     if (samples_file.empty())
@@ -203,96 +161,33 @@ int record_command(const Arguments& args)
     if (report.elf.empty())
         throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
 
-    sources::RspSamplerOptions options;
-    if (!gdb.empty())
-        options.gdb = transport::Endpoint::parse(gdb, "--gdb");
-    if (pace == "icount") {
-        options.pacing = sources::Pacing::icount;
-        if (!qmp.empty())
-            options.qmp = transport::Endpoint::parse(qmp, "--qmp");
-        options.interval = interval.empty() ? 20000.0 : parse_count(interval, "--interval");
-    } else if (pace == "wall") {
-        options.interval = interval.empty() ? 1e-3 : std::chrono::duration<double>(parse_duration(interval, "--interval")).count();
-    } else {
-        throw UsageError("--pace takes wall or icount, not '" + pace + "'");
-    }
-    if (shape == "exponential")
-        options.shape = sources::IntervalGenerator::Shape::exponential;
-    else if (shape == "uniform")
-        options.shape = sources::IntervalGenerator::Shape::uniform;
-    else if (shape == "fixed")
-        options.shape = sources::IntervalGenerator::Shape::fixed;
-    else
-        throw UsageError("--shape takes exponential, uniform or fixed, not '" + shape + "'");
-    options.jitter = jitter;
-    options.seed = seed;
     if (stacks) {
-        if (!openocd.empty())
-            throw UsageError("--stacks goes with --gdb (OpenOCD's GDB port serves it too)");
         if (stack_bytes < 32 || stack_bytes > 65536 || stack_bytes % 4 != 0)
             throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
         sources::StackSamplingOptions s;
         s.unwinder = std::make_shared<const core::Unwinder>(report.elf);
         s.window_bytes = stack_bytes;
-        options.stacks = s;
+        sampling.stacks = s;
     }
-    if (openocd.empty()) {
+    if (sampling.openocd.empty()) {
         // FreeRTOS (or a kernel that looks like it): tag every sample with the running task.
         try {
-            options.tasks = sources::find_freertos_tasks(core::DataLayout(report.elf));
+            sampling.tasks = sources::find_freertos_tasks(core::DataLayout(report.elf));
         } catch (const core::Error&) {
             // no DWARF: no task names, the samples are still good
         }
     }
-
-    sources::SamplingPlan plan;
-    if (samples != 0)
-        plan.samples = samples;
-    if (!duration.empty())
-        plan.duration = parse_duration(duration, "--duration");
-    if (!plan.samples && !plan.duration)
-        plan.samples = 10000;
-
-    std::unique_ptr<sources::SampleSource> source;
-    if (!openocd.empty()) {
-        if (pace != "wall")
-            throw UsageError("--pace icount goes with --gdb");
-        sources::OpenocdSamplerOptions o;
-        o.tcl = transport::Endpoint::parse(openocd, "--openocd");
-        if (mode == "halt" || mode.empty())
-            o.mode = sources::OpenocdMode::halt;
-        else if (mode == "pcsr")
-            o.mode = sources::OpenocdMode::pcsr;
-        else
-            throw UsageError("--mode takes halt or pcsr, not '" + mode + "'");
-        o.shape = options.shape;
-        o.interval = options.interval;
-        o.jitter = options.jitter;
-        o.seed = options.seed;
-        if (!batch.empty()) {
-            const double reads = parse_count(batch, "--batch");
-            if (reads != std::floor(reads) || reads > 10000)
-                throw UsageError("--batch takes a whole number from 1 to 10000, not '" + batch + "'");
-            o.batch = unsigned(reads);
-        }
-        source = std::make_unique<sources::OpenocdSampler>(o);
-    } else {
-        source = std::make_unique<sources::RspHaltingSampler>(options);
-    }
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling);
+    const sources::SamplingPlan plan = sampling_plan(sampling, 10000);
     sources::SampleSource& sampler = *source;
-    nlohmann::json header = sampler.describe();
-    header["elf"] = report.elf;
-    header["started"] = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
-    sources::RecordingWriter writer(samples_file, header);
+    sources::RecordingWriter writer(samples_file, recording_header(sampler, report.elf));
     RecordingSink sink(writer);
 
-    stop_requested.store(false);
-    auto previous_int = std::signal(SIGINT, on_stop_signal);
-    auto previous_term = std::signal(SIGTERM, on_stop_signal);
-    const sources::SamplerStats stats = sampler.run(sink, plan, stop_requested);
-    std::signal(SIGINT, previous_int);
-    std::signal(SIGTERM, previous_term);
+    sources::SamplerStats stats;
+    {
+        const StopOnSignal stop;
+        stats = sampler.run(sink, plan, StopOnSignal::requested);
+    }
     sink.end_progress();
     writer.summary(stats.to_json());
     writer.flush();

@@ -335,6 +335,38 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
               [](const StackRow& a, const StackRow& b) { return a.samples > b.samples; });
 }
 
+// A bucket whose bytes belong to two or more functions cannot say which of them its samples
+// hit: the attribution splits it by the functions' shares of its bytes, and says so once.
+void check_straddling_buckets(Profile& profile, const SampleSet& samples, const SymbolTable& symbols)
+{
+    size_t straddling = 0;
+    std::string example;
+    for (const Bucket& b : samples.buckets) {
+        if (b.count == 0)
+            continue;
+        std::vector<const Function*> owners;
+        for (uint64_t a = b.start; a < uint64_t(b.start) + b.size; a += 2) {
+            const Function* f = symbols.find(uint32_t(a));
+            if (f != nullptr && std::find(owners.begin(), owners.end(), f) == owners.end())
+                owners.push_back(f);
+        }
+        if (owners.size() < 2)
+            continue;
+        if (straddling++ == 0) {
+            example = hex(b.start) + " (" + std::to_string(b.size) + " bytes: ";
+            for (size_t i = 0; i < owners.size(); ++i)
+                example += (i == 0 ? "" : ", ") + owners[i]->name;
+            example += ")";
+        }
+    }
+    if (straddling == 0)
+        return;
+    profile.warnings.push_back(
+        {"bucket-straddles", std::to_string(straddling) + " sampled block(s) cover two or more functions, e.g. " + example +
+                                 ": their counts are split by each function's share of the block's bytes; smaller "
+                                 "blocks or functions aligned to the block size remove the doubt"});
+}
+
 } // namespace
 
 std::optional<Grouping> parse_grouping(std::string_view text)
@@ -514,6 +546,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         profile.warnings.push_back({"input", note});
     if (!samples.exact && !samples.pcs.empty())
         check_sequences(profile, samples);
+    check_straddling_buckets(profile, samples, symbols);
     if (profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
         char text[256];
         std::snprintf(text, sizeof text,

@@ -290,13 +290,30 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::array(const DWARFDie& die) c
     return outer;
 }
 
-DataLayout::DataLayout(const std::string& elf_path) : impl_(std::make_unique<Impl>())
+namespace {
+
+std::unique_ptr<llvm::MemoryBuffer> read_file(const std::string& elf_path)
 {
-    impl_->path = elf_path;
     auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
     if (!buffer)
         throw Error(elf_path, "", "cannot read ELF: " + buffer.getError().message());
-    impl_->buffer = std::move(*buffer);
+    return std::move(*buffer);
+}
+
+} // namespace
+
+DataLayout::DataLayout(const std::string& elf_path) : DataLayout(read_file(elf_path), elf_path) {}
+
+DataLayout DataLayout::parse(std::string_view image, const std::string& name)
+{
+    return DataLayout(llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(image.data(), image.size()), name), name);
+}
+
+DataLayout::DataLayout(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& elf_path)
+    : impl_(std::make_unique<Impl>())
+{
+    impl_->path = elf_path;
+    impl_->buffer = std::move(image);
     auto object = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
     if (!object)
         throw Error(elf_path, "", "cannot read ELF: " + llvm::toString(object.takeError()));

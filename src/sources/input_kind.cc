@@ -19,7 +19,8 @@ InputKind detect_input(std::string_view head)
     if (is_gmon(head))
         return InputKind::gmon;
     // A dump announces itself with its header; UART noise may come first.
-    if (head.find("prof raw n=") != std::string_view::npos || head.find("prof hist base=") != std::string_view::npos)
+    if (head.find("prof raw n=") != std::string_view::npos || head.find("prof hist base=") != std::string_view::npos ||
+        head.find("prof topn n=") != std::string_view::npos)
         return InputKind::dump;
     // Truth counts: the first line is "0xADDR COUNT".
     LineCursor lines(head);

@@ -133,6 +133,15 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(run(*ocd, "--mode", "halt", "--batch", "8"), 1, "--batch goes with")
         for bad in ("0", "2.5", "20000"):
             self.assert_one_line_error(run(*ocd, "--mode", "pcsr", "--batch", bad), 1, "--batch")
+        self.assertIn("--decay", run("top", "--help").stdout)
+        self.assert_one_line_error(run("top", "--gdb", "127.0.0.1:1"), 1, "--elf")
+        self.assert_one_line_error(run("top", "--elf", self.elf), 1, "--gdb")
+        self.assert_one_line_error(run("top", "--gdb", "127.0.0.1:1", "--elf", self.elf, "--decay", "-5"), 1,
+                                   "--decay")
+        # Nothing listens on port 1: one line naming the connection, exit 2, no hang.
+        self.assert_one_line_error(run("top", "--gdb", "127.0.0.1:1", "--elf", self.elf), 2, "127.0.0.1:1")
+        table = self.write("table.txt", "prof topn n=3 shift=4 total=4 ignored=1 entries=1\nt 08000000 4 1000\nend\n")
+        self.assertEqual(run("report", table, "--elf", self.elf).returncode, 0)
 
     def test_bad_input_exit_2(self):
         dump = self.write("uart.txt", "prof raw n=1\np 08000000\nend\n")

@@ -62,6 +62,22 @@ TEST_CASE("attribution: a bucket across a function boundary is split by the func
     CHECK(row_named(p, "local_b").samples == doctest::Approx(50 + 30));
     CHECK(row_named(p, "func_c").samples == doctest::Approx(40));
     CHECK(p.unattributed == 0);   // the filler took nothing
+    // Both buckets cover two functions: one warning that names the first and counts both.
+    REQUIRE(has_warning(p, "bucket-straddles"));
+    const auto straddles = std::find_if(p.warnings.begin(), p.warnings.end(),
+                                        [](const Warning& w) { return w.kind == "bucket-straddles"; });
+    CHECK(straddles->message.find("2 sampled block(s)") == 0);
+    CHECK(straddles->message.find("0x08000008 (16 bytes: func_a, local_b)") != std::string::npos);
+}
+
+TEST_CASE("attribution: buckets inside one function, or over filler, straddle nothing")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.buckets.push_back({0x08000000, 16, 10});   // func_a exactly
+    s.buckets.push_back({0x08000010, 16, 10});   // local_b and the filler after it
+    s.buckets.push_back({0x08000018, 16, 0});    // across local_b and func_c, but never sampled
+    CHECK_FALSE(has_warning(attribute(s, symbols, nullptr, {}), "bucket-straddles"));
 }
 
 TEST_CASE("attribution: a bucket of filler only, and samples outside the histogram")

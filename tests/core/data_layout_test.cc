@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/error.h"
@@ -151,6 +153,17 @@ TEST_CASE("data layout: an unreadable file or one without DWARF is one error nam
         CHECK(error.file() == no_dwarf);
         CHECK(std::string(error.what()).find("debug") != std::string::npos);
     }
+}
+
+TEST_CASE("data layout: an image in memory reads as the file, a cut one is an error")
+{
+    std::ifstream in(fixture, std::ios::binary);
+    const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(image.size() > 1000);
+    const DataLayout layout = DataLayout::parse(image, "in memory");
+    CHECK(layout.variable("current_sensor")->address == 0x20000100);
+    CHECK(layout.path() == "in memory");
+    CHECK_THROWS_AS(DataLayout::parse(image.substr(0, 100), "cut"), mcuprof::core::Error);
 }
 
 TEST_CASE("data layout: the RTOS image's current task name, as the task tagging reads it")

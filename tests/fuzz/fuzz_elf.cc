@@ -1,11 +1,29 @@
-// Fuzz target: ELF loading through the core, then attribution of a few samples with it.
+// Fuzz target: ELF loading through the core, then attribution of a few samples with it, and
+// the DWARF data layout of the same image (variables, types, members).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/profile.h"
 #include "mcuprof/core/symbols.h"
+
+namespace {
+
+// Every member, element and pointer target a few levels deep, as a reader of target memory
+// would follow them.
+size_t walk(const mcuprof::core::TypeLayout* type, int depth)
+{
+    if (type == nullptr || depth > 4)
+        return 0;
+    size_t seen = type->name.size() + type->size + type->count;
+    for (const auto& m : type->members)
+        seen += m.offset + walk(m.type.get(), depth + 1);
+    return seen + walk(type->element.get(), depth + 1);
+}
+
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
@@ -19,6 +37,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         }
         samples.buckets.push_back({0x08000000, 64, 10});
         (void)mcuprof::core::attribute(samples, symbols, nullptr, {});
+    } catch (const mcuprof::core::Error&) {
+    }
+    try {
+        const auto layout =
+            mcuprof::core::DataLayout::parse(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+        for (const char* name : {"current_sensor", "sensors", "pxCurrentTCB", "prof_table"})
+            if (auto variable = layout.variable(name))
+                walk(variable->type.get(), 0);
+        walk(layout.type("struct sensor").get(), 0);
+        walk(layout.type("sensor_t").get(), 0);
     } catch (const mcuprof::core::Error&) {
     }
     return 0;

@@ -59,6 +59,60 @@ TEST_CASE("dump reader: chunks, tags, tasks, spans and skipped lines")
     CHECK(hist.counts == std::vector<uint32_t>{0, 3, 0, 7});
 }
 
+TEST_CASE("dump reader: a top-N table becomes one bucket per used entry, its decay stated")
+{
+    const char* const table =
+        "prof topn n=120 shift=4 total=150 ignored=20 entries=4\n"
+        "t 08000100 90 600\n"
+        "t 08000230 50 400\n"
+        "t 08000100 0 0\n"   // a free entry: its stale block is not a bucket
+        "t 00000000 0 0\n"
+        "end\n";
+    Dump dump = parse_dump(table, "uart.txt");
+    REQUIRE(dump.chunks.size() == 1);
+    const DumpChunk& c = dump.chunks[0];
+    CHECK(c.kind == DumpChunk::Kind::table);
+    CHECK(c.announced == 120);
+    CHECK(c.shift == 4);
+    CHECK(c.total == 150);
+    CHECK(c.ignored == 20);
+    REQUIRE(c.entries.size() == 4);
+    CHECK(c.entries[1].block == 0x08000230);
+    CHECK(c.entries[1].hits == 50);
+    CHECK(c.entries[1].permille == 400);
+
+    const mcuprof::core::SampleSet s = to_samples(std::move(dump), {});
+    REQUIRE(s.buckets.size() == 2);
+    CHECK(s.buckets[0].start == 0x08000100);
+    CHECK(s.buckets[0].size == 16);
+    CHECK(s.buckets[0].count == 90);
+    CHECK(s.buckets[1].count == 50);
+    CHECK(s.pcs.empty());
+    REQUIRE(s.notes.size() == 2);
+    CHECK(s.notes[0].find("add up to 1000") != std::string::npos);
+    CHECK(s.notes[1].find("20 of 120 samples fell in the ignore list") != std::string::npos);
+
+    SUBCASE("malformed tables are errors naming the line")
+    {
+        auto error_of = [](const char* text) {
+            try {
+                parse_dump(text, "uart.txt");
+            } catch (const Error& e) {
+                return e.place() + ": " + e.what();
+            }
+            return std::string("no error");
+        };
+        CHECK(error_of("prof topn n=1 shift=4 total=2 ignored=0 entries=2\nt 08000100 2 1000\nend\n")
+                  .find("line 1") == 0);
+        CHECK(error_of("prof topn n=1 shift=4 total=2 ignored=0 entries=1\nt 08000108 2 1000\nend\n")
+                  .find("not aligned") != std::string::npos);
+        CHECK(error_of("prof topn n=1 shift=4 total=2 ignored=0 entries=1\nt 08000100 x 1000\nend\n")
+                  .find("line 2") == 0);
+        CHECK(error_of("prof topn n=1 total=2 ignored=0 entries=1\n").find("shift=") != std::string::npos);
+        CHECK(error_of("t 08000100 2 1000\n").find("outside a 'prof topn'") != std::string::npos);
+    }
+}
+
 TEST_CASE("dump reader: all chunks merged, or one, or the first N samples")
 {
     const Dump dump = parse_dump(capture, "uart.txt");

@@ -162,6 +162,12 @@ class RecordThroughOpenOCD(unittest.TestCase):
             print(f"\nrecord --openocd --mode {mode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}",
                   file=sys.stderr)
 
+        # mcuprof top through the same OpenOCD (the record command's sources): plain tables.
+        cls.top = subprocess.run([str(CLI), "top", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "pcsr",
+                                  "--samples", "1000", "--refresh", "200ms", "--rows", "0", "--elf", str(ELF)],
+                                 capture_output=True, text=True, timeout=120)
+        cls.top_state = cls.tcl.run("[target current] curstate").strip()
+
         # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
         rec = cls.work / "sigint.rec"
         p = subprocess.Popen(record(tcl_port, "halt", "--duration", "60s", rec=rec),
@@ -194,6 +200,18 @@ class RecordThroughOpenOCD(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(state, "running", f"OpenOCD sees the target {state} after --mode {mode}")
         return observed_shares(self, json.loads(r.stdout), SAMPLES[mode], self.truth)
+
+    def test_top_through_openocd(self):
+        self.assertEqual(self.top.returncode, 0, self.top.stderr)
+        self.assertEqual(self.top_state, "running")
+        last = [l for l in self.top.stdout.splitlines() if l.startswith("top ")][-1]
+        self.assertIn("(end: sample count reached): 1000 samples", last)
+        rows = {}
+        for line in self.top.stdout.split(last)[1].strip().splitlines()[1:]:
+            pct, _, _, name = line.split(None, 3)
+            rows[name] = float(pct) / 100
+        total = sum(self.truth.values())
+        self.assertEqual(set(hottest(rows, 3)), set(hottest({k: v / total for k, v in self.truth.items()}, 3)))
 
     def test_guest_still_running(self):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")

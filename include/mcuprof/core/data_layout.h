@@ -13,6 +13,10 @@
 #include <string_view>
 #include <vector>
 
+namespace llvm {
+class MemoryBuffer;
+}
+
 namespace mcuprof::core {
 
 struct TypeLayout {
@@ -46,6 +50,8 @@ public:
     // Reads the ELF's DWARF; throws core::Error naming the file when it cannot be read or
     // has no debug information.
     explicit DataLayout(const std::string& elf_path);
+    // The same from an image in memory (copied); `name` stands for the file in errors.
+    static DataLayout parse(std::string_view image, const std::string& name);
     ~DataLayout();
     DataLayout(DataLayout&&) noexcept;
     DataLayout& operator=(DataLayout&&) noexcept;
@@ -60,6 +66,7 @@ public:
     const std::string& path() const;
 
 private:
+    DataLayout(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& name);
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

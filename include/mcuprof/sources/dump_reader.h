@@ -14,8 +14,16 @@
 
 namespace mcuprof::sources {
 
+// One entry of the top-N table (PROF_TOPN builds): a block of 1 << shift bytes and its
+// decayed weight.
+struct TableEntry {
+    uint32_t block = 0;
+    uint64_t hits = 0;       // +2 per sample in the block, -1 per decay turn
+    uint64_t permille = 0;   // the firmware's hits * 1000 / total, as of the entry's last hit
+};
+
 struct DumpChunk {
-    enum class Kind { raw, histogram };
+    enum class Kind { raw, histogram, table };
     Kind kind = Kind::raw;
     size_t header_line = 0;
     uint64_t announced = 0;               // n= of the header: samples the firmware took
@@ -29,6 +37,11 @@ struct DumpChunk {
     uint32_t shift = 0;
     uint64_t outside = 0;                 // out= of the header
     std::vector<uint32_t> counts;         // one per bucket of 1 << shift bytes from base
+    // table (shift as above: the block size)
+    uint64_t total = 0;                   // total= : weight given minus weight decayed
+    uint64_t ignored = 0;                 // ignored= : samples in the ignore list
+    uint64_t announced_entries = 0;       // entries= of the header
+    std::vector<TableEntry> entries;      // in table order, free entries (hits 0) included
 };
 
 struct Dump {

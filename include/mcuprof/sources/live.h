@@ -38,6 +38,8 @@ struct SamplingPlan {
     std::optional<std::chrono::nanoseconds> duration; // stop after this long
 };
 
+struct SamplerStats;
+
 class SampleSink {
 public:
     virtual ~SampleSink() = default;
@@ -45,6 +47,9 @@ public:
     virtual void event(const std::string& kind, const std::string& message) = 0;
     // A task met for the first time: its control block's address and its name.
     virtual void task(uint32_t /*control_block*/, const std::string& /*name*/) {}
+    // The figures so far (samples, wall and running seconds), after each sample or batch:
+    // for a live view's rate and duty. Called on the sampling thread.
+    virtual void progress(const SamplerStats& so_far) {}
 };
 
 // DWT_PCSR sampling reads the PC of a running core: no halts, so its figures are the batches'.

@@ -1,8 +1,9 @@
 #pragma once
 // Reads the reference on-chip sampler's memory (firmware-ref/src/sampler.c) over the debug
-// link, with no UART: the ring of PCs (prof_ring, prof_tags) or the histogram (prof_bins,
-// prof_shift, prof_outside), and the count prof_taken. Addresses and lengths come from the
-// ELF's symbols. The result is the same dump the firmware would print.
+// link, with no UART: the ring of PCs (prof_ring, prof_tags), the histogram (prof_bins,
+// prof_shift, prof_outside) or the top-N table (prof_table), and the count prof_taken.
+// Addresses and lengths come from the ELF's symbols, the table's layout from its DWARF.
+// The result is the same dump the firmware would print.
 #include <chrono>
 #include <optional>
 #include <string>

@@ -65,10 +65,14 @@ private:
             words(line, "g", raw_chunk("g"), &DumpChunk::tags, 8);
         else if (starts_with(line, "h "))
             words(line, "h", histogram_chunk(), &DumpChunk::counts, 8);
+        else if (starts_with(line, "t "))
+            entry(line);
         else if (starts_with(line, "prof raw "))
             open(line, DumpChunk::Kind::raw);
         else if (starts_with(line, "prof hist "))
             open(line, DumpChunk::Kind::histogram);
+        else if (starts_with(line, "prof topn "))
+            open(line, DumpChunk::Kind::table);
         else if (line == "end")
             close();
         else if (starts_with(line, "span="))
@@ -106,12 +110,18 @@ private:
         chunk.announced = number_field(line, "n", false);
         chunk.span = pending_span_;
         pending_span_.reset();
-        if (kind == DumpChunk::Kind::histogram) {
-            chunk.base = static_cast<uint32_t>(number_field(line, "base", true));
+        if (kind != DumpChunk::Kind::raw) {
             chunk.shift = static_cast<uint32_t>(number_field(line, "shift", false));
             if (chunk.shift < 1 || chunk.shift > 20)
                 fail("shift=" + std::to_string(chunk.shift) + " is outside 1..20 (buckets of 2 bytes to 1 MiB)");
+        }
+        if (kind == DumpChunk::Kind::histogram) {
+            chunk.base = static_cast<uint32_t>(number_field(line, "base", true));
             chunk.outside = number_field(line, "out", false);
+        } else if (kind == DumpChunk::Kind::table) {
+            chunk.total = number_field(line, "total", false);
+            chunk.ignored = number_field(line, "ignored", false);
+            chunk.announced_entries = number_field(line, "entries", false);
         } else {
             // Each sample takes 9 bytes of text: the header's n is trusted only that far.
             chunk.pcs.reserve(std::min<uint64_t>(chunk.announced, text_size_ / 9));
@@ -132,6 +142,28 @@ private:
         if (current_ == nullptr || current_->kind != DumpChunk::Kind::histogram)
             fail("'h' line outside a 'prof hist' dump");
         return *current_;
+    }
+
+    // "t BLOCK HITS PERMILLE": hex block start, decimal weight and per-mille.
+    void entry(std::string_view line)
+    {
+        if (current_ == nullptr || current_->kind != DumpChunk::Kind::table)
+            fail("'t' line outside a 'prof topn' dump");
+        std::string_view rest = line.substr(2);
+        std::string_view fields[3];
+        for (std::string_view& f : fields) {
+            const size_t space = rest.find(' ');
+            f = rest.substr(0, space);
+            rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+        }
+        TableEntry e;
+        if (!rest.empty() || !parse_hex32(fields[0], e.block) || !parse_decimal(fields[1], e.hits) ||
+            !parse_decimal(fields[2], e.permille))
+            fail("'" + std::string(line) + "' is not 't BLOCK HITS PERMILLE' (hex, decimal, decimal)");
+        if (e.block & ((1u << current_->shift) - 1u))
+            fail("block " + std::string(fields[0]) + " is not aligned to the table's 2^" +
+                 std::to_string(current_->shift) + "-byte blocks");
+        current_->entries.push_back(e);
     }
 
     // The hex words after a line's one-letter kind. One pass over the characters with a
@@ -192,6 +224,10 @@ private:
     void check(const DumpChunk& chunk) const
     {
         const std::string place = "line " + std::to_string(chunk.header_line);
+        if (chunk.kind == DumpChunk::Kind::table && chunk.ended && chunk.entries.size() != chunk.announced_entries)
+            throw Error(path_, place,
+                        "table has " + std::to_string(chunk.entries.size()) + " 't' lines but its header says entries=" +
+                            std::to_string(chunk.announced_entries));
         if (chunk.kind == DumpChunk::Kind::raw) {
             if (chunk.pcs.size() > chunk.announced)
                 throw Error(path_, place,
@@ -227,6 +263,23 @@ void describe(const Dump& dump, size_t index, core::SampleSet& out)
     const std::string name = chunk_name(dump, index);
     if (!c.ended)
         out.notes.push_back(name + " has no 'end' line: the capture may be cut short");
+    if (c.kind == DumpChunk::Kind::table) {
+        uint64_t permille = 0;
+        for (const TableEntry& e : c.entries)
+            permille += e.permille;
+        out.notes.push_back(
+            name + " is a top-" + std::to_string(c.entries.size()) + " table with decay of " +
+            std::to_string(1u << c.shift) +
+            "-byte blocks: its counts are decayed weights (+2 per sample, -1 per decay turn), not samples, so the "
+            "shares are of the recent weight and the error bars are only indicative; the firmware's own per-mille "
+            "figures add up to " + std::to_string(permille) +
+            " (each as of its entry's last hit; weight of blocks that left the table stays in total=" +
+            std::to_string(c.total) + ")");
+        if (c.ignored > 0)
+            out.notes.push_back(name + ": " + std::to_string(c.ignored) + " of " + std::to_string(c.announced) +
+                                " samples fell in the ignore list (the idle loop) and are not counted");
+        return;
+    }
     if (c.kind == DumpChunk::Kind::raw) {
         if (c.pcs.size() < c.announced)
             out.notes.push_back(name + " holds the last " + std::to_string(c.pcs.size()) + " of " +
@@ -265,7 +318,7 @@ Dump read_dump(const std::string& path, const ReadProgress& progress)
 core::SampleSet to_samples(Dump dump, const DumpSelection& selection)
 {
     if (dump.chunks.empty())
-        throw Error(dump.path, "", "no dump in the file: no 'prof raw' or 'prof hist' line");
+        throw Error(dump.path, "", "no dump in the file: no 'prof raw', 'prof hist' or 'prof topn' line");
     size_t begin = 0;
     size_t end = dump.chunks.size();
     if (selection.chunk) {
@@ -279,17 +332,20 @@ core::SampleSet to_samples(Dump dump, const DumpSelection& selection)
     core::SampleSet out;
     bool any_raw = false;
     bool any_histogram = false;
+    bool any_table = false;
     bool any_tags = false;
     for (size_t i = begin; i < end; ++i) {
         any_raw |= dump.chunks[i].kind == DumpChunk::Kind::raw;
         any_histogram |= dump.chunks[i].kind == DumpChunk::Kind::histogram;
+        any_table |= dump.chunks[i].kind == DumpChunk::Kind::table;
         any_tags |= !dump.chunks[i].tags.empty();
     }
     out.origin = std::string("on-chip sampler dump") + (any_raw ? ", raw PCs" : "") +
-                 (any_histogram ? ", histogram" : "") + (end - begin > 1 ? ", " + std::to_string(end - begin) + " dumps merged" : "") +
+                 (any_histogram ? ", histogram" : "") + (any_table ? ", top-N table with decay" : "") +
+                 (end - begin > 1 ? ", " + std::to_string(end - begin) + " dumps merged" : "") +
                  ": " + dump.path;
     if (selection.first && !any_raw)
-        throw Error(dump.path, "", "--first needs raw samples, but the dump holds only a histogram");
+        throw Error(dump.path, "", "--first needs raw samples, but the dump holds only a histogram or table");
 
     size_t budget = selection.first.value_or(SIZE_MAX);
     for (size_t i = begin; i < end; ++i) {
@@ -301,6 +357,12 @@ core::SampleSet to_samples(Dump dump, const DumpSelection& selection)
                 if (c.counts[k] != 0)
                     out.buckets.push_back({c.base + uint32_t(k << c.shift), size, c.counts[k]});
             out.outside_buckets += c.outside;
+            continue;
+        }
+        if (c.kind == DumpChunk::Kind::table) {
+            for (const TableEntry& e : c.entries)
+                if (e.hits != 0)
+                    out.buckets.push_back({e.block, 1u << c.shift, e.hits});
             continue;
         }
         const size_t take = std::min(budget, c.pcs.size());

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/transport/rsp_client.h"
@@ -28,6 +29,70 @@ uint32_t read_word(transport::RspClient& gdb, uint32_t address)
     return words(gdb.read_memory(address, 4), 4).at(0);
 }
 
+// The top-N table (PROF_TOPN builds, firmware-ref/src/sampler.h), found by its layout in
+// the ELF's DWARF rather than by the firmware's header: members by name, the entry count from
+// the array's length, so a table of another length or member order reads the same.
+class TableReader {
+public:
+    TableReader(const std::string& elf_path) : elf_path_(elf_path), layout_(elf_path) {}
+
+    void read(transport::RspClient& gdb, DumpChunk& chunk) const
+    {
+        const auto table = layout_.variable("prof_table");
+        if (!table || !table->type || table->type->kind != core::TypeLayout::Kind::structure)
+            fail("prof_table is not a structure in the DWARF");
+        const core::TypeLayout& type = *table->type;
+        const core::TypeLayout::Member& entries = member(type, "entries");
+        if (entries.type->kind != core::TypeLayout::Kind::array || !entries.type->element || entries.type->count == 0)
+            fail("prof_table.entries is not an array of known length");
+        const core::TypeLayout& entry = *entries.type->element;
+        const auto& block = member(entry, "block");
+        const auto& hits = member(entry, "hits");
+        const auto& permille = member(entry, "permille");
+
+        const std::string bytes = gdb.read_memory(table->address, uint32_t(type.size));
+        chunk.kind = DumpChunk::Kind::table;
+        chunk.shift = uint32_t(value(bytes, 0, member(type, "shift")));
+        chunk.total = value(bytes, 0, member(type, "total"));
+        chunk.ignored = value(bytes, 0, member(type, "ignored"));
+        if (chunk.shift < 1 || chunk.shift > 20)
+            throw Error(elf_path_, "prof_table.shift", "reads " + std::to_string(chunk.shift) +
+                                                           " from the target, outside 1..20: is this the ELF that runs?");
+        for (uint64_t i = 0; i < entries.type->count; ++i) {
+            const uint64_t at = entries.offset + i * entry.size;
+            chunk.entries.push_back({uint32_t(value(bytes, at, block)), value(bytes, at, hits), value(bytes, at, permille)});
+        }
+        chunk.announced_entries = chunk.entries.size();
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& problem) const { throw Error(elf_path_, "DWARF", problem); }
+
+    const core::TypeLayout::Member& member(const core::TypeLayout& type, const char* name) const
+    {
+        const auto* m = type.member(name);
+        if (m == nullptr || !m->type)
+            fail(type.name + " has no member '" + name + "'");
+        return *m;
+    }
+
+    // A little-endian unsigned member at `base` + its offset in the bytes read.
+    uint64_t value(const std::string& bytes, uint64_t base, const core::TypeLayout::Member& m) const
+    {
+        const uint64_t size = m.type->size;
+        if (size == 0 || size > 8 || base + m.offset + size > bytes.size())
+            fail("member '" + m.name + "' (" + std::to_string(size) + " bytes at " + std::to_string(base + m.offset) +
+                 ") is not an integer inside prof_table");
+        uint64_t v = 0;
+        for (uint64_t k = 0; k < size; ++k)
+            v |= uint64_t(uint8_t(bytes[base + m.offset + k])) << (8 * k);
+        return v;
+    }
+
+    std::string elf_path_;
+    core::DataLayout layout_;
+};
+
 } // namespace
 
 Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, const std::string& elf_path)
@@ -41,7 +106,9 @@ Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, co
     chunk.ended = true;
     chunk.announced = read_word(gdb, taken->address);
 
-    if (const auto ring = symbols.find_object("prof_ring")) {
+    if (symbols.find_object("prof_table")) {
+        TableReader(elf_path).read(gdb, chunk);
+    } else if (const auto ring = symbols.find_object("prof_ring")) {
         // The ring holds the last `length` samples; the oldest is at taken % length once it
         // has wrapped (the sampler writes sample k at k % length).
         const size_t length = ring->size / 4;
@@ -71,7 +138,7 @@ Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, co
         chunk.outside = read_word(gdb, outside->address);
         chunk.counts = words(gdb.read_memory(bins->address, bins->size), 2);
     } else {
-        throw Error(elf_path, "symbols", "neither prof_ring nor prof_bins: unknown sampler build");
+        throw Error(elf_path, "symbols", "none of prof_ring, prof_bins, prof_table: unknown sampler build");
     }
     dump.chunks.push_back(std::move(chunk));
     return dump;
@@ -117,7 +184,14 @@ void write_dump(const Dump& dump, std::ostream& out)
             if (!values.empty())
                 out << '\n';
         };
-        if (c.kind == DumpChunk::Kind::raw) {
+        if (c.kind == DumpChunk::Kind::table) {
+            out << "prof topn n=" << c.announced << " shift=" << c.shift << " total=" << c.total
+                << " ignored=" << c.ignored << " entries=" << c.entries.size() << '\n';
+            for (const TableEntry& e : c.entries) {
+                std::snprintf(word, sizeof word, "%08x", e.block);
+                out << "t " << word << ' ' << e.hits << ' ' << e.permille << '\n';
+            }
+        } else if (c.kind == DumpChunk::Kind::raw) {
             out << "prof raw n=" << c.announced << '\n';
             lines('p', c.pcs, 8, "%08x");
             lines('g', c.tags, 8, "%08x");

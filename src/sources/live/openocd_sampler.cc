@@ -216,6 +216,13 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
             }
         }
         const std::string batch_script = pcsr_batch_script(options_.batch);
+        // Halt mode: the target is halted only inside each round trip, for part of it.
+        double halted_seconds = 0;
+        auto report_progress = [&](Clock::time_point now) {
+            stats.wall_seconds = seconds_between(start, now);
+            stats.running_seconds = stats.wall_seconds - halted_seconds;
+            sink.progress(stats);
+        };
         while (!done()) {
             wait();
             if (done())
@@ -229,6 +236,8 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
                 s.time_ns = time_of(answered);
                 sink.sample(s);
                 ++stats.samples;
+                halted_seconds += seconds_between(asked, answered);
+                report_progress(answered);
             } else {
                 const uint64_t wanted = plan.samples ? *plan.samples - stats.samples : options_.batch;
                 const unsigned count = unsigned(std::min<uint64_t>(options_.batch, wanted));
@@ -252,6 +261,7 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
                     sink.sample(s);
                     ++stats.samples;
                 }
+                report_progress(answered);
             }
         }
         if (stats.pcsr && stats.pcsr->halted_reads > 0)

@@ -258,6 +258,8 @@ SamplerStats RspHaltingSampler::run(SampleSink& sink, const SamplingPlan& plan, 
             }
             sink.sample(s);
             ++stats.samples;
+            stats.wall_seconds = seconds_between(start, stopped);
+            sink.progress(stats);
             if (!icount_pacing)
                 resume();
         }

@@ -1,0 +1,67 @@
+#pragma once
+// What the commands that sample a live target share (record, top): the options that choose
+// and pace the sampling method, the source they build, the stop on Ctrl-C, and the samples
+// file's header.
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "mcuprof/sources/live.h"
+#include "mcuprof/sources/rtos_awareness.h"
+#include "mcuprof/sources/stack_sampling.h"
+
+namespace mcuprof::cli {
+
+struct SamplingOptions {
+    std::string gdb;
+    std::string openocd;
+    std::string mode;
+    std::string qmp;
+    std::string pace = "wall";
+    std::string interval;
+    std::string duration;
+    std::string shape = "exponential";
+    double jitter = 0.5;
+    uint64_t samples = 0;
+    uint64_t seed = 0;
+    std::string batch;                                     // --mode pcsr: PCSR reads per Tcl round trip
+    std::optional<sources::StackSamplingOptions> stacks;   // record --stacks: unwind at every halt (GDB)
+    std::optional<sources::TaskLayout> tasks;              // tag each sample with the running task (GDB)
+};
+
+// Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
+// --qmp and --seed, bound to `options`.
+void add_sampling_options(boost::program_options::options_description& description, SamplingOptions& options);
+
+// Checks the options (UsageError) and builds the sampler they ask for.
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options);
+
+// --samples and --duration; with neither, `default_samples` (0: until stopped).
+sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t default_samples);
+
+// The samples file's header: what the source says of itself, the ELF and the start time.
+nlohmann::json recording_header(const sources::SampleSource& source, const std::string& elf);
+
+// While it lives, SIGINT and SIGTERM (Ctrl-C, kill) set `requested` instead of ending the
+// process, so a sampler can leave the target running and the samples are kept.
+class StopOnSignal {
+public:
+    StopOnSignal();
+    ~StopOnSignal();
+    StopOnSignal(const StopOnSignal&) = delete;
+    StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+    static std::atomic<bool> requested;
+
+private:
+    void (*previous_int_)(int);
+    void (*previous_term_)(int);
+};
+
+} // namespace mcuprof::cli

@@ -1,0 +1,261 @@
+// mcuprof top: a live view of the hottest functions while a sampler runs (issue 8), with
+// optional exponential forgetting (issue 10's host-side analogue of the on-chip decay).
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+
+#include "mcuprof/core/decay.h"
+#include "mcuprof/core/symbols.h"
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/recording.h"
+#include "options.h"
+#include "sampling.h"
+
+namespace po = boost::program_options;
+
+namespace mcuprof::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// --decay: "2s" (a time: weights halve every 2 s of sampling time) or "500" (a count: every
+// 500 samples).
+struct HalfLife {
+    double value = 0;
+    bool in_samples = false;
+    std::string text;
+};
+
+std::optional<HalfLife> parse_half_life(const std::string& text)
+{
+    if (text.empty())
+        return std::nullopt;
+    HalfLife h;
+    h.text = text;
+    const bool is_time = text.back() == 's' || (text.size() > 3 && text.substr(text.size() - 3) == "min");
+    if (is_time) {
+        h.value = std::chrono::duration<double>(parse_duration(text, "--decay")).count();
+    } else {
+        h.value = parse_count(text, "--decay");
+        h.in_samples = true;
+    }
+    if (!(h.value > 0))
+        throw UsageError("--decay takes a positive half-life, not '" + text + "'");
+    return h;
+}
+
+// What one refresh shows, copied out under the lock so printing does not hold the sampler up.
+struct Frame {
+    std::vector<core::DecayingTally::Entry> rows;
+    uint64_t samples = 0;
+    double effective = 0;
+    double wall_seconds = 0;
+    double running_seconds = 0;
+};
+
+// Takes the samples on the sampling thread: names each by its function, weighs it, keeps it
+// in the samples file when one is asked for.
+class TopSink : public sources::SampleSink {
+public:
+    TopSink(const core::SymbolTable& symbols, const std::optional<HalfLife>& half_life,
+            sources::RecordingWriter* writer)
+        : symbols_(symbols),
+          tally_(half_life ? std::optional<double>(half_life->value) : std::nullopt),
+          by_samples_(half_life && half_life->in_samples),
+          writer_(writer)
+    {
+    }
+
+    void sample(const sources::LiveSample& s) override
+    {
+        const core::Function* f = symbols_.find(s.pc);
+        std::lock_guard<std::mutex> lock(mutex_);
+        tally_.add(f != nullptr ? f->name : "?", by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9);
+        if (writer_ != nullptr) {
+            writer_->sample(s);
+            const auto now = Clock::now();
+            if (now - flushed_ >= std::chrono::milliseconds(100)) {
+                writer_->flush();
+                flushed_ = now;
+            }
+        }
+    }
+    void event(const std::string& kind, const std::string& message) override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (writer_ != nullptr) {
+            writer_->event({{"kind", kind}, {"message", message}});
+            writer_->flush();
+        }
+    }
+    void progress(const sources::SamplerStats& so_far) override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        wall_seconds_ = so_far.wall_seconds;
+        running_seconds_ = so_far.running_seconds;
+    }
+
+    Frame frame() const
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return {tally_.ranked(), tally_.samples(), tally_.effective_samples(), wall_seconds_, running_seconds_};
+    }
+
+private:
+    const core::SymbolTable& symbols_;
+    mutable std::mutex mutex_;
+    core::DecayingTally tally_;
+    bool by_samples_;
+    sources::RecordingWriter* writer_;
+    Clock::time_point flushed_ = Clock::now();
+    double wall_seconds_ = 0;
+    double running_seconds_ = 0;
+};
+
+class IgnoreBrokenPipe {
+public:
+    IgnoreBrokenPipe() : previous_(std::signal(SIGPIPE, SIG_IGN)) {}
+    ~IgnoreBrokenPipe() { std::signal(SIGPIPE, previous_); }
+    IgnoreBrokenPipe(const IgnoreBrokenPipe&) = delete;
+    IgnoreBrokenPipe& operator=(const IgnoreBrokenPipe&) = delete;
+
+private:
+    void (*previous_)(int);
+};
+
+// One table: a header line with the rate and duty since the previous frame, then the rows.
+void print_frame(std::FILE* out, const Frame& now, const Frame& before, double elapsed, const std::string& ended,
+                 const std::optional<HalfLife>& half_life, size_t rows)
+{
+    const double wall = now.wall_seconds - before.wall_seconds;
+    const double rate = wall > 0 ? double(now.samples - before.samples) / wall : 0;
+    const double duty = wall > 0 ? (now.running_seconds - before.running_seconds) / wall : 0;
+    std::fprintf(out, "top %.2f s%s: %llu samples, %.0f samples/s, target running %.1f %%, effective samples %.0f",
+                 elapsed, ended.empty() ? "" : (" (end: " + ended + ")").c_str(),
+                 static_cast<unsigned long long>(now.samples), rate, 100.0 * duty, now.effective);
+    if (half_life)
+        std::fprintf(out, ", half-life %s%s", half_life->text.c_str(), half_life->in_samples ? " samples" : "");
+    std::fprintf(out, "\n       %%    +-se      weight  function\n");
+    for (size_t i = 0; i < now.rows.size() && (rows == 0 || i < rows); ++i) {
+        const auto& r = now.rows[i];
+        std::fprintf(out, "%8.2f %7.2f %11.1f  %s\n", r.share.percent, r.share.stderr_pp, r.weight, r.key.c_str());
+    }
+}
+
+} // namespace
+
+int top_command(const Arguments& args)
+{
+    SamplingOptions sampling;
+    std::string elf;
+    std::string decay;
+    std::string refresh = "1s";
+    std::string samples_file;
+    size_t rows = 20;
+    po::options_description description("Options");
+    add_sampling_options(description, sampling);
+    description.add_options()
+        ("elf", po::value(&elf)->value_name("FILE"), "firmware ELF that runs (required)")
+        ("decay", po::value(&decay)->value_name("HALF_LIFE"),
+         "forget old samples: each one's weight halves every HALF_LIFE, a time (2s, 500ms: sampling time) or a "
+         "count (500: samples); error bars from the effective sample count")
+        ("refresh", po::value(&refresh)->value_name("TIME")->default_value("1s"), "redraw this often")
+        ("rows", po::value(&rows)->value_name("N")->default_value(20), "show the N hottest functions (0: all)")
+        ("output,o", po::value(&samples_file)->value_name("FILE"), "also keep the samples in FILE, as record does");
+    const std::string usage =
+        "usage: mcuprof top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE] [options]\n"
+        "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n\n"
+        "Samples running firmware as record does and shows the hottest functions live, with their\n"
+        "shares, standard errors, the sampling rate and the share of time the target ran. On a\n"
+        "terminal the view is redrawn in place; otherwise one table is printed per refresh.\n"
+        "Runs until --samples or --duration, the target's exit, or Ctrl-C; the target is always\n"
+        "left running.";
+    std::string unused;
+    if (!parse_command(args, usage, description, unused))
+        return 0;
+    if (!unused.empty())
+        throw UsageError("top takes no positional argument ('" + unused + "')");
+    if (elf.empty())
+        throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
+    const std::optional<HalfLife> half_life = parse_half_life(decay);
+    const auto period = parse_duration(refresh, "--refresh");
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling);
+    const sources::SamplingPlan plan = sampling_plan(sampling, 0);
+    const core::SymbolTable symbols = core::SymbolTable::load(elf);
+
+    std::unique_ptr<sources::RecordingWriter> writer;
+    if (!samples_file.empty())
+        writer = std::make_unique<sources::RecordingWriter>(samples_file, recording_header(*source, elf));
+    TopSink sink(symbols, half_life, writer.get());
+    const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+
+    const StopOnSignal stop;
+    // A reader that goes away (top | head) must end the sampling cleanly, with the target
+    // running, rather than kill the process by SIGPIPE between a halt and its resume.
+    const IgnoreBrokenPipe ignore_broken_pipe;
+    std::mutex done_mutex;
+    std::condition_variable done_changed;
+    bool done = false;
+    sources::SamplerStats stats;
+    std::exception_ptr failure;
+    std::thread sampling_thread([&] {
+        try {
+            stats = source->run(sink, plan, StopOnSignal::requested);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done = true;
+        done_changed.notify_all();
+    });
+
+    const Clock::time_point start = Clock::now();
+    Frame before;
+    auto show = [&](const std::string& ended) {
+        const Frame now = sink.frame();
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        if (terminal)
+            std::fputs("\x1b[H\x1b[2J", stdout);   // cursor home, clear screen (ECMA-48 CUP, ED)
+        print_frame(stdout, now, before, elapsed, ended, half_life, rows);
+        if (!terminal)
+            std::fputc('\n', stdout);
+        if (std::fflush(stdout) != 0 || std::ferror(stdout))
+            StopOnSignal::requested.store(true);   // nobody reads any more
+        before = now;
+    };
+    {
+        std::unique_lock<std::mutex> lock(done_mutex);
+        Clock::time_point next = start + period;
+        while (!done_changed.wait_until(lock, next, [&] { return done; })) {
+            lock.unlock();
+            show("");
+            lock.lock();
+            next += period;
+        }
+    }
+    sampling_thread.join();
+    if (failure)
+        std::rethrow_exception(failure);
+    if (writer) {
+        writer->summary(stats.to_json());
+        writer->flush();
+    }
+    before = Frame{};   // the last table's rate and duty are over the whole run
+    show(stats.end_reason);
+    if (stats.samples == 0)
+        throw sources::Error(sampling.gdb.empty() ? sampling.openocd : sampling.gdb, "",
+                             "no samples were taken: " + stats.end_reason);
+    return 0;
+}
+
+} // namespace mcuprof::cli
