@@ -37,7 +37,9 @@ def floor_rate(build, port, samples):
 def mcuprof_rate(build, elf, port, samples, work, *extra):
     r = subprocess.run([str(build / "mcuprof"), "record", "--gdb", f"127.0.0.1:{port}", "--interval", "1ns",
                         "--samples", str(samples), "--elf", str(elf), "-o", str(work / "bench.bin"),
-                        "--format", "json", *extra], capture_output=True, text=True, check=True)
+                        "--format", "json", *extra], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"mcuprof record failed ({r.returncode}): {r.stderr.strip()}")
     m = re.search(r"\(([\d.]+) samples/s\)", r.stderr)
     return float(m.group(1))
 

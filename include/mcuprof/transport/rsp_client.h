@@ -88,7 +88,8 @@ public:
     // A command for the server's own monitor (qRcmd: QEMU's HMP, OpenOCD's commands);
     // returns what it printed. Throws when the server answers with an error.
     std::string monitor(const std::string& command);
-    // 'D': the server resumes the target and closes.
+    // 'D' (or 'D;1' where QEMU insists on multiprocess): the server resumes the target and
+    // closes. A server that refuses both gets 'c' before the connection closes.
     void detach();
 
     const TargetDescription& target() const { return target_; }
