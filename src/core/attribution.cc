@@ -397,9 +397,20 @@ std::string_view name_of(Grouping grouping)
 }
 
 Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLocator* locator,
-                  const AttributionOptions& options)
+                  const AttributionOptions& asked)
 {
+    // A stripped ELF names no function: rows by function would be one "?" row, so the
+    // profile is by address, which still tells the hot code apart.
+    AttributionOptions options = asked;
+    const bool stripped = symbols.functions().empty() && options.by == Grouping::function;
+    if (stripped)
+        options.by = Grouping::address;
+
     Profile profile;
+    if (stripped)
+        profile.warnings.push_back({"stripped", (symbols.path().empty() ? std::string("the ELF") : symbols.path()) +
+                                                    " has no function symbols (stripped?): the profile is by address; "
+                                                    "give the ELF before stripping for function names"});
     profile.origin = samples.origin;
     profile.by = options.by;
     profile.exact = samples.exact;
@@ -547,7 +558,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     if (!samples.exact && !samples.pcs.empty())
         check_sequences(profile, samples);
     check_straddling_buckets(profile, samples, symbols);
-    if (profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
+    if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
         char text[256];
         std::snprintf(text, sizeof text,
                       "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware "

@@ -143,6 +143,17 @@ class Cli(unittest.TestCase):
         table = self.write("table.txt", "prof topn n=3 shift=4 total=4 ignored=1 entries=1\nt 08000000 4 1000\nend\n")
         self.assertEqual(run("report", table, "--elf", self.elf).returncode, 0)
 
+    def test_stripped_elf_gives_an_address_profile_with_a_warning(self):
+        stripped = os.path.join(self.dir.name, "stripped.elf")
+        subprocess.run(["arm-none-eabi-strip", "-o", stripped, self.elf], check=True)
+        dump = self.write("uart.txt", "prof raw n=3\np 08000000\np 08000000\np 08000010\nend\n")
+        r = run("report", dump, "--elf", stripped, "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["by"], "address")
+        self.assertEqual([w["kind"] for w in doc["warnings"]], ["stripped"])
+        self.assertEqual({row["address"]: row["samples"] for row in doc["functions"]}, {0x08000000: 2, 0x08000010: 1})
+
     def test_bad_input_exit_2(self):
         dump = self.write("uart.txt", "prof raw n=1\np 08000000\nend\n")
         missing = os.path.join(self.dir.name, "missing.txt")
