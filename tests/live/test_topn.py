@@ -242,10 +242,14 @@ class LiveTop(unittest.TestCase):
         # table of the same run does (the idle loop is on the table's ignore list, not here).
         host = [k for k in last["rows"] if k != "idle_spin"]
         self.assertEqual(set(host[:2]), set(MAIN_LOOP), last["rows"])
-        # calibrate held the first sixth of the run: without decay its share would be that.
+        # calibrate held the first part of the run (a sixth of its instructions; its share of
+        # wall-clock samples depends on QEMU's speed): without decay its share would be that,
+        # with it a tenth of that at most.
         cumulative = sum(1 for pc in pcs if syms.lookup(pc) == "calibrate") / n
-        self.assertGreater(cumulative, 0.10)
-        self.assertLess(last["rows"].get("calibrate", (0, 0, 0))[0], 1.0)
+        decayed = last["rows"].get("calibrate", (0, 0, 0))[0]
+        self.assertGreater(cumulative, 0)
+        self.assertLess(decayed, 1.0)
+        self.assertLess(decayed, 100 * cumulative / 10)
         chip = fwtest.cli_json("report", str(uart), "--elf", str(elf))
         self.assertEqual(set(row["name"] for row in chip["functions"][:2]), set(MAIN_LOOP))
 
