@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -49,8 +48,8 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
 sys.path.insert(0, str(HERE))
 import qemu_runner  # noqa: E402
-from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, STRICT, elf_functions, guest_running, start_rig,  # noqa: E402
-                                 stop_rig)
+from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, elf_functions, guest_running, require,  # noqa: E402
+                                 start_rig, stop_rig)
 
 ELF = FW_DIR / "mixed_forever_m4.elf"
 Z = 4.0
@@ -130,16 +129,7 @@ def record(tcl_port: int, mode: str, *options: str, rec: Path) -> list[str]:
 class RecordThroughOpenOCD(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for tool in (OPENOCD, "arm-none-eabi-nm"):
-            if shutil.which(tool) is None:
-                if STRICT:
-                    raise AssertionError(f"{tool} is not installed")
-                raise unittest.SkipTest(f"{tool} is not installed")
-        for path in (CLI, ELF):
-            if not path.is_file():
-                if STRICT:
-                    raise AssertionError(f"{path} is missing (make build)")
-                raise unittest.SkipTest(f"{path} is missing (make build)")
+        require((OPENOCD, "arm-none-eabi-nm"), (CLI, ELF))
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-openocd-"))
         try:
             cls._run()
@@ -282,10 +272,7 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        if shutil.which(OPENOCD) is None or not CLI.is_file() or not ELF.is_file():
-            if STRICT:
-                raise AssertionError("openocd, mcuprof or the reference firmware is missing")
-            raise unittest.SkipTest("openocd, mcuprof or the reference firmware is missing")
+        require((OPENOCD,), (CLI, ELF))
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-openocd-"))
         try:
             cls._run()

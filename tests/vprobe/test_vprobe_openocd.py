@@ -123,6 +123,17 @@ class TclRpc:
         self.sock.close()
 
 
+def require(tools, paths) -> None:
+    """Skips the test class when a tool or a built file is missing; under ctest that is a
+    failure instead (the suite must not pass by skipping)."""
+    missing = [f"{t} is not installed" for t in tools if shutil.which(t) is None]
+    missing += [f"{p} is missing (make build)" for p in paths if not Path(p).is_file()]
+    if missing:
+        if STRICT:
+            raise AssertionError(missing[0])
+        raise unittest.SkipTest(missing[0])
+
+
 def wait_port(port: int, process: subprocess.Popen, what: str, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -214,16 +225,7 @@ class VprobeWithOpenOCD(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        for tool in (OPENOCD, "arm-none-eabi-nm", "arm-none-eabi-objcopy"):
-            if shutil.which(tool) is None:
-                if STRICT:
-                    raise AssertionError(f"{tool} is not installed")
-                raise unittest.SkipTest(f"{tool} is not installed")
-        for path in (CLI, ELF):
-            if not path.is_file():
-                if STRICT:
-                    raise AssertionError(f"{path} is missing (make build)")
-                raise unittest.SkipTest(f"{path} is missing (make build)")
+        require((OPENOCD, "arm-none-eabi-nm", "arm-none-eabi-objcopy"), (CLI, ELF))
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-"))
         try:
             cls._start()
