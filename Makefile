@@ -29,8 +29,12 @@ firmware: setup
 
 build: host firmware
 
+# ctest's own output, then the closing lines: what failed, what was skipped and why, and
+# "tests: N passed, N failed, N skipped" (scripts/test_summary.py, from ctest's JUnit report).
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --output-junit $(abspath $(BUILD))/ctest-results.xml; \
+		status=$$?; python3 $(CURDIR)/scripts/test_summary.py $(abspath $(BUILD))/ctest-results.xml \
+		&& exit $$status
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

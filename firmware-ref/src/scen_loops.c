@@ -37,6 +37,16 @@ __attribute__((naked, noinline)) static void switch_to_psp(__attribute__((unused
 }
 #endif
 
+#if defined(FOREVER) && FOREVER
+WORK_FN static void run(void)
+{
+    for (;;) {
+        hot_a(700);
+        hot_b(200);
+        hot_c(100);
+    }
+}
+#else
 WORK_FN static void run(void)
 {
     uint32_t limit = cfg_samples;
@@ -55,6 +65,7 @@ WORK_FN static void run(void)
         prof_dump();
     }
 }
+#endif
 
 int main(void)
 {

@@ -38,7 +38,7 @@ TALLY = {"faults": 0, "samples_said": 0, "samples_in_files": 0, "runs": []}
 
 def record(link: str, port: int, rec: Path, *options: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(CLI), "record", link, f"127.0.0.1:{port}", *options, "--elf", str(ELF), "-o", str(rec),
-                           "--format", "json"], capture_output=True, text=True, timeout=120)
+                           "--format", "json"], capture_output=True, text=True, timeout=600)
 
 
 def samples_in(rec: Path) -> int:

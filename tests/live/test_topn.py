@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from test_live_rsp import mcuprof, within  # noqa: E402
+from test_live_rsp import mcuprof, still_running, stopped_with_truth, within  # noqa: E402
 
 Z = 4.0
 TABLE_IMAGE = "phase_topn_m4"
@@ -176,7 +176,8 @@ def start_top(q, elf: Path) -> subprocess.Popen:
 
 class LiveTop(unittest.TestCase):
     def test_plain_tables_while_sampling_and_shares_against_the_truth(self):
-        name = "loops_jit_m4"
+        # A never-ending image: the view ends by its sample count however fast QEMU runs.
+        name = "loops_forever_m4"
         elf = fwtest.elf_path(name)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
         rec, truth = work / "rec.bin", work / "truth.txt"
@@ -184,7 +185,7 @@ class LiveTop(unittest.TestCase):
                                  timeout=600) as q:
             r = top(q, elf, "--interval", "200us", "--samples", "3000", "--refresh", "300ms", "-o", str(rec))
             self.assertEqual(r.returncode, 0, r.stderr)
-            q.wait(timeout=300)
+            truth_counts = stopped_with_truth(self, q, truth)
         tables = parse_top(r.stdout)
         self.assertGreaterEqual(len(tables), 3, r.stdout)   # refreshes while sampling, then the end
         self.assertTrue(all(t["end"] is None for t in tables[:-1]))
@@ -200,8 +201,8 @@ class LiveTop(unittest.TestCase):
         observed = {k: w for k, (_, _, w) in last["rows"].items()}
         n = sum(observed.get(k, 0) for k in loops)
         self.assertGreater(n, 2400)
-        truth_counts = fwtest.by_function(fwtest.read_counts(truth), fwtest.symbols(name))
-        self.assertEqual(within(observed, dict(truth_counts), loops, n), [])
+        by_function = fwtest.by_function(truth_counts, fwtest.symbols(name))
+        self.assertEqual(within(observed, dict(by_function), loops, n), [])
         # The printed standard error is sqrt(p(1-p)/n) of the printed share.
         pct, se, _ = last["rows"]["hot_a"]
         self.assertAlmostEqual(se, 100 * math.sqrt(pct / 100 * (1 - pct / 100) / 3000), delta=0.011)
@@ -212,10 +213,17 @@ class LiveTop(unittest.TestCase):
         elf = fwtest.elf_path(TABLE_IMAGE)
         syms = fwtest.symbols(TABLE_IMAGE)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
-        rec, uart = work / "rec.bin", work / "uart.txt"
+        rec, uart, rr, truth = work / "rec.bin", work / "uart.txt", work / "rr.bin", work / "truth.txt"
         half_life = 100
-        with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=uart, timeout=600) as q:
-            r = top(q, elf, "--decay", str(half_life), "--interval", "300us", "--refresh", "500ms", "-o", str(rec))
+        # The run is recorded, then replayed under `top` paced by instruction count (3000
+        # samples over the whole run): the sample count and the phases' shares do not depend
+        # on how fast QEMU runs. The replay prints the same on-chip table as the recorded run.
+        with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
+            self.assertEqual(q.wait(), 0)
+        total = sum(fwtest.read_counts(truth).values())
+        with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=uart, timeout=600) as q:
+            r = top(q, elf, "--decay", str(half_life), "--pace", "icount", "--interval", str(total // 3000),
+                    "--seed", "77", "--refresh", "500ms", "-o", str(rec))
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(q.wait(timeout=120), 0)
         last = parse_top(r.stdout)[-1]
@@ -242,9 +250,8 @@ class LiveTop(unittest.TestCase):
         # table of the same run does (the idle loop is on the table's ignore list, not here).
         host = [k for k in last["rows"] if k != "idle_spin"]
         self.assertEqual(set(host[:2]), set(MAIN_LOOP), last["rows"])
-        # calibrate held the first part of the run (a sixth of its instructions; its share of
-        # wall-clock samples depends on QEMU's speed): without decay its share would be that,
-        # with it a tenth of that at most.
+        # calibrate held the first part of the run (a sixth of its instructions): without
+        # decay its share would be that, with it a tenth of that at most.
         cumulative = sum(1 for pc in pcs if syms.lookup(pc) == "calibrate") / n
         decayed = last["rows"].get("calibrate", (0, 0, 0))[0]
         self.assertGreater(cumulative, 0)
@@ -254,7 +261,7 @@ class LiveTop(unittest.TestCase):
         self.assertEqual(set(row["name"] for row in chip["functions"][:2]), set(MAIN_LOOP))
 
     def test_on_a_terminal_the_view_is_redrawn_in_place(self):
-        elf = fwtest.elf_path("loops_jit_m4")
+        elf = fwtest.elf_path("loops_forever_m4")
         master, slave = pty.openpty()
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=300) as q:
             p = subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
@@ -278,18 +285,19 @@ class LiveTop(unittest.TestCase):
         self.assertIn(b"(end: sample count reached): 600 samples", frames[-1])
 
     def test_a_reader_that_goes_away_ends_it_and_leaves_the_target_running(self):
-        elf = fwtest.elf_path("loops_jit_m4")
-        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, uart=None, timeout=300) as q:
+        elf = fwtest.elf_path("loops_forever_m4")
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=True, uart=None,
+                                 timeout=300) as q:
             p = start_top(q, elf)
             self.assertTrue(p.stdout.readline().startswith("top "))   # like `mcuprof top | head -1`
             p.stdout.close()
-            self.assertEqual(p.wait(timeout=30), 0, p.stderr.read())
-            # The firmware runs on to its own semihosting exit: it was left running.
-            self.assertEqual(q.wait(timeout=120), 0)
+            self.assertEqual(p.wait(timeout=60), 0, p.stderr.read())
+            self.assertTrue(still_running(q), "top left the target halted")
 
     def test_ctrl_c_ends_it_and_leaves_the_target_running(self):
-        elf = fwtest.elf_path("loops_jit_m4")
-        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, uart=None, timeout=300) as q:
+        elf = fwtest.elf_path("loops_forever_m4")
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=True, uart=None,
+                                 timeout=300) as q:
             p = start_top(q, elf)
             seen = []
             for line in p.stdout:   # not a terminal: one table per refresh, as they come
@@ -298,13 +306,12 @@ class LiveTop(unittest.TestCase):
                     if len(seen) == 2:
                         break
             p.send_signal(signal.SIGINT)
-            out, err = p.communicate(timeout=30)
+            out, err = p.communicate(timeout=60)
             self.assertEqual(p.returncode, 0, err)
             tables = parse_top(out)
             self.assertEqual(tables[-1]["end"], "interrupted by a signal")
             self.assertIn("hot_a", tables[-1]["rows"])
-            # The firmware runs on to its own semihosting exit: it was left running.
-            self.assertEqual(q.wait(timeout=120), 0)
+            self.assertTrue(still_running(q), "top left the target halted")
 
 
 if __name__ == "__main__":

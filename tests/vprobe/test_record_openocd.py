@@ -160,12 +160,12 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
         # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
         rec = cls.work / "sigint.rec"
-        p = subprocess.Popen(record(tcl_port, "halt", "--duration", "60s", rec=rec),
+        p = subprocess.Popen(record(tcl_port, "halt", "--samples", "10000000", rec=rec),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        wait_for_samples(p, rec, 5)
         p.send_signal(signal.SIGINT)
         try:
-            out, err = p.communicate(timeout=20)
+            out, err = p.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
@@ -263,6 +263,19 @@ def samples_in(rec: Path) -> int:
     return json.loads(r.stdout)["samples"] if r.returncode == 0 else 0
 
 
+def wait_for_samples(p: subprocess.Popen, rec: Path, count: int, limit: float = 180.0) -> None:
+    """Until a recording that runs until stopped holds `count` samples. `limit` is far above
+    what a few dozen halt round trips through OpenOCD and the vprobe take on a slow, loaded
+    machine (about 25 ms each here)."""
+    deadline = time.monotonic() + limit
+    while samples_in(rec) < count:
+        if p.poll() is not None:
+            raise AssertionError(f"record ended before {count} samples: {p.stderr.read()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {count} samples in {rec} within {limit:.0f} s")
+        time.sleep(0.2)
+
+
 class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
     """The vprobe models a core without DWT_PCSR (`--no-pcsr`: it reads 0, as on a
     Cortex-M0/M0+): `record --mode pcsr` notices, says so, falls back to halting and still
@@ -289,16 +302,12 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
 
         # OpenOCD killed while a halt-mode recording runs: wait until the file holds samples.
         rec = cls.work / "killed.rec"
-        p = subprocess.Popen(record(cls.tcl_port, "halt", "--duration", "60s", rec=rec),
+        p = subprocess.Popen(record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and p.poll() is None:
-                time.sleep(0.5)
-                if samples_in(rec) >= 20:
-                    break
+            wait_for_samples(p, rec, 20)
             cls.openocd.kill()   # SIGKILL
-            out, err = p.communicate(timeout=30)
+            out, err = p.communicate(timeout=60)
         finally:
             if p.poll() is None:
                 p.kill()
