@@ -54,7 +54,8 @@ struct TcpConnection::Impl {
     }
 };
 
-TcpConnection::TcpConnection(const Endpoint& endpoint, Duration timeout, std::string peer)
+TcpConnection::TcpConnection(const Endpoint& endpoint, Duration timeout, std::string peer,
+                             const std::string& when_refused)
     : impl_(std::make_unique<Impl>()), peer_(std::move(peer))
 {
     boost::system::error_code error;
@@ -70,6 +71,8 @@ TcpConnection::TcpConnection(const Endpoint& endpoint, Duration timeout, std::st
     impl_->run_until_done(done, timeout);
     if (error == asio::error::operation_aborted)
         throw Error(Error::Kind::timeout, peer_, "", "no connection within the time-out");
+    if (error == asio::error::connection_refused && !when_refused.empty())
+        throw Error(Error::Kind::connect, peer_, "", "nothing listens on " + endpoint.text() + ": " + when_refused);
     if (error)
         throw Error(Error::Kind::connect, peer_, "", "cannot connect: " + error.message());
     impl_->socket.set_option(tcp::no_delay(true), error);   // small request/reply packets: no Nagle delay

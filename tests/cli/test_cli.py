@@ -6,6 +6,7 @@ local_b 0x08000010 14 bytes, func_c 0x08000020 8 bytes)."""
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -168,6 +169,16 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(run("report", empty, "--elf", self.elf), 2, "no samples")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--by", "task"), 2, "no tags")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--chunk", "2"), 2, "--chunk 2")
+
+    def test_nothing_listening_says_what_to_start(self):
+        with socket.socket() as s:   # a port that was free a moment ago: nothing listens there
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        where = f"127.0.0.1:{port}"
+        self.assert_one_line_error(run("record", "--gdb", where, "--elf", self.elf, "-o", os.devnull), 2,
+                                   f"nothing listens on {where}", "OpenOCD", f"-gdb tcp::{port}")
+        self.assert_one_line_error(run("record", "--openocd", where, "--elf", self.elf, "-o", os.devnull), 2,
+                                   f"nothing listens on {where}", "Tcl port is 6666")
 
     def test_unattributed_warning(self):
         # 2 of 3 samples in RAM: far over 5 %.

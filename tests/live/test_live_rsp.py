@@ -56,6 +56,17 @@ def within(observed: dict[str, float], truth: dict[str, float], names, n: float,
     return bad
 
 
+def recorded_run(test: unittest.TestCase, elf: Path, work: Path, uart: bool) -> tuple[Path, Path]:
+    """Runs the image to its end under QEMU's record mode with the truth plugin; returns the
+    record/replay log and the truth's counts file. A replay must have the devices the recording
+    had: with `uart`, both write the UART to a file (the replay's gets the same text)."""
+    rr, truth = work / "rr.bin", work / "truth.txt"
+    with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=work / "recorded-uart.txt" if uart else None,
+                             timeout=300) as q:
+        test.assertEqual(q.wait(), 0)
+    return rr, truth
+
+
 def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, seed: str, *extra: str,
                        uart: Path | None = None):
     """Runs the image once, recording it (QEMU record/replay) with the truth plugin, then
@@ -66,9 +77,7 @@ def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, 
     fast QEMU runs."""
     elf = fwtest.elf_path(name)
     work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
-    rr, truth = work / "rr.bin", work / "truth.txt"
-    with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
-        test.assertEqual(q.wait(), 0)
+    rr, truth = recorded_run(test, elf, work, uart=uart is not None)
     counts = fwtest.read_counts(truth)
     total = sum(counts.values())
     rec = work / "rec.bin"
@@ -93,7 +102,7 @@ def stopped_with_truth(test: unittest.TestCase, q: qemu_runner.QemuRun, truth: P
 
 def still_running(q: qemu_runner.QemuRun) -> bool:
     """QEMU's own word (QMP query-status) that the guest runs: not halted by a debugger."""
-    return q.qmp("query-status")["return"]["running"]
+    return q.qmp("query-status")["running"]
 
 
 class ExactPacing(unittest.TestCase):

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from test_live_rsp import mcuprof, still_running, stopped_with_truth, within  # noqa: E402
+from test_live_rsp import mcuprof, recorded_run, still_running, stopped_with_truth, within  # noqa: E402
 
 Z = 4.0
 TABLE_IMAGE = "phase_topn_m4"
@@ -213,13 +213,12 @@ class LiveTop(unittest.TestCase):
         elf = fwtest.elf_path(TABLE_IMAGE)
         syms = fwtest.symbols(TABLE_IMAGE)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
-        rec, uart, rr, truth = work / "rec.bin", work / "uart.txt", work / "rr.bin", work / "truth.txt"
+        rec, uart = work / "rec.bin", work / "uart.txt"
         half_life = 100
         # The run is recorded, then replayed under `top` paced by instruction count (3000
         # samples over the whole run): the sample count and the phases' shares do not depend
         # on how fast QEMU runs. The replay prints the same on-chip table as the recorded run.
-        with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=None, timeout=300) as q:
-            self.assertEqual(q.wait(), 0)
+        rr, truth = recorded_run(self, elf, work, uart=True)
         total = sum(fwtest.read_counts(truth).values())
         with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=uart, timeout=600) as q:
             r = top(q, elf, "--decay", str(half_life), "--pace", "icount", "--interval", str(total // 3000),

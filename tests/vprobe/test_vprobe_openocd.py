@@ -405,6 +405,26 @@ class VprobeWithOpenOCD(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("1 passed", r.stdout)
 
+    def test_8b_a_port_of_the_wrong_kind_is_named(self):
+        # --gdb at OpenOCD's Tcl port: no GDB reply comes; --openocd at its GDB port: no Tcl
+        # reply. Each is one line that says which port is which.
+        def record(link: str, port: int):
+            return subprocess.run([str(CLI), "record", link, f"127.0.0.1:{port}", "--samples", "10", "--elf",
+                                   str(ELF), "-o", os.devnull], capture_output=True, text=True, timeout=120)
+
+        for link, port, hint in (("--gdb", self.tcl_port, "OpenOCD's Tcl port"),
+                                 ("--openocd", self.gdb_port, "A GDB port")):
+            with self.subTest(link=link):
+                r = record(link, port)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn(hint, r.stderr)
+        # OpenOCD halts the target when a GDB client attaches; the Tcl bytes were one.
+        self.tcl.run("poll")
+        if self.state() == "halted":
+            self.tcl.run("resume")
+        self.assertEqual(self.state(), "running")
+
     def test_9_shutdown_leaves_the_target_running(self):
         self.tcl.raw("shutdown")
         self.tcl.close()

@@ -104,6 +104,7 @@ private:
     rsp::Frame next_frame(Duration timeout);
     std::optional<rsp::Frame> try_next_frame(Duration timeout);
     std::string read_reply(std::string_view framed_request);
+    std::string first_reply(std::string_view framed_query);
     std::string fetch_annex(const std::string& annex);
     [[noreturn]] void protocol_error(const std::string& place, const std::string& problem) const;
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "mcuprof/transport/error.h"
 #include "mcuprof/transport/tcp_connection.h"
 
 namespace mcuprof::transport {
@@ -46,10 +47,12 @@ public:
 
 private:
     std::string exchange(const std::string& message, std::string_view what);
+    std::string wrong_port_hint(const Error& e) const;
 
     TcpConnection connection_;
     Options options_;
     std::string buffer_;
+    bool answered_ = false;   // a whole Tcl reply came once: the port is right
 };
 
 } // namespace mcuprof::transport

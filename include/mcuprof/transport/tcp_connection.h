@@ -22,7 +22,8 @@ struct Endpoint {
 class TcpConnection {
 public:
     // Connects within `timeout`; `peer` names the connection in errors ("gdb 127.0.0.1:1234").
-    TcpConnection(const Endpoint& endpoint, Duration timeout, std::string peer);
+    // `when_refused`, if given, is what the user should start when nothing listens there.
+    TcpConnection(const Endpoint& endpoint, Duration timeout, std::string peer, const std::string& when_refused = {});
     ~TcpConnection();
     TcpConnection(const TcpConnection&) = delete;
     TcpConnection& operator=(const TcpConnection&) = delete;

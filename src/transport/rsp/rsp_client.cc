@@ -32,7 +32,10 @@ bool is_console(const std::string& p)
 } // namespace
 
 RspClient::RspClient(const Endpoint& endpoint, Options options)
-    : connection_(endpoint, options.timeout, "gdb " + endpoint.text()), options_(options)
+    : connection_(endpoint, options.timeout, "gdb " + endpoint.text(),
+                  "start the GDB server first: OpenOCD (its GDB port is 3333 by default), or QEMU with -gdb tcp::" +
+                      std::to_string(endpoint.port)),
+      options_(options)
 {
 }
 
@@ -162,6 +165,26 @@ std::string RspClient::fetch_annex(const std::string& annex)
     }
 }
 
+// The first reply tells a GDB server from the other servers a user may point us at by
+// mistake: OpenOCD's Tcl port waits for a 0x1a-terminated command and says nothing; a telnet
+// port (OpenOCD's 4444) echoes what it is sent, so our own packet comes back.
+std::string RspClient::first_reply(std::string_view framed_query)
+{
+    std::string reply;
+    try {
+        reply = read_reply(framed_query);
+    } catch (const Error& e) {
+        if (e.kind() != Error::Kind::timeout)
+            throw;
+        protocol_error("qSupported", "no reply from a GDB server: is this OpenOCD's Tcl port (6666 by default, "
+                                     "for --openocd)? OpenOCD's GDB port is 3333 by default");
+    }
+    if (reply.rfind("qSupported:", 0) == 0)
+        protocol_error("qSupported", "the server echoes what it is sent, as a terminal does: is this OpenOCD's "
+                                     "telnet port (4444 by default)? Its GDB port is 3333 by default");
+    return reply;
+}
+
 StopReply RspClient::handshake()
 {
     // xmlRegisters=arm: we read target descriptions (GDB sends its list of architectures;
@@ -171,7 +194,7 @@ StopReply RspClient::handshake()
     send_frame(query);
     // QEMU stops a running guest when a client connects and says so unasked, with a stop
     // reply that may come before the answer to our first packet.
-    std::string supported = read_reply(query);
+    std::string supported = first_reply(query);
     while (is_stop_reply(supported))
         supported = read_reply(query);
     size_t at = supported.find("PacketSize=");

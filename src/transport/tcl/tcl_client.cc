@@ -26,7 +26,9 @@ std::string excerpt(std::string_view script)
 } // namespace
 
 TclClient::TclClient(const Endpoint& endpoint, Options options)
-    : connection_(endpoint, options.timeout, "openocd tcl " + endpoint.text()), options_(options)
+    : connection_(endpoint, options.timeout, "openocd tcl " + endpoint.text(),
+                  "start OpenOCD first (its Tcl port is 6666 by default; -c \"tcl_port N\" sets it)"),
+      options_(options)
 {
 }
 
@@ -64,16 +66,30 @@ std::string TclClient::quote(std::string_view word)
     return out;
 }
 
+// A GDB server (OpenOCD's port 3333, QEMU's -gdb) given a Tcl command answers nothing we can
+// read as Tcl: nothing at all, or GDB remote protocol frames ('+', '$...#xx').
+std::string TclClient::wrong_port_hint(const Error& e) const
+{
+    if (e.kind() != Error::Kind::timeout || answered_)
+        return "";
+    if (!buffer_.empty() && (buffer_[0] == '+' || buffer_[0] == '$'))
+        return "; the server speaks the GDB remote protocol: use --gdb for it (OpenOCD's Tcl port is 6666 by default)";
+    return "; is this OpenOCD's Tcl port (6666 by default)? A GDB port (3333 by default, for --gdb) answers nothing "
+           "here";
+}
+
 std::string TclClient::exchange(const std::string& message, std::string_view what)
 {
     connection_.write(message, options_.timeout);
     for (;;) {
-        if (std::optional<std::string> reply = take_message(buffer_))
+        if (std::optional<std::string> reply = take_message(buffer_)) {
+            answered_ = true;
             return *reply;
+        }
         try {
             connection_.read_some(buffer_, options_.timeout);
         } catch (const Error& e) {
-            throw Error(e.kind(), connection_.peer(), excerpt(what), e.problem());
+            throw Error(e.kind(), connection_.peer(), excerpt(what), e.problem() + wrong_port_hint(e));
         }
     }
 }
