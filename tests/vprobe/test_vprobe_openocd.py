@@ -345,6 +345,16 @@ class VprobeWithOpenOCD(unittest.TestCase):
         self.assertEqual(self.state(), "halted")
         self.assertEqual(self.reg("pc"), reset_vector)
         self.assertEqual(self.reg("sp"), int.from_bytes(image[0:4], "little"))
+        # Run to main through a breakpoint, so that the firmware is past its start-up code
+        # however fast the emulator runs (the profile below must see none of it).
+        main, _ = self.functions["main"]
+        self.tcl.run(f"bp 0x{main:08x} 2 hw")
+        try:
+            self.tcl.run("resume")
+            self.wait_state("halted")
+            self.assertEqual(self.reg("pc"), main)
+        finally:
+            self.tcl.run("rbp all")
         self.tcl.run("resume")
 
     def test_6_profile_samples_inside_the_text(self):
@@ -412,8 +422,8 @@ class VprobeWithOpenOCD(unittest.TestCase):
             return subprocess.run([str(CLI), "record", link, f"127.0.0.1:{port}", "--samples", "10", "--elf",
                                    str(ELF), "-o", os.devnull], capture_output=True, text=True, timeout=120)
 
-        for link, port, hint in (("--gdb", self.tcl_port, "OpenOCD's Tcl port"),
-                                 ("--openocd", self.gdb_port, "A GDB port")):
+        for link, port, hint in (("--gdb", self.tcl_port, "is this OpenOCD's Tcl port (6666 by default, for --openocd)"),
+                                 ("--openocd", self.gdb_port, "the server speaks the GDB remote protocol: use --gdb")):
             with self.subTest(link=link):
                 r = record(link, port)
                 self.assertEqual(r.returncode, 2, r.stderr)
@@ -543,7 +553,8 @@ class VprobeCommandLine(unittest.TestCase):
         nobody = qemu_runner.free_port()   # nothing listens there
         r = run("--gdb", f"127.0.0.1:{nobody}", "--port", "0")
         self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertRegex(r.stderr.strip(), rf"^mcuprof vprobe: gdb 127\.0\.0\.1:{nobody}: cannot connect")
+        self.assertRegex(r.stderr.strip(), rf"^mcuprof vprobe: gdb 127\.0\.0\.1:{nobody}: nothing listens on "
+                                           rf"127\.0\.0\.1:{nobody}: start the GDB server first")
 
 
 if __name__ == "__main__":
