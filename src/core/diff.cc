@@ -22,15 +22,22 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
     d.threshold = threshold;
 
     std::map<std::string, DiffRow> rows;
+    auto row_for = [&rows](const Row& r) -> DiffRow& {
+        DiffRow& row = rows[r.name];
+        row.name = r.name;
+        if (row.function.empty())
+            row.function = r.function.empty() ? r.name : r.function;
+        return row;
+    };
     for (const Row& r : a.rows) {
-        rows[r.name].name = r.name;
-        rows[r.name].a_samples += r.samples;
-        rows[r.name].a_distinct += r.distinct_addresses;
+        DiffRow& row = row_for(r);
+        row.a_samples += r.samples;
+        row.a_distinct += r.distinct_addresses;
     }
     for (const Row& r : b.rows) {
-        rows[r.name].name = r.name;
-        rows[r.name].b_samples += r.samples;
-        rows[r.name].b_distinct += r.distinct_addresses;
+        DiffRow& row = row_for(r);
+        row.b_samples += r.samples;
+        row.b_distinct += r.distinct_addresses;
     }
     for (auto& [name, row] : rows) {
         const double pa = a.total > 0 ? row.a_samples / a.total : 0;

@@ -63,21 +63,23 @@ void interrupt_shadow(const ProfileDiff& diff, const Side& a, const Side& b, con
         const Side& other = a_hot ? b : a;
         if (!interrupt_sampled(hot.profile) || interrupt_sampled(other.profile))
             continue;
-        const Function* f = function_named(code, r.name);
+        // By line or address, the row's enclosing function is the one to look at.
+        const Function* f = function_named(code, r.function);
         if (f == nullptr || f->size > tiny_function_bytes)
             continue;
         const auto cpsie = cpsie_at(code, *f);
         if (!cpsie)
             continue;
         explained.insert(r.name);
+        const std::string where = r.name == r.function ? r.name : r.name + " (in " + r.function + ")";
         hints.push_back(
             {"interrupt-shadow", r.name,
              format("%s is %u bytes with cpsie i at 0x%08x, and %.2f %% by the on-chip sampler (%s) against %.2f %% "
                     "(%s): the sampler's interrupt waits while interrupts are disabled and is taken on the first "
                     "instruction after cpsie i, so this is the time of the code that ran with interrupts "
                     "disabled before it, not of %s",
-                    r.name.c_str(), unsigned(f->size), unsigned(*cpsie), a_hot ? r.a_percent : r.b_percent, hot.label,
-                    a_hot ? r.b_percent : r.a_percent, other.label, r.name.c_str())});
+                    r.function.c_str(), unsigned(f->size), unsigned(*cpsie), a_hot ? r.a_percent : r.b_percent,
+                    hot.label, a_hot ? r.b_percent : r.a_percent, other.label, where.c_str())});
     }
 }
 

@@ -253,14 +253,27 @@ class HtmlReport(IntegrationCase):
 
 
 class DiffHints(IntegrationCase):
-    def hints(self, name):
+    def hints(self, name, *options):
         r = run(name)
         diff = json.loads(mcuprof("diff", str(r.truth_path), str(r.dump_path), "--elf", str(r.elf),
-                                  "--format", "json"))
+                                  "--format", "json", *options))
         return {(h["kind"], h["function"]) for h in diff["hints"]}
 
     def test_scenario3_region_time_after_cpsie(self):
         self.assertIn(("interrupt-shadow", "irq_on"), self.hints("irqoff_m4"))
+
+    def test_scenario3_by_line_gives_the_same_diagnosis(self):
+        # By line the rows are irq_on's lines and the masked loop's: the gain after cpsie i is
+        # the interrupt shadow, and the masked lines that lost it are no invisible handler.
+        hints = self.hints("irqoff_m4", "--by", "line")
+        kinds = {kind for kind, _ in hints}
+        self.assertIn("interrupt-shadow", kinds, hints)
+        self.assertNotIn("invisible-handler", kinds, hints)
+        irq_on = {row["name"] for row in json.loads(mcuprof("report", str(run("irqoff_m4").dump_path), "--elf",
+                                                            str(run("irqoff_m4").elf), "--by", "line",
+                                                            "--format", "json"))["functions"]
+                  if row.get("function") == "irq_on"}
+        self.assertTrue({f for kind, f in hints if kind == "interrupt-shadow"} <= irq_on, (hints, irq_on))
 
     def test_scenario4_equal_priority_handler(self):
         self.assertIn(("invisible-handler", "isr_work"), self.hints("isr_eq_m4"))

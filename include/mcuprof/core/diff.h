@@ -13,6 +13,7 @@ namespace mcuprof::core {
 
 struct DiffRow {
     std::string name;
+    std::string function;  // the enclosing function of a line or address row; a function row's own name
     double a_samples = 0;
     double b_samples = 0;
     double a_percent = 0;
