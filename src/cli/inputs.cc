@@ -12,10 +12,50 @@
 
 namespace mcuprof::cli {
 
+namespace {
+
+constexpr const char* stdin_name = "standard input";
+
+// Standard input may carry any kind of input, and cannot be looked at without being read: its
+// first bytes say which kind it is. A file kind is then read whole; an SWO stream goes on
+// being read as it comes, the bytes looked at included.
+struct StandardInput {
+    sources::InputKind kind = sources::InputKind::unknown;
+    std::string bytes;                               // all of it, for a file kind
+    std::unique_ptr<sources::ByteSource> stream;     // an SWO stream
+};
+
+StandardInput look_at_standard_input(const InputSelection& selection)
+{
+    sources::StopWhen stop;
+    stop.flag = selection.stop;
+    StandardInput in;
+    std::unique_ptr<sources::ByteSource> source = sources::open_byte_source("-");
+    const std::span<const uint8_t> first = source->next(stop);
+    in.bytes.assign(reinterpret_cast<const char*>(first.data()), first.size());
+    in.kind = in.bytes.empty() ? sources::InputKind::unknown : sources::detect_input(in.bytes);
+    if (in.kind == sources::InputKind::swo || in.kind == sources::InputKind::unknown) {
+        // Too few bytes to tell, or packets: a live SWO stream, as before.
+        in.kind = sources::InputKind::swo;
+        in.stream = sources::prefixed_byte_source(std::move(in.bytes), std::move(source));
+        return in;
+    }
+    for (std::span<const uint8_t> more = source->next(stop); !more.empty(); more = source->next(stop))
+        in.bytes.append(reinterpret_cast<const char*>(more.data()), more.size());
+    return in;
+}
+
+} // namespace
+
 core::SampleSet load_samples(const std::string& input, const InputSelection& selection)
 {
-    const sources::InputKind kind =
-        sources::is_stream_input(input) ? sources::InputKind::swo : sources::detect_input_file(input);
+    StandardInput standard;
+    if (input == "-")
+        standard = look_at_standard_input(selection);
+    const bool from_stdin = input == "-";
+    const sources::InputKind kind = from_stdin                          ? standard.kind
+                                    : sources::is_stream_input(input) ? sources::InputKind::swo
+                                                                      : sources::detect_input_file(input);
     if (kind != sources::InputKind::swo && (selection.swo_sync || selection.swo_duration))
         throw UsageError("--sync and --duration apply to SWO captures");
     if (kind != sources::InputKind::dump && selection.chunk)
@@ -30,18 +70,22 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
         sources::DumpSelection dump;
         dump.chunk = selection.chunk;
         dump.first = selection.first;
-        return sources::to_samples(sources::read_dump(input, reading), dump);
+        return sources::to_samples(from_stdin ? sources::parse_dump(standard.bytes, stdin_name)
+                                              : sources::read_dump(input, reading),
+                                   dump);
     }
     case sources::InputKind::recording:
-        return sources::to_samples(sources::read_recording(input, reading), selection.first);
+        return sources::to_samples(from_stdin ? sources::parse_recording(standard.bytes, stdin_name)
+                                              : sources::read_recording(input, reading),
+                                   selection.first);
     case sources::InputKind::truth_counts:
         if (selection.first)
             throw UsageError("--first applies to samples, not to truth counts");
-        return sources::read_truth(input, reading);
+        return from_stdin ? sources::parse_truth(standard.bytes, stdin_name) : sources::read_truth(input, reading);
     case sources::InputKind::gmon:
         if (selection.first)
             throw UsageError("--first applies to samples, not to a gmon.out histogram");
-        return sources::read_gmon(input);
+        return from_stdin ? sources::parse_gmon(standard.bytes, stdin_name) : sources::read_gmon(input);
     case sources::InputKind::swo: {
         sources::SwoOptions swo;
         swo.wait_for_sync = selection.swo_sync;
@@ -49,7 +93,7 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
         if (selection.swo_duration)
             swo.max_time = *selection.swo_duration;
         swo.stop = selection.stop;
-        return sources::read_swo(input, swo);
+        return from_stdin ? sources::read_swo(*standard.stream, swo) : sources::read_swo(input, swo);
     }
     case sources::InputKind::unknown:
         break;

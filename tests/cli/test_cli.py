@@ -180,6 +180,21 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(run("record", "--openocd", where, "--elf", self.elf, "-o", os.devnull), 2,
                                    f"nothing listens on {where}", "Tcl port is 6666")
 
+    def test_standard_input_of_any_kind(self):
+        # '-' is read as what its bytes are: a text dump and truth counts give the same
+        # profile as the same file; bytes of no known kind are an SWO stream, as before.
+        dump = self.write("uart.txt", DUMP_6_3_1)
+        truth = self.write("counts.txt", "0x08000000 6\n0x08000010 3\n0x08000020 1\n")
+        for path in (dump, truth):
+            with self.subTest(input=os.path.basename(path)), open(path) as f:
+                piped = subprocess.run([ARGS.mcuprof, "report", "-", "--elf", self.elf, "--format", "json"],
+                                       stdin=f, capture_output=True, text=True, timeout=60)
+                self.assertEqual(piped.returncode, 0, piped.stderr)
+                from_file = json.loads(run("report", path, "--elf", self.elf, "--format", "json").stdout)
+                doc = json.loads(piped.stdout)
+                self.assertEqual(doc["samples"], 10)
+                self.assertEqual(doc["functions"], from_file["functions"])
+
     def test_unattributed_warning(self):
         # 2 of 3 samples in RAM: far over 5 %.
         dump = self.write("uart.txt", "prof raw n=3\np 20000000 20000004 08000000\nend\n")

@@ -52,6 +52,8 @@ bool is_stream_input(std::string_view input);
 std::unique_ptr<ByteSource> open_byte_source(const std::string& input);
 // A source over bytes in memory, handed out `chunk` bytes at a time (tests, detection).
 std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes, std::string name, size_t chunk = 64 * 1024);
+// `head` (bytes already taken from `rest` to look at them), then the rest of `rest`.
+std::unique_ptr<ByteSource> prefixed_byte_source(std::string head, std::unique_ptr<ByteSource> rest);
 
 // Whether the first bytes of a file are an SWO capture: they begin with a synchronization
 // packet, or decode as ITM packets with next to nothing bad and a good share of PC samples.

@@ -175,6 +175,27 @@ private:
     size_t at_ = 0;
 };
 
+class PrefixedSource : public ByteSource {
+public:
+    PrefixedSource(std::string head, std::unique_ptr<ByteSource> rest) : head_(std::move(head)), rest_(std::move(rest))
+    {
+    }
+    std::span<const uint8_t> next(const StopWhen& stop) override
+    {
+        if (!head_given_ && !head_.empty()) {
+            head_given_ = true;
+            return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(head_.data()), head_.size());
+        }
+        return rest_->next(stop);
+    }
+    const std::string& name() const override { return rest_->name(); }
+
+private:
+    std::string head_;
+    std::unique_ptr<ByteSource> rest_;
+    bool head_given_ = false;
+};
+
 // Keeps the PCs in order and counts the sleep samples, up to a limit.
 class SampleCollector : public ItmPacketSink {
 public:
@@ -323,6 +344,11 @@ std::unique_ptr<ByteSource> open_byte_source(const std::string& input)
         }
     }
     return std::make_unique<DescriptorSource>(fd, input, true);   // a FIFO or a device
+}
+
+std::unique_ptr<ByteSource> prefixed_byte_source(std::string head, std::unique_ptr<ByteSource> rest)
+{
+    return std::make_unique<PrefixedSource>(std::move(head), std::move(rest));
 }
 
 std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes, std::string name, size_t chunk)
