@@ -11,6 +11,7 @@ Ports are chosen at run time; every process started here is stopped on every pat
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import unittest
@@ -48,37 +49,45 @@ class SwoSetupThroughOpenOCD(unittest.TestCase):
                                "--trace-output", f":{qemu_runner.free_port()}", *args],
                               capture_output=True, text=True, timeout=60)
 
-    def assert_fails_in_one_line_at_the_tpiu(self, r: subprocess.CompletedProcess):
+    def assert_fails_in_one_line_at_the_tpiu(self, r: subprocess.CompletedProcess) -> dict[str, int]:
+        """The one line, the target running and its registers as they were (cleared by swo()).
+        Returns the values mcuprof read back after its writes, as that line gives them."""
         self.assertEqual(r.returncode, 2, r.stderr)
         last = r.stderr.strip().splitlines()[-1]
         self.assertRegex(last, r"^mcuprof swo: openocd tcl 127\.0\.0\.1:\d+, \S+ enable: OpenOCD cannot start "
                                r"the SWO capture: .*does not support protocol uart .*see docs/swo.md\)$")
         self.assertEqual(r.stdout, "")
         self.assertEqual(self.tcl.run("[target current] curstate").strip(), "running")
+        self.assertEqual(self.read(DEMCR), 0)
+        self.assertEqual(self.read(ITM_TCR), 0)
+        self.assertEqual(self.read(DWT_CTRL), 4 << 28)   # NUMCOMP 4 is read-only; the rest as it was
+        read_back = re.search(r"read back as DEMCR (0x[0-9a-f]+) ITM_TCR (0x[0-9a-f]+) DWT_CTRL (0x[0-9a-f]+)", last)
+        self.assertIsNotNone(read_back, last)
+        return dict(zip(("DEMCR", "ITM_TCR", "DWT_CTRL"), (int(v, 16) for v in read_back.groups())))
 
     def test_registers_for_20000_per_second_at_168_mhz(self):
         r = self.swo("--cpu-hz", "168M", "--rate", "20000")
-        self.assert_fails_in_one_line_at_the_tpiu(r)
+        written = self.assert_fails_in_one_line_at_the_tpiu(r)
         # 168e6 / 20000 = 8400 cycles at least: 9216 = 1024 x 9, CYCTAP 1, POSTPRESET 8.
         self.assertIn("CYCTAP 1 POSTPRESET 8: a PC sample every 9216 cycles", r.stderr)
-        self.assertEqual(self.read(DEMCR), 1 << 24)                                 # TRCENA
-        self.assertEqual(self.read(ITM_TCR), (1 << 16) | (1 << 3) | (1 << 2) | 1)  # TraceBusID 1, DWTENA, SYNCENA, ITMENA
+        self.assertEqual(written["DEMCR"], 1 << 24)                                 # TRCENA
+        self.assertEqual(written["ITM_TCR"], (1 << 16) | (1 << 3) | (1 << 2) | 1)  # TraceBusID 1, DWTENA, SYNCENA, ITMENA
         # NUMCOMP 4 (read-only, bits 31:28) | PCSAMPLENA | SYNCTAP 1 | CYCTAP | POSTINIT 8 | POSTPRESET 8 | CYCCNTENA
-        self.assertEqual(self.read(DWT_CTRL), (4 << 28) | (1 << 12) | (1 << 10) | (1 << 9) | (8 << 5) | (8 << 1) | 1)
+        self.assertEqual(written["DWT_CTRL"], (4 << 28) | (1 << 12) | (1 << 10) | (1 << 9) | (8 << 5) | (8 << 1) | 1)
 
     def test_default_rate_is_what_a_2_mhz_line_carries(self):
         r = self.swo("--cpu-hz", "168M")
-        self.assert_fails_in_one_line_at_the_tpiu(r)
+        written = self.assert_fails_in_one_line_at_the_tpiu(r)
         # 2e6 / 10 / 5 = 40000 samples/s: at least 4200 cycles, 5120 = 1024 x 5, POSTPRESET 4.
         self.assertIn("every 5120 cycles", r.stderr)
-        self.assertEqual(self.read(DWT_CTRL), (4 << 28) | (1 << 12) | (1 << 10) | (1 << 9) | (4 << 5) | (4 << 1) | 1)
+        self.assertEqual(written["DWT_CTRL"], (4 << 28) | (1 << 12) | (1 << 10) | (1 << 9) | (4 << 5) | (4 << 1) | 1)
 
     def test_fast_rate_uses_cyctap_0_and_warns_of_the_line(self):
         r = self.swo("--cpu-hz", "168M", "--rate", "1M")
-        self.assert_fails_in_one_line_at_the_tpiu(r)
+        written = self.assert_fails_in_one_line_at_the_tpiu(r)
         # 168 cycles at least: 192 = 64 x 3, CYCTAP 0, POSTPRESET 2; 875000/s is over 40000/s.
         self.assertIn("warning: the rate is above what the line carries", r.stderr)
-        self.assertEqual(self.read(DWT_CTRL), (4 << 28) | (1 << 12) | (1 << 10) | (2 << 5) | (2 << 1) | 1)
+        self.assertEqual(written["DWT_CTRL"], (4 << 28) | (1 << 12) | (1 << 10) | (2 << 5) | (2 << 1) | 1)
 
     def test_wrong_arguments_exit_1(self):
         r = subprocess.run([str(CLI), "swo", "--openocd", f"127.0.0.1:{self.tcl_port}", "--elf", str(ELF)],

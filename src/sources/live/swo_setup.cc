@@ -117,8 +117,12 @@ uint32_t dwt_ctrl_value(uint32_t before, const SwoRate& rate)
 SwoSetupResult set_up_swo(transport::TclClient& tcl, const SwoSetupOptions& options)
 {
     SwoSetupResult result;
+    // What the registers held, to put back if OpenOCD cannot capture (the ITM's lock is not
+    // put back: it only gates writes).
+    const uint32_t demcr_before = read_word(tcl, demcr, "DEMCR");
+    const uint32_t itm_tcr_before = read_word(tcl, itm_tcr, "ITM_TCR");
     // DEMCR.TRCENA powers the DWT, ITM and TPIU (C1.6.5).
-    write_word(tcl, demcr, read_word(tcl, demcr, "DEMCR") | demcr_trcena);
+    write_word(tcl, demcr, demcr_before | demcr_trcena);
     // The ITM: unlocked (its registers ignore writes while locked), then enabled with DWT
     // packets let through and periodic sync packets.
     write_word(tcl, itm_lar, itm_unlock);
@@ -144,10 +148,16 @@ SwoSetupResult set_up_swo(transport::TclClient& tcl, const SwoSetupOptions& opti
     } catch (const transport::Error& e) {
         if (e.kind() != transport::Error::Kind::protocol)
             throw;
+        // Sampling off first, then the ITM and DEMCR as they were: the target is left as found.
+        write_word(tcl, dwt_ctrl, result.dwt_ctrl_before & ~dwt_pcsamplena);
+        write_word(tcl, dwt_ctrl, result.dwt_ctrl_before);
+        write_word(tcl, itm_tcr, itm_tcr_before);
+        write_word(tcl, demcr, demcr_before);
         throw Error(tcl.peer(), result.tpiu + " enable",
                     "OpenOCD cannot start the SWO capture: " + openocd_message(e) +
-                        " (DWT and ITM are set up: DWT_CTRL " + hex(result.dwt_ctrl) +
-                        "; the probe and the part must support SWO, see docs/swo.md)");
+                        " (DWT and ITM were set up, read back as DEMCR " + hex(result.demcr) + " ITM_TCR " +
+                        hex(result.itm_tcr) + " DWT_CTRL " + hex(result.dwt_ctrl) +
+                        ", then restored as they were; the probe and the part must support SWO, see docs/swo.md)");
     }
     return result;
 }
