@@ -54,6 +54,13 @@ from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, elf_functions, guest_runn
 ELF = FW_DIR / "mixed_forever_m4.elf"
 Z = 4.0
 SAMPLES = {"halt": 200, "pcsr": 1000}
+# Halt mode's mean interval. The binomial bound needs samples that are independent draws
+# from the whole workload: between two samples the guest must run many rounds of it (about
+# 15 000 instructions each), whatever the machine's speed. At the default 1 ms a loaded
+# machine let the single-stepped guest run only a few thousand instructions between halts, and
+# 200 samples covered a few dozen rounds (copy_scale 49 % against 27 % true). 20 ms gives
+# tens of rounds per sample even at a tenth of this machine's idle speed.
+HALT_INTERVAL = ("--interval", "20ms")
 PCSR_BATCH = 16
 
 
@@ -143,10 +150,10 @@ class RecordThroughOpenOCD(unittest.TestCase):
         tcl_port = cls.tcl_port
 
         cls.results = {}
-        for mode, options in (("halt", ()), ("pcsr", ("--batch", str(PCSR_BATCH)))):
+        for mode, options in (("halt", HALT_INTERVAL), ("pcsr", ("--batch", str(PCSR_BATCH)))):
             rec = cls.work / f"{mode}.rec"
             r = subprocess.run(record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options, rec=rec),
-                               capture_output=True, text=True, timeout=120)
+                               capture_output=True, text=True, timeout=600)
             state = cls.tcl.run("[target current] curstate").strip()
             cls.results[mode] = (r, rec, state)
             print(f"\nrecord --openocd --mode {mode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}",
@@ -155,7 +162,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
         # mcuprof top through the same OpenOCD (the record command's sources): plain tables.
         cls.top = subprocess.run([str(CLI), "top", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "pcsr",
                                   "--samples", "1000", "--refresh", "200ms", "--rows", "0", "--elf", str(ELF)],
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, timeout=600)
         cls.top_state = cls.tcl.run("[target current] curstate").strip()
 
         # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
@@ -297,8 +304,9 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
         truth = cls.work / "truth.txt"
         start_rig(cls, ELF, truth=truth, singlestep=True, vprobe_options=("--no-pcsr",))
         rec = cls.work / "fallback.rec"
-        cls.fallback = (subprocess.run(record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]), rec=rec),
-                                       capture_output=True, text=True, timeout=120), rec)
+        cls.fallback = (subprocess.run(record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]), *HALT_INTERVAL,
+                                              rec=rec),
+                                       capture_output=True, text=True, timeout=600), rec)
 
         # OpenOCD killed while a halt-mode recording runs: wait until the file holds samples.
         rec = cls.work / "killed.rec"
