@@ -97,7 +97,9 @@ class TclRpc:
     0x1a. Each command runs inside `catch` and `capture`, so errors come back as text and
     printed output is part of the result."""
 
-    def __init__(self, port: int, timeout: float = 30.0):
+    # A bound for a hang. `profile 1` queues 1024-read batches whose every JTAG bit crosses the
+    # vprobe's socket: one batch took over 30 s with both cores loaded four times over.
+    def __init__(self, port: int, timeout: float = 600.0):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buffer = b""
 
