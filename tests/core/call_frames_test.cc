@@ -12,6 +12,7 @@
 
 #include "mcuprof/core/call_frames.h"
 #include "mcuprof/core/error.h"
+#include "tool_output.h"
 
 using namespace mcuprof::core;
 
@@ -34,18 +35,6 @@ struct ReadelfTable {
     std::vector<ReadelfFde> fdes;                 // in section order
 };
 
-std::string run(const std::string& command)
-{
-    std::string out;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-        out.append(buffer, n);
-    REQUIRE(pclose(pipe) == 0);
-    return out;
-}
 
 // Column headers: "r4", "ra" (the return address column, r14 for Arm); other names (VFP
 // registers, numbered 256 and up) are beyond what the unwinder keeps and are skipped.
@@ -63,7 +52,7 @@ std::optional<uint32_t> column_register(const std::string& name)
 
 ReadelfTable readelf_frames(const std::string& elf)
 {
-    std::istringstream text(run("arm-none-eabi-readelf --debug-dump=frames-interp '" + elf + "'"));
+    std::istringstream text(tool_output("arm-none-eabi-readelf --debug-dump=frames-interp '" + elf + "'"));
     static const std::regex cie_header(R"(^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ CIE\b)");
     static const std::regex fde_header(R"(^[0-9a-f]+ [0-9a-f]+ [0-9a-f]+ FDE cie=([0-9a-f]+) pc=([0-9a-f]+)\.\.([0-9a-f]+))");
     ReadelfTable table;
@@ -169,7 +158,7 @@ TEST_CASE("call frames: every row of every FDE of every reference image equals r
         const ReadelfTable expected = readelf_frames(image);
         const std::vector<FrameFunction> functions = read_call_frames(image);
         REQUIRE(functions.size() == expected.fdes.size());   // no FDE left out
-        restore_states += size_t(std::stoul(run("arm-none-eabi-readelf --debug-dump=frames '" + image +
+        restore_states += size_t(std::stoul(tool_output("arm-none-eabi-readelf --debug-dump=frames '" + image +
                                                 "' | grep -c DW_CFA_restore_state || true")));
         for (size_t i = 0; i < functions.size(); ++i) {
             const FrameFunction& ours = functions[i];

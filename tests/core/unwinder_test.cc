@@ -8,6 +8,7 @@
 
 #include "mcuprof/core/call_frames.h"
 #include "mcuprof/core/error.h"
+#include "tool_output.h"
 #include "mcuprof/core/unwinder.h"
 
 using namespace mcuprof::core;
@@ -133,18 +134,6 @@ TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception 
 
 namespace {
 
-std::string run_tool(const std::string& command)
-{
-    std::string out;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-        out.append(buffer, n);
-    REQUIRE(pclose(pipe) == 0);
-    return out;
-}
 
 // Every word of a stack region holds a distinct Thumb address inside the code, so the
 // return address an unwinder reads names the slot it read it from.
@@ -170,13 +159,13 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     // calltree_o2_exidx_m4 is calltree_o2_m4 built with -g0 -funwind-tables: no .debug_frame.
     const std::string with_dwarf = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
     const std::string with_exidx = std::string(FIRMWARE_DIR) + "/calltree_o2_exidx_m4.elf";
-    REQUIRE(run_tool("arm-none-eabi-readelf -S '" + with_exidx + "' | grep -c debug_frame || true") == "0\n");
+    REQUIRE(tool_output("arm-none-eabi-readelf -S '" + with_exidx + "' | grep -c debug_frame || true") == "0\n");
     // The same code: the same functions at the same addresses with the same sizes.
     const std::string symbols = "arm-none-eabi-nm -S --defined-only '%s' | grep -i ' t '";
     auto functions_of = [&](const std::string& elf) {
         char command[1024];
         std::snprintf(command, sizeof command, symbols.c_str(), elf.c_str());
-        return run_tool(command);
+        return tool_output(command);
     };
     REQUIRE(functions_of(with_dwarf) == functions_of(with_exidx));
 
@@ -184,10 +173,10 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     CHECK(exidx.has_frame_info());
     // Functions whose exception-table entry says "cannot unwind" (assembly without .fnstart)
     // are not compared: the exidx image has no frame information for them.
-    const std::string unwind_table = run_tool("arm-none-eabi-readelf -u '" + with_exidx + "'");
+    const std::string unwind_table = tool_output("arm-none-eabi-readelf -u '" + with_exidx + "'");
     // Call sites from the real disassembler: the instruction after each bl, inside the same
     // function (a call that never returns ends its function).
-    std::istringstream disassembly(run_tool("arm-none-eabi-objdump -d --no-show-raw-insn '" + with_dwarf + "'"));
+    std::istringstream disassembly(tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + with_dwarf + "'"));
     std::string line, function;
     std::vector<std::pair<std::string, uint32_t>> instructions;   // (function, address)
     std::vector<size_t> calls;                                    // indices of the bl instructions

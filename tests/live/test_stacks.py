@@ -141,7 +141,11 @@ class CallFrameState(Replayed):
 class ExceptionTables(Replayed):
     """calltree_o2_exidx_m4 is calltree_o2_m4's code built without -g: no .debug_frame, only
     .ARM.exidx. Replayed with the same seed, both recordings halt at the same instructions,
-    so their chains can be compared sample for sample (as multisets of chains)."""
+    so their chains can be compared sample for sample (as multisets of chains). The
+    exception tables hold one rule per function, that of its body: in a prologue or an
+    epilogue that has moved SP they unwind a frame that is not there, so a few chains may
+    differ. The goal of stack sampling (docs/stacks.md) is >= 99 % of the thread-mode
+    chains complete; it must hold here, and >= 99 % must equal those of .debug_frame."""
 
     def test_exidx_chains_match_debug_frame(self):
         dwarf, _ = self.stacks_of("calltree_o2_m4")
@@ -153,7 +157,7 @@ class ExceptionTables(Replayed):
             for s in doc["stacks"]:
                 # Without -g there is no inline information: drop the inlined work() frames.
                 names = tuple(f["function"] for f in s["frames"] if f["function"] != "work")
-                if names[-1] == "smash":   # smash corrupts its saved LR: compared apart, below
+                if names[-1] == "smash":   # smash corrupts its saved LR on purpose: not compared
                     continue
                 key = (names, s["truncated"])
                 out[key] = out.get(key, 0) + s["samples"]
@@ -162,13 +166,13 @@ class ExceptionTables(Replayed):
         a, b = chains(dwarf), chains(exidx)
         n = sum(a.values())
         same = sum(min(count, b.get(key, 0)) for key, count in a.items())
-        complete = sum(c for (names, cut), c in b.items() if not cut and names[:2] == ("Reset_Handler", "main"))
-        print(f"\nexidx vs debug_frame: {same} of {n} chains equal, {complete} complete", file=sys.stderr)
-        # The exception tables describe a function's body: in a prologue or an epilogue
-        # (a few instructions of the -O2 functions) they undo a frame that is not there yet
-        # or any more. Everywhere else the chains are those of .debug_frame.
-        self.assertGreaterEqual(same / n, 0.98, (a, b))
-        self.assertGreaterEqual(complete / n, 0.98)
+        complete = sum(c for (names, cut), c in b.items()
+                       if not cut and (names == ("Reset_Handler",) or names[:2] == ("Reset_Handler", "main")))
+
+        print(f"\nexidx vs debug_frame: {same:.0f} of {n:.0f} chains equal, {complete:.0f} complete",
+              file=sys.stderr)
+        self.assertGreaterEqual(same / n, 0.99, (a, b))
+        self.assertGreaterEqual(complete / n, 0.99)
 
 
 class Tasks(Replayed):
