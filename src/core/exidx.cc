@@ -22,6 +22,11 @@ std::string hex(uint32_t value)
     return text;
 }
 
+uint32_t little_endian_word(const uint8_t* p)
+{
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
 // A prel31 field (ARM IHI 0038, 4.4.2): bits 30-0 a signed offset from the field's own address.
 uint32_t prel31(uint32_t word, uint32_t place)
 {
@@ -37,8 +42,7 @@ public:
     {
         for (const auto& [start, bytes] : sections_)
             if (address >= start && address - start + 4 <= bytes.size()) {
-                const auto* p = reinterpret_cast<const uint8_t*>(bytes.data()) + (address - start);
-                return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+                return little_endian_word(reinterpret_cast<const uint8_t*>(bytes.data()) + (address - start));
             }
         return std::nullopt;
     }
@@ -103,9 +107,10 @@ ExidxTable ExidxTable::read(const llvm::object::ObjectFile& object, const std::s
     if (!exidx)
         return table;
     const auto [base, bytes] = *exidx;
-    for (uint32_t at = base; at + 8 <= base + bytes.size(); at += 8) {
-        const uint32_t function_word = *image.word(at);
-        const uint32_t data = *image.word(at + 4);
+    for (size_t offset = 0; offset + 8 <= bytes.size(); offset += 8) {
+        const uint32_t at = base + uint32_t(offset);
+        const auto* p = reinterpret_cast<const uint8_t*>(bytes.data()) + offset;
+        const uint32_t function_word = little_endian_word(p), data = little_endian_word(p + 4);
         ExidxEntry entry;
         entry.start = prel31(function_word, at) & ~1u;
         if (data == exidx_cantunwind) {

@@ -8,6 +8,7 @@
 
 #include "mcuprof/core/call_frames.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/exidx.h"
 #include "tool_output.h"
 #include "mcuprof/core/unwinder.h"
 
@@ -225,4 +226,54 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     }
     MESSAGE(compared << " call sites unwound alike");
     CHECK(compared >= 15);
+}
+
+TEST_CASE("exidx: the unwinding instructions of ARM IHI 0038 10.3, worked by hand")
+{
+    FakeMemory memory;
+    std::array<uint32_t, 16> r{};
+    r[7] = 0x20000100;
+    r[13] = 0x20000080;
+    r[14] = 0x08000301;
+    bool restored = false;
+
+    // big_frame at -O2 (readelf -u): vsp = r7; vsp += 0x204 + (0x16 << 2) = 604;
+    // pop {r4, r7, r14} from 0x2000035C: r4, r7, r14 in register order, vsp 0x20000368.
+    memory.words[0x2000035C] = 0x44;
+    memory.words[0x20000360] = 0x77;
+    memory.words[0x20000364] = 0x08000123;
+    ExidxEntry frame_pointer{0x08000410, false, {0x97, 0xB2, 0x16, 0x84, 0x09, 0xB0}};
+    std::array<uint32_t, 16> caller = r;
+    REQUIRE(run_exidx(frame_pointer, caller, memory, restored) == ExidxResult::unwound);
+    CHECK(restored);
+    CHECK(caller[4] == 0x44u);
+    CHECK(caller[7] == 0x77u);
+    CHECK(caller[13] == 0x20000368u);
+    CHECK(caller[15] == 0x08000123u);   // no r15 popped: the return address is the popped LR
+
+    // vsp += 20 (0x04: (4 << 2) + 4), then pop {r4, r5, r14} (0xA9): from 0x20000094.
+    memory.words[0x20000094] = 1;
+    memory.words[0x20000098] = 2;
+    memory.words[0x2000009C] = 0x08000201;
+    ExidxEntry padded{0x08000234, false, {0x04, 0xA9, 0xB0}};
+    caller = r;
+    REQUIRE(run_exidx(padded, caller, memory, restored) == ExidxResult::unwound);
+    CHECK(caller[5] == 2u);
+    CHECK(caller[13] == 0x200000A0u);
+    CHECK(caller[15] == 0x08000201u);
+
+    // A leaf that saves nothing: SP unchanged, the return address is LR, nothing restored.
+    ExidxEntry leaf{0x080002b4, false, {0xB0, 0xB0, 0xB0}};
+    caller = r;
+    REQUIRE(run_exidx(leaf, caller, memory, restored) == ExidxResult::unwound);
+    CHECK_FALSE(restored);
+    CHECK(caller[13] == r[13]);
+    CHECK(caller[15] == r[14]);
+
+    // 0x80 0x00 refuses to unwind; 0xB1 0x00 (pop no register) is malformed; a pop from
+    // memory that cannot be read is unreadable.
+    caller = r;
+    CHECK(run_exidx({0, false, {0x80, 0x00}}, caller, memory, restored) == ExidxResult::refused);
+    CHECK(run_exidx({0, false, {0xB1, 0x00}}, caller, memory, restored) == ExidxResult::malformed);
+    CHECK(run_exidx({0, false, {0xA8}}, caller, memory, restored) == ExidxResult::unreadable);
 }
