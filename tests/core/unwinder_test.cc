@@ -206,7 +206,8 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     for (size_t call : calls) {
         if (call + 1 >= instructions.size() || instructions[call + 1].first != instructions[call].first)
             continue;
-        const auto& [name, return_address] = instructions[call + 1];
+        const std::string name = instructions[call + 1].first;   // (clang 14 cannot capture a structured binding)
+        const uint32_t return_address = instructions[call + 1].second;
         if (unwind_table.find("<" + name + ">: 0x1 [cantunwind]") != std::string::npos || !has_rows(return_address))
             continue;
         CAPTURE(name);
