@@ -60,6 +60,14 @@
 #define SYST_CSR_ENABLE    (1u << 0)
 #define SYST_CSR_TICKINT   (1u << 1)
 #define SYST_CSR_CLKSOURCE (1u << 2)          /* 1: count the core clock */
+
+/* SysTick interrupting every `ticks` core clocks (ARMv7-M ARM B3.3). */
+static inline void systick_start(uint32_t ticks)
+{
+    SYST_RVR = ticks - 1u;
+    SYST_CVR = 0u;
+    SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
+}
 #define NVIC_ISER0      REG32(0xE000E100u)
 #define NVIC_ISPR0      REG32(0xE000E200u)
 #define NVIC_IPR_WORD(irq) REG32(0xE000E400u + 4u * ((irq) / 4u))

@@ -105,16 +105,9 @@ void SysTick_Handler(void)
     isr_work();
 }
 
-static void systick_start(void)
-{
-    SYST_RVR = TICKS - 1u;
-    SYST_CVR = 0u;
-    SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
-}
-
 int main(void)
 {
-    systick_start();
+    systick_start(TICKS);
     for (uint32_t round = 0; ; round++) {
         if (ROUNDS != 0u && round == ROUNDS)   /* ROUNDS 0: forever */
             break;

@@ -277,6 +277,25 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
     return chains;
 }
 
+Truncation truncation_of(const SampleSet& samples)
+{
+    Truncation truncation;
+    std::map<std::string, double> by_reason;
+    for (const CallStack& stack : samples.stacks) {
+        truncation.unwound += 1;
+        if (!stack.truncated)
+            continue;
+        truncation.samples += 1;
+        // A stack marked truncated without its reason (constructed, or from a recording of an
+        // older version) is counted as such.
+        by_reason[std::string(describe(stack.stop == UnwindStop::root ? UnwindStop::not_recorded : stack.stop))] += 1;
+    }
+    truncation.by_reason.assign(by_reason.begin(), by_reason.end());
+    std::stable_sort(truncation.by_reason.begin(), truncation.by_reason.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    return truncation;
+}
+
 // Stack rows (identical frame chains merged) and, by function, each function's inclusive
 // samples: every stack that holds it, once.
 void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<Weighted>& items,
@@ -396,6 +415,16 @@ std::string_view name_of(Grouping grouping)
     return "?";
 }
 
+std::vector<StackFrame> shown_frames(const StackRow& stack)
+{
+    std::vector<StackFrame> frames;
+    frames.reserve(stack.frames.size() + 1);
+    if (stack.truncated)
+        frames.push_back({truncated_frame_name, "", 0, 0});
+    frames.insert(frames.end(), stack.frames.begin(), stack.frames.end());
+    return frames;
+}
+
 Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLocator* locator,
                   const AttributionOptions& asked)
 {
@@ -508,6 +537,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     }
 
     profile.unwound = !samples.stacks.empty();
+    profile.truncation = truncation_of(samples);
     const bool inclusive_known = profile.unwound && options.by == Grouping::function;
     if (options.stacks || profile.unwound || options.by == Grouping::stack)
         build_stacks(profile, samples, items, symbols, locator, options, rows);

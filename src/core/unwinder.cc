@@ -1,10 +1,11 @@
 #include "mcuprof/core/unwinder.h"
 
+#include "mcuprof/core/call_frames.h"
+#include "mcuprof/core/exidx.h"
+
 #include <algorithm>
 #include <vector>
 
-#include <llvm/DebugInfo/DWARF/DWARFContext.h>
-#include <llvm/DebugInfo/DWARF/DWARFDebugFrame.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
@@ -16,41 +17,11 @@ namespace {
 
 constexpr uint32_t sp = 13, lr = 14, pc = 15;
 
-// How to recover one register in the caller (DWARF 5, 6.4.1 "register rules").
-struct RegisterRule {
-    enum class Kind { same, at_cfa, undefined, unsupported } kind = Kind::same;
-    int32_t offset = 0;
+// One row of the call-frame table with what the unwinder needs besides: whether the
+// function has put its return address anywhere by then.
+struct UnwindRow : FrameRow {
+    bool lr_saved = false;
 };
-
-// One row of the call-frame table, in force over [start, end).
-struct FrameRow {
-    uint32_t start = 0;
-    uint32_t end = 0;
-    bool cfa_known = false;
-    uint32_t cfa_register = sp;
-    int32_t cfa_offset = 0;
-    std::array<RegisterRule, 16> rules{};
-    bool lr_saved = false;       // the function has put its return address somewhere
-};
-
-RegisterRule rule_of(const llvm::dwarf::UnwindLocation& location)
-{
-    using Location = llvm::dwarf::UnwindLocation;
-    switch (location.getLocation()) {
-    case Location::Unspecified:
-    case Location::Same:
-        return {RegisterRule::Kind::same, 0};
-    case Location::Undefined:
-        return {RegisterRule::Kind::undefined, 0};
-    case Location::CFAPlusOffset:
-        // Only "saved at CFA + offset" (DW_CFA_offset), what GCC and Clang emit for Arm.
-        if (location == Location::createAtCFAPlusOffset(location.getOffset()))
-            return {RegisterRule::Kind::at_cfa, location.getOffset()};
-        return {RegisterRule::Kind::unsupported, 0};
-    default:
-        return {RegisterRule::Kind::unsupported, 0};
-    }
-}
 
 // The EXC_RETURN values of ARMv7-M with the FP extension (ARMv7-M ARM, B1.5.8): handler
 // or thread, MSP or PSP, basic or extended frame. 0xFFFFFFFF, the value QEMU and many
@@ -77,15 +48,25 @@ std::string_view describe(UnwindStop stop)
     case UnwindStop::no_frame_info: return "a function without call-frame information";
     case UnwindStop::bad_frame: return "an implausible frame (corrupted stack?)";
     case UnwindStop::psp_unknown: return "the thread stack pointer (PSP) is unknown";
+    case UnwindStop::handler_only: return "an exception handler's chain that never reached the exception return";
+    case UnwindStop::not_recorded: return "reason not recorded";
     }
     return "?";
 }
 
 struct Unwinder::Impl {
-    std::vector<FrameRow> rows;   // by start address
+    std::vector<UnwindRow> rows;   // by start address
     std::optional<uint32_t> initial_sp;
     std::vector<std::pair<uint32_t, uint32_t>> code;   // executable sections [start, end)
-    std::vector<uint32_t> function_starts;              // of every FDE, sorted
+    std::vector<uint32_t> function_starts;              // of every FDE and exception-table entry, sorted
+    ExidxTable exidx;                                   // for code without .debug_frame
+
+    // The exception-table entry of code no DWARF row covers, when it can be unwound.
+    const ExidxEntry* exidx_entry(uint32_t address) const
+    {
+        const ExidxEntry* entry = exidx.find(address);
+        return entry != nullptr && !entry->cannot_unwind && in_code(address) ? entry : nullptr;
+    }
 
     bool is_function_start(uint32_t address) const
     {
@@ -100,10 +81,10 @@ struct Unwinder::Impl {
         return code.empty();   // nothing known: take any address
     }
 
-    const FrameRow* find(uint32_t address) const
+    const UnwindRow* find(uint32_t address) const
     {
         auto it = std::upper_bound(rows.begin(), rows.end(), address,
-                                   [](uint32_t a, const FrameRow& r) { return a < r.start; });
+                                   [](uint32_t a, const UnwindRow& r) { return a < r.start; });
         if (it == rows.begin())
             return nullptr;
         --it;
@@ -140,49 +121,23 @@ Unwinder::Unwinder(const std::string& elf_path) : impl_(std::make_unique<Impl>()
         const auto* p = reinterpret_cast<const uint8_t*>(contents->data());
         impl_->initial_sp = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
     }
-    std::unique_ptr<llvm::DWARFContext> dwarf = llvm::DWARFContext::create(object);
-    auto frames = dwarf->getDebugFrame();
-    if (!frames)
-        fail(frames.takeError());
-    for (const llvm::dwarf::FrameEntry& entry : (*frames)->entries()) {
-        const auto* fde = llvm::dyn_cast<llvm::dwarf::FDE>(&entry);
-        if (fde == nullptr)
-            continue;
-        auto table = llvm::dwarf::UnwindTable::create(fde);
-        if (!table) {
-            llvm::consumeError(table.takeError());   // one bad entry leaves its function without info
-            continue;
-        }
-        const uint32_t fde_end = uint32_t(fde->getInitialLocation() + fde->getAddressRange());
-        impl_->function_starts.push_back(uint32_t(fde->getInitialLocation()) & ~1u);
+    for (const FrameFunction& function : read_call_frames(object, elf_path)) {
+        impl_->function_starts.push_back(function.start & ~1u);
         bool lr_saved = false;
-        std::vector<FrameRow> rows;
-        for (const llvm::dwarf::UnwindRow& row : *table) {
-            FrameRow r;
-            r.start = uint32_t(row.hasAddress() ? row.getAddress() : fde->getInitialLocation());
-            r.end = fde_end;
-            const auto& cfa = row.getCFAValue();
-            if (cfa.getLocation() == llvm::dwarf::UnwindLocation::RegPlusOffset &&
-                cfa == llvm::dwarf::UnwindLocation::createIsRegisterPlusOffset(cfa.getRegister(), cfa.getOffset()) &&
-                cfa.getRegister() < 16) {
-                r.cfa_known = true;
-                r.cfa_register = cfa.getRegister();
-                r.cfa_offset = cfa.getOffset();
-            }
-            for (uint32_t reg = 0; reg < 16; ++reg)
-                if (auto location = row.getRegisterLocations().getRegisterLocation(reg))
-                    r.rules[reg] = rule_of(*location);
-            lr_saved = lr_saved || r.rules[lr].kind == RegisterRule::Kind::at_cfa;
-            r.lr_saved = lr_saved;
-            if (!rows.empty())
-                rows.back().end = r.start;
-            rows.push_back(r);
+        for (const FrameRow& row : function.rows) {
+            const RegisterRule::Kind lr_kind = row.rules[lr].kind;
+            lr_saved = lr_saved || (lr_kind != RegisterRule::Kind::unspecified && lr_kind != RegisterRule::Kind::same_value);
+            impl_->rows.push_back({row, lr_saved});
         }
-        impl_->rows.insert(impl_->rows.end(), rows.begin(), rows.end());
     }
+    impl_->exidx = ExidxTable::read(object, elf_path);
+    for (const ExidxEntry& entry : impl_->exidx.entries())
+        impl_->function_starts.push_back(entry.start);
     std::sort(impl_->rows.begin(), impl_->rows.end(),
-              [](const FrameRow& a, const FrameRow& b) { return a.start < b.start; });
+              [](const UnwindRow& a, const UnwindRow& b) { return a.start < b.start; });
     std::sort(impl_->function_starts.begin(), impl_->function_starts.end());
+    impl_->function_starts.erase(std::unique(impl_->function_starts.begin(), impl_->function_starts.end()),
+                                 impl_->function_starts.end());
 }
 
 Unwinder::~Unwinder() = default;
@@ -194,16 +149,24 @@ std::optional<uint32_t> Unwinder::initial_stack_pointer() const
 
 bool Unwinder::has_frame_info() const
 {
-    return !impl_->rows.empty();
+    return !impl_->rows.empty() || !impl_->exidx.empty();
 }
 
 UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memory, size_t max_depth) const
 {
     UnwindResult result;
     std::vector<uint32_t>& callers = result.stack.callers;
+    // Handler mode (IPSR, xPSR bits 8:0, not 0; ARMv7-M ARM B1.4.2): the chain is complete
+    // only once it has crossed the exception return into the interrupted code. A handler's
+    // frame that looks like a root (LR "still" holding a return address that is not an
+    // EXC_RETURN, a frame without LR saved) is a chain that went wrong, not an end.
+    bool in_handler = (registers.xpsr & 0x1FFu) != 0;
     auto stop = [&](UnwindStop why) {
+        if (why == UnwindStop::root && in_handler)
+            why = UnwindStop::handler_only;
         result.stop = why;
         result.stack.truncated = why != UnwindStop::root;
+        result.stack.stop = why;
         return result;
     };
 
@@ -216,7 +179,7 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
 
     while (callers.size() < max_depth) {
         uint32_t return_address = 0;
-        if (const FrameRow* row = impl_->find(leaf ? r[pc] : r[pc] - 2)) {
+        if (const UnwindRow* row = impl_->find(leaf ? r[pc] : r[pc] - 2)) {
             // CFA: the caller's SP, from the rule of this row (DW_CFA_def_cfa*).
             if (!row->cfa_known)
                 return stop(UnwindStop::no_frame_info);
@@ -228,12 +191,27 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
             std::array<uint32_t, 16> caller = r;
             for (uint32_t reg = 0; reg < 16; ++reg) {
                 const RegisterRule& rule = row->rules[reg];
-                if (rule.kind == RegisterRule::Kind::at_cfa) {
+                switch (rule.kind) {
+                case RegisterRule::Kind::unspecified:
+                case RegisterRule::Kind::same_value:
+                case RegisterRule::Kind::undefined:
+                    break;
+                case RegisterRule::Kind::at_cfa: {
                     auto value = memory.read_word(cfa + uint32_t(rule.offset));
                     if (!value)
                         return stop(UnwindStop::unreadable);
                     caller[reg] = *value;
-                } else if (rule.kind == RegisterRule::Kind::unsupported) {
+                    break;
+                }
+                case RegisterRule::Kind::is_cfa:
+                    caller[reg] = cfa + uint32_t(rule.offset);
+                    break;
+                case RegisterRule::Kind::in_register:
+                    if (rule.register_ >= 16)
+                        return stop(UnwindStop::no_frame_info);
+                    caller[reg] = r[rule.register_];
+                    break;
+                case RegisterRule::Kind::expression:
                     return stop(UnwindStop::no_frame_info);
                 }
             }
@@ -242,8 +220,29 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
             // (a reset handler, a task entry, a noreturn main).
             if (row->rules[lr].kind == RegisterRule::Kind::undefined || (!row->lr_saved && !leaf))
                 return stop(UnwindStop::root);
-            return_address = row->rules[lr].kind == RegisterRule::Kind::at_cfa ? caller[lr] : r[lr];
+            return_address = caller[lr];
             caller[sp] = cfa;
+            r = caller;
+        } else if (const ExidxEntry* entry = impl_->exidx_entry(leaf ? r[pc] : r[pc] - 2);
+                   entry != nullptr && !(leaf && r[pc] == entry->start)) {
+            // No DWARF row, but an exception-table entry (an image or a library built without
+            // -g): its instructions undo the frame as the body of the function holds it. (At
+            // the first instruction nothing is saved yet: the leaf case below.)
+            std::array<uint32_t, 16> caller = r;
+            bool restored_return = false;
+            switch (run_exidx(*entry, caller, memory, restored_return)) {
+            case ExidxResult::unwound: break;
+            case ExidxResult::unreadable: return stop(UnwindStop::unreadable);
+            case ExidxResult::refused:
+            case ExidxResult::malformed: return stop(UnwindStop::no_frame_info);
+            }
+            const uint32_t cfa = caller[sp];
+            if (cfa < r[sp] || cfa - r[sp] > 0x10000u || (!leaf && restored_return && cfa == r[sp]))
+                return stop(UnwindStop::bad_frame);
+            // As with DWARF: a caller that never saved its return address is the root.
+            if (!leaf && !restored_return)
+                return stop(UnwindStop::root);
+            return_address = caller[pc];
             r = caller;
         } else if (leaf) {
             // No call-frame information (assembly, a library without -g): while this is the
@@ -286,6 +285,7 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
             if (!impl_->in_code(r[pc]))
                 return stop(UnwindStop::bad_frame);
             on_psp = to_psp;
+            in_handler = (return_address & 0x8u) == 0;   // EXC_RETURN bit 3 clear: back to Handler mode
             leaf = true;   // the interrupted code may not have saved LR yet
             callers.push_back(r[pc]);   // the interrupted instruction itself, not a call site
             continue;

@@ -20,14 +20,17 @@ const std::string fixture = std::string(FIXTURES_DIR) + "/symbols_fixture.elf";
 // 4 samples (call sites are addresses inside the caller):
 //   func_a -> local_b                 x2
 //   func_a -> func_c -> func_c        x1 (recursion)
-//   func_c, truncated                 x1
+//   func_c, truncated                 x1 (shown under a [truncated] root)
 Profile unwound_profile()
 {
     const SymbolTable symbols = SymbolTable::load(fixture);
     SampleSet s;
     s.origin = "constructed <stacks>";
     s.pcs = {0x08000012, 0x08000012, 0x08000022, 0x08000024};
-    s.stacks = {{{0x08000004}, false}, {{0x08000004}, false}, {{0x08000022, 0x08000006}, false}, {{}, true}};
+    s.stacks = {{{0x08000004}, false},
+                {{0x08000004}, false},
+                {{0x08000022, 0x08000006}, false},
+                {{}, true, UnwindStop::bad_frame}};
     return attribute(s, symbols, nullptr, {});
 }
 
@@ -74,7 +77,9 @@ TEST_CASE("call graph: self cost to the leaf, inclusive and edges once per stack
 {
     const CallGraph g = call_graph_of(unwound_profile());
     CHECK(g.event == "Samples");
-    REQUIRE(g.functions.size() == 3);
+    REQUIRE(g.functions.size() == 4);   // and [truncated], the root of the truncated stack
+    CHECK(function_named(g, "[truncated]").self_cost == 0);
+    CHECK(function_named(g, "[truncated]").inclusive_cost == 1);
     CHECK(function_named(g, "func_a").self_cost == 0);
     CHECK(function_named(g, "func_a").inclusive_cost == 3);
     CHECK(function_named(g, "func_a").address == 0x08000000u);
@@ -82,7 +87,8 @@ TEST_CASE("call graph: self cost to the leaf, inclusive and edges once per stack
     CHECK(function_named(g, "local_b").inclusive_cost == 2);
     CHECK(function_named(g, "func_c").self_cost == 2);
     CHECK(function_named(g, "func_c").inclusive_cost == 2);   // recursion: once per stack
-    REQUIRE(g.edges.size() == 3);
+    REQUIRE(g.edges.size() == 4);
+    CHECK(edge_cost(g, "[truncated]", "func_c") == 1);
     CHECK(edge_cost(g, "func_a", "local_b") == 2);
     CHECK(edge_cost(g, "func_a", "func_c") == 1);
     CHECK(edge_cost(g, "func_c", "func_c") == 1);
@@ -93,7 +99,7 @@ TEST_CASE("collapsed: one root-first line per stack with its count")
 {
     std::ostringstream out;
     write_collapsed(unwound_profile(), out);
-    CHECK(out.str() == "func_a;local_b 2\nfunc_a;func_c;func_c 1\nfunc_c 1\n");
+    CHECK(out.str() == "func_a;local_b 2\nfunc_a;func_c;func_c 1\n[truncated];func_c 1\n");
 }
 
 TEST_CASE("collapsed: a flat profile gives one-frame stacks, samples without address included")
@@ -108,7 +114,7 @@ TEST_CASE("speedscope: one sampled profile, frames shared, weights adding up to 
     const nlohmann::json j = to_speedscope(unwound_profile());
     CHECK(j["$schema"] == "https://www.speedscope.app/file-format-schema.json");
     const auto& frames = j["shared"]["frames"];
-    REQUIRE(frames.size() == 3);
+    REQUIRE(frames.size() == 4);   // func_a, local_b, func_c and [truncated]
     REQUIRE(j["profiles"].size() == 1);
     const auto& p = j["profiles"][0];
     CHECK(p["type"] == "sampled");
@@ -120,6 +126,10 @@ TEST_CASE("speedscope: one sampled profile, frames shared, weights adding up to 
     for (const auto& index : p["samples"][0])
         first.push_back(frames[index.get<size_t>()]["name"]);
     CHECK(first == std::vector<std::string>{"func_a", "local_b"});
+    std::vector<std::string> last;
+    for (const auto& index : p["samples"][2])
+        last.push_back(frames[index.get<size_t>()]["name"]);
+    CHECK(last == std::vector<std::string>{"[truncated]", "func_c"});
 }
 
 TEST_CASE("html: unwound stacks give a flame graph, every row a table row, nothing fetched")
@@ -137,8 +147,9 @@ TEST_CASE("html: unwound stacks give a flame graph, every row a table row, nothi
     // Table: one row per profile row (tbody rows start with <tr><td).
     CHECK(count_of(page, "<tr><td class=\"name\">") == p.rows.size());
     // Flame graph: the root plus func_a, local_b, func_c (under func_a), func_c (under it),
-    // and the truncated stack's func_c at the root: 6 boxes.
-    CHECK(count_of(page, "<g class=\"frame\"") == 6);
+    // and the truncated stack's func_c under a [truncated] box: 7 boxes.
+    CHECK(count_of(page, "<g class=\"frame\"") == 7);
+    CHECK(page.find("data-function=\"[truncated]\"") != std::string::npos);
     CHECK(page.find("inclusive %") != std::string::npos);
     // No attribute that would load anything.
     CHECK(page.find("src=") == std::string::npos);
@@ -176,4 +187,67 @@ TEST_CASE("html: a flat profile gives an icicle; source lines annotated, or a no
     // lib.c is not on this machine: said so, with its line's share.
     CHECK(page.find("not on this machine") != std::string::npos);
     CHECK(page.find("<span class=\"num\">9</span><span class=\"share\">25.00 %") != std::string::npos);
+}
+
+TEST_CASE("truncation: counted by reason in the profile, the text report and JSON; lower bounds past 1 %")
+{
+    const Profile p = unwound_profile();
+    CHECK(p.truncation.samples == 1);
+    CHECK(p.truncation.unwound == 4);
+    CHECK(p.truncation.percent() == doctest::Approx(25.0));
+    REQUIRE(p.truncation.by_reason.size() == 1);
+    CHECK(p.truncation.by_reason[0].first == describe(UnwindStop::bad_frame));
+    CHECK(p.truncation.inclusive_lower_bounds());
+
+    std::ostringstream text;
+    write_text(p, text);
+    CHECK(text.str().find("stacks: 1 of 4 chains truncated (25.00 % of the samples): 1 an implausible frame "
+                          "(corrupted stack?); inclusive shares are lower bounds\n") != std::string::npos);
+    CHECK(text.str().find("incl>=%") != std::string::npos);
+
+    const nlohmann::json j = to_json(p);
+    CHECK(j["truncation"]["samples"] == 1);
+    CHECK(j["truncation"]["unwound_samples"] == 4);
+    CHECK(j["truncation"]["by_reason"][std::string(describe(UnwindStop::bad_frame))] == 1);
+    CHECK(j["truncation"]["inclusive_lower_bounds"] == true);
+
+    std::ostringstream html;
+    write_html({p, nullptr, {}}, html);
+    CHECK(html.str().find("<th>inclusive % (lower bound)</th>") != std::string::npos);
+    CHECK(html.str().find("<dt>truncated chains</dt><dd>stacks: 1 of 4 chains truncated") != std::string::npos);
+}
+
+TEST_CASE("truncation: one chain in 200 (0.5 %) leaves the inclusive shares unmarked; flat profiles say nothing")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.pcs.assign(200, 0x08000012);
+    s.stacks.assign(200, CallStack{{0x08000004}, false});
+    s.stacks[0] = {{}, true, UnwindStop::depth};
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.truncation.samples == 1);
+    CHECK_FALSE(p.truncation.inclusive_lower_bounds());
+    std::ostringstream text;
+    write_text(p, text);
+    CHECK(text.str().find("stacks: 1 of 200 chains truncated (0.50 % of the samples): 1 depth limit\n") !=
+          std::string::npos);
+    CHECK(text.str().find("  incl %") != std::string::npos);
+
+    std::ostringstream flat;
+    write_text(flat_profile(), flat);
+    CHECK(flat.str().find("stacks:") == std::string::npos);
+    CHECK(to_json(flat_profile()).count("truncation") == 0);
+}
+
+TEST_CASE("truncation: the record summary line counts the chain ends of the sampler's summary")
+{
+    const nlohmann::json summary = {{"run_duty", 0.5},
+                                    {"stacks",
+                                     {{"mean_depth", 3.0},
+                                      {"ends",
+                                       {{std::string(describe(UnwindStop::root)), 990},
+                                        {std::string(describe(UnwindStop::psp_unknown)), 10}}}}}};
+    CHECK(describe_sampler(summary) ==
+          "target running 50.0 % of the time; stacks: 10 of 1000 chains truncated (1.00 % of the samples): "
+          "10 the thread stack pointer (PSP) is unknown");
 }

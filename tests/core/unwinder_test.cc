@@ -1,8 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
+#include <regex>
+#include <sstream>
 
+#include "mcuprof/core/call_frames.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/exidx.h"
+#include "tool_output.h"
 #include "mcuprof/core/unwinder.h"
 
 using namespace mcuprof::core;
@@ -82,7 +89,8 @@ TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory
     CHECK(r.stop == UnwindStop::bad_frame);
     CHECK(r.stack.truncated);
 
-    regs.r[14] = 0xFFFFFFFF;   // LR's reset value: the leaf is the root
+    regs.r[14] = 0xFFFFFFFF;   // LR's reset value: the leaf is the root (in Thread mode)
+    regs.xpsr = 0x01000000;
     r = unwinder.unwind(regs, memory);
     CHECK(r.stop == UnwindStop::root);
     CHECK_FALSE(r.stack.truncated);
@@ -92,4 +100,181 @@ TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory
 TEST_CASE("unwinder: an ELF that cannot be read is an error naming it")
 {
     CHECK_THROWS_WITH_AS(Unwinder("/nonexistent/fw.elf"), doctest::Contains("/nonexistent/fw.elf"), Error);
+}
+
+TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception return is marked, not complete")
+{
+    const Unwinder unwinder(fixture);
+    FakeMemory memory;
+    CoreRegisters regs;
+    regs.r[13] = 0x20001000;
+    regs.r[15] = 0x08000002;
+    regs.r[14] = 0xFFFFFFFF;   // what a naked handler's LR could hold after a call: no EXC_RETURN
+    regs.xpsr = 0x0000000E;    // IPSR 14: PendSV
+    UnwindResult r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::handler_only);
+    CHECK(r.stack.stop == UnwindStop::handler_only);
+    CHECK(r.stack.truncated);
+
+    // The same leaf, returning through EXC_RETURN to Thread mode on MSP: complete.
+    regs.r[14] = 0xFFFFFFF9;
+    memory.frame(0x20001000, 0xFFFFFFFF, 0x08000024, 0x01000000);
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::root);
+    CHECK_FALSE(r.stack.truncated);
+    REQUIRE(r.stack.callers.size() == 1);
+    CHECK(r.stack.callers[0] == 0x08000024u);
+
+    // A nested exception: EXC_RETURN back to Handler mode (0xFFFFFFF1), and the handler it
+    // returns into ends without an exception return of its own: still marked.
+    regs.r[14] = 0xFFFFFFF1;
+    memory.frame(0x20001000, 0xFFFFFFFF, 0x08000024, 0x0000000B);
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::handler_only);
+}
+
+namespace {
+
+
+// Every word of a stack region holds a distinct Thumb address inside the code, so the
+// return address an unwinder reads names the slot it read it from.
+class PatternMemory : public StackMemory {
+public:
+    PatternMemory(uint32_t base, uint32_t code_start, uint32_t code_size)
+        : base_(base), code_start_(code_start), code_size_(code_size) {}
+    std::optional<uint32_t> read_word(uint32_t address) override
+    {
+        if (address < base_ || address >= base_ + 0x1000u || address % 4 != 0)
+            return std::nullopt;
+        return (code_start_ + ((address - base_) * 2u) % code_size_) | 1u;
+    }
+
+private:
+    uint32_t base_, code_start_, code_size_;
+};
+
+} // namespace
+
+TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_frame, at every call site")
+{
+    // calltree_o2_exidx_m4 is calltree_o2_m4 built with -g0 -funwind-tables: no .debug_frame.
+    const std::string with_dwarf = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
+    const std::string with_exidx = std::string(FIRMWARE_DIR) + "/calltree_o2_exidx_m4.elf";
+    REQUIRE(tool_output("arm-none-eabi-readelf -S '" + with_exidx + "' | grep -c debug_frame || true") == "0\n");
+    // The same code: the same functions at the same addresses with the same sizes.
+    const std::string symbols = "arm-none-eabi-nm -S --defined-only '%s' | grep -i ' t '";
+    auto functions_of = [&](const std::string& elf) {
+        char command[1024];
+        std::snprintf(command, sizeof command, symbols.c_str(), elf.c_str());
+        return tool_output(command);
+    };
+    REQUIRE(functions_of(with_dwarf) == functions_of(with_exidx));
+
+    const Unwinder dwarf(with_dwarf), exidx(with_exidx);
+    CHECK(exidx.has_frame_info());
+    // Functions whose exception-table entry says "cannot unwind" (assembly without .fnstart)
+    // are not compared: the exidx image has no frame information for them.
+    const std::string unwind_table = tool_output("arm-none-eabi-readelf -u '" + with_exidx + "'");
+    // Call sites from the real disassembler: the instruction after each bl, inside the same
+    // function (a call that never returns ends its function).
+    std::istringstream disassembly(tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + with_dwarf + "'"));
+    std::string line, function;
+    std::vector<std::pair<std::string, uint32_t>> instructions;   // (function, address)
+    std::vector<size_t> calls;                                    // indices of the bl instructions
+    while (std::getline(disassembly, line)) {
+        if (line.size() > 10 && line.back() == ':' && line.find(" <") != std::string::npos) {
+            function = line.substr(line.find('<') + 1, line.find('>') - line.find('<') - 1);
+            continue;
+        }
+        std::smatch m;
+        static const std::regex instruction(R"(^\s*([0-9a-f]+):\t)");
+        if (function.empty() || !std::regex_search(line, m, instruction))
+            continue;
+        instructions.emplace_back(function, uint32_t(std::stoul(m[1], nullptr, 16)));
+        if (line.find("\tbl\t") != std::string::npos)
+            calls.push_back(instructions.size() - 1);
+    }
+    const uint32_t code_start = instructions.front().second, code_size = instructions.back().second - code_start;
+    // A call that never returns may end its function's code: the address after it is
+    // padding outside every FDE, where the two tables need not agree.
+    const std::vector<FrameFunction> described = read_call_frames(with_dwarf);
+    auto has_rows = [&](uint32_t address) {
+        return std::any_of(described.begin(), described.end(),
+                           [&](const FrameFunction& f) { return address >= f.start && address < f.end; });
+    };
+    size_t compared = 0;
+    for (size_t call : calls) {
+        if (call + 1 >= instructions.size() || instructions[call + 1].first != instructions[call].first)
+            continue;
+        const std::string name = instructions[call + 1].first;   // (clang 14 cannot capture a structured binding)
+        const uint32_t return_address = instructions[call + 1].second;
+        if (unwind_table.find("<" + name + ">: 0x1 [cantunwind]") != std::string::npos || !has_rows(return_address))
+            continue;
+        CAPTURE(name);
+        CAPTURE(return_address);
+        CoreRegisters regs;
+        regs.r[13] = 0x20001000u;
+        for (uint32_t i = 0; i < 13; ++i)   // a frame pointer (r7) points into the stack too
+            regs.r[i] = regs.r[13] + 4 * i;
+        regs.r[14] = code_start + 0x101u;   // not the return address: it must come from the stack
+        regs.r[15] = return_address;
+        regs.xpsr = 0x01000000u;
+        PatternMemory memory_a(regs.r[13], code_start, code_size), memory_b(regs.r[13], code_start, code_size);
+        const UnwindResult a = dwarf.unwind(regs, memory_a, 1), b = exidx.unwind(regs, memory_b, 1);
+        CHECK(b.stack.callers == a.stack.callers);
+        CHECK(b.stop == a.stop);
+        compared += a.stack.callers.size();   // a return address found, not a root
+    }
+    MESSAGE(compared << " call sites unwound alike");
+    CHECK(compared >= 15);
+}
+
+TEST_CASE("exidx: the unwinding instructions of ARM IHI 0038 10.3, worked by hand")
+{
+    FakeMemory memory;
+    std::array<uint32_t, 16> r{};
+    r[7] = 0x20000100;
+    r[13] = 0x20000080;
+    r[14] = 0x08000301;
+    bool restored = false;
+
+    // big_frame at -O2 (readelf -u): vsp = r7; vsp += 0x204 + (0x16 << 2) = 604;
+    // pop {r4, r7, r14} from 0x2000035C: r4, r7, r14 in register order, vsp 0x20000368.
+    memory.words[0x2000035C] = 0x44;
+    memory.words[0x20000360] = 0x77;
+    memory.words[0x20000364] = 0x08000123;
+    ExidxEntry frame_pointer{0x08000410, false, {0x97, 0xB2, 0x16, 0x84, 0x09, 0xB0}};
+    std::array<uint32_t, 16> caller = r;
+    REQUIRE(run_exidx(frame_pointer, caller, memory, restored) == ExidxResult::unwound);
+    CHECK(restored);
+    CHECK(caller[4] == 0x44u);
+    CHECK(caller[7] == 0x77u);
+    CHECK(caller[13] == 0x20000368u);
+    CHECK(caller[15] == 0x08000123u);   // no r15 popped: the return address is the popped LR
+
+    // vsp += 20 (0x04: (4 << 2) + 4), then pop {r4, r5, r14} (0xA9): from 0x20000094.
+    memory.words[0x20000094] = 1;
+    memory.words[0x20000098] = 2;
+    memory.words[0x2000009C] = 0x08000201;
+    ExidxEntry padded{0x08000234, false, {0x04, 0xA9, 0xB0}};
+    caller = r;
+    REQUIRE(run_exidx(padded, caller, memory, restored) == ExidxResult::unwound);
+    CHECK(caller[5] == 2u);
+    CHECK(caller[13] == 0x200000A0u);
+    CHECK(caller[15] == 0x08000201u);
+
+    // A leaf that saves nothing: SP unchanged, the return address is LR, nothing restored.
+    ExidxEntry leaf{0x080002b4, false, {0xB0, 0xB0, 0xB0}};
+    caller = r;
+    REQUIRE(run_exidx(leaf, caller, memory, restored) == ExidxResult::unwound);
+    CHECK_FALSE(restored);
+    CHECK(caller[13] == r[13]);
+    CHECK(caller[15] == r[14]);
+
+    // 0x80 0x00 refuses to unwind; 0xB1 0x00 (pop no register) is malformed; a pop from
+    // memory that cannot be read is unreadable.
+    caller = r;
+    CHECK(run_exidx({0, false, {0x80, 0x00}}, caller, memory, restored) == ExidxResult::refused);
+    CHECK(run_exidx({0, false, {0xB1, 0x00}}, caller, memory, restored) == ExidxResult::malformed);
+    CHECK(run_exidx({0, false, {0xA8}}, caller, memory, restored) == ExidxResult::unreadable);
 }

@@ -115,6 +115,66 @@ class CallTree(Replayed):
         self.check_build("calltree_o2_fp_m4")
 
 
+class CallFrameState(Replayed):
+    """-O2 code whose call-frame information uses DW_CFA_remember_state/restore_state
+    (firmware-ref/src/scen_cfistate.c: early returns, tail calls, shrink-wrapping): every
+    chain, in thread mode and through the interrupt, reaches the reset handler, and the
+    reports count the truncated chains (none here) alike."""
+
+    def test_o2_remember_restore_state(self):
+        doc, self_counts = self.stacks_of("cfistate_o2_m4")
+        stacks = doc["stacks"]
+        cut = [([f["function"] for f in s["frames"]], s["samples"]) for s in stacks if s["truncated"]]
+        self.assertEqual(cut, [])
+        after_restore = 0
+        for s in stacks:
+            names = [f["function"] for f in s["frames"]]
+            if names != ["Reset_Handler"]:
+                self.assertEqual(names[:2], ["Reset_Handler", "main"], names)
+            after_restore += s["samples"] if "likely_tail" in names else 0
+        self.assertGreater(after_restore, 0)
+        self.assertEqual(doc["truncation"]["samples"], 0)
+        self.assertEqual(doc["truncation"]["unwound_samples"], doc["samples"])
+        self.assertFalse(doc["truncation"]["inclusive_lower_bounds"])
+
+
+class ExceptionTables(Replayed):
+    """calltree_o2_exidx_m4 is calltree_o2_m4's code built without -g: no .debug_frame, only
+    .ARM.exidx. Replayed with the same seed, both recordings halt at the same instructions,
+    so their chains can be compared sample for sample (as multisets of chains). The
+    exception tables hold one rule per function, that of its body: in a prologue or an
+    epilogue that has moved SP they unwind a frame that is not there, so a few chains may
+    differ. The goal of stack sampling (docs/stacks.md) is >= 99 % of the thread-mode
+    chains complete; it must hold here, and >= 99 % must equal those of .debug_frame."""
+
+    def test_exidx_chains_match_debug_frame(self):
+        dwarf, _ = self.stacks_of("calltree_o2_m4")
+        exidx, _ = self.stacks_of("calltree_o2_exidx_m4")
+        self.assertEqual(dwarf["samples"], exidx["samples"])
+
+        def chains(doc):
+            out = {}
+            for s in doc["stacks"]:
+                # Without -g there is no inline information: drop the inlined work() frames.
+                names = tuple(f["function"] for f in s["frames"] if f["function"] != "work")
+                if names[-1] == "smash":   # smash corrupts its saved LR on purpose: not compared
+                    continue
+                key = (names, s["truncated"])
+                out[key] = out.get(key, 0) + s["samples"]
+            return out
+
+        a, b = chains(dwarf), chains(exidx)
+        n = sum(a.values())
+        same = sum(min(count, b.get(key, 0)) for key, count in a.items())
+        complete = sum(c for (names, cut), c in b.items()
+                       if not cut and (names == ("Reset_Handler",) or names[:2] == ("Reset_Handler", "main")))
+
+        print(f"\nexidx vs debug_frame: {same:.0f} of {n:.0f} chains equal, {complete:.0f} complete",
+              file=sys.stderr)
+        self.assertGreaterEqual(same / n, 0.99, (a, b))
+        self.assertGreaterEqual(complete / n, 0.99)
+
+
 class Tasks(Replayed):
     """The RTOS scenario (two round-robin tasks under a PendSV scheduler with FreeRTOS's
     pxCurrentTCB): the running task read at each halt and the unwound stack are two

@@ -182,3 +182,32 @@ TEST_CASE("recording: a halting summary still describes its halt latency")
     CHECK(mcuprof::core::describe_sampler(stats.to_json()) ==
           "target running 50.0 % of the time, halt latency p50 300 us p99 300 us");
 }
+
+TEST_CASE("recording: stacks keep why their chain ended; a truncated stack of an older version reads as not recorded")
+{
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", "test"}});
+        const std::vector<mcuprof::core::CallStack> stacks = {
+            {{0x08000104, 0x08000200}, false, mcuprof::core::UnwindStop::root},
+            {{0x08000104}, true, mcuprof::core::UnwindStop::handler_only},
+            {{}, true, mcuprof::core::UnwindStop::root},   // flags 1 alone: what versions before the reasons wrote
+        };
+        for (const auto& stack : stacks) {
+            LiveSample s;
+            s.pc = 0x08000100;
+            s.stack = stack;
+            w.sample(s);
+        }
+    }
+    const Recording r = read_recording(f.path);
+    REQUIRE(r.samples.size() == 3);
+    REQUIRE(r.samples[0].stack);
+    CHECK(r.samples[0].stack->callers == std::vector<uint32_t>{0x08000104, 0x08000200});
+    CHECK_FALSE(r.samples[0].stack->truncated);
+    CHECK(r.samples[0].stack->stop == mcuprof::core::UnwindStop::root);
+    CHECK(r.samples[1].stack->truncated);
+    CHECK(r.samples[1].stack->stop == mcuprof::core::UnwindStop::handler_only);
+    CHECK(r.samples[2].stack->truncated);
+    CHECK(r.samples[2].stack->stop == mcuprof::core::UnwindStop::not_recorded);
+}

@@ -56,6 +56,23 @@ struct StackRow {
     bool truncated = false;              // the unwinder could not reach the outermost frame
 };
 
+// The root the stack formats (collapsed, speedscope, callgrind, dot, the HTML flame graph)
+// give a truncated stack: it stands for the callers the unwinder could not reach.
+inline constexpr const char* truncated_frame_name = "[truncated]";
+// A stack's frames as the stack formats show them: a truncated stack under `[truncated]`.
+std::vector<StackFrame> shown_frames(const StackRow& stack);
+
+// How many unwound chains ended before their outermost frame, and why. Their outer callers
+// are missing, so every inclusive share is a lower bound; beyond 1 % of the chains the
+// reports say so.
+struct Truncation {
+    double samples = 0;                  // samples whose chain was truncated
+    double unwound = 0;                  // samples with a chain (truncated or not)
+    std::vector<std::pair<std::string, double>> by_reason;   // by samples, descending
+    double percent() const { return unwound > 0 ? 100.0 * samples / unwound : 0.0; }
+    bool inclusive_lower_bounds() const { return percent() > 1.0; }
+};
+
 struct Warning {
     std::string kind;       // "lockstep", "unattributed", "outside-histogram", ...
     std::string message;
@@ -74,6 +91,7 @@ struct Profile {
     // stacks (plus the inline chain of the address), so every stack format works for them.
     std::vector<StackRow> stacks;        // by samples, descending
     bool unwound = false;                // stacks come from unwinding, not from flat samples
+    Truncation truncation;               // of the unwound chains (all zero for flat samples)
     std::vector<Warning> warnings;
     nlohmann::json sampler;              // copied from the samples: rate, duty, halt latency
 };

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,12 +31,25 @@ struct Sequence {
     size_t end = 0;
 };
 
+// Why an unwinder ended a chain: at its outermost frame (root) or before it, truncated.
+// Recordings keep it with every stack (docs/formats.md, record type 4), so the numbers
+// are stable: new reasons go at the end.
+enum class UnwindStop : uint8_t {
+    root, depth, unreadable, no_frame_info, bad_frame, psp_unknown,
+    handler_only,    // a chain taken in an exception handler that never reached the exception return
+    not_recorded,    // truncated, by a recording that predates the reasons
+};
+constexpr uint32_t unwind_stop_count = 8;
+std::string_view describe(UnwindStop stop);
+
 // The callers of one sampled PC, as an unwinder found them: return addresses (Thumb bit
 // clear), innermost caller first. `truncated`: the unwinder stopped before the outermost
-// frame (depth limit, a corrupted stack, memory it could not read, an unknown frame).
+// frame (depth limit, a corrupted stack, memory it could not read, an unknown frame), for
+// the reason `stop` gives.
 struct CallStack {
     std::vector<uint32_t> callers;
     bool truncated = false;
+    UnwindStop stop = UnwindStop::root;
 };
 
 struct SampleSet {

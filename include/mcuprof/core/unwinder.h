@@ -1,7 +1,8 @@
 #pragma once
 // Call stacks from a halted Cortex-M: the registers and the stack memory of one halt in,
 // the chain of callers out. Frames are undone with the ELF's DWARF call-frame information
-// (.debug_frame, DWARF 5 section 6.4); hardware exception frames with EXC_RETURN (ARMv7-M
+// (.debug_frame, DWARF 5 section 6.4) or, for code without it, the Arm exception tables
+// (.ARM.exidx, ARM IHI 0038); hardware exception frames with EXC_RETURN (ARMv7-M
 // Architecture Reference Manual, B1.5.6-B1.5.8); a function without call-frame
 // information is passed only while LR still holds its return address (the leaf).
 #include <array>
@@ -28,10 +29,6 @@ public:
     virtual std::optional<uint32_t> read_word(uint32_t address) = 0;
 };
 
-// Why a chain ended before its root, for the notes of a recording.
-enum class UnwindStop { root, depth, unreadable, no_frame_info, bad_frame, psp_unknown };
-std::string_view describe(UnwindStop stop);
-
 struct UnwindResult {
     CallStack stack;                         // callers: call sites, innermost first
     UnwindStop stop = UnwindStop::root;
@@ -40,8 +37,9 @@ struct UnwindResult {
 class Unwinder {
 public:
     // Reads the call-frame information; throws core::Error naming the file when the ELF
-    // cannot be read. An ELF without .debug_frame unwinds through leaves and exception
-    // frames only (has_frame_info() false).
+    // cannot be read. Code without .debug_frame rows unwinds through its .ARM.exidx entry
+    // when it has one; an ELF with neither unwinds through leaves and exception frames only
+    // (has_frame_info() false).
     explicit Unwinder(const std::string& elf_path);
     ~Unwinder();
     Unwinder(const Unwinder&) = delete;

@@ -48,8 +48,9 @@ CallGraph call_graph_of(const Profile& profile)
     for (const StackRow& stack : profile.stacks) {
         if (stack.frames.empty())
             continue;
+        const std::vector<StackFrame> frames = shown_frames(stack);
         std::vector<size_t> chain;
-        for (const StackFrame& frame : stack.frames)
+        for (const StackFrame& frame : frames)
             chain.push_back(function_of(frame));
         graph.functions[chain.back()].self_cost += stack.samples;
 
@@ -66,8 +67,8 @@ CallGraph call_graph_of(const Profile& profile)
                 CallGraphEdge edge;
                 edge.caller = chain[i];
                 edge.callee = chain[i + 1];
-                edge.file = stack.frames[i].file;   // the caller's frame is at the call site
-                edge.line = stack.frames[i].line;
+                edge.file = frames[i].file;   // the caller's frame is at the call site
+                edge.line = frames[i].line;
                 graph.edges.push_back(std::move(edge));
             }
             graph.edges[it->second].inclusive_cost += stack.samples;

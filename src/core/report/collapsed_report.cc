@@ -33,7 +33,7 @@ void write_collapsed(const Profile& profile, std::ostream& out)
         if (stack.frames.empty() || stack.samples <= 0)
             continue;
         std::string line;
-        for (const StackFrame& frame : stack.frames)
+        for (const StackFrame& frame : shown_frames(stack))
             line += (line.empty() ? "" : ";") + frame_name(frame.function);
         auto [it, added] = index.emplace(line, lines.size());
         if (added)

@@ -31,6 +31,8 @@ void write_metadata(const Profile& p, std::ostream& out)
     item("distinct addresses", std::to_string(p.distinct_addresses));
     item("unattributed", format("%.0f (%.2f %%)", p.unattributed, p.total > 0 ? 100 * p.unattributed / p.total : 0.0));
     item("stacks", p.unwound ? "unwound call stacks" : "flat (one frame per sample, with inline chains)");
+    if (p.unwound)
+        item("truncated chains", describe_truncation(p.truncation));
     if (p.sampler.is_object()) {
         const nlohmann::json& s = p.sampler;
         if (s.contains("method") && s["method"].is_string())
@@ -131,7 +133,7 @@ void write_stack_graph(const Profile& p, std::ostream& out)
     for (const StackRow& stack : p.stacks) {
         root.samples += stack.samples;
         Node* node = &root;
-        for (const StackFrame& frame : stack.frames) {
+        for (const StackFrame& frame : shown_frames(stack)) {
             node = &node->child(frame.function);
             node->samples += stack.samples;
         }
@@ -171,7 +173,8 @@ void write_table(const Profile& p, std::ostream& out)
     const std::string unit = p.exact ? "instructions" : "samples";
     out << "<h2>By " << name_of(p.by) << "</h2>\n<table class=\"sortable\" id=\"profile\">\n<thead><tr>"
         << "<th class=\"name\">" << name_of(p.by) << "</th><th>self %</th><th>&plusmn; se</th>"
-        << "<th>95 % interval</th><th>" << unit << "</th>" << (inclusive ? "<th>inclusive %</th>" : "")
+        << "<th>95 % interval</th><th>" << unit << "</th>" << (inclusive ? (p.truncation.inclusive_lower_bounds() ? "<th>inclusive % (lower bound)</th>" : "<th>inclusive %</th>")
+                      : "")
         << "<th>address</th><th class=\"name\">location</th></tr></thead>\n<tbody>\n";
     for (const Row& r : p.rows) {
         out << "<tr><td class=\"name\">" << escape(r.name) << "</td>"

@@ -68,6 +68,14 @@ nlohmann::json to_json(const Profile& profile)
             stacks.push_back({{"frames", frames}, {"samples", stack.samples}, {"truncated", stack.truncated}});
         }
         doc["stacks"] = std::move(stacks);
+        nlohmann::json reasons = nlohmann::json::object();
+        for (const auto& [reason, samples] : profile.truncation.by_reason)
+            reasons[reason] = samples;
+        doc["truncation"] = {{"samples", profile.truncation.samples},
+                             {"unwound_samples", profile.truncation.unwound},
+                             {"percent", profile.truncation.percent()},
+                             {"by_reason", reasons},
+                             {"inclusive_lower_bounds", profile.truncation.inclusive_lower_bounds()}};
     }
     // "functions" is the documented name of the row list whatever the grouping, so a
     // consumer reads one key; "rows" would only repeat it.

@@ -31,7 +31,7 @@ nlohmann::json to_speedscope(const Profile& profile)
         if (stack.frames.empty() || stack.samples <= 0)
             continue;
         nlohmann::json chain = nlohmann::json::array();   // root first, as speedscope reads it
-        for (const StackFrame& frame : stack.frames)
+        for (const StackFrame& frame : shown_frames(stack))
             chain.push_back(index.at(frame.function));
         samples.push_back(std::move(chain));
         weights.push_back(stack.samples);

@@ -49,9 +49,32 @@ std::optional<double> number_of(const nlohmann::json& object, const char* key)
     return it->get<double>();
 }
 
-} // namespace
+// The chain ends of a recording's summary ("stacks": {"ends": {reason: count}}).
+std::optional<Truncation> truncation_of_summary(const nlohmann::json& s)
+{
+    auto stacks = s.find("stacks");
+    if (stacks == s.end() || !stacks->is_object())
+        return std::nullopt;
+    auto ends = stacks->find("ends");
+    if (ends == stacks->end() || !ends->is_object())
+        return std::nullopt;
+    Truncation truncation;
+    for (const auto& [reason, count] : ends->items()) {
+        if (!count.is_number())
+            continue;
+        truncation.unwound += count.get<double>();
+        if (reason != describe(UnwindStop::root)) {
+            truncation.samples += count.get<double>();
+            truncation.by_reason.emplace_back(reason, count.get<double>());
+        }
+    }
+    std::stable_sort(truncation.by_reason.begin(), truncation.by_reason.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    return truncation;
+}
 
-std::string describe_sampler(const nlohmann::json& s)
+// The sampler's own figures: duty, halt latency, DWT_PCSR reads.
+std::string describe_method(const nlohmann::json& s)
 {
     std::string out = format("target running %.1f %% of the time", 100.0 * number_of(s, "run_duty").value_or(0));
     if (auto latency = s.find("halt_latency_us"); latency != s.end()) {
@@ -72,6 +95,30 @@ std::string describe_sampler(const nlohmann::json& s)
     return out;
 }
 
+} // namespace
+
+std::string describe_sampler(const nlohmann::json& s)
+{
+    std::string out = describe_method(s);
+    if (auto truncation = truncation_of_summary(s))
+        out += "; " + describe_truncation(*truncation);
+    return out;
+}
+
+std::string describe_truncation(const Truncation& truncation)
+{
+    std::string line = format("stacks: %.0f of %.0f chains truncated (%.2f %% of the samples)", truncation.samples,
+                              truncation.unwound, truncation.percent());
+    std::string reasons;
+    for (const auto& [reason, samples] : truncation.by_reason)
+        reasons += format("%s%.0f %s", reasons.empty() ? "" : ", ", samples, reason.c_str());
+    if (!reasons.empty())
+        line += ": " + reasons;
+    if (truncation.inclusive_lower_bounds())
+        line += "; inclusive shares are lower bounds";
+    return line;
+}
+
 void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
 {
     if (!profile.origin.empty())
@@ -87,15 +134,20 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
     if (profile.sampler.is_object()) {
         const auto& s = profile.sampler;
         out << format("sampler: %.0f samples/s, %s; end: %s\n", s.value("samples_per_second", 0.0),
-                      describe_sampler(s).c_str(), s.value("end", std::string("?")).c_str());
+                      describe_method(s).c_str(), s.value("end", std::string("?")).c_str());
     }
     for (const Warning& w : profile.warnings)
         out << "warning: " << w.message << '\n';
+    if (profile.unwound)
+        out << describe_truncation(profile.truncation) << '\n';
 
     const char* count_title = profile.exact ? "instructions" : "samples";
-    // With unwound stacks, functions also get their inclusive share: samples anywhere below them.
+    // With unwound stacks, functions also get their inclusive share: samples anywhere below
+    // them. With more than 1 % of the chains cut short, they are lower bounds ("incl >=%").
     const bool inclusive = profile.unwound && profile.by == Grouping::function;
-    out << format("%8s %7s %s%12s  %s\n", "%", "+-se", inclusive ? "  incl %" : "", count_title,
+    const bool lower_bounds = profile.truncation.inclusive_lower_bounds();
+    out << format("%8s %7s %s%12s  %s\n", "%", "+-se", inclusive ? (lower_bounds ? " incl>=%" : "  incl %") : "",
+                  count_title,
                   std::string(name_of(profile.by)).c_str());
     size_t shown = 0;
     for (const Row& row : profile.rows) {

@@ -20,6 +20,7 @@ constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the p
 // readers that predate it skip it as an unknown type).
 enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3, stack_record = 4 };
 constexpr uint32_t stack_truncated = 1u;   // flags bit 0
+constexpr uint32_t stack_stop_shift = 1;   // flags bits 1-4: why the chain ended (core::UnwindStop)
 constexpr size_t sample_size = 32;
 
 void put32(std::string& out, uint32_t v)
@@ -99,7 +100,7 @@ void RecordingWriter::sample(const LiveSample& s)
         // u32 flags, then one u32 per caller (innermost first). The length field caps a
         // record at 65535 bytes: far beyond any depth limit.
         std::string frames;
-        put32(frames, s.stack->truncated ? stack_truncated : 0u);
+        put32(frames, (s.stack->truncated ? stack_truncated : 0u) | uint32_t(s.stack->stop) << stack_stop_shift);
         for (size_t i = 0; i < s.stack->callers.size() && frames.size() + 4 <= 65535; ++i)
             put32(frames, s.stack->callers[i]);
         record(stack_record, frames);
@@ -199,7 +200,15 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             if (length < 4 || length % 4 != 0)
                 throw Error(path, offset_text(at), "stack record of " + std::to_string(length) + " bytes");
             core::CallStack stack;
-            stack.truncated = (get32(payload.data()) & stack_truncated) != 0;
+            const uint32_t flags = get32(payload.data());
+            stack.truncated = (flags & stack_truncated) != 0;
+            const uint32_t stop = (flags >> stack_stop_shift) & 0xFu;
+            if (!stack.truncated)
+                stack.stop = core::UnwindStop::root;
+            else if (stop == 0 || stop >= core::unwind_stop_count)
+                stack.stop = core::UnwindStop::not_recorded;   // older recordings carry no reason
+            else
+                stack.stop = core::UnwindStop(stop);
             for (size_t i = 4; i < length; i += 4)
                 stack.callers.push_back(get32(payload.data() + i));
             r.samples.back().stack = std::move(stack);
