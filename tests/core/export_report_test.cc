@@ -160,7 +160,7 @@ TEST_CASE("gzip: a member zlib inflates back, with gzip's magic")
     CHECK(gunzip(gzip("")).empty());
 }
 
-TEST_CASE("pprof: locations carry the inline chain innermost first; values add up")
+TEST_CASE("pprof: locations carry the inline chain innermost first, and the values add up")
 {
     const SymbolTable symbols = SymbolTable::load(inline_elf);
     SourceLocator locator(inline_elf);
