@@ -11,6 +11,7 @@
 
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/report.h"
+#include "interned_strings.h"
 
 namespace mcuprof::core {
 
@@ -23,14 +24,6 @@ constexpr int gecko_profile_version = 36;   // the Gecko format of the same prof
 
 class FirefoxTables {
 public:
-    size_t text(const std::string& s)
-    {
-        auto [it, added] = strings_.emplace(s, strings_.size());
-        if (added)
-            string_array_.push_back(s);
-        return it->second;
-    }
-
     // A stack node: its frame under its parent (`prefix`, or none for a root).
     size_t stack(std::optional<size_t> prefix, const StackFrame& frame, int inline_depth)
     {
@@ -74,7 +67,7 @@ public:
                                {"type", json::array()}}},
             {"nativeSymbols", {{"libIndex", json::array()}, {"address", json::array()}, {"name", json::array()},
                                {"functionSize", json::array()}, {"length", 0}}},
-            {"stringArray", string_array_},
+            {"stringArray", strings_.strings()},
             {"sources", sources_},
             {"sourceLocationTable", {{"source", json::array()}, {"line", json::array()},
                                      {"column", json::array()}, {"length", 0}}},
@@ -107,7 +100,7 @@ private:
     {
         auto [it, added] = funcs_.emplace(std::pair(name, file), funcs_.size());
         if (added) {
-            func_table_["name"].push_back(text(name));
+            func_table_["name"].push_back(strings_.index(name));
             func_table_["isJS"].push_back(false);
             func_table_["relevantForJS"].push_back(false);
             func_table_["resource"].push_back(-1);
@@ -124,7 +117,7 @@ private:
         auto [it, added] = files_.emplace(file, files_.size());
         if (added) {
             sources_["id"].push_back(nullptr);
-            sources_["filename"].push_back(text(file));
+            sources_["filename"].push_back(strings_.index(file));
             sources_["startLine"].push_back(1);
             sources_["startColumn"].push_back(1);
             sources_["sourceMapURL"].push_back(nullptr);
@@ -133,8 +126,7 @@ private:
         return it->second;
     }
 
-    std::map<std::string, size_t> strings_;
-    json string_array_ = json::array();
+    InternedStrings strings_;
     std::map<std::string, size_t> files_;
     std::map<std::pair<std::string, std::string>, size_t> funcs_;
     std::map<std::tuple<uint32_t, int, size_t, uint32_t>, size_t> frames_;

@@ -9,6 +9,7 @@
 #include "mcuprof/core/protobuf.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
+#include "interned_strings.h"
 
 namespace mcuprof::core {
 
@@ -25,14 +26,9 @@ constexpr uint32_t no_address = 0;
 
 class PprofBuilder {
 public:
-    // Strings are indices into the string table, whose first entry must be "".
-    uint64_t text(const std::string& s)
-    {
-        auto [it, added] = strings_.emplace(s, string_table_.size());
-        if (added)
-            string_table_.push_back(s);
-        return it->second;
-    }
+    PprofBuilder() { strings_.index(""); }   // the string table's first entry must be ""
+
+    uint64_t text(const std::string& s) { return strings_.index(s); }
 
     uint64_t function_id(const std::string& name, const std::string& file)
     {
@@ -110,14 +106,13 @@ public:
         tail.message(period_type, value_type);
         tail.varint(period, 1);
         tail.varint(comment, text(origin));
-        for (const std::string& s : string_table_)
+        for (const std::string& s : strings_.strings())
             tail.bytes(string_table, s);
         return head.data() + samples_.data() + out_.data() + tail.data();
     }
 
 private:
-    std::map<std::string, uint64_t> strings_{{"", 0}};
-    std::vector<std::string> string_table_{""};
+    InternedStrings strings_;
     std::map<std::pair<std::string, std::string>, uint64_t> functions_;
     std::map<std::pair<uint32_t, std::vector<std::tuple<std::string, std::string, uint32_t>>>, uint64_t>
         locations_;
