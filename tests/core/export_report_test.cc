@@ -173,7 +173,7 @@ TEST_CASE("pprof: locations carry the inline chain innermost first, and the valu
     options.stacks = true;
     const Profile profile = attribute(s, symbols, &locator, options);
     std::ostringstream out;
-    CHECK(write_pprof({profile, nullptr, s, symbols, &locator}, out).empty());
+    CHECK(write_pprof({profile, nullptr, s, symbols, &locator, {}, 0}, out).empty());
 
     const Decoded message = decode(gunzip(out.str()));
     const std::vector<std::string> strings = message.all(6);
@@ -233,7 +233,7 @@ TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth
     s.times_ns = {1'000'000, 2'500'000, 4'000'000, 4'000'001};
     const Profile profile = attribute(s, symbols, nullptr, {});
     std::ostringstream out;
-    CHECK(write_firefox({profile, nullptr, s, symbols, nullptr}, out).empty());
+    CHECK(write_firefox({profile, nullptr, s, symbols, nullptr, {}, 0}, out).empty());
     const nlohmann::json doc = nlohmann::json::parse(out.str());
 
     CHECK(doc["meta"]["preprocessedProfileVersion"] == 70);
@@ -274,7 +274,7 @@ TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth
     flat.pcs = {inlined_address(inlined, locator)};
     const Profile flat_profile = attribute(flat, inlined, &locator, {});
     std::ostringstream flat_out;
-    write_firefox({flat_profile, nullptr, flat, inlined, &locator}, flat_out);
+    write_firefox({flat_profile, nullptr, flat, inlined, &locator, {}, 0}, flat_out);
     const nlohmann::json flat_doc = nlohmann::json::parse(flat_out.str());
     CHECK(flat_doc["shared"]["frameTable"]["inlineDepth"] == nlohmann::json({0, 1, 2}));
     CHECK(flat_doc["threads"][0]["samples"]["time"] == nlohmann::json({0.0}));   // no times: the index
@@ -284,7 +284,22 @@ TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth
     counts.counts = {{0x08000000, 5}};
     const Profile counted = attribute(counts, symbols, nullptr, {});
     std::ostringstream ignored;
-    CHECK_THROWS_AS(write_firefox({counted, nullptr, counts, symbols, nullptr}, ignored), Error);
+    CHECK_THROWS_AS(write_firefox({counted, nullptr, counts, symbols, nullptr, {}, 0}, ignored), Error);
+
+    // Tagged samples: one thread per task, named, each with its own samples in order.
+    s.tags = {0x20000100, 0x20000200, 0x20000100, 0x20000300};
+    s.tag_names = {{0x20000100, "motor"}, {0x20000200, "link"}};
+    std::ostringstream tasks_out;
+    write_firefox({profile, nullptr, s, symbols, nullptr, {}, 0}, tasks_out);
+    const nlohmann::json tasks = nlohmann::json::parse(tasks_out.str());
+    REQUIRE(tasks["threads"].size() == 3);
+    CHECK(tasks["threads"][0]["name"] == "motor");
+    CHECK(tasks["threads"][0]["samples"]["time"] == nlohmann::json({1.0, 4.0}));
+    CHECK(tasks["threads"][1]["name"] == "link");
+    CHECK(tasks["threads"][2]["name"] == "0x20000300");
+    CHECK(tasks["threads"][2]["samples"]["length"] == 1);
+    CHECK(tasks["threads"][0]["isMainThread"] == true);
+    CHECK(tasks["threads"][1]["isMainThread"] == false);
 }
 
 TEST_CASE("diff gate and markdown: only rows that grew beyond both bounds fail")

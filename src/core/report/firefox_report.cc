@@ -2,6 +2,7 @@
 // describe it (firefox-devtools/profiler, src/types/profile.ts; the version in
 // src/app-logic/constants.ts). Columnar tables shared by the threads (profile.shared), each
 // row an index into the next: sample -> stack (a tree by prefix) -> frame -> func -> string.
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -156,8 +157,29 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
             it = frames_of.emplace(address, frames_at(address, input.symbols, input.locator)).first;
         return it->second;
     };
-    json stack_column = json::array();
-    json time_column = json::array();
+    // One thread per RTOS task when the samples are tagged (the profiler shows each as a
+    // track), else one "firmware" thread; each holds its samples in the order taken.
+    struct Thread {
+        std::string name;
+        json stack = json::array();
+        json time = json::array();
+    };
+    std::vector<Thread> threads;
+    std::map<uint32_t, size_t> thread_of_tag;
+    auto thread_for = [&](size_t i) -> Thread& {
+        const uint32_t tag = samples.tags.empty() ? 0 : samples.tags[i];
+        auto [it, added] = thread_of_tag.emplace(tag, threads.size());
+        if (added) {
+            auto named = samples.tag_names.find(tag);
+            char hex[16];
+            std::snprintf(hex, sizeof hex, "0x%08x", tag);
+            threads.push_back({samples.tags.empty() ? "firmware"
+                               : named != samples.tag_names.end() ? named->second
+                                                                  : hex});
+        }
+        return threads[it->second];
+    };
+    double end = 0;
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         std::vector<uint32_t> root_first;
         bool truncated = false;
@@ -179,30 +201,35 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
             for (const StackFrame& f : frames(address))
                 node = tables.stack(node, f, f.inlined ? ++depth : (depth = 0));
         }
-        stack_column.push_back(*node);
         // Milliseconds from the start; without recorded times, the sample's index.
-        time_column.push_back(timed ? double(samples.times_ns[i]) / 1e6 : double(i));
+        end = timed ? double(samples.times_ns[i]) / 1e6 : double(i);
+        Thread& thread = thread_for(i);
+        thread.stack.push_back(*node);
+        thread.time.push_back(end);
     }
-    const double end = time_column.back().get<double>();
     const double interval = samples.pcs.size() > 1 ? end / double(samples.pcs.size() - 1) : 1.0;
 
-    json thread = {
-        {"processType", "default"},
-        {"processStartupTime", 0},
-        {"processShutdownTime", end},
-        {"registerTime", 0},
-        {"unregisterTime", nullptr},
-        {"pausedRanges", json::array()},
-        {"name", "firmware"},
-        {"isMainThread", true},
-        {"pid", "0"},
-        {"tid", 0},
-        {"samples", {{"stack", stack_column}, {"time", time_column}, {"weight", nullptr},
-                     {"weightType", "samples"}, {"length", samples.pcs.size()}}},
-        {"markers", {{"data", json::array()}, {"name", json::array()}, {"startTime", json::array()},
-                     {"endTime", json::array()}, {"phase", json::array()}, {"category", json::array()},
-                     {"length", 0}}},
-    };
+    json thread_list = json::array();
+    for (size_t t = 0; t < threads.size(); ++t) {
+        const size_t length = threads[t].stack.size();
+        thread_list.push_back({
+            {"processType", "default"},
+            {"processStartupTime", 0},
+            {"processShutdownTime", end},
+            {"registerTime", 0},
+            {"unregisterTime", nullptr},
+            {"pausedRanges", json::array()},
+            {"name", threads[t].name},
+            {"isMainThread", t == 0},
+            {"pid", "0"},   // one process: the firmware
+            {"tid", t},
+            {"samples", {{"stack", std::move(threads[t].stack)}, {"time", std::move(threads[t].time)},
+                         {"weight", nullptr}, {"weightType", "samples"}, {"length", length}}},
+            {"markers", {{"data", json::array()}, {"name", json::array()}, {"startTime", json::array()},
+                         {"endTime", json::array()}, {"phase", json::array()}, {"category", json::array()},
+                         {"length", 0}}},
+        });
+    }
     json meta = {
         {"interval", interval},
         {"startTime", 0},
@@ -225,7 +252,7 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
                           {"entries", {{{"label", "time"}, {"format", "string"},
                                         {"value", "this input has no sample times: one sample per ms"}}}}}};
     const json profile = {{"meta", meta}, {"libs", json::array()}, {"shared", tables.shared()},
-                          {"threads", {thread}}};
+                          {"threads", thread_list}};
     out << profile.dump() << '\n';
 
     uint64_t without_address = samples.outside_buckets;
