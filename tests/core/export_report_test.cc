@@ -351,3 +351,35 @@ TEST_CASE("format tables: names are unique, every row writes, help lists them")
     CHECK(find_format(profile_formats(), "gmon")->binary);
     CHECK(find_format(profile_formats(), "pprof")->binary);
 }
+
+TEST_CASE("timeline: shares per slice of time, hottest functions first")
+{
+    const SymbolTable symbols = SymbolTable::load(symbols_elf);
+    SampleSet s;
+    s.origin = "constructed timeline";
+    // 100 samples over 99 ms: func_a the first 60 (0..59 ms), local_b the last 40 (60..99 ms).
+    for (int i = 0; i < 100; ++i) {
+        s.pcs.push_back(i < 60 ? 0x08000000 : 0x08000010);
+        s.times_ns.push_back(uint64_t(i) * 1'000'000);
+    }
+    const Timeline t = timeline_of(s, symbols);
+    REQUIRE(t.slices == 4);   // 100 samples, about 25 a slice
+    CHECK(t.start_ms == 0);
+    CHECK(t.end_ms == 99);
+    // Slices of 24.75 ms: samples 0-24, 25-49, 50-74, 75-99.
+    CHECK(t.samples_per_slice == std::vector<size_t>{25, 25, 25, 25});
+    REQUIRE(t.series.size() == 2);
+    CHECK(t.series[0].function == "func_a");
+    CHECK(t.series[0].shares == std::vector<double>{1.0, 1.0, 10.0 / 25, 0.0});
+    CHECK(t.series[1].function == "local_b");
+    CHECK(t.series[1].shares == std::vector<double>{0.0, 0.0, 15.0 / 25, 1.0});
+
+    std::ostringstream page;
+    write_timeline(t, page);
+    CHECK(page.str().find("<svg id=\"timeline\"") != std::string::npos);
+    CHECK(page.str().find("data-function=\"func_a\" data-shares=\"1.0000 1.0000 0.4000 0.0000\"") !=
+          std::string::npos);
+
+    s.times_ns.clear();   // no times (an on-chip ring dump): no timeline
+    CHECK(timeline_of(s, symbols).series.empty());
+}

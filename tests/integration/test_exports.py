@@ -10,6 +10,8 @@ plugin's counts of the same run.
   RawSamplesTable, RawStackTable, RawFrameTable, FuncTable, SourceTable, ...), with its kind;
   the tables' lengths and indices are consistent; the samples are the recording's own, in
   order: times and PCs read here from the recording file (docs/formats.md), not by mcuprof.
+- html: the timeline of a recording's page in headless Chromium, each slice's share computed
+  here from the recording file.
 - diff --fail-above: the exit status and the rows named follow from the two JSON reports with
   the z-score computed here (docs/usage.md, diff); --format markdown's verdict and table agree.
 """
@@ -311,6 +313,43 @@ class Firefox(unittest.TestCase):
         proc = mcuprof("report", str(self.r.truth), "--elf", str(self.r.elf), "--format", "firefox", check=False)
         self.assertEqual(proc.returncode, 2)
         self.assertIn("firefox needs samples in the order", proc.stderr)
+
+
+# ---------------------------------------------------------------- HTML timeline
+
+
+class Timeline(unittest.TestCase):
+    """The HTML report of a recording, loaded in headless Chromium: its timeline's series are
+    the hottest functions, and each slice's share is the one computed here from the recording's
+    own times and PCs, named by arm-none-eabi-nm."""
+
+    def test_shares_per_slice_from_the_recording(self):
+        from test_report_formats import load_in_chromium
+        r = recorded()
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-timeline-"))
+        self.addCleanup(shutil.rmtree, work, True)
+        page = work / "report.html"
+        mcuprof("report", str(r.rec), "--elf", str(r.elf), "--format", "html", "-o", str(page))
+        dom, _ = load_in_chromium(page)
+        svg = re.search(r'<svg id="timeline"[^>]*data-slices="(\d+)"', dom)
+        self.assertIsNotNone(svg, "no timeline in the page")
+        slices = int(svg.group(1))
+        series = {name: [float(v) for v in shares.split()] for name, shares in
+                  re.findall(r'<polyline class="series"[^>]*data-function="([^"]+)" data-shares="([^"]+)"', dom)}
+
+        syms = fwtest.symbols(ELF_NAME)
+        samples = read_recording(r.rec)
+        names = [syms.lookup(pc) for _, pc, _, _ in samples]
+        hottest = sorted(set(names), key=lambda n: -names.count(n))[:5]
+        self.assertEqual(set(series), set(hottest))
+        start, end = samples[0][0], samples[-1][0]
+        in_slice = [[] for _ in range(slices)]
+        for (time_ns, _, _, _), name in zip(samples, names):
+            in_slice[min(int((time_ns - start) / (end - start) * slices), slices - 1)].append(name)
+        for name, shares in series.items():
+            expected = [s.count(name) / len(s) if s else 0.0 for s in in_slice]
+            for got, want in zip(shares, expected):
+                self.assertAlmostEqual(got, want, delta=0.00006, msg=name)
 
 
 # ---------------------------------------------------------------- diff gate

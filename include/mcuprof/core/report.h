@@ -39,12 +39,34 @@ nlohmann::json to_speedscope(const Profile& profile);
 // then says so). The core reads no files; the command line passes the reader.
 using SourceReader = std::function<std::optional<std::string>(const std::string& path)>;
 
+// How the hottest functions' shares move over a recording: the samples in slices of equal
+// time, each function's share of every slice.
+struct TimelineSeries {
+    std::string function;
+    std::vector<double> shares;          // 0..1, one per slice
+};
+struct Timeline {
+    double start_ms = 0;
+    double end_ms = 0;
+    size_t slices = 0;
+    std::vector<size_t> samples_per_slice;
+    std::vector<TimelineSeries> series;  // the hottest functions first
+};
+class SymbolTable;
+// Empty without sample times (only recordings have them).
+Timeline timeline_of(const SampleSet& samples, const SymbolTable& symbols, size_t functions = 5);
+
 struct HtmlReport {
     const Profile& profile;              // the table, the flame graph (stacks) and the metadata
     const Profile* lines = nullptr;      // the same samples by line: the annotated source
     SourceReader read_source;            // may be empty: no source text, shares per line only
     size_t annotated_functions = 5;      // the hottest functions whose lines are shown
+    Timeline timeline{};                 // shown when it has series (recordings)
 };
+
+// The timeline as an SVG (svg#timeline, one polyline.series per function with its
+// data-function and data-shares), for the HTML report.
+void write_timeline(const Timeline& timeline, std::ostream& out);
 
 // One self-contained HTML file (docs/formats.md): a flame graph when the profile has
 // unwound stacks, else an icicle of functions; a sortable table with 95 % interval bars;

@@ -28,7 +28,7 @@ std::string json_format(const ReportInput& input, std::ostream& out)
 
 std::string html_format(const ReportInput& input, std::ostream& out)
 {
-    write_html({input.profile, input.lines, input.read_source}, out);
+    write_html({input.profile, input.lines, input.read_source, 5, timeline_of(input.samples, input.symbols)}, out);
     return {};
 }
 
