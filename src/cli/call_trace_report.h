@@ -1,14 +1,14 @@
 #pragma once
-// report --calls: the call graph of seed 003's instrumented entry/exit records in an SWO stream.
+// report --calls: the call graph of instrumented entry/exit records in an SWO stream.
 #include <cstdint>
 
 #include "mcuprof/sources/swo_reader.h"
-#include "options.h"
+#include "profile_output.h"
 
 namespace mcuprof::cli {
 
 // Reads the records on the stimulus port `channel`, names the functions from options.elf
-// and writes the graph in options.format: text, json, callgrind or dot.
+// and writes the graph in options.format, one of core::call_graph_formats().
 void report_call_trace(const ReportOptions& options, const sources::SwoOptions& swo, uint32_t channel);
 
 } // namespace mcuprof::cli

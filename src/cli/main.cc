@@ -1,11 +1,13 @@
 // mcuprof: where Cortex-M firmware spends its time, from samples of its program counter.
 // This file only dispatches to a command and turns errors into messages and exit codes:
-// 0 ok, 1 usage, 2 bad input (one line naming the file, the place and the problem).
+// 0 ok, 1 usage, 2 bad input (one line naming the file, the place and the problem); a
+// command may add its own (commands.h).
 #include <iostream>
 #include <map>
 #include <new>
 
 #include "commands.h"
+#include "version.h"
 #include "mcuprof/error.h"
 
 namespace {
@@ -52,7 +54,7 @@ int main(int argc, char** argv)
         return 0;
     }
     if (name == "--version") {
-        std::cout << "mcuprof 0.1.0\n";
+        std::cout << "mcuprof " MCUPROF_VERSION "\n";
         return 0;
     }
     auto command = commands.find(name);

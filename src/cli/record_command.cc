@@ -21,6 +21,7 @@
 #include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/transport/tcp_connection.h"
 #include "options.h"
+#include "profile_output.h"
 #include "progress.h"
 #include "sampling.h"
 

@@ -8,6 +8,7 @@
 #include "call_trace_report.h"
 #include "inputs.h"
 #include "options.h"
+#include "profile_output.h"
 
 namespace po = boost::program_options;
 
@@ -35,8 +36,9 @@ int report_command(const Arguments& args)
                                                                    "stream ends or Ctrl-C")
         ("packets", po::bool_switch(&swo_packets), "SWO: list the decoded packets, one a line, instead of a "
                                                    "profile (needs no --elf)")
-        ("calls", po::bool_switch(&calls), "SWO: the call graph of -finstrument-functions entry/exit records "
-                                           "(seed 003) instead of a profile; --format text, json, callgrind or dot")
+        ("calls", po::bool_switch(&calls), ("SWO: the call graph of -finstrument-functions entry/exit records "
+                                            "instead of a profile; --format " +
+                                            core::format_help(core::call_graph_formats())).c_str())
         ("channel", po::value(&channel)->value_name("N"), "--calls: the ITM stimulus port the records are "
                                                           "written to (default 1)");
     const std::string usage =

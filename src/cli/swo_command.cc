@@ -9,6 +9,7 @@
 #include "mcuprof/sources/swo_setup.h"
 #include "mcuprof/transport/tcl_client.h"
 #include "options.h"
+#include "profile_output.h"
 
 namespace po = boost::program_options;
 

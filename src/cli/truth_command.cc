@@ -2,6 +2,7 @@
 
 #include "mcuprof/sources/truth_reader.h"
 #include "options.h"
+#include "profile_output.h"
 
 namespace po = boost::program_options;
 

@@ -229,7 +229,8 @@ void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolT
         const std::vector<SourceFrame>& chain = locator->frames(address);
         if (!chain.empty() && !chain.back().function.empty()) {
             for (auto f = chain.rbegin(); f != chain.rend(); ++f)
-                out.push_back({f->function.empty() ? unknown_function : f->function, f->file, f->line, address});
+                out.push_back({f->function.empty() ? unknown_function : f->function, f->file, f->line, address,
+                               f != chain.rbegin()});
             return;
         }
     }
@@ -387,6 +388,13 @@ void check_straddling_buckets(Profile& profile, const SampleSet& samples, const 
 }
 
 } // namespace
+
+std::vector<StackFrame> frames_at(uint32_t address, const SymbolTable& symbols, SourceLocator* locator)
+{
+    std::vector<StackFrame> frames;
+    append_frames(frames, address, symbols, locator);
+    return frames;
+}
 
 std::optional<Grouping> parse_grouping(std::string_view text)
 {

@@ -2,6 +2,7 @@
 // Two profiles side by side: each row's shares, their difference and its z-score, with
 // the rows that differ by more than chance flagged.
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,10 +72,19 @@ std::vector<DiffHint> find_hints(const ProfileDiff& diff, const Profile& a, cons
 // kind of sampler that cannot enter masked regions and handlers.
 bool interrupt_sampled(const Profile& profile);
 
+// The CI gate: rows whose share grew (B over A) by more than `fail_above_pp` percentage
+// points and by more than the diff's z threshold, largest growth first.
+std::vector<DiffRow> regressions(const ProfileDiff& diff, double fail_above_pp);
+
 // One self-contained page: both origins, the hints, the rows with A and B bars, flagged
 // rows marked; sortable like the profile page.
 void write_html(const ProfileDiff& diff, std::ostream& out);
 void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows = 0);
 nlohmann::json to_json(const ProfileDiff& diff);
+// A GitHub-flavoured Markdown summary for a pull-request comment or a CI job summary: the
+// verdict of the gate when `fail_above_pp` is given, both origins, and the rows that moved
+// beyond the threshold (all rows when none did), then the hints. max_rows 0: every row.
+void write_markdown(const ProfileDiff& diff, std::ostream& out, std::optional<double> fail_above_pp,
+                    size_t max_rows = 0);
 
 } // namespace mcuprof::core

@@ -47,6 +47,7 @@ struct StackFrame {
     std::string file;                    // source file, empty when unknown
     uint32_t line = 0;                   // 0 when unknown
     uint32_t address = 0;                // the sampled PC (leaf) or the call site (callers)
+    bool inlined = false;                // inlined into the frame before it, at the same address
 };
 
 // Samples that share one call chain, root (outermost caller) first, leaf last.
@@ -104,6 +105,10 @@ struct AttributionOptions {
     // the stack formats. Unwound samples always get their stacks.
     bool stacks = false;
 };
+
+// The frames of one code address, outermost first: its DWARF inline chain when the locator
+// has one, else the symbol table's function (or "?"), as the profile's stacks name them.
+std::vector<StackFrame> frames_at(uint32_t address, const SymbolTable& symbols, SourceLocator* locator);
 
 // locator may be null when neither lines nor inline frames are wanted (it is then not
 // needed: function and task rows come from the symbol table alone).

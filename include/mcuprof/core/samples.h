@@ -58,6 +58,7 @@ struct SampleSet {
     std::vector<uint32_t> tags;               // empty, or one tag (task pointer) per pc
     std::vector<Sequence> sequences;          // partition of pcs; empty means one sequence
     std::vector<CallStack> stacks;            // empty, or the callers of each pc (one per pc)
+    std::vector<uint64_t> times_ns;           // empty, or when each pc was taken (ns since the start)
     std::vector<AddressCount> counts;         // exact counts per instruction address
     std::vector<Bucket> buckets;              // histogram buckets
     uint64_t outside_buckets = 0;             // histogram samples that fell outside every bucket

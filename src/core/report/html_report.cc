@@ -306,6 +306,7 @@ void write_html(const HtmlReport& report, std::ostream& out)
     out << "<h1>mcuprof profile</h1>\n";
     write_metadata(p, out);
     write_stack_graph(p, out);
+    write_timeline(report.timeline, out);
     write_table(p, out);
     if (report.lines != nullptr)
         write_sources(report, out);

@@ -285,8 +285,10 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     for (size_t i = 0; i < n; ++i)
         stacks |= recording.samples[i].stack.has_value();
     out.pcs.reserve(n);
+    out.times_ns.reserve(n);
     for (size_t i = 0; i < n; ++i) {
         out.pcs.push_back(recording.samples[i].pc);
+        out.times_ns.push_back(recording.samples[i].time_ns);
         if (tagged)
             out.tags.push_back(recording.samples[i].tag);
         if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
