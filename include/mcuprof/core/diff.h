@@ -14,7 +14,6 @@ namespace mcuprof::core {
 
 struct DiffRow {
     std::string name;
-    std::string function;  // the enclosing function of a line or address row; a function row's own name
     double a_samples = 0;
     double b_samples = 0;
     double a_percent = 0;
@@ -24,6 +23,7 @@ struct DiffRow {
     bool flagged = false;  // |z| above the threshold
     uint64_t a_distinct = 0;   // distinct sampled addresses in the row, each side
     uint64_t b_distinct = 0;
+    std::string function;  // the enclosing function of a line or address row; a function row's own name
 };
 
 // A classic trap of comparing samplers (docs/method.md), found in the data of a diff.
