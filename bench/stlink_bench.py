@@ -65,9 +65,14 @@ def counters(rig) -> dict[str, int]:
 
 
 def measured(rig, run):
-    """Runs `run()` -> (samples, seconds, halted seconds) between two counter readings."""
+    """Runs `run()` -> (samples, seconds, halted seconds) between two counter readings; None
+    when the method failed (printed)."""
     before = counters(rig)
-    samples, seconds, halted = run()
+    try:
+        samples, seconds, halted = run()
+    except (RuntimeError, AssertionError) as e:
+        print(f"  (failed: {str(e).strip().splitlines()[-1][:300]})", file=sys.stderr)
+        return None
     after = counters(rig)
     return {"rate": samples / seconds, "usb_per_sample": (after["usb"] - before["usb"]) / samples,
             "halted_share": halted / seconds, "samples": samples}
@@ -82,12 +87,10 @@ def mcuprof_record(cli, elf, rig, mode, samples, work, *options):
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(command)}: {r.stderr}")
         sampler = json.loads(r.stdout)["sampler"]
-        seconds = sampler["samples"] / sampler["samples_per_second"]
-        halted = sampler.get("halted_seconds", 0.0)
-        if mode == "halt" and "halted_seconds" not in sampler:
-            # halt mode: the core is halted inside each round trip, at most for all of it
-            halted = sum(sampler.get("halt_latency_us_all", [])) * 1e-6 or seconds * sampler.get("halted_share", 1.0)
-        return sampler["samples"], seconds, halted
+        seconds = sampler["wall_seconds"]
+        # run_duty: the share of the time the target ran by the sampler's clock (halt mode:
+        # outside its halt round trips; the PCSR readers never halt it)
+        return sampler["samples"], seconds, seconds * (1.0 - sampler["run_duty"])
     return measured(rig, run)
 
 
@@ -157,12 +160,16 @@ def main():
                     results["apreg"].append(apreg_loop(rig, args.pcsr_samples // 4))
         finally:
             rig_support.stop_rig(rig)
-        table[latency] = {m: {k: median([r[k] for r in rows]) for k in rows[0]} for m, rows in results.items() if rows}
+        table[latency] = {}
+        for method, rows in results.items():
+            rows = [r for r in rows if r is not None]
+            if rows:
+                table[latency][method] = {k: median([r[k] for r in rows]) for k in rows[0]}
 
     print(f"sampling through an ST-Link ({args.transport}) over mcuprof vprobe --stlink-port (QEMU 7.2, "
           f"mixed_forever_m4), OpenOCD 0.12, median of {args.runs} runs")
     for latency, rows in table.items():
-        base = rows["profile"]["rate"]
+        base = rows["profile"]["rate"] if "profile" in rows else float("nan")
         print(f"  probe latency {latency}:")
         print("    %-14s %10s %12s %14s %12s" % ("", "samples/s", "/ profile", "USB cmds/sample", "halted"))
         for method, r in rows.items():
