@@ -24,7 +24,6 @@ import argparse
 import json
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,33 +34,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
 sys.path.insert(0, str(REPO / "tests" / "vprobe"))
 import test_vprobe_openocd as rig_support  # noqa: E402
+sys.path.insert(0, str(REPO / "bench"))
+import openocd_bench  # noqa: E402
+from openocd_bench import Rig, median  # noqa: E402
 
 COUNTERS = re.compile(r"mcuprof vprobe: counters after [\d.]+ s; (\d+) USB commands, (\d+) DP/AP scans, "
                       r"(\d+) MEM-AP transfers, (\d+) register transfers, (\d+) PCSR samples")
 DWT_PCSR = 0xE000101C
 
 
-def median(values):
-    values = sorted(values)
-    return values[len(values) // 2]
-
-
-class Rig:
-    pass
-
-
 def counters(rig) -> dict[str, int]:
-    """The vprobe's counters now: SIGUSR1, then its next counters line."""
-    seen = len(rig.vprobe_log)
-    rig.vprobe.send_signal(signal.SIGUSR1)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        for line in rig.vprobe_log[seen:]:
-            m = COUNTERS.search(line)
-            if m:
-                return dict(zip(("usb", "scans", "transfers", "registers", "pcsr"), map(int, m.groups())))
-        time.sleep(0.01)
-    raise RuntimeError("the vprobe printed no counters")
+    return openocd_bench.counters(rig, COUNTERS, ("usb", "scans", "transfers", "registers", "pcsr"))
 
 
 def measured(rig, run):

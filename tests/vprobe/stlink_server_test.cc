@@ -242,12 +242,8 @@ TEST_CASE("probe server: every answer waits the reply latency after its request 
     server.reply_latency = std::chrono::milliseconds(30);
     std::thread serving([&] { server.serve(false); });
 
-    const int client = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(server.port());
-    REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    const int client = vprobe_test::connect_loopback(server.port());
+    REQUIRE(client >= 0);
     for (int i = 0; i < 3; ++i) {
         const auto sent = std::chrono::steady_clock::now();
         REQUIRE(::send(client, "\x01", 1, 0) == 1);   // number of devices
