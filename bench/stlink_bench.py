@@ -12,6 +12,8 @@ default). For each latency:
                  reads per Tcl round trip
   pcsr-profile   mcuprof record --mode pcsr --pcsr-read profile: the same, each batch one
                  `profile 0` chunk (1024 non-incrementing reads in one USB command)
+  pcsr-capture   pcsr's batch script run inside `capture` (which masks OpenOCD's background
+                 polling) by the script itself
   apreg          DWT_PCSR as MEM-AP banked data register BD3 through `$dap apreg` in a Tcl loop
                  (measured here by the script itself, not a mode of mcuprof)
 
@@ -103,7 +105,23 @@ def apreg_loop(rig, samples, batch=64):
         started = time.perf_counter()
         got = 0
         while got < samples:
-            got += len(rig.tcl.run(script).split())
+            # raw: the list itself (`capture` would add each apreg's printed value to it)
+            got += len(rig.tcl.raw(script).split())
+        return got, time.perf_counter() - started, 0.0
+    return measured(rig, run)
+
+
+def capture_loop(rig, samples, batch=16):
+    """mcuprof's read_memory batch of 16, run inside `capture`, which masks OpenOCD's
+    background polling for the script (OpenOCD 0.12's command.c, jim_capture)."""
+    script = (f"capture {{set _o {{}}; for {{set _i 0}} {{$_i < {batch}}} {{incr _i}} "
+              f"{{lappend _o [read_memory {DWT_PCSR} 32 1]}}}}; set _o")
+
+    def run():
+        started = time.perf_counter()
+        got = 0
+        while got < samples:
+            got += len(rig.tcl.raw(script).split())
         return got, time.perf_counter() - started, 0.0
     return measured(rig, run)
 
@@ -117,8 +135,8 @@ def main():
     parser.add_argument("--halt-samples", type=int, default=100)
     parser.add_argument("--profile-seconds", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--no-profile-reader", action="store_true",
-                        help="skip the pcsr-profile mode (a build without --pcsr-read)")
+    parser.add_argument("--methods", default="profile,halt,pcsr,pcsr-capture,pcsr-profile,apreg",
+                        help="which to run (profile always runs: it is the reference)")
     args = parser.parse_args()
     build = Path(args.build)
     cli = build / "mcuprof"
@@ -126,7 +144,7 @@ def main():
     if shutil.which(rig_support.OPENOCD) is None:
         sys.exit("openocd is not installed")
     rig_support.CLI = cli
-    methods = ["profile", "halt", "pcsr"] + ([] if args.no_profile_reader else ["pcsr-profile"]) + ["apreg"]
+    methods = ["profile"] + [m for m in args.methods.split(",") if m != "profile"]
     table = {}
     for latency in args.latencies.split(","):
         rig = Rig()
@@ -137,12 +155,16 @@ def main():
             rig_support.start_rig(rig, elf, vprobe_options=("--latency", latency))
             for _ in range(args.runs):
                 results["profile"].append(openocd_profile(rig, args.profile_seconds, rig.work))
-                results["halt"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work))
-                results["pcsr"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work))
+                if "halt" in results:
+                    results["halt"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work))
+                if "pcsr" in results:
+                    results["pcsr"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work))
+                if "pcsr-capture" in results:
+                    results["pcsr-capture"].append(capture_loop(rig, args.pcsr_samples // 4))
                 if "pcsr-profile" in results:
                     results["pcsr-profile"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work,
                                                                   "--pcsr-read", "profile"))
-                if args.transport == "dapdirect_swd":
+                if "apreg" in results and args.transport == "dapdirect_swd":
                     results["apreg"].append(apreg_loop(rig, args.pcsr_samples // 8))
         finally:
             rig_support.stop_rig(rig)
