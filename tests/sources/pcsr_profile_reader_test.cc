@@ -58,38 +58,48 @@ TEST_CASE("pcsr profile reader: the gmon.out histogram of OpenOCD's profile, rea
     CHECK_THROWS_AS(PcsrProfileReader::parse_gmon(cut, "g"), mcuprof::transport::Error);
 }
 
-TEST_CASE("pcsr profile reader: a first chunk places the 256 KiB window; then each chunk's PCs, outside reads counted")
+TEST_CASE("pcsr profile reader: one read places the 256 KiB window; then each chunk's PCs, outside reads counted")
 {
     const std::string path =
         (std::filesystem::temp_directory_path() / ("mcuprof-test-pcsr-" + std::to_string(::getpid()) + ".gmon")).string();
     std::vector<std::string> asked;
+    uint32_t first_pc = 0x08032344;
     fakes::FakeTclServer server([&](const std::string& message) -> std::optional<std::vector<std::string>> {
         asked.push_back(message);
+        if (message.find("read_memory") != std::string::npos)
+            return std::vector<std::string>{"0 " + std::to_string(first_pc)};
+        // The window [0x08000000, 0x08040000): 0x08032344 three times, 0x080002dc five times,
+        // and 2 of the 10 reads outside (OpenOCD drops them). (The window at 0x08040000, asked
+        // for further down, gets an empty histogram.)
         std::ofstream out(path, std::ios::binary);
-        if (message.find("134283264") == std::string::npos) {
-            // No window yet: OpenOCD's own range, lowest PC 0x08012344 (bucket contents unused).
-            out << gmon(0x08012344, 0x08012349, {{0, 1024}}, 2);
-            return std::vector<std::string>{"0 Starting Cortex-M profiling.\nProfiling completed. 1024 samples.\n"};
-        }
-        // The window [0x08010000, 0x08050000): 0x08012344 three times, 0x080102dc five times,
-        // and 2 of the 10 reads outside (OpenOCD drops them).
-        out << gmon(0x08010000, 0x08050000, {{0x2344 / 2, 3}, {0x02dc / 2, 5}}, 128 * 1024);
-        return std::vector<std::string>{"0 Profiling completed. 10 samples.\nWrote " + path + "\n"};
+        if (message.find(std::to_string(0x08080000)) != std::string::npos)   // its end
+            out << gmon(0x08040000, 0x08080000, {}, 128 * 1024);
+        else
+            out << gmon(0x08000000, 0x08040000, {{0x32344 / 2, 3}, {0x02dc / 2, 5}}, 128 * 1024);
+        return std::vector<std::string>{"0 Starting Cortex-M profiling.\nProfiling completed. 10 samples.\nWrote " +
+                                        path + "\n"};
     });
     mcuprof::transport::TclClient tcl({"127.0.0.1", server.port()}, {});
     PcsrProfileReader reader(path, 7);
     std::vector<uint32_t> pcs = reader.read(tcl, 100);
-    CHECK(reader.window_low() == 0x08010000);   // 64 KiB below the first chunk's lowest PC
+    CHECK(reader.window_low() == 0x08000000);   // the 256 KiB-aligned block of the first PC
     std::sort(pcs.begin(), pcs.end());
-    CHECK(pcs == std::vector<uint32_t>{0x080102dc, 0x080102dc, 0x080102dc, 0x080102dc, 0x080102dc, 0x08012344,
-                                       0x08012344, 0x08012344});
-    CHECK(reader.reads() == 1034);
+    CHECK(pcs == std::vector<uint32_t>{0x080002dc, 0x080002dc, 0x080002dc, 0x080002dc, 0x080002dc, 0x08032344,
+                                       0x08032344, 0x08032344});
+    CHECK(reader.reads() == 11);
     CHECK(reader.outside() == 2);
-    CHECK(reader.unused() == 1024);   // the placing chunk
+    CHECK(reader.unused() == 1);   // the placing read
     // Fewer wanted than read: a subset, the rest counted as unused.
     CHECK(reader.read(tcl, 4).size() == 4);
-    CHECK(reader.unused() == 1024 + 4);
+    CHECK(reader.unused() == 1 + 4);
     REQUIRE(asked.size() == 3);
     CHECK(asked[1].find("profile") != std::string::npos);
+    CHECK(asked[1].find(std::to_string(0x08000000)) != std::string::npos);   // the window, as OpenOCD's range
+
+    // A PC past the first 256 KiB: the next block.
+    first_pc = 0x08052344;
+    PcsrProfileReader next(path, 7);
+    CHECK(next.read(tcl, 100).empty());
+    CHECK(next.window_low() == 0x08040000);
     std::remove(path.c_str());
 }

@@ -8,10 +8,9 @@
 // (a histogram has none; the chunk's samples come out in random order) and reads outside
 // the window, which OpenOCD drops and which are counted here.
 //
-// The window: a 256 KiB window (with 2-byte buckets, the most `profile` writes: 128 Ki, so
-// each bucket is one halfword, one Thumb instruction address) placed at the first chunk
-// (read without a range, used only to place the window: its histogram has coarse or
-// ambiguous buckets).
+// The window: 256 KiB (with 2-byte buckets, the most `profile` writes: 128 Ki, so each bucket
+// is one halfword, one Thumb instruction address): the 256 KiB-aligned block that holds the
+// PC of a single DWT_PCSR read (place_window).
 #include <cstdint>
 #include <random>
 #include <string>
@@ -35,7 +34,7 @@ public:
     uint64_t reads() const { return reads_; }             // DWT_PCSR reads OpenOCD made
     uint64_t outside() const { return outside_; }         // of them outside the window (0xFFFFFFFF: halted)
     uint64_t unused() const { return unused_; }           // read but not delivered: the window's
-                                                          // placement, a chunk past `wanted`
+                                                          // placing read, a chunk past `wanted`
     uint32_t window_low() const { return low_; }
 
     // The gmon.out OpenOCD writes (src/target/target.c, write_gmon): low_pc, high_pc and
@@ -48,9 +47,10 @@ public:
     static Histogram parse_gmon(const std::string& bytes, const std::string& path);
 
 private:
-    // Runs `profile 0` (with the window once it is placed); returns the read count OpenOCD
-    // reports and the histogram it wrote.
-    Histogram profile_chunk(transport::TclClient& tcl, bool with_window, uint64_t& read_count);
+    void place_window(transport::TclClient& tcl);
+    // Runs `profile 0` over the window; returns the histogram OpenOCD wrote and, in
+    // `read_count`, the reads it reports.
+    Histogram profile_chunk(transport::TclClient& tcl, uint64_t& read_count);
 
     std::string gmon_path_;
     std::mt19937_64 random_;

@@ -50,15 +50,13 @@ PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& by
     return h;
 }
 
-PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, bool with_window,
-                                                              uint64_t& read_count)
+PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, uint64_t& read_count)
 {
     // `profile 0`: one pass of cortex_m_profiling's loop, 1024 reads, then the file. The
     // read count is only in its log line, which `capture` (TclClient::command) returns.
     const std::string low = std::to_string(low_);
     const std::string high = std::to_string(uint64_t(low_) + window_bytes);
-    const std::string said = with_window ? tcl.command({"profile", "0", gmon_path_, low, high})
-                                         : tcl.command({"profile", "0", gmon_path_});
+    const std::string said = tcl.command({"profile", "0", gmon_path_, low, high});
     static const std::regex completed(R"(Profiling completed\. (\d+) samples)");
     std::smatch m;
     if (!std::regex_search(said, m, completed))
@@ -70,23 +68,43 @@ PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClie
     return parse_gmon(bytes, gmon_path_);
 }
 
+void PcsrProfileReader::place_window(transport::TclClient& tcl)
+{
+    // One PC from a single read (the core may be halted by someone for a moment: a few
+    // tries), then the window: the 256 KiB-aligned block that holds it, so firmware of up to
+    // 256 KiB that starts on such a boundary (flash at 0x08000000 on an STM32, 0 elsewhere)
+    // is covered from its first byte wherever the first PC falls.
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        const std::string word = tcl.eval("read_memory 0xE000101C 32 1");
+        ++reads_;
+        ++unused_;
+        uint32_t pc = 0;
+        try {
+            pc = uint32_t(std::stoul(word, nullptr, 0));
+        } catch (const std::exception&) {
+            throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
+                                   "not a 32-bit word: '" + word + "'");
+        }
+        if (pc == 0xFFFFFFFF)
+            continue;   // halted just now
+        low_ = pc & ~(window_bytes - 1);
+        placed_ = true;
+        return;
+    }
+    throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
+                           "reads 0xFFFFFFFF (core halted) 16 times: no PC to place the profile window at");
+}
+
 std::vector<uint32_t> PcsrProfileReader::read(transport::TclClient& tcl, uint64_t wanted)
 {
+    if (!placed_)
+        place_window(tcl);
     uint64_t read_count = 0;
-    if (!placed_) {
-        // Place the window at the lowest PC of a first chunk, 64 KiB-aligned.
-        const Histogram first = profile_chunk(tcl, false, read_count);
-        reads_ += read_count;
-        unused_ += read_count;
-        low_ = first.low & ~uint32_t(0xFFFF);
-        if (low_ > 0xFFFFFFFFu - window_bytes)
-            low_ = 0xFFFFFFFFu - window_bytes + 1;
-        placed_ = true;
-    }
-    const Histogram h = profile_chunk(tcl, true, read_count);
+    const Histogram h = profile_chunk(tcl, read_count);
     if (h.low != low_ || h.buckets.size() != window_bytes / 2)
         throw transport::Error(transport::Error::Kind::protocol, gmon_path_, "gmon.out",
-                               "not the window asked for (" + std::to_string(h.buckets.size()) + " buckets)");
+                               "not the window asked for (" + std::to_string(h.buckets.size()) + " buckets from " +
+                                   std::to_string(h.low) + ", not " + std::to_string(low_) + ")");
     std::vector<uint32_t> pcs;
     for (uint32_t i = 0; i < h.buckets.size(); ++i)
         pcs.insert(pcs.end(), h.buckets[i], low_ + 2 * i);
