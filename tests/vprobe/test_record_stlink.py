@@ -43,6 +43,50 @@ class WithoutPcsrThenOpenOCDKilledStlink(jtag.WithoutPcsrThenOpenOCDKilled):
     stlink_transport = "dapdirect_swd"
 
 
+class PcsrThroughProfileChunks(unittest.TestCase):
+    """`--mode pcsr --pcsr-read profile` through dapdirect_swd: DWT_PCSR read by OpenOCD's own
+    `profile` in chunks of 1024 (docs/live.md). Exactly the samples asked for, every one inside
+    a function the truth saw execute, the reads accounted for in the closing event, the target
+    left running."""
+    stlink_transport = "dapdirect_swd"
+    SAMPLES = 2048
+
+    @classmethod
+    def setUpClass(cls):
+        require((jtag.OPENOCD, "arm-none-eabi-nm"), (jtag.CLI, jtag.ELF))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
+        try:
+            truth = cls.work / "truth.txt"
+            start_rig(cls, jtag.ELF, truth=truth, singlestep=True)
+            cls.result = subprocess.run(jtag.record(cls.tcl_port, "pcsr", "--pcsr-read", "profile", "--samples",
+                                                    str(cls.SAMPLES), rec=cls.work / "chunks.rec"),
+                                        capture_output=True, text=True, timeout=300)
+            cls.state = cls.tcl.run("[target current] curstate").strip()
+            cls.tcl.raw("shutdown")
+            cls.tcl.close()
+            cls.tcl = None
+            cls.openocd.wait(timeout=10)
+            cls.vprobe.wait(timeout=10)
+            cls.qemu.stop()
+            cls.truth = jtag.by_function(jtag.read_truth(truth), jtag.elf_functions(jtag.ELF))
+        finally:
+            stop_rig(cls)
+
+    def test_the_samples_and_their_hot_functions(self):
+        r = self.result
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.state, "running")
+        print(f"\n{r.stderr.strip()}", file=sys.stderr)
+        # Every sample inside a function the truth saw execute. No share bound: the 1024 reads
+        # of a chunk follow one another back to back, so the chunks (2 here), not the reads,
+        # are the independent samples (see test_record_openocd.py's pcsr bounds).
+        jtag.observed_shares(self, json.loads(r.stdout), self.SAMPLES, self.truth)
+        reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", r.stderr)
+        self.assertIsNotNone(reads, r.stderr)
+        total, outside, unused = map(int, reads.groups())
+        self.assertEqual(total - outside - unused, self.SAMPLES)
+
+
 class ProbeLinkDropped(unittest.TestCase):
     """The link between OpenOCD and the probe breaks during a halt-mode recording."""
     stlink_transport = "hla_swd"
