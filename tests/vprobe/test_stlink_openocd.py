@@ -52,6 +52,12 @@ class StlinkHla(StlinkRig, jtag.VprobeWithOpenOCD):
     """hla_swd: run control, registers and memory through the probe's high-level commands."""
     stlink_transport = "hla_swd"
 
+    def test_8_mcuprof_tcl_client_against_this_openocd(self):
+        # That unit test case expects the message OpenOCD's ADIv5 code logs for a failed read
+        # ("Failed to read memory at ..."); under hla OpenOCD fails the same `mdw` without a
+        # message. It runs against the dapdirect_swd rig above.
+        self.skipTest("its failed-read message comes from OpenOCD's ADIv5 code, not used by hla_swd")
+
 
 class StlinkConfigs(unittest.TestCase):
     """qemu-stlink.cfg and stm32f4-stlink.cfg parse in OpenOCD 0.12 with either transport and
