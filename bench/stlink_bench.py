@@ -100,15 +100,7 @@ def apreg_loop(rig, samples, batch=64):
     script = (f"{dap} apreg 0 0x4 0x{DWT_PCSR & ~0xF:x}; set _o {{}}; "
               f"for {{set _i 0}} {{$_i < {batch}}} {{incr _i}} "
               f"{{{dap} apreg 0 0x0 0x{word:x}; lappend _o [{dap} apreg 0 0x1c]}}; set _o")
-
-    def run():
-        started = time.perf_counter()
-        got = 0
-        while got < samples:
-            # raw: the list itself (`capture` would add each apreg's printed value to it)
-            got += len(rig.tcl.raw(script).split())
-        return got, time.perf_counter() - started, 0.0
-    return measured(rig, run)
+    return script_loop(rig, script, samples)
 
 
 def capture_loop(rig, samples, batch=16):
@@ -116,11 +108,16 @@ def capture_loop(rig, samples, batch=16):
     background polling for the script (OpenOCD 0.12's command.c, jim_capture)."""
     script = (f"capture {{set _o {{}}; for {{set _i 0}} {{$_i < {batch}}} {{incr _i}} "
               f"{{lappend _o [read_memory {DWT_PCSR} 32 1]}}}}; set _o")
+    return script_loop(rig, script, samples)
 
+
+def script_loop(rig, script, samples):
+    """`script` (a Tcl script whose result is a list of PCs) run until it gave `samples`."""
     def run():
         started = time.perf_counter()
         got = 0
         while got < samples:
+            # raw: the script's own result (`capture` would add each apreg's printed value to it)
             got += len(rig.tcl.raw(script).split())
         return got, time.perf_counter() - started, 0.0
     return measured(rig, run)
