@@ -41,16 +41,17 @@ class Rig:
     pass
 
 
-def counters(rig) -> dict[str, int]:
-    """The vprobe's counters now: SIGUSR1, then its next counters line."""
+def counters(rig, pattern=COUNTERS, names=("clocks", "scans", "transfers", "registers", "pcsr")) -> dict[str, int]:
+    """The vprobe's counters now: SIGUSR1, then its next counters line (`pattern`, its groups
+    named by `names`)."""
     seen = len(rig.vprobe_log)
     rig.vprobe.send_signal(signal.SIGUSR1)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         for line in rig.vprobe_log[seen:]:
-            m = COUNTERS.search(line)
+            m = pattern.search(line)
             if m:
-                return dict(zip(("clocks", "scans", "transfers", "registers", "pcsr"), map(int, m.groups())))
+                return dict(zip(names, map(int, m.groups())))
         time.sleep(0.01)
     raise RuntimeError("the vprobe printed no counters")
 

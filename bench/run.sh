@@ -20,3 +20,7 @@ python3 bench/stacks_bench.py --build "$build"
 echo
 echo "== OpenOCD: mcuprof pcsr and halt modes vs OpenOCD's own profile, over one QEMU + vprobe + OpenOCD rig"
 python3 bench/openocd_bench.py --build "$build"
+
+echo
+echo "== ST-Link: OpenOCD's profile vs mcuprof halt, pcsr and pcsr through profile chunks, at 0, 125 us and 1 ms probe latency"
+python3 bench/stlink_bench.py --build "$build"

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+
+#include <unistd.h>
 
 #include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/rsp_sampler.h"
@@ -49,6 +52,9 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
                                                          "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
+        ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
+         "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, 1024 "
+         "reads per chunk, one non-incrementing block read; OpenOCD on this machine; order kept between chunks only)")
         ("samples", po::value(&o.samples)->value_name("N"), "stop after N samples")
         ("duration", po::value(&o.duration)->value_name("TIME"), "stop after this long (100ms, 10s, 2min)")
         ("interval", po::value(&o.interval)->value_name("TIME|N"),
@@ -124,6 +130,11 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
             throw UsageError("--batch takes a whole number from 1 to 10000, not '" + o.batch + "'");
         tcl.batch = unsigned(reads);
     }
+    if (o.pcsr_read == "profile" && o.mode == "pcsr")
+        tcl.pcsr_profile_gmon =
+            (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon")).string();
+    else if (!o.pcsr_read.empty() && !(o.pcsr_read == "read_memory" && o.mode == "pcsr"))
+        throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     return std::make_unique<sources::OpenocdSampler>(tcl);
 }
 

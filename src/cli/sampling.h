@@ -31,6 +31,7 @@ struct SamplingOptions {
     uint64_t samples = 0;
     uint64_t seed = 0;
     std::string batch;                                     // --mode pcsr: PCSR reads per Tcl round trip
+    std::string pcsr_read;                                 // --mode pcsr: read_memory or profile
     std::optional<sources::StackSamplingOptions> stacks;   // record --stacks: unwind at every halt (GDB)
     std::optional<sources::TaskLayout> tasks;              // tag each sample with the running task (GDB)
 };

@@ -1,13 +1,18 @@
-// mcuprof vprobe: a virtual JTAG probe for OpenOCD (its remote_bitbang driver) in front
-// of a GDB remote server (QEMU's gdbstub). See docs/vprobe.md.
+// mcuprof vprobe: a virtual probe for OpenOCD (its remote_bitbang driver over JTAG, or its
+// st-link driver over SWD through the stlink-server protocol) in front of a GDB remote
+// server (QEMU's gdbstub). See docs/vprobe.md.
 #include <chrono>
 #include <cstdio>
+#include <memory>
+
+#include <sys/prctl.h>
 
 #include <boost/program_options.hpp>
 
 #include "mcuprof/transport/rsp_client.h"
 #include "mcuprof/vprobe/error.h"
 #include "mcuprof/vprobe/rsp_target.h"
+#include "mcuprof/vprobe/stlink_server.h"
 #include "mcuprof/vprobe/virtual_probe.h"
 #include "options.h"
 
@@ -20,22 +25,31 @@ int vprobe_command(const Arguments& args)
     std::string gdb;
     std::string listen = "127.0.0.1";
     int port = -1;
+    int stlink_port = -1;
+    std::string latency_text = "0";
     bool no_pcsr = false;
     po::options_description description("Options");
     description.add_options()
         ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "the target: a GDB remote server (QEMU -gdb tcp::PORT)")
-        ("port", po::value(&port)->value_name("N"), "serve OpenOCD's remote_bitbang on this TCP port (0: a free "
-                                                     "one, printed)")
+        ("port", po::value(&port)->value_name("N"), "serve OpenOCD's remote_bitbang (JTAG) on this TCP port (0: a "
+                                                     "free one, printed)")
+        ("stlink-port", po::value(&stlink_port)->value_name("N"),
+         "serve the stlink-server protocol (an STLINK-V3 on SWD) on this TCP port instead (0: a free one, printed)")
         ("listen", po::value(&listen)->value_name("ADDRESS"), "the address to listen on (default 127.0.0.1)")
+        ("latency", po::value(&latency_text)->value_name("DURATION"),
+         "answer each request this long after it arrived, as a USB probe does (1ms: ST-LINK/V2 at full speed, "
+         "125us: STLINK-V3 at high speed; default 0)")
         ("no-pcsr", po::bool_switch(&no_pcsr), "model a core without DWT_PCSR (reads 0, as on a Cortex-M0/M0+)");
     const std::string usage =
-        "usage: mcuprof vprobe --gdb HOST:PORT --port N\n\n"
-        "A virtual JTAG probe: serves OpenOCD's remote_bitbang protocol and simulates, bit by bit,\n"
-        "the JTAG TAP, ARM JTAG-DP, MEM-AP and Cortex-M debug registers of the core behind the GDB\n"
-        "server, so the real OpenOCD debugs and profiles it as a board on a probe:\n"
+        "usage: mcuprof vprobe --gdb HOST:PORT (--port N | --stlink-port N) [--latency DURATION]\n\n"
+        "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers of the core\n"
+        "behind the GDB server, so the real OpenOCD debugs and profiles it as a board on a probe.\n"
+        "--port serves OpenOCD's remote_bitbang protocol (JTAG, simulated bit by bit):\n"
         "    openocd -f configs/openocd/qemu-vprobe.cfg -c \"remote_bitbang port N\" -c init\n"
+        "--stlink-port serves ST's stlink-server protocol (an STLINK-V3 on SWD):\n"
+        "    openocd -f configs/openocd/qemu-stlink.cfg -c \"st-link backend tcp N\" -c init\n"
         "It ends when OpenOCD quits or disconnects, or on Ctrl-C; the target is left running.\n"
-        "SIGUSR1 prints its counters (JTAG clocks, DP/AP scans, ...) and goes on.";
+        "SIGUSR1 prints its counters (DP/AP accesses, probe commands, ...) and goes on.";
     std::string unused;
     if (!parse_command(args, usage, description, unused))
         return 0;
@@ -43,8 +57,17 @@ int vprobe_command(const Arguments& args)
         throw UsageError("vprobe takes no positional argument ('" + unused + "')");
     if (gdb.empty())
         throw UsageError("--gdb HOST:PORT is required");
-    if (port < 0 || port > 65535)
-        throw UsageError(port == -1 ? "--port N is required" : "--port takes 0 to 65535");
+    if ((port == -1) == (stlink_port == -1))
+        throw UsageError("one of --port N (remote_bitbang) or --stlink-port N (st-link) is required");
+    const bool stlink = stlink_port != -1;
+    if (const int chosen = stlink ? stlink_port : port; chosen < 0 || chosen > 65535)
+        throw UsageError(std::string(stlink ? "--stlink-port" : "--port") + " takes 0 to 65535");
+    const std::chrono::nanoseconds latency =
+        latency_text == "0" ? std::chrono::nanoseconds(0) : parse_duration(latency_text, "--latency");
+    if (latency > std::chrono::milliseconds(100))
+        throw UsageError("--latency is at most 100ms (OpenOCD's st-link driver gives up after 1 s)");
+    if (latency.count() > 0)
+        ::prctl(PR_SET_TIMERSLACK, 1UL);   // the kernel's default 50 us slack would blur 125 us
     const transport::Endpoint endpoint = transport::Endpoint::parse(gdb, "--gdb");
 
     transport::RspClient rsp(endpoint, transport::RspClient::Options{});
@@ -57,15 +80,25 @@ int vprobe_command(const Arguments& args)
     vprobe::CortexMDebug::Options cortex;
     cortex.pcsr = !no_pcsr;
     vprobe::VirtualProbe probe(target, cortex);
-    vprobe::RemoteBitbangServer server(probe, listen, static_cast<uint16_t>(port));
-    std::fprintf(stderr, "mcuprof vprobe: remote_bitbang on %s:%u, target %s\n", listen.c_str(), server.port(),
-                 rsp.peer().c_str());
-    server.on_idle = [&target] { target.idle(); };
+    std::unique_ptr<vprobe::RemoteBitbangServer> bitbang;
+    std::unique_ptr<vprobe::StlinkServer> stlink_server;
+    vprobe::ProbeServer* server = nullptr;
+    if (stlink) {
+        stlink_server = std::make_unique<vprobe::StlinkServer>(probe, listen, static_cast<uint16_t>(stlink_port));
+        server = stlink_server.get();
+    } else {
+        bitbang = std::make_unique<vprobe::RemoteBitbangServer>(probe, listen, static_cast<uint16_t>(port));
+        server = bitbang.get();
+    }
+    server->reply_latency = latency;
+    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s\n", stlink ? "st-link" : "remote_bitbang",
+                 listen.c_str(), server->port(), rsp.peer().c_str());
+    server->on_idle = [&target] { target.idle(); };
     target.on_gone = [](const std::string& reason) {
         std::fprintf(stderr, "mcuprof vprobe: %s; its core answers nothing now (OpenOCD sees a dead board)\n",
                      reason.c_str());
     };
-    server.on_connected = [](const std::string& who) {
+    server->on_connected = [](const std::string& who) {
         std::fprintf(stderr, "mcuprof vprobe: OpenOCD connected from %s\n", who.c_str());
     };
 
@@ -74,12 +107,16 @@ int vprobe_command(const Arguments& args)
     auto print_counters = [&](const char* when, const char* state) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         const auto& stats = target.stats();
+        std::string front_end;
+        if (stlink_server)
+            front_end = std::to_string(stlink_server->protocol().usb_commands()) + " USB commands, ";
+        else
+            front_end = std::to_string(probe.tap().rising_edges()) + " JTAG clocks, ";
         std::fprintf(stderr,
-                     "mcuprof vprobe: %s after %.1f s; %llu JTAG clocks, %llu DP/AP scans, %llu MEM-AP transfers, "
+                     "mcuprof vprobe: %s after %.1f s; %s%llu DP/AP scans, %llu MEM-AP transfers, "
                      "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits), "
                      "%llu halts for accesses; %s\n",
-                     when, seconds, static_cast<unsigned long long>(probe.tap().rising_edges()),
-                     static_cast<unsigned long long>(probe.dp().scans()),
+                     when, seconds, front_end.c_str(), static_cast<unsigned long long>(probe.dp().scans()),
                      static_cast<unsigned long long>(probe.ap().transfers()),
                      static_cast<unsigned long long>(probe.cortex().register_transfers()),
                      static_cast<unsigned long long>(probe.cortex().pc_samples()),
@@ -88,10 +125,10 @@ int vprobe_command(const Arguments& args)
                      static_cast<unsigned long long>(stats.access_halts),
                      target.gone_reason().empty() ? state : "the target is gone");
     };
-    server.on_report = [&] { print_counters("counters", "session going on"); };
-    vprobe::RemoteBitbangServer::End end;
+    server->on_report = [&] { print_counters("counters", "session going on"); };
+    vprobe::ProbeServer::End end;
     try {
-        end = server.serve(true);
+        end = stlink_server ? stlink_server->serve(true) : bitbang->serve(true);
     } catch (const mcuprof::Error&) {
         try {
             target.detach();   // leave the target running if it is still there
@@ -101,9 +138,9 @@ int vprobe_command(const Arguments& args)
     }
     target.detach();
 
-    const char* why = end == vprobe::RemoteBitbangServer::End::quit           ? "OpenOCD quit"
-                      : end == vprobe::RemoteBitbangServer::End::disconnected ? "OpenOCD disconnected"
-                                                                               : "stopped";
+    const char* why = end == vprobe::ProbeServer::End::quit           ? "OpenOCD quit"
+                      : end == vprobe::ProbeServer::End::disconnected ? "OpenOCD disconnected"
+                                                                       : "stopped";
     print_counters(why, "target detached, running");
     if (!target.gone_reason().empty())
         throw vprobe::Error(rsp.peer(), "", target.gone_reason() + " during the session");

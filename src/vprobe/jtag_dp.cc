@@ -98,23 +98,9 @@ uint32_t JtagDp::read_dp(uint8_t address) const
 void JtagDp::write_dp(uint8_t address, uint32_t value)
 {
     switch (address) {
-    case dp_ctrl_stat: {
-        // ADIv5, CTRL/STAT: on a JTAG-DP the sticky flags are cleared by writing 1 to
-        // them; the power-up and reset requests are answered at once by their ACK bits
-        // (the simulated power domains always power up).
-        constexpr uint32_t writable =
-            orundetect | trnmode_mask | masklane_mask | trncnt_mask | cdbgrstreq | cdbgpwrupreq | csyspwrupreq;
-        const uint32_t sticky_left = ctrl_stat_ & sticky_flags & ~value;
-        uint32_t next = (value & writable) | sticky_left | (ctrl_stat_ & readok);
-        if (next & cdbgrstreq)
-            next |= cdbgrstack;
-        if (next & cdbgpwrupreq)
-            next |= cdbgpwrupack;
-        if (next & csyspwrupreq)
-            next |= csyspwrupack;
-        ctrl_stat_ = next;
+    case dp_ctrl_stat:
+        write_ctrl_stat(value, true);
         return;
-    }
     case dp_select:
         select_ = value;
         return;
@@ -123,12 +109,78 @@ void JtagDp::write_dp(uint8_t address, uint32_t value)
     }
 }
 
-void JtagDp::access_ap(bool read, uint8_t a32, uint32_t value)
+void JtagDp::write_ctrl_stat(uint32_t value, bool ones_clear_sticky)
+{
+    // ADIv5, CTRL/STAT: on a JTAG-DP the sticky flags are cleared by writing 1 to them (on
+    // an SW-DP they are read-only); the power-up and reset requests are answered at once by
+    // their ACK bits (the simulated power domains always power up).
+    constexpr uint32_t writable =
+        orundetect | trnmode_mask | masklane_mask | trncnt_mask | cdbgrstreq | cdbgpwrupreq | csyspwrupreq;
+    const uint32_t sticky_left = ctrl_stat_ & sticky_flags & (ones_clear_sticky ? ~value : ~0u);
+    uint32_t next = (value & writable) | sticky_left | (ctrl_stat_ & readok);
+    if (next & cdbgrstreq)
+        next |= cdbgrstack;
+    if (next & cdbgpwrupreq)
+        next |= cdbgpwrupack;
+    if (next & csyspwrupreq)
+        next |= csyspwrupack;
+    ctrl_stat_ = next;
+}
+
+uint32_t JtagDp::swd_read_dp(uint8_t address) const
+{
+    switch (address) {
+    case dp_dpidr_abort:
+        return cortex_m_dpidr;
+    case dp_rdbuff:
+        return read_result_;   // ADIv5, SW-DP RDBUFF: the result of the last AP read
+    default:
+        return read_dp(address);
+    }
+}
+
+void JtagDp::swd_write_dp(uint8_t address, uint32_t value)
+{
+    if (address == dp_ctrl_stat) {
+        write_ctrl_stat(value, false);
+        return;
+    }
+    if (address != dp_dpidr_abort) {
+        write_dp(address, value);
+        return;
+    }
+    // ADIv5, SW-DP ABORT: DAPABORT, and one bit per sticky flag to clear.
+    if (value & dapabort) {
+        busy_left_ = 0;
+        for (AccessPort* port : ports_)
+            if (port != nullptr)
+                port->abort();
+    }
+    if (value & stkcmpclr)
+        ctrl_stat_ &= ~stickycmp;
+    if (value & stkerrclr)
+        ctrl_stat_ &= ~stickyerr;
+    if (value & orunerrclr)
+        ctrl_stat_ &= ~stickyorun;
+}
+
+bool JtagDp::swd_access_ap(bool read, uint8_t a32, uint32_t& value)
+{
+    ++scans_;
+    // ADIv5, SW-DP: with a sticky flag set an AP access is answered FAULT and not performed.
+    if (!access_ap(read, a32, value))
+        return false;
+    if (read)
+        value = read_result_;
+    return true;
+}
+
+bool JtagDp::access_ap(bool read, uint8_t a32, uint32_t value)
 {
     // ADIv5, JTAG-DP sticky flags: while one is set, AP requests are discarded (the ACK
     // still says OK/FAULT; CTRL/STAT tells what happened).
     if (ctrl_stat_ & sticky_flags)
-        return;
+        return false;
     ++ap_accesses_;
     AccessPort* port = ports_[select_ >> 24];
     // An AP behind an unpowered debug domain cannot answer (ADIv5, CTRL/STAT
@@ -148,6 +200,7 @@ void JtagDp::access_ap(bool read, uint8_t a32, uint32_t value)
     if (!ok)
         ctrl_stat_ |= stickyerr;
     busy_left_ = ap_busy_scans_;
+    return ok;
 }
 
 } // namespace mcuprof::vprobe

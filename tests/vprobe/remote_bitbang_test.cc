@@ -102,12 +102,8 @@ TEST_CASE("remote_bitbang: the server serves one client until 'Q', then until it
         RemoteBitbangServer::End end{};
         std::thread serving([&] { end = server.serve(false); });
 
-        const int client = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        address.sin_port = htons(server.port());
-        REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+        const int client = vprobe_test::connect_loopback(server.port());
+        REQUIRE(client >= 0);
         const std::string request = tms_path("11111" "0" "100") + read_32_bits();
         REQUIRE(::send(client, request.data(), request.size(), 0) == ssize_t(request.size()));
         std::string replies;

@@ -39,6 +39,7 @@ FW_DIR = Path(os.environ.get("MCUPROF_FW_DIR", REPO / "build" / "firmware-ref"))
 OPENOCD = os.environ.get("MCUPROF_OPENOCD", "openocd")
 UNIT_TESTS = Path(os.environ.get("MCUPROF_UNIT_TESTS", REPO / "build" / "tests" / "mcuprof_tests"))
 CONFIG = REPO / "configs" / "openocd" / "qemu-vprobe.cfg"
+STLINK_CONFIG = REPO / "configs" / "openocd" / "qemu-stlink.cfg"
 ELF = FW_DIR / "mixed_forever_m4.elf"
 STRICT = bool(os.environ.get("MCUPROF_UNDER_CTEST"))
 
@@ -168,30 +169,45 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
     OpenOCD on the vprobe, on ports chosen now. Sets on `rig` (whose `work` folder exists):
     qemu, vprobe, vprobe_log (its stderr lines, read as they come so the pipe never fills),
-    vprobe_reader, bitbang_port, openocd, openocd_log, tcl_port, gdb_port (OpenOCD's, None
-    unless `openocd_gdb`), tcl. What started is stopped by stop_rig(rig), also on failure."""
+    vprobe_reader, bitbang_port (the probe's port, either protocol), openocd, openocd_log,
+    tcl_port, gdb_port (OpenOCD's, None unless `openocd_gdb`), tcl. What started is stopped by
+    stop_rig(rig), also on failure.
+
+    The probe is remote_bitbang (JTAG, qemu-vprobe.cfg), or, when `rig.stlink_transport` is
+    "dapdirect_swd" or "hla_swd", an ST-Link over SWD (vprobe --stlink-port, qemu-stlink.cfg);
+    `rig.probe_link`, when set, is called with the probe's port and returns the port OpenOCD
+    connects to (a proxy in between)."""
     rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
     rig.vprobe_log = []
+    stlink = getattr(rig, "stlink_transport", None)
     rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=singlestep, truth=truth, uart=None,
                                    timeout=600).start()
-    rig.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}", "--port", "0",
-                                   *vprobe_options],
+    rig.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
+                                   "--stlink-port" if stlink else "--port", "0", *vprobe_options],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   text=True)
     first = rig.vprobe.stderr.readline()
     rig.vprobe_log.append(first)
-    match = re.search(r"remote_bitbang on 127\.0\.0\.1:(\d+)", first)
+    match = re.search(r"(?:remote_bitbang|st-link) on 127\.0\.0\.1:(\d+)", first)
     if not match:
         raise AssertionError(f"vprobe did not start: {first!r} {rig.vprobe.stderr.read()}")
     rig.bitbang_port = int(match.group(1))
     rig.vprobe_reader = threading.Thread(target=lambda: rig.vprobe_log.extend(rig.vprobe.stderr), daemon=True)
     rig.vprobe_reader.start()
+    link = getattr(rig, "probe_link", None)
+    probe_port = link(rig.bitbang_port) if link else rig.bitbang_port
 
     rig.tcl_port = qemu_runner.free_port()
     rig.gdb_port = qemu_runner.free_port() if openocd_gdb else None
     rig.openocd_log = open(rig.work / "openocd.log", "w")
+    if stlink:
+        backend = "st-link backend" if stlink == "dapdirect_swd" else "hla_stlink_backend"
+        probe = ["-c", f"set STLINK_TRANSPORT {stlink}", "-f", str(STLINK_CONFIG),
+                 "-c", f"{backend} tcp {probe_port}"]
+    else:
+        probe = ["-f", str(CONFIG), "-c", f"remote_bitbang port {probe_port}"]
     rig.openocd = subprocess.Popen(
-        [OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {rig.bitbang_port}",
+        [OPENOCD, *probe,
          "-c", f"gdb_port {rig.gdb_port}" if openocd_gdb else "gdb_port disabled", "-c", "telnet_port disabled",
          "-c", f"tcl_port {rig.tcl_port}", "-c", "init"],
         stdin=subprocess.DEVNULL, stdout=rig.openocd_log, stderr=subprocess.STDOUT, cwd=rig.work)
@@ -267,9 +283,9 @@ class VprobeWithOpenOCD(unittest.TestCase):
 
     def state(self) -> str:
         out = self.tcl.run("targets")
-        match = re.search(r"qemu\.cpu\s+cortex_m\s+little\s+qemu\.cpu\s+(\w+)", out)
+        match = re.search(r"(\S+\.cpu)\s+(?:cortex_m|hla_target)\s+little\s+\1\s+(\w+)", out)
         self.assertIsNotNone(match, out)
-        return match.group(1)
+        return match.group(2)
 
     def wait_state(self, wanted: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout

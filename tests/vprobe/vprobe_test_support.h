@@ -2,8 +2,12 @@
 // Test helpers for the virtual probe: a fake DebugTarget with memory, registers and run
 // state in plain maps, and a JTAG driver that turns scans into pin writes the way OpenOCD's
 // bitbang driver does (TCK low with TMS/TDI set, read TDO, TCK high).
+#include <arpa/inet.h>
 #include <cstdint>
 #include <map>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +18,21 @@
 #include "mcuprof/vprobe/tap_controller.h"
 
 namespace vprobe_test {
+
+// A TCP client connected to a server on loopback; -1 when the connection failed.
+inline int connect_loopback(uint16_t port)
+{
+    const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    if (::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(client);
+        return -1;
+    }
+    return client;
+}
 
 class FakeTarget : public mcuprof::vprobe::DebugTarget {
 public:

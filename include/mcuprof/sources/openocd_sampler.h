@@ -27,6 +27,9 @@ struct OpenocdSamplerOptions {
     double jitter = 0.5;
     uint64_t seed = 0;          // 0: from the system's random source
     unsigned batch = 16;        // pcsr: DWT_PCSR reads per round trip
+    // pcsr: when set, DWT_PCSR is read by OpenOCD's `profile` in chunks of 1024, its
+    // histogram written here (PcsrProfileReader) instead of `read_memory` batches.
+    std::string pcsr_profile_gmon;
     transport::Duration timeout = std::chrono::seconds(10);
 };
 

@@ -1,8 +1,10 @@
 #pragma once
-// An ARM JTAG Debug Port (ARM IHI 0031 ADIv5, chapter 3 "The JTAG Debug Port"): the
-// JtagDevice behind the TAP. A 4-bit IR selects IDCODE, ABORT, DPACC, APACC or BYPASS;
+// An ARM Debug Port (ARM IHI 0031 ADIv5). Over JTAG (chapter 3 "The JTAG Debug Port") it is
+// the JtagDevice behind the TAP: a 4-bit IR selects IDCODE, ABORT, DPACC, APACC or BYPASS;
 // DPACC and APACC are 35-bit scans carrying a request in and, at the next Capture-DR, the
-// 3-bit ACK and the result of the previous read out. Access ports hang off it by APSEL.
+// 3-bit ACK and the result of the previous read out. Over SWD (chapter 4 "The Serial Wire
+// Debug Port") the same registers are reached one transaction at a time, as an SWD host (an
+// ST-Link's firmware) makes them. Access ports hang off it by APSEL.
 #include <array>
 #include <cstdint>
 
@@ -49,8 +51,18 @@ constexpr uint32_t csyspwrupreq = 1u << 30;
 constexpr uint32_t csyspwrupack = 1u << 31;
 constexpr uint32_t sticky_flags = stickyorun | stickycmp | stickyerr;
 
-// ABORT (ADIv5, AP ABORT register): on a JTAG-DP only DAPABORT is defined.
+// ABORT (ADIv5, AP ABORT register): on a JTAG-DP only DAPABORT is defined; an SW-DP clears
+// its sticky flags through the others (on a JTAG-DP CTRL/STAT does that).
 constexpr uint32_t dapabort = 1u << 0;
+constexpr uint32_t stkcmpclr = 1u << 1;
+constexpr uint32_t stkerrclr = 1u << 2;
+constexpr uint32_t wderrclr = 1u << 3;
+constexpr uint32_t orunerrclr = 1u << 4;
+
+// SW-DP: DPIDR (read) and ABORT (write) share address 0x0 (ADIv5, SW-DP register map).
+constexpr uint8_t dp_dpidr_abort = 0x0;
+// Cortex-M3/M4 SW-DP DPIDR: version 2 (DPv1), part 0xBA01, designer ARM (ADIv5, DPIDR).
+constexpr uint32_t cortex_m_dpidr = 0x2BA01477;
 } // namespace jtag_dp
 
 // An access port's registers, by byte address (SELECT.APBANKSEL << 4 | A[3:2] << 2).
@@ -75,6 +87,15 @@ public:
     // response); with ORUNDETECT set they set STICKYORUN. 0 (the default): never WAIT.
     void set_ap_busy_scans(unsigned scans) { ap_busy_scans_ = scans; }
 
+    // SWD: one DP register read or write (ADIv5 chapter 4). Reads of 0x0 give DPIDR, of
+    // RDBUFF the last AP read's result; writes of 0x0 go to ABORT, and CTRL/STAT's sticky
+    // flags are read-only (ABORT's *CLR bits clear them).
+    uint32_t swd_read_dp(uint8_t address) const;
+    void swd_write_dp(uint8_t address, uint32_t value);
+    // SWD: one AP register access through SELECT. false: the FAULT response (a sticky flag
+    // was set, the debug domain is off or the transfer failed, which sets STICKYERR).
+    bool swd_access_ap(bool read, uint8_t a32, uint32_t& value);
+
     uint32_t ctrl_stat() const { return ctrl_stat_; }
     uint32_t select() const { return select_; }
     uint64_t ap_accesses() const { return ap_accesses_; }
@@ -91,7 +112,10 @@ public:
 private:
     uint32_t read_dp(uint8_t address) const;
     void write_dp(uint8_t address, uint32_t value);
-    void access_ap(bool read, uint8_t a32, uint32_t value);
+    // CTRL/STAT as written; over JTAG a 1 written to a sticky flag clears it.
+    void write_ctrl_stat(uint32_t value, bool ones_clear_sticky);
+    // false: the transfer was dropped (a sticky flag) or failed.
+    bool access_ap(bool read, uint8_t a32, uint32_t value);
 
     uint32_t idcode_;
     std::array<AccessPort*, 256> ports_{};

@@ -4,12 +4,11 @@
 // '0'-'7' write TCK, TMS, TDI (the digit's bits 2, 1, 0); 'R' asks for TDO, answered with
 // '0' or '1'; 'r'-'u' set TRST and SRST (bits 1 and 0 of the letter minus 'r', 1 =
 // asserted); 'B'/'b' switch a LED; 'Q' ends the session. OpenOCD 0.12 speaks JTAG only.
-#include <chrono>
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
 #include <string_view>
+
+#include "mcuprof/vprobe/probe_server.h"
 
 namespace mcuprof::vprobe {
 
@@ -24,13 +23,13 @@ public:
 };
 
 // The protocol without I/O: bytes in, pin changes and TDO answers out.
-class RemoteBitbangDecoder {
+class RemoteBitbangDecoder : public ByteProtocol {
 public:
     explicit RemoteBitbangDecoder(JtagPins& pins) : pins_(pins) {}
 
     // Performs the requests in `bytes`, appending each 'R' answer to `replies`. Returns
     // false once 'Q' arrived (what follows it is not performed).
-    bool feed(std::string_view bytes, std::string& replies);
+    bool feed(std::string_view bytes, std::string& replies) override;
 
     uint64_t requests() const { return requests_; }
     uint64_t reads() const { return reads_; }
@@ -45,36 +44,22 @@ private:
     uint64_t unknown_ = 0;
 };
 
-// Listens on TCP, accepts one OpenOCD connection and serves it (Boost.Asio).
-class RemoteBitbangServer {
+// Listens on TCP, accepts one OpenOCD connection and serves remote_bitbang to it.
+class RemoteBitbangServer : public ProbeServer {
 public:
-    enum class End { quit, disconnected, stopped };
-
     // Binds and listens at once (port 0: a free port, see port()); throws vprobe::Error.
-    RemoteBitbangServer(JtagPins& pins, const std::string& host, uint16_t port);
-    ~RemoteBitbangServer();
+    RemoteBitbangServer(JtagPins& pins, const std::string& host, uint16_t port)
+        : ProbeServer("remote_bitbang", host, port), decoder_(pins)
+    {
+    }
 
-    uint16_t port() const;
     // Serves one connection until 'Q', the client closing, stop(), or (with
-    // `stop_on_signals`) SIGINT or SIGTERM; SIGUSR1 then calls on_report. Errors of the target end it by exception.
-    End serve(bool stop_on_signals);
-    // From any thread: ends serve().
-    void stop();
+    // `stop_on_signals`) SIGINT or SIGTERM; SIGUSR1 then calls on_report.
+    End serve(bool stop_on_signals) { return serve_with(decoder_, stop_on_signals); }
 
     const RemoteBitbangDecoder& decoder() const { return decoder_; }
-    // Called once a client is connected, with its address.
-    std::function<void(const std::string&)> on_connected;
-    // Called when the client has sent nothing for `idle_after` (it waits for its user,
-    // its poll timer or its Tcl script): the moment to let a held target run.
-    std::function<void()> on_idle;
-    std::chrono::microseconds idle_after{1000};
-    // With `stop_on_signals`: called on SIGUSR1, the session going on (the command prints
-    // its counters, so a benchmark can read them between phases of one session).
-    std::function<void()> on_report;
 
 private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
     RemoteBitbangDecoder decoder_;
 };
 

@@ -1,8 +1,10 @@
 #include "mcuprof/sources/openocd_sampler.h"
 
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "mcuprof/sources/pcsr_profile_reader.h"
 #include "mcuprof/transport/error.h"
 
 namespace mcuprof::sources {
@@ -216,6 +218,9 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
             }
         }
         const std::string batch_script = pcsr_batch_script(options_.batch);
+        std::optional<PcsrProfileReader> profile_reader;
+        if (!options_.pcsr_profile_gmon.empty())
+            profile_reader.emplace(options_.pcsr_profile_gmon, seed_);
         // Halt mode: the target is halted only inside each round trip, for part of it.
         double halted_seconds = 0;
         auto report_progress = [&](Clock::time_point now) {
@@ -242,9 +247,11 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
                 const uint64_t wanted = plan.samples ? *plan.samples - stats.samples : options_.batch;
                 const unsigned count = unsigned(std::min<uint64_t>(options_.batch, wanted));
                 const Clock::time_point asked = Clock::now();
-                const std::vector<uint32_t> pcs = parse_words(
-                    tcl_->eval(count == options_.batch ? batch_script : pcsr_batch_script(count)), tcl_->peer(),
-                    "DWT_PCSR");
+                const std::vector<uint32_t> pcs =
+                    profile_reader ? profile_reader->read(*tcl_, plan.samples ? wanted : UINT64_MAX)
+                                   : parse_words(tcl_->eval(count == options_.batch ? batch_script
+                                                                                    : pcsr_batch_script(count)),
+                                                 tcl_->peer(), "DWT_PCSR");
                 const Clock::time_point answered = Clock::now();
                 stats.pcsr->round_trip_us.push_back(1e6 * seconds_between(asked, answered));
                 stats.pcsr->reads += pcs.size();
@@ -264,6 +271,11 @@ SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, con
                 report_progress(answered);
             }
         }
+        if (profile_reader)
+            sink.event("pcsr", "OpenOCD's profile read DWT_PCSR " + std::to_string(profile_reader->reads()) +
+                                   " times: " + std::to_string(profile_reader->outside()) +
+                                   " outside the 256 KiB window (or halted), " +
+                                   std::to_string(profile_reader->unused()) + " placing it or past the count");
         if (stats.pcsr && stats.pcsr->halted_reads > 0)
             sink.event("pcsr", std::to_string(stats.pcsr->reads) + " DWT_PCSR reads, " +
                                    std::to_string(stats.pcsr->halted_reads) + " of them 0xFFFFFFFF (core halted) dropped");

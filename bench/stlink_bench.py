@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Sampling through an ST-Link, side by side, on ONE rig per probe latency: QEMU 7.2 running
+mixed_forever_m4, `mcuprof vprobe --stlink-port --latency L` (an STLINK-V3 whose every answer
+leaves L after its command arrived: 0, 125 us for a V3 at USB high speed, 1 ms for a V2 at full
+speed), OpenOCD 0.12's st-link driver on it (configs/openocd/qemu-stlink.cfg, dapdirect_swd by
+default). For each latency:
+
+  profile        OpenOCD's `profile SECONDS gmon.out`: DWT_PCSR read 1024 times per
+                 non-incrementing memory command (READMEM_32BIT_NO_ADDR_INC)
+  halt           mcuprof record --mode halt --interval 1ns: halt, get_reg, resume per sample
+  pcsr           mcuprof record --mode pcsr --interval 1ns: DWT_PCSR by `read_memory`, --batch
+                 reads per Tcl round trip
+  pcsr-profile   mcuprof record --mode pcsr --pcsr-read profile: the same, each batch one
+                 `profile 0` chunk (1024 non-incrementing reads in one USB command)
+  pcsr-capture   pcsr's batch script run inside `capture` (which masks OpenOCD's background
+                 polling) by the script itself
+  apreg          DWT_PCSR as MEM-AP banked data register BD3 through `$dap apreg` in a Tcl loop
+                 (measured here by the script itself, not a mode of mcuprof)
+
+Figures: samples/s; USB commands per sample (each one USB round trip on a real probe, counted
+by the vprobe, which prints its counters on SIGUSR1, before and after each phase); the share of
+the time the debugger kept the core halted (halt mode: its halt round trips; the PCSR readers
+never halt it). Reported as ratios to `profile` at the same latency. Each figure is the median
+of --runs runs. Benchmarks report; they assert nothing."""
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
+sys.path.insert(0, str(REPO / "tests" / "vprobe"))
+import test_vprobe_openocd as rig_support  # noqa: E402
+sys.path.insert(0, str(REPO / "bench"))
+import openocd_bench  # noqa: E402
+from openocd_bench import Rig, median  # noqa: E402
+
+COUNTERS = re.compile(r"mcuprof vprobe: counters after [\d.]+ s; (\d+) USB commands, (\d+) DP/AP scans, "
+                      r"(\d+) MEM-AP transfers, (\d+) register transfers, (\d+) PCSR samples")
+DWT_PCSR = 0xE000101C
+
+
+def counters(rig) -> dict[str, int]:
+    return openocd_bench.counters(rig, COUNTERS, ("usb", "scans", "transfers", "registers", "pcsr"))
+
+
+def measured(rig, run):
+    """Runs `run()` -> (samples, seconds, halted seconds) between two counter readings; None
+    when the method failed (printed)."""
+    before = counters(rig)
+    try:
+        samples, seconds, halted = run()
+    except (RuntimeError, AssertionError) as e:
+        print(f"  (failed: {str(e).strip().splitlines()[-1][:300]})", file=sys.stderr)
+        return None
+    after = counters(rig)
+    return {"rate": samples / seconds, "usb_per_sample": (after["usb"] - before["usb"]) / samples,
+            "halted_share": halted / seconds, "samples": samples}
+
+
+def mcuprof_record(cli, elf, rig, mode, samples, work, *options):
+    def run():
+        rec = work / f"{mode}.rec"
+        command = [str(cli), "record", "--openocd", f"127.0.0.1:{rig.tcl_port}", "--mode", mode, "--interval", "1ns",
+                   "--samples", str(samples), *options, "--elf", str(elf), "-o", str(rec), "--format", "json"]
+        r = subprocess.run(command, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)}: {r.stderr}")
+        sampler = json.loads(r.stdout)["sampler"]
+        seconds = sampler["wall_seconds"]
+        # run_duty: the share of the time the target ran by the sampler's clock (halt mode:
+        # outside its halt round trips; the PCSR readers never halt it)
+        return sampler["samples"], seconds, seconds * (1.0 - sampler["run_duty"])
+    return measured(rig, run)
+
+
+def openocd_profile(rig, seconds, work):
+    def run():
+        gmon = work / "gmon.out"
+        # Timed here: profile checks its time only after each block of 1024 reads.
+        started = time.perf_counter()
+        rig.tcl.run(f"profile {seconds} {gmon}")
+        elapsed = time.perf_counter() - started
+        _, _, buckets = rig_support.read_gmon(gmon)
+        return sum(buckets), elapsed, 0.0
+    return measured(rig, run)
+
+
+def apreg_loop(rig, samples, batch=64):
+    """DWT_PCSR as BD3 of the MEM-AP (TAR = 0xE0001010): per read, CSW (word, no increment)
+    then BD3, each `apreg` one DAP run of its own."""
+    dap = rig.tcl.run("dap names").split()[0]
+    csw = int(rig.tcl.run(f"{dap} apreg 0 0x0").strip(), 0)
+    word = (csw & ~0x37) | 0x02
+    script = (f"{dap} apreg 0 0x4 0x{DWT_PCSR & ~0xF:x}; set _o {{}}; "
+              f"for {{set _i 0}} {{$_i < {batch}}} {{incr _i}} "
+              f"{{{dap} apreg 0 0x0 0x{word:x}; lappend _o [{dap} apreg 0 0x1c]}}; set _o")
+    return script_loop(rig, script, samples)
+
+
+def capture_loop(rig, samples, batch=16):
+    """mcuprof's read_memory batch of 16, run inside `capture`, which masks OpenOCD's
+    background polling for the script (OpenOCD 0.12's command.c, jim_capture)."""
+    script = (f"capture {{set _o {{}}; for {{set _i 0}} {{$_i < {batch}}} {{incr _i}} "
+              f"{{lappend _o [read_memory {DWT_PCSR} 32 1]}}}}; set _o")
+    return script_loop(rig, script, samples)
+
+
+def script_loop(rig, script, samples):
+    """`script` (a Tcl script whose result is a list of PCs) run until it gave `samples`."""
+    def run():
+        started = time.perf_counter()
+        got = 0
+        while got < samples:
+            # raw: the script's own result (`capture` would add each apreg's printed value to it)
+            got += len(rig.tcl.raw(script).split())
+        return got, time.perf_counter() - started, 0.0
+    return measured(rig, run)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default=str(REPO / "build"))
+    parser.add_argument("--latencies", default="0,125us,1ms")
+    parser.add_argument("--transport", default="dapdirect_swd", choices=("dapdirect_swd", "hla_swd"))
+    parser.add_argument("--pcsr-samples", type=int, default=8192)
+    parser.add_argument("--halt-samples", type=int, default=100)
+    parser.add_argument("--profile-seconds", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--methods", default="profile,halt,pcsr,pcsr-capture,pcsr-profile,apreg",
+                        help="which to run (profile always runs: it is the reference)")
+    args = parser.parse_args()
+    build = Path(args.build)
+    cli = build / "mcuprof"
+    elf = build / "firmware-ref" / "mixed_forever_m4.elf"
+    if shutil.which(rig_support.OPENOCD) is None:
+        sys.exit("openocd is not installed")
+    rig_support.CLI = cli
+    methods = ["profile"] + [m for m in args.methods.split(",") if m != "profile"]
+    table = {}
+    for latency in args.latencies.split(","):
+        rig = Rig()
+        rig.stlink_transport = args.transport
+        rig.work = Path(tempfile.mkdtemp(prefix="mcuprof-stlink-bench-"))
+        results = {m: [] for m in methods}
+        try:
+            rig_support.start_rig(rig, elf, vprobe_options=("--latency", latency))
+            for _ in range(args.runs):
+                results["profile"].append(openocd_profile(rig, args.profile_seconds, rig.work))
+                if "halt" in results:
+                    results["halt"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work))
+                if "pcsr" in results:
+                    results["pcsr"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work))
+                if "pcsr-capture" in results:
+                    results["pcsr-capture"].append(capture_loop(rig, args.pcsr_samples // 4))
+                if "pcsr-profile" in results:
+                    results["pcsr-profile"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work,
+                                                                  "--pcsr-read", "profile"))
+                if "apreg" in results and args.transport == "dapdirect_swd":
+                    results["apreg"].append(apreg_loop(rig, args.pcsr_samples // 8))
+        finally:
+            rig_support.stop_rig(rig)
+        table[latency] = {}
+        for method, rows in results.items():
+            rows = [r for r in rows if r is not None]
+            if rows:
+                table[latency][method] = {k: median([r[k] for r in rows]) for k in rows[0]}
+
+    print(f"sampling through an ST-Link ({args.transport}) over mcuprof vprobe --stlink-port (QEMU 7.2, "
+          f"mixed_forever_m4), OpenOCD 0.12, median of {args.runs} runs")
+    for latency, rows in table.items():
+        base = rows["profile"]["rate"] if "profile" in rows else float("nan")
+        print(f"  probe latency {latency}:")
+        print("    %-14s %10s %12s %14s %12s" % ("", "samples/s", "/ profile", "USB cmds/sample", "halted"))
+        for method, r in rows.items():
+            print("    %-14s %10.0f %12.2f %14.3f %11.1f%%" % (method, r["rate"], r["rate"] / base, r["usb_per_sample"],
+                                                              100 * r["halted_share"]))
+    print(json.dumps(table), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

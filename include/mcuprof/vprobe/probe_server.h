@@ -1,0 +1,59 @@
+#pragma once
+// The TCP side of a virtual probe: one debugger connection, a byte protocol in front of the
+// debug model (remote_bitbang, the ST-Link server protocol), an idle callback, signals and an
+// optional delay on every reply that models a USB probe's round trip (Boost.Asio).
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace mcuprof::vprobe {
+
+// A probe's protocol without I/O: bytes in, answers out.
+class ByteProtocol {
+public:
+    virtual ~ByteProtocol() = default;
+    // Performs the requests in `bytes` (a request may arrive in pieces: the rest is kept for
+    // the next call), appending the answers to `replies`. Returns false once the client
+    // ended the session (the answers so far are still sent).
+    virtual bool feed(std::string_view bytes, std::string& replies) = 0;
+};
+
+class ProbeServer {
+public:
+    enum class End { quit, disconnected, stopped };
+
+    // Binds and listens at once (port 0: a free port, see port()); throws vprobe::Error.
+    // `protocol_name` names the listening socket in errors ("remote_bitbang", "st-link").
+    ProbeServer(const std::string& protocol_name, const std::string& host, uint16_t port);
+    ~ProbeServer();
+
+    uint16_t port() const;
+    // Serves one connection with `protocol` until it ends the session, the client closes,
+    // stop(), or (with `stop_on_signals`) SIGINT or SIGTERM; SIGUSR1 then calls on_report.
+    // Errors of the target end it by exception.
+    End serve_with(ByteProtocol& protocol, bool stop_on_signals);
+    // From any thread: ends serve_with().
+    void stop();
+
+    // Called once a client is connected, with its address.
+    std::function<void(const std::string&)> on_connected;
+    // Called when the client has sent nothing for `idle_after` (it waits for its user,
+    // its poll timer or its Tcl script): the moment to let a held target run.
+    std::function<void()> on_idle;
+    std::chrono::microseconds idle_after{1000};
+    // With `stop_on_signals`: called on SIGUSR1, the session going on (the command prints
+    // its counters, so a benchmark can read them between phases of one session).
+    std::function<void()> on_report;
+    // Every answer leaves this long after its request arrived, as over a USB probe, where
+    // each command waits for the bus's (micro)frames (docs/vprobe.md, "Probe latency").
+    std::chrono::nanoseconds reply_latency{0};
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace mcuprof::vprobe

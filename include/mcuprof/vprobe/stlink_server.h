@@ -1,0 +1,163 @@
+#pragma once
+// An STLINK-V3 behind ST's stlink-server protocol, the probe side: ST-Link USB commands
+// carried over TCP, as OpenOCD 0.12's `st-link backend tcp PORT` speaks it (its
+// src/jtag/drivers/stlink_usb.c, the "STLINK TCP" commands). The probe is an SWD host: its
+// commands become SW-DP and MEM-AP transactions on the same debug model as the JTAG front
+// end (JtagDp, MemAp, CortexMDebug); nothing is answered from a second model.
+//
+// Framing (all integers little-endian): a request starts with its command byte.
+//   0x00 refresh device list  2 bytes        -> status
+//   0x01 number of devices    1 byte         -> count
+//   0x02 device info          8 bytes        -> status, device id, serial[32], VID, PID, in use
+//   0x03 open device          8 bytes        -> status, connection id
+//   0x04 close device         8 bytes        -> status
+//   0x05 USB command          32 bytes: [4] connection id, [8..23] the 16-byte USB command,
+//                             [24] direction (0 host to probe, 1 probe to host, 3 SWO),
+//                             [28] data length; then the data when the host sends it
+//                                            -> status, then the data when the probe sends it
+//   0x06 server version       4 bytes        -> API, major, minor, build
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mcuprof/vprobe/probe_server.h"
+#include "mcuprof/vprobe/virtual_probe.h"
+
+namespace mcuprof::vprobe {
+
+namespace stlink {
+// USB command bytes (OpenOCD's stlink_usb.c names them; ST's firmware defines them).
+constexpr uint8_t get_version = 0xF1;
+constexpr uint8_t debug_command = 0xF2;
+constexpr uint8_t dfu_command = 0xF3;
+constexpr uint8_t get_current_mode = 0xF5;
+constexpr uint8_t get_target_voltage = 0xF7;
+constexpr uint8_t get_version_ex = 0xFB;
+
+// DEBUG_COMMAND sub-commands.
+constexpr uint8_t readmem_32bit = 0x07;
+constexpr uint8_t writemem_32bit = 0x08;
+constexpr uint8_t readmem_8bit = 0x0C;
+constexpr uint8_t writemem_8bit = 0x0D;
+constexpr uint8_t exit_debug = 0x21;
+constexpr uint8_t enter = 0x30;
+constexpr uint8_t read_idcodes = 0x31;
+constexpr uint8_t reset_system = 0x32;
+constexpr uint8_t read_register = 0x33;
+constexpr uint8_t write_register = 0x34;
+constexpr uint8_t write_debug_register = 0x35;
+constexpr uint8_t read_debug_register = 0x36;
+constexpr uint8_t last_rw_status = 0x3B;
+constexpr uint8_t drive_nrst = 0x3C;
+constexpr uint8_t last_rw_status2 = 0x3E;
+constexpr uint8_t start_trace_rx = 0x40;
+constexpr uint8_t stop_trace_rx = 0x41;
+constexpr uint8_t get_trace_count = 0x42;
+constexpr uint8_t read_dap_register = 0x45;
+constexpr uint8_t write_dap_register = 0x46;
+constexpr uint8_t readmem_16bit = 0x47;
+constexpr uint8_t writemem_16bit = 0x48;
+constexpr uint8_t init_ap = 0x4B;
+constexpr uint8_t close_ap = 0x4C;
+constexpr uint8_t writemem_32bit_no_increment = 0x50;
+constexpr uint8_t readmem_32bit_no_increment = 0x54;
+constexpr uint8_t set_com_frequency = 0x61;
+constexpr uint8_t get_com_frequency = 0x62;
+
+// ENTER's argument: SWD without reset (JTAG is not served).
+constexpr uint8_t enter_swd_no_reset = 0xA3;
+// READ/WRITE_DAP_REGISTER's port number for the DP itself.
+constexpr uint16_t debug_port = 0xFFFF;
+
+// Status bytes.
+constexpr uint8_t ok = 0x80;
+constexpr uint8_t fault = 0x81;
+constexpr uint8_t jtag_idcode_error = 0x09;
+constexpr uint8_t swd_ap_fault = 0x11;
+constexpr uint8_t swd_dp_fault = 0x15;
+constexpr uint8_t bad_ap = 0x1D;
+
+// GET_CURRENT_MODE answers.
+constexpr uint8_t mode_mass = 0x01;
+constexpr uint8_t mode_debug = 0x02;
+
+// stlink-server status words.
+constexpr uint32_t server_ok = 0x00000001;
+constexpr uint32_t server_bad_parameter = 0x00001002;
+constexpr uint32_t server_command_not_available = 0x00001053;
+
+// The probe: STLINK-V3E (ST's VID, PID 0x374E), firmware V3J7 (every flag OpenOCD 0.12
+// knows: DAP registers, 16-bit and non-incrementing memory access, AP init, banked DP
+// registers, 512-byte 8-bit transfers).
+constexpr uint16_t vid = 0x0483;
+constexpr uint16_t pid_v3e = 0x374E;
+constexpr uint8_t firmware_jtag_version = 7;
+} // namespace stlink
+
+class StlinkServerProtocol : public ByteProtocol {
+public:
+    explicit StlinkServerProtocol(VirtualProbe& probe) : probe_(probe) {}
+
+    bool feed(std::string_view bytes, std::string& replies) override;
+
+    // What happened, for reports and benchmarks: USB commands (what a real probe would
+    // be sent over USB, each one bus round trip), requests of the server protocol itself.
+    uint64_t usb_commands() const { return usb_commands_; }
+    uint64_t server_requests() const { return server_requests_; }
+
+private:
+    // The length of the request at the start of `pending`, or 0 while it is incomplete.
+    static size_t request_length(std::string_view pending);
+    // Performs one whole request; false once the client closed the device.
+    bool perform(std::string_view request, std::string& replies);
+    // One USB command: its 16 bytes and the data it carries to the probe; `reply` gets what
+    // the probe sends back (the caller pads or cuts it to the length the host reads).
+    void usb_command(const uint8_t* command, std::string_view data_out, std::string& reply);
+    void perform_debug_command(const uint8_t* command, std::string_view data_out, std::string& reply);
+
+    // The firmware's sequences of DP/AP transactions.
+    bool ap_read(uint8_t apsel, uint8_t address, uint32_t& value);
+    bool ap_write(uint8_t apsel, uint8_t address, uint32_t value);
+    // A memory transfer of `count` items of `size` bytes through the MEM-AP of `apsel`;
+    // `csw_high` is bits 31:8 of the CSW the host asks for (0: the probe's default). Sets
+    // the last read/write status.
+    void read_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size, uint32_t length,
+                     bool increment, std::string& data);
+    void write_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size, std::string_view data,
+                      bool increment);
+    bool start_transfer(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size, bool increment);
+    void transfer_failed(uint32_t address);
+    bool read_word(uint32_t address, uint32_t& value);
+    bool write_word(uint32_t address, uint32_t value);
+
+    VirtualProbe& probe_;
+    std::string pending_;
+    bool open_ = false;
+    bool debug_mode_ = false;
+    bool nrst_low_ = false;
+    uint8_t last_rw_status_ = stlink::ok;
+    uint32_t last_rw_fault_address_ = 0;
+    uint32_t com_frequency_khz_ = 1000;
+    uint64_t usb_commands_ = 0;
+    uint64_t server_requests_ = 0;
+};
+
+// Listens on TCP, accepts one OpenOCD connection and serves it as stlink-server would.
+class StlinkServer : public ProbeServer {
+public:
+    StlinkServer(VirtualProbe& probe, const std::string& host, uint16_t port)
+        : ProbeServer("st-link", host, port), protocol_(probe)
+    {
+    }
+
+    // Serves one connection until OpenOCD closes the device, the client closing, stop(),
+    // or (with `stop_on_signals`) SIGINT or SIGTERM; SIGUSR1 then calls on_report.
+    End serve(bool stop_on_signals) { return serve_with(protocol_, stop_on_signals); }
+
+    const StlinkServerProtocol& protocol() const { return protocol_; }
+
+private:
+    StlinkServerProtocol protocol_;
+};
+
+} // namespace mcuprof::vprobe

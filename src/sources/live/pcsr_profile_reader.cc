@@ -1,0 +1,121 @@
+#include "mcuprof/sources/pcsr_profile_reader.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <regex>
+
+#include "mcuprof/transport/error.h"
+
+namespace mcuprof::sources {
+namespace {
+
+// 128 Ki buckets of 2 bytes: write_gmon's bucket limit at one bucket per halfword.
+constexpr uint32_t window_bytes = 2 * 128 * 1024;
+
+uint32_t le32(const std::string& bytes, size_t at)
+{
+    uint32_t value = 0;
+    for (int i = 0; i < 4; ++i)
+        value |= uint32_t(uint8_t(bytes[at + i])) << (8 * i);
+    return value;
+}
+
+} // namespace
+
+PcsrProfileReader::PcsrProfileReader(std::string gmon_path, uint64_t seed)
+    : gmon_path_(std::move(gmon_path)), random_(seed)
+{
+}
+
+PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& bytes, const std::string& path)
+{
+    // "gmon", version, 3 padding words, tag 0 (GMON_TAG_TIME_HIST), low_pc, high_pc, bucket
+    // count, rate, the dimension (15 bytes) and its abbreviation (1), then 16-bit counts.
+    constexpr size_t header = 4 + 4 + 12 + 1 + 16 + 16;
+    auto bad = [&](const std::string& what) {
+        return transport::Error(transport::Error::Kind::protocol, path, "gmon.out", what);
+    };
+    if (bytes.size() < header || bytes.compare(0, 4, "gmon") != 0 || bytes[20] != 0)
+        throw bad("not a gmon.out histogram written by OpenOCD's profile");
+    Histogram h;
+    h.low = le32(bytes, 21);
+    h.high = le32(bytes, 25);
+    const uint32_t count = le32(bytes, 29);
+    if (bytes.size() < header + 2 * size_t(count))
+        throw bad("cut short: " + std::to_string(count) + " buckets announced");
+    h.buckets.resize(count);
+    for (uint32_t i = 0; i < count; ++i)
+        h.buckets[i] = uint16_t(uint8_t(bytes[header + 2 * i]) | uint8_t(bytes[header + 2 * i + 1]) << 8);
+    return h;
+}
+
+PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, uint64_t& read_count)
+{
+    // `profile 0`: one pass of cortex_m_profiling's loop, 1024 reads, then the file. The
+    // read count is only in its log line, which `capture` (TclClient::command) returns.
+    const std::string low = std::to_string(low_);
+    const std::string high = std::to_string(uint64_t(low_) + window_bytes);
+    const std::string said = tcl.command({"profile", "0", gmon_path_, low, high});
+    static const std::regex completed(R"(Profiling completed\. (\d+) samples)");
+    std::smatch m;
+    if (!std::regex_search(said, m, completed))
+        throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "profile",
+                               "no \"Profiling completed\" line in its answer: " + said.substr(0, 200));
+    read_count = std::stoull(m[1].str());
+    std::ifstream in(gmon_path_, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return parse_gmon(bytes, gmon_path_);
+}
+
+void PcsrProfileReader::place_window(transport::TclClient& tcl)
+{
+    // One PC from a single read (the core may be halted by someone for a moment: a few
+    // tries), then the window: the 256 KiB-aligned block that holds it, so firmware of up to
+    // 256 KiB that starts on such a boundary (flash at 0x08000000 on an STM32, 0 elsewhere)
+    // is covered from its first byte wherever the first PC falls.
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        const std::string word = tcl.eval("read_memory 0xE000101C 32 1");
+        ++reads_;
+        ++unused_;
+        uint32_t pc = 0;
+        try {
+            pc = uint32_t(std::stoul(word, nullptr, 0));
+        } catch (const std::exception&) {
+            throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
+                                   "not a 32-bit word: '" + word + "'");
+        }
+        if (pc == 0xFFFFFFFF)
+            continue;   // halted just now
+        low_ = pc & ~(window_bytes - 1);
+        placed_ = true;
+        return;
+    }
+    throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
+                           "reads 0xFFFFFFFF (core halted) 16 times: no PC to place the profile window at");
+}
+
+std::vector<uint32_t> PcsrProfileReader::read(transport::TclClient& tcl, uint64_t wanted)
+{
+    if (!placed_)
+        place_window(tcl);
+    uint64_t read_count = 0;
+    const Histogram h = profile_chunk(tcl, read_count);
+    if (h.low != low_ || h.buckets.size() != window_bytes / 2)
+        throw transport::Error(transport::Error::Kind::protocol, gmon_path_, "gmon.out",
+                               "not the window asked for (" + std::to_string(h.buckets.size()) + " buckets from " +
+                                   std::to_string(h.low) + ", not " + std::to_string(low_) + ")");
+    std::vector<uint32_t> pcs;
+    for (uint32_t i = 0; i < h.buckets.size(); ++i)
+        pcs.insert(pcs.end(), h.buckets[i], low_ + 2 * i);
+    reads_ += read_count;
+    outside_ += read_count - std::min<uint64_t>(read_count, pcs.size());
+    std::shuffle(pcs.begin(), pcs.end(), random_);
+    if (pcs.size() > wanted) {
+        unused_ += pcs.size() - wanted;
+        pcs.resize(wanted);
+    }
+    return pcs;
+}
+
+} // namespace mcuprof::sources

@@ -1,0 +1,435 @@
+#include "mcuprof/vprobe/stlink_server.h"
+
+#include <array>
+#include <cstring>
+
+namespace mcuprof::vprobe {
+
+using namespace stlink;
+
+namespace {
+
+uint32_t le16(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8; }
+uint32_t le24(const uint8_t* p) { return le16(p) | uint32_t(p[2]) << 16; }
+uint32_t le32(const uint8_t* p) { return le24(p) | uint32_t(p[3]) << 24; }
+
+void put16(std::string& out, size_t at, uint32_t value)
+{
+    if (out.size() < at + 2)
+        out.resize(at + 2, '\0');
+    out[at] = char(value & 0xFF);
+    out[at + 1] = char((value >> 8) & 0xFF);
+}
+
+void put32(std::string& out, size_t at, uint32_t value)
+{
+    put16(out, at, value & 0xFFFF);
+    put16(out, at + 2, value >> 16);
+}
+
+void append32(std::string& out, uint32_t value) { put32(out, out.size(), value); }
+
+const uint8_t* bytes(std::string_view text) { return reinterpret_cast<const uint8_t*>(text.data()); }
+
+// The stlink-server request of a USB command: a 32-byte header, then the data it carries
+// to the probe (OpenOCD's stlink_tcp_xfer_noerrcheck).
+constexpr size_t usb_request_header = 32;
+constexpr uint8_t direction_to_probe = 0;
+// OpenOCD's send buffer is 10240 bytes: a longer request is no request of a real client.
+constexpr uint32_t largest_transfer = 1u << 16;
+
+// The SWD clock rates an STLINK-V3 offers (kHz; OpenOCD asks with GET_COM_FREQ and picks the
+// nearest below what the configuration asks for).
+constexpr std::array<uint32_t, 7> swd_frequencies_khz{24000, 8000, 3300, 1000, 200, 50, 5};
+
+// The CSW bits 31:8 the probe uses when the host leaves them 0 (the high-level commands):
+// Prot = privileged data access, as the MEM-AP's reset value.
+constexpr uint32_t default_csw_high = 0x03000000;
+} // namespace
+
+size_t StlinkServerProtocol::request_length(std::string_view pending)
+{
+    if (pending.empty())
+        return 0;
+    const uint8_t* p = bytes(pending);
+    size_t length = 0;
+    switch (p[0]) {
+    case 0x00: length = 2; break;    // refresh the device list
+    case 0x01: length = 1; break;    // number of devices
+    case 0x02:                       // device info
+    case 0x03:                       // open device
+    case 0x04: length = 8; break;    // close device
+    case 0x06: length = 4; break;    // server version
+    case 0x05:                       // a USB command
+        if (pending.size() < usb_request_header)
+            return 0;
+        length = usb_request_header;
+        if (p[24] == direction_to_probe && le32(p + 28) <= largest_transfer)
+            length += le32(p + 28);
+        break;
+    default:
+        return pending.size();       // unknown: answered "not available" as a whole
+    }
+    return pending.size() >= length ? length : 0;
+}
+
+bool StlinkServerProtocol::feed(std::string_view input, std::string& replies)
+{
+    pending_.append(input);
+    size_t used = 0;
+    bool more = true;
+    while (more) {
+        const std::string_view rest = std::string_view(pending_).substr(used);
+        const size_t length = request_length(rest);
+        if (length == 0)
+            break;
+        more = perform(rest.substr(0, length), replies);
+        used += length;
+    }
+    pending_.erase(0, used);
+    return more;
+}
+
+bool StlinkServerProtocol::perform(std::string_view request, std::string& replies)
+{
+    ++server_requests_;
+    const uint8_t* p = bytes(request);
+    switch (p[0]) {
+    case 0x00:
+        append32(replies, server_ok);
+        return true;
+    case 0x01:
+        append32(replies, 1);   // one ST-Link
+        return true;
+    case 0x02: {
+        // TDeviceInfo2: device id, serial (32 bytes), VID, PID, whether a client has it open.
+        std::string info;
+        append32(info, p[1] == 0 ? server_ok : server_bad_parameter);
+        append32(info, 1);
+        std::string serial = "VPROBE000000000000000001";
+        serial.resize(32, '\0');
+        info += serial;
+        put16(info, info.size(), vid);
+        put16(info, info.size(), pid_v3e);
+        info.push_back(open_ ? 1 : 0);
+        replies += info;
+        return true;
+    }
+    case 0x03:
+        open_ = le32(p + 4) == 1;
+        append32(replies, open_ ? server_ok : server_bad_parameter);
+        append32(replies, open_ ? 1 : 0);   // the connection id
+        return true;
+    case 0x04:
+        // The client is done with the probe: the session ends (one debugger per vprobe).
+        append32(replies, server_ok);
+        open_ = false;
+        return false;
+    case 0x05: {
+        const uint32_t length = le32(p + 28);
+        const bool to_probe = p[24] == direction_to_probe;
+        if (!open_ || le32(p + 4) != 1 || length > largest_transfer) {
+            append32(replies, server_bad_parameter);
+            if (!to_probe && length <= largest_transfer)
+                replies.append(length, '\0');
+            return true;
+        }
+        std::string reply;
+        usb_command(p + 8, to_probe ? request.substr(usb_request_header) : std::string_view(), reply);
+        append32(replies, server_ok);
+        reply.resize(to_probe ? 0 : length, '\0');
+        replies += reply;
+        return true;
+    }
+    case 0x06:
+        // stlink-server 2.1.0, API version 2: OpenOCD then uses neither the 1 KiB packet limit
+        // of API 1 nor the RW_MISC batches that need API 3.
+        append32(replies, 2);
+        append32(replies, 2);
+        append32(replies, 1);
+        append32(replies, 0);
+        return true;
+    default:
+        append32(replies, server_command_not_available);
+        return true;
+    }
+}
+
+void StlinkServerProtocol::usb_command(const uint8_t* command, std::string_view data_out, std::string& reply)
+{
+    ++usb_commands_;
+    switch (command[0]) {
+    case get_version:
+        // Version word (big-endian): V3 with J and S 0, which tells the host to ask
+        // GET_VERSION_EX; then VID and PID.
+        reply.push_back(char(0x30));
+        reply.push_back(char(0x00));
+        put16(reply, 2, vid);
+        put16(reply, 4, pid_v3e);
+        return;
+    case get_version_ex:
+        // V3, SWIM 1, JTAG/SWD firmware 7, mass storage 3, bridge 5; VID and PID at 8.
+        reply = std::string("\x03\x01\x07\x03\x05", 5);
+        reply[2] = char(firmware_jtag_version);
+        put16(reply, 8, vid);
+        put16(reply, 10, pid_v3e);
+        return;
+    case get_current_mode:
+        reply.push_back(char(debug_mode_ ? mode_debug : mode_mass));
+        return;
+    case get_target_voltage:
+        // Two ADC readings: the 1.2 V reference and half the target voltage (OpenOCD:
+        // 2 * b * 1.2 / a): 3.3 V.
+        put32(reply, 0, 1200);
+        put32(reply, 4, 1650);
+        return;
+    case dfu_command:
+        return;   // leaving DFU mode: no answer
+    case debug_command:
+        perform_debug_command(command, data_out, reply);
+        return;
+    default:
+        reply.push_back(char(fault));
+        return;
+    }
+}
+
+void StlinkServerProtocol::perform_debug_command(const uint8_t* command, std::string_view data_out, std::string& reply)
+{
+    JtagDp& dp = probe_.dp();
+    const uint32_t address = le32(command + 2);
+    const uint32_t length = le16(command + 6);
+    const uint8_t apsel = command[8];
+    const uint32_t csw_high = le24(command + 9);
+    reply.push_back(char(ok));
+    switch (command[1]) {
+    case enter:
+        // SWD only: an STLINK-V3 on JTAG would need a JTAG-DP's scans, not served here. The
+        // firmware connects as an SWD host does: it reads DPIDR and powers up the debug and
+        // system domains (CTRL/STAT CDBGPWRUPREQ, CSYSPWRUPREQ), which hla_swd never asks for.
+        debug_mode_ = command[2] == enter_swd_no_reset;
+        reply[0] = char(debug_mode_ ? ok : jtag_idcode_error);
+        if (debug_mode_) {
+            (void)dp.swd_read_dp(jtag_dp::dp_dpidr_abort);
+            dp.swd_write_dp(jtag_dp::dp_ctrl_stat, jtag_dp::cdbgpwrupreq | jtag_dp::csyspwrupreq);
+        }
+        return;
+    case exit_debug:
+        debug_mode_ = false;
+        reply.clear();
+        return;
+    case read_idcodes:
+        put32(reply, 4, dp.swd_read_dp(jtag_dp::dp_dpidr_abort));
+        return;
+    case reset_system:
+        // What the firmware does for a system reset: AIRCR.SYSRESETREQ (ARMv7-M, B3.2.6).
+        if (!write_word(cortex_m::aircr, cortex_m::vectkey | cortex_m::sysresetreq))
+            reply[0] = char(fault);
+        return;
+    case read_register: {
+        // DCRSR selects, S_REGRDY says the transfer is done, DCRDR holds the value (ARMv7-M,
+        // C1.6.3); a running core never sets S_REGRDY.
+        uint32_t dhcsr = 0;
+        uint32_t value = 0;
+        const bool ready = write_word(cortex_m::dcrsr, command[2] & cortex_m::dcrsr_regsel_mask) &&
+                           read_word(cortex_m::dhcsr, dhcsr) && (dhcsr & cortex_m::s_regrdy) &&
+                           read_word(cortex_m::dcrdr, value);
+        reply[0] = char(ready ? ok : fault);
+        put32(reply, 4, value);
+        return;
+    }
+    case write_register: {
+        uint32_t dhcsr = 0;
+        const bool done = write_word(cortex_m::dcrdr, le32(command + 3)) &&
+                          write_word(cortex_m::dcrsr, cortex_m::dcrsr_regwnr |
+                                                          (command[2] & cortex_m::dcrsr_regsel_mask)) &&
+                          read_word(cortex_m::dhcsr, dhcsr) && (dhcsr & cortex_m::s_regrdy);
+        reply[0] = char(done ? ok : fault);
+        return;
+    }
+    case write_debug_register:
+        reply[0] = char(write_word(address, le32(command + 6)) ? ok : swd_ap_fault);
+        return;
+    case read_debug_register: {
+        uint32_t value = 0;
+        reply[0] = char(read_word(address, value) ? ok : swd_ap_fault);
+        put32(reply, 4, value);
+        return;
+    }
+    case last_rw_status:
+    case last_rw_status2:
+        reply[0] = char(last_rw_status_);
+        put32(reply, 4, last_rw_fault_address_);
+        put32(reply, 8, 0);
+        return;
+    case drive_nrst:
+        // 0: low (asserted), 1: high, 2: a pulse. The system resets as the line goes low.
+        if (command[2] == 0 || command[2] == 2)
+            probe_.reset(false, true);
+        if (command[2] == 1 || command[2] == 2)
+            probe_.reset(false, false);
+        return;
+    case start_trace_rx:
+    case stop_trace_rx:
+        return;   // no SWO leaves the virtual probe
+    case get_trace_count:
+        reply = std::string(2, '\0');
+        return;
+    case read_dap_register:
+    case write_dap_register: {
+        const uint32_t port = le16(command + 2);
+        const uint8_t reg = uint8_t(le16(command + 4));
+        const bool read = command[1] == read_dap_register;
+        uint32_t value = read ? 0 : le32(command + 6);
+        if (port == debug_port) {
+            // Banked DP registers (DPBANKSEL, DPv1) other than bank 0 read 0.
+            if (read)
+                value = (reg & 0xF0) ? 0 : dp.swd_read_dp(reg & 0x0C);
+            else if (!(reg & 0xF0))
+                dp.swd_write_dp(reg & 0x0C, value);
+        } else if (port > 0xFF) {
+            reply[0] = char(bad_ap);
+        } else if (!(read ? ap_read(uint8_t(port), reg, value) : ap_write(uint8_t(port), reg, value))) {
+            reply[0] = char(swd_ap_fault);
+        }
+        if (read)
+            put32(reply, 4, value);
+        return;
+    }
+    case init_ap:
+    case close_ap:
+        return;
+    case set_com_frequency:
+        com_frequency_khz_ = le32(command + 4);
+        put32(reply, 4, com_frequency_khz_);
+        return;
+    case get_com_frequency:
+        reply.resize(12, '\0');
+        reply[8] = char(swd_frequencies_khz.size());
+        for (const uint32_t khz : swd_frequencies_khz)
+            append32(reply, khz);
+        return;
+    case readmem_8bit:
+    case readmem_16bit:
+    case readmem_32bit:
+    case readmem_32bit_no_increment: {
+        const unsigned size = command[1] == readmem_8bit ? 1 : command[1] == readmem_16bit ? 2 : 4;
+        reply.clear();
+        read_memory(apsel, csw_high, address, size, length, command[1] != readmem_32bit_no_increment, reply);
+        return;
+    }
+    case writemem_8bit:
+    case writemem_16bit:
+    case writemem_32bit:
+    case writemem_32bit_no_increment: {
+        const unsigned size = command[1] == writemem_8bit ? 1 : command[1] == writemem_16bit ? 2 : 4;
+        reply.clear();
+        write_memory(apsel, csw_high, address, size, data_out.substr(0, std::min<size_t>(length, data_out.size())),
+                     command[1] != writemem_32bit_no_increment);
+        return;
+    }
+    default:
+        reply[0] = char(fault);
+        return;
+    }
+}
+
+bool StlinkServerProtocol::ap_read(uint8_t apsel, uint8_t address, uint32_t& value)
+{
+    JtagDp& dp = probe_.dp();
+    dp.swd_write_dp(jtag_dp::dp_select, uint32_t(apsel) << 24 | (address & 0xF0));
+    return dp.swd_access_ap(true, address & 0x0C, value);
+}
+
+bool StlinkServerProtocol::ap_write(uint8_t apsel, uint8_t address, uint32_t value)
+{
+    JtagDp& dp = probe_.dp();
+    dp.swd_write_dp(jtag_dp::dp_select, uint32_t(apsel) << 24 | (address & 0xF0));
+    return dp.swd_access_ap(false, address & 0x0C, value);
+}
+
+bool StlinkServerProtocol::start_transfer(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
+                                          bool increment)
+{
+    const uint32_t size_field = size == 1 ? 0 : size == 2 ? 1 : 2;
+    const uint32_t csw = ((csw_high ? csw_high : default_csw_high >> 8) << 8) | size_field |
+                         (increment ? mem_ap::csw_addrinc_single : 0);
+    return ap_write(apsel, mem_ap::csw_register, csw) && ap_write(apsel, mem_ap::tar_register, address);
+}
+
+void StlinkServerProtocol::transfer_failed(uint32_t address)
+{
+    // The firmware reports the fault through the last R/W status and clears the DP's sticky
+    // error itself (SW-DP ABORT.STKERRCLR), so the next command starts clean.
+    last_rw_status_ = swd_ap_fault;
+    last_rw_fault_address_ = address;
+    probe_.dp().swd_write_dp(jtag_dp::dp_dpidr_abort, jtag_dp::stkerrclr | jtag_dp::stkcmpclr |
+                                                          jtag_dp::orunerrclr | jtag_dp::wderrclr);
+}
+
+void StlinkServerProtocol::read_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
+                                       uint32_t length, bool increment, std::string& data)
+{
+    last_rw_status_ = ok;
+    const uint32_t count = length / size;
+    if (!start_transfer(apsel, csw_high, address, size, increment)) {
+        transfer_failed(address);
+        return;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint32_t at = increment ? address + i * size : address;
+        // ADIv5 guarantees TAR increments inside 1 KiB blocks only: rewrite it at each.
+        uint32_t value = 0;
+        if ((i > 0 && increment && (at & 0x3FF) == 0 && !ap_write(apsel, mem_ap::tar_register, at)) ||
+            !ap_read(apsel, mem_ap::drw_register, value)) {
+            transfer_failed(at);
+            return;
+        }
+        value >>= 8 * (at & 3);   // the item is on the byte lanes of its address
+        for (unsigned b = 0; b < size; ++b)
+            data.push_back(char((value >> (8 * b)) & 0xFF));
+    }
+}
+
+void StlinkServerProtocol::write_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
+                                        std::string_view data, bool increment)
+{
+    last_rw_status_ = ok;
+    const uint32_t count = uint32_t(data.size() / size);
+    if (!start_transfer(apsel, csw_high, address, size, increment)) {
+        transfer_failed(address);
+        return;
+    }
+    const uint8_t* p = bytes(data);
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint32_t at = increment ? address + i * size : address;
+        uint32_t value = 0;
+        for (unsigned b = 0; b < size; ++b)
+            value |= uint32_t(p[i * size + b]) << (8 * b);
+        if ((i > 0 && increment && (at & 0x3FF) == 0 && !ap_write(apsel, mem_ap::tar_register, at)) ||
+            !ap_write(apsel, mem_ap::drw_register, value << (8 * (at & 3)))) {
+            transfer_failed(at);
+            return;
+        }
+    }
+}
+
+bool StlinkServerProtocol::read_word(uint32_t address, uint32_t& value)
+{
+    std::string data;
+    read_memory(0, 0, address, 4, 4, false, data);
+    if (last_rw_status_ != ok)
+        return false;
+    value = le32(bytes(data));
+    return true;
+}
+
+bool StlinkServerProtocol::write_word(uint32_t address, uint32_t value)
+{
+    std::string data;
+    append32(data, value);
+    write_memory(0, 0, address, 4, data, false);
+    return last_rw_status_ == ok;
+}
+
+} // namespace mcuprof::vprobe

@@ -1,0 +1,261 @@
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+#include "mcuprof/vprobe/stlink_server.h"
+#include "vprobe_test_support.h"
+
+using namespace mcuprof::vprobe;
+
+namespace {
+
+void put32(std::string& out, size_t at, uint32_t value)
+{
+    for (int i = 0; i < 4; ++i)
+        out[at + i] = char((value >> (8 * i)) & 0xFF);
+}
+
+uint32_t get32(const std::string& in, size_t at)
+{
+    uint32_t value = 0;
+    for (int i = 0; i < 4; ++i)
+        value |= uint32_t(uint8_t(in.at(at + i))) << (8 * i);
+    return value;
+}
+
+// OpenOCD's side of the stlink-server protocol (stlink_usb.c, stlink_tcp_open and
+// stlink_tcp_xfer_noerrcheck), written out by hand from its byte layout.
+struct Host {
+    vprobe_test::FakeTarget target;
+    VirtualProbe probe{target};
+    StlinkServerProtocol server{probe};
+
+    std::string exchange(const std::string& request)
+    {
+        std::string replies;
+        CHECK(server.feed(request, replies));
+        return replies;
+    }
+    // A USB command: the 16 command bytes, the data to the probe, or the length to read back.
+    // Returns what follows the server's status word (which must be OK).
+    std::string usb(std::initializer_list<uint8_t> command, uint32_t read_length, const std::string& data = "")
+    {
+        std::string request(32, '\0');
+        request[0] = 0x05;
+        put32(request, 4, 1);   // the connection id OPEN_DEV gave
+        size_t i = 8;
+        for (const uint8_t b : command)
+            request[i++] = char(b);
+        request[24] = char(data.empty() ? 1 : 0);
+        put32(request, 28, data.empty() ? read_length : uint32_t(data.size()));
+        const std::string reply = exchange(request + data);
+        REQUIRE(reply.size() == 4 + (data.empty() ? read_length : 0));
+        CHECK(get32(reply, 0) == stlink::server_ok);
+        return reply.substr(4);
+    }
+
+    Host()
+    {
+        // Version, refresh, count, device info, open: as stlink_tcp_open does.
+        const std::string version = exchange(std::string("\x06\x01\x00\x00", 4));
+        REQUIRE(version.size() == 16);
+        CHECK(exchange(std::string("\x00\x00", 2)).size() == 4);
+        CHECK(get32(exchange(std::string("\x01", 1)), 0) == 1);
+        std::string info_request(8, '\0');
+        info_request[0] = 0x02;
+        put32(info_request, 4, 41);
+        const std::string info = exchange(info_request);
+        REQUIRE(info.size() == 45);
+        CHECK((uint8_t(info[40]) | uint8_t(info[41]) << 8) == 0x0483);
+        CHECK((uint8_t(info[42]) | uint8_t(info[43]) << 8) == 0x374E);
+        std::string open(8, '\0');
+        open[0] = 0x03;
+        put32(open, 4, get32(info, 4));
+        const std::string opened = exchange(open);
+        REQUIRE(opened.size() == 8);
+        CHECK(get32(opened, 0) == stlink::server_ok);
+        CHECK(get32(opened, 4) == 1);
+        // Enter SWD, power up the debug domain as OpenOCD's dap_dp_init does.
+        CHECK(uint8_t(usb({0xF2, 0x30, 0xA3}, 2)[0]) == stlink::ok);
+        CHECK(uint8_t(usb({0xF2, 0x46, 0xFF, 0xFF, 0x04, 0x00, 0x00, 0x00, 0x00, 0x50}, 2)[0]) == stlink::ok);
+    }
+
+    std::string read_memory(uint8_t sub, uint32_t address, uint16_t length, uint32_t read_length)
+    {
+        return usb({0xF2, sub, uint8_t(address), uint8_t(address >> 8), uint8_t(address >> 16), uint8_t(address >> 24),
+                    uint8_t(length), uint8_t(length >> 8), 0},
+                   read_length);
+    }
+    void write_memory(uint8_t sub, uint32_t address, const std::string& data)
+    {
+        const auto length = uint16_t(data.size());
+        usb({0xF2, sub, uint8_t(address), uint8_t(address >> 8), uint8_t(address >> 16), uint8_t(address >> 24),
+             uint8_t(length), uint8_t(length >> 8), 0},
+            0, data);
+    }
+    // GETLASTRWSTATUS2: the status byte and the faulting address.
+    std::pair<uint8_t, uint32_t> last_status()
+    {
+        const std::string status = usb({0xF2, 0x3E}, 12);
+        return {uint8_t(status[0]), get32(status, 4)};
+    }
+    uint32_t read_debug_register(uint32_t address)
+    {
+        const std::string reply = usb({0xF2, 0x36, uint8_t(address), uint8_t(address >> 8), uint8_t(address >> 16),
+                                       uint8_t(address >> 24)},
+                                      8);
+        CHECK(uint8_t(reply[0]) == stlink::ok);
+        return get32(reply, 4);
+    }
+    void write_debug_register(uint32_t address, uint32_t value)
+    {
+        const std::string reply =
+            usb({0xF2, 0x35, uint8_t(address), uint8_t(address >> 8), uint8_t(address >> 16), uint8_t(address >> 24),
+                 uint8_t(value), uint8_t(value >> 8), uint8_t(value >> 16), uint8_t(value >> 24)},
+                2);
+        CHECK(uint8_t(reply[0]) == stlink::ok);
+    }
+};
+
+} // namespace
+
+TEST_CASE("st-link: the probe says it is an STLINK-V3 with firmware J7, a 3.3 V target, SWD DPIDR 0x2BA01477")
+{
+    Host host;
+    const std::string version = host.usb({0xF1}, 6);
+    CHECK((uint8_t(version[0]) >> 4) == 3);   // big-endian version word: V3, J0, S0 -> ask GET_VERSION_EX
+    const std::string extended = host.usb({0xFB}, 12);
+    CHECK(uint8_t(extended[0]) == 3);
+    CHECK(uint8_t(extended[2]) == stlink::firmware_jtag_version);
+    const std::string voltage = host.usb({0xF7}, 8);
+    CHECK(2.0 * get32(voltage, 4) * 1.2 / get32(voltage, 0) == doctest::Approx(3.3));
+    CHECK(uint8_t(host.usb({0xF5}, 2)[0]) == stlink::mode_debug);
+    const std::string idcodes = host.usb({0xF2, 0x31}, 12);
+    CHECK(get32(idcodes, 4) == 0x2BA01477);
+    // DP CTRL/STAT after the power-up request: both ACKs (bits 29 and 31) beside the requests.
+    const std::string ctrl_stat = host.usb({0xF2, 0x45, 0xFF, 0xFF, 0x04, 0x00}, 8);
+    CHECK(get32(ctrl_stat, 4) == 0xF0000000);
+    // AP 0's IDR (0xFC): the Cortex-M4 AHB-AP.
+    CHECK(get32(host.usb({0xF2, 0x45, 0x00, 0x00, 0xFC, 0x00}, 8), 4) == 0x24770011);
+}
+
+TEST_CASE("st-link: memory in 8, 16 and 32 bits, with and without increment, and a bus fault")
+{
+    Host host;
+    host.target.map(0x20000000, 64);
+    for (uint32_t i = 0; i < 16; ++i)
+        host.target.memory[0x20000000 + i] = uint8_t(0x10 + i);
+    CHECK(host.read_memory(0x07, 0x20000000, 8, 8) == "\x10\x11\x12\x13\x14\x15\x16\x17");
+    CHECK(host.last_status().first == stlink::ok);
+    CHECK(host.read_memory(0x47, 0x20000002, 4, 4) == "\x12\x13\x14\x15");
+    // One byte: OpenOCD reads two back (stlink_usb_read_mem8).
+    CHECK(host.read_memory(0x0C, 0x20000003, 1, 2) == std::string("\x13\x00", 2));
+    CHECK(host.read_memory(0x0C, 0x20000005, 3, 3) == "\x15\x16\x17");
+
+    host.write_memory(0x08, 0x20000010, "\xA0\xA1\xA2\xA3\xB0\xB1\xB2\xB3");
+    host.write_memory(0x48, 0x20000018, "\xC0\xC1");
+    host.write_memory(0x0D, 0x2000001B, "\xD3");
+    CHECK(host.last_status().first == stlink::ok);
+    CHECK(host.read_memory(0x07, 0x20000010, 12, 12) ==
+          std::string("\xA0\xA1\xA2\xA3\xB0\xB1\xB2\xB3\xC0\xC1\x00\xD3", 12));
+
+    // Without increment: the same word four times.
+    CHECK(host.read_memory(0x54, 0x20000010, 16, 16) == std::string("\xA0\xA1\xA2\xA3", 4) + "\xA0\xA1\xA2\xA3" +
+                                                            "\xA0\xA1\xA2\xA3" + "\xA0\xA1\xA2\xA3");
+
+    // Past the end of the mapped 64 bytes: a fault at 0x20000040, reported by the status.
+    const std::string faulted = host.read_memory(0x07, 0x20000038, 16, 16);
+    CHECK(faulted.substr(0, 8) == std::string(8, '\0'));   // the mapped bytes before the fault
+    const auto [status, address] = host.last_status();
+    CHECK(status == stlink::swd_ap_fault);
+    CHECK(address == 0x20000040);
+    // The probe cleared the sticky error: the next access works.
+    CHECK(host.read_memory(0x07, 0x20000000, 4, 4) == "\x10\x11\x12\x13");
+    CHECK(host.last_status().first == stlink::ok);
+}
+
+TEST_CASE("st-link: run control through DHCSR and core registers through DCRSR/DCRDR (hla)")
+{
+    Host host;
+    using namespace cortex_m;
+    host.write_debug_register(dhcsr, dbgkey | c_debugen | c_halt);
+    CHECK(host.target.halted);
+    CHECK((host.read_debug_register(dhcsr) & s_halt) != 0);
+    const std::string pc = host.usb({0xF2, 0x33, 15}, 8);   // READREG: REGSEL 15 is the PC
+    CHECK(uint8_t(pc[0]) == stlink::ok);
+    CHECK(get32(pc, 4) == 0x08000100);
+    CHECK(uint8_t(host.usb({0xF2, 0x34, 15, 0x00, 0x02, 0x00, 0x08}, 2)[0]) == stlink::ok);
+    CHECK(host.target.registers["pc"] == 0x08000200);
+    host.write_debug_register(dhcsr, dbgkey | c_debugen);
+    CHECK_FALSE(host.target.halted);
+    // A running core has no register transfer: READREG fails instead of answering garbage.
+    CHECK(uint8_t(host.usb({0xF2, 0x33, 15}, 8)[0]) == stlink::fault);
+    // DWT_PCSR read four times without increment (OpenOCD's profile): four PC samples.
+    host.write_debug_register(demcr, trcena);
+    const std::string samples = host.read_memory(0x54, dwt_pcsr, 16, 16);
+    for (int i = 0; i < 4; ++i)
+        CHECK(get32(samples, 4 * i) == host.target.running_pc);
+    CHECK(host.probe.cortex().pc_samples() == 4);
+    // NRST pulled low resets the system.
+    host.usb({0xF2, 0x3C, 0x00}, 2);
+    host.usb({0xF2, 0x3C, 0x01}, 2);
+    CHECK(host.target.resets == 1);
+}
+
+TEST_CASE("st-link: a request split anywhere is answered once whole; CLOSE_DEV ends the session")
+{
+    Host host;
+    host.target.map(0x20000000, 16, 0x5A);
+    std::string request(32, '\0');
+    request[0] = 0x05;
+    put32(request, 4, 1);
+    const std::string command("\xF2\x07\x00\x00\x00\x20\x08\x00", 8);
+    request.replace(8, command.size(), command);
+    request[24] = 1;
+    put32(request, 28, 8);
+    std::string replies;
+    for (const char c : request + request) {
+        CHECK(host.server.feed(std::string_view(&c, 1), replies));
+    }
+    REQUIRE(replies.size() == 2 * 12);
+    CHECK(replies.substr(4, 8) == std::string(8, '\x5A'));
+    CHECK(replies.substr(16, 8) == std::string(8, '\x5A'));
+
+    std::string close(8, '\0');
+    close[0] = 0x04;
+    put32(close, 4, 1);
+    replies.clear();
+    CHECK_FALSE(host.server.feed(close, replies));
+    CHECK(get32(replies, 0) == stlink::server_ok);
+}
+
+TEST_CASE("probe server: every answer waits the reply latency after its request arrived")
+{
+    vprobe_test::FakeTarget target;
+    VirtualProbe probe(target);
+    StlinkServer server(probe, "127.0.0.1", 0);
+    server.reply_latency = std::chrono::milliseconds(30);
+    std::thread serving([&] { server.serve(false); });
+
+    const int client = vprobe_test::connect_loopback(server.port());
+    REQUIRE(client >= 0);
+    for (int i = 0; i < 3; ++i) {
+        const auto sent = std::chrono::steady_clock::now();
+        REQUIRE(::send(client, "\x01", 1, 0) == 1);   // number of devices
+        char reply[4];
+        size_t got = 0;
+        while (got < sizeof reply) {
+            const ssize_t n = ::recv(client, reply + got, sizeof reply - got, 0);
+            REQUIRE(n > 0);
+            got += size_t(n);
+        }
+        CHECK(std::chrono::steady_clock::now() - sent >= std::chrono::milliseconds(30));
+    }
+    ::close(client);
+    serving.join();
+}
