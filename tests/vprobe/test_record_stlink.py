@@ -19,7 +19,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 from pathlib import Path
 
@@ -112,14 +111,10 @@ class ProbeLinkDropped(unittest.TestCase):
     def _run(cls):
         start_rig(cls, jtag.ELF)
         rec = cls.work / "dropped.rec"
-        p = subprocess.Popen(jtag.record(cls.tcl_port, "halt", "--duration", "60s", rec=rec),
+        p = subprocess.Popen(jtag.record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and p.poll() is None:
-                time.sleep(0.5)
-                if jtag.samples_in(rec) >= 20:
-                    break
+            jtag.wait_for_samples(p, rec, 20)
             cls.proxy.close()   # both connections close: the probe is gone for OpenOCD
             out, err = p.communicate(timeout=60)
         finally:
