@@ -1,5 +1,5 @@
 #pragma once
-// report --calls: the call graph of seed 003's instrumented entry/exit records in an SWO stream.
+// report --calls: the call graph of instrumented entry/exit records (calltrace.c) in an SWO stream.
 #include <cstdint>
 
 #include "mcuprof/sources/swo_reader.h"

@@ -13,6 +13,7 @@
 #include "mcuprof/core/profile.h"
 #include "mcuprof/core/samples.h"
 #include "commands.h"
+#include "interrupt.h"
 
 namespace mcuprof::cli {
 
@@ -43,10 +44,6 @@ double parse_count(const std::string& text, const std::string& option);
 core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options, const std::string& elf);
 // Runs `write` on the file at `path`, or on standard output when the path is empty.
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write);
-
-// From now on the first Ctrl-C sets the returned flag (a live capture then ends and reports
-// what came); a second one kills as usual.
-const std::atomic<bool>* stop_on_interrupt();
 
 // Attributes the samples with the ELF's symbols and writes the report as asked.
 void write_profile(const core::SampleSet& samples, const ReportOptions& options);

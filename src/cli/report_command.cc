@@ -36,7 +36,8 @@ int report_command(const Arguments& args)
         ("packets", po::bool_switch(&swo_packets), "SWO: list the decoded packets, one a line, instead of a "
                                                    "profile (needs no --elf)")
         ("calls", po::bool_switch(&calls), "SWO: the call graph of -finstrument-functions entry/exit records "
-                                           "(seed 003) instead of a profile; --format text, json, callgrind or dot")
+                                           "(firmware-ref's calltrace.c) instead of a profile; --format text, json, "
+                                           "callgrind or dot")
         ("channel", po::value(&channel)->value_name("N"), "--calls: the ITM stimulus port the records are "
                                                           "written to (default 1)");
     const std::string usage =

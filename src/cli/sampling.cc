@@ -16,30 +16,6 @@ namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 
-std::atomic<bool> StopOnSignal::requested{false};
-
-namespace {
-
-extern "C" void on_stop_signal(int)
-{
-    StopOnSignal::requested.store(true);
-}
-
-} // namespace
-
-StopOnSignal::StopOnSignal()
-{
-    requested.store(false);
-    previous_int_ = std::signal(SIGINT, on_stop_signal);
-    previous_term_ = std::signal(SIGTERM, on_stop_signal);
-}
-
-StopOnSignal::~StopOnSignal()
-{
-    std::signal(SIGINT, previous_int_);
-    std::signal(SIGTERM, previous_term_);
-}
-
 void add_sampling_options(po::options_description& description, SamplingOptions& o)
 {
     static const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip, 1 to 10000 (default " +

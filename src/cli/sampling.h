@@ -1,9 +1,8 @@
 #pragma once
 // What the commands that sample a live target share (record, top): the options that choose
-// and pace the sampling method, the source they build, the stop on Ctrl-C, and the samples
+// and pace the sampling method, the source they build, and the samples
 // file's header.
 #include <atomic>
-#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/sources/live.h"
+#include "interrupt.h"
 
 namespace mcuprof::cli {
 
@@ -49,21 +49,5 @@ nlohmann::json recording_header(const sources::SampleSource& source, const std::
 
 // The recording's event for a task met while sampling: its control block and name.
 nlohmann::json task_event(uint32_t control_block, const std::string& name);
-
-// While it lives, SIGINT and SIGTERM (Ctrl-C, kill) set `requested` instead of ending the
-// process, so a sampler can leave the target running and the samples are kept.
-class StopOnSignal {
-public:
-    StopOnSignal();
-    ~StopOnSignal();
-    StopOnSignal(const StopOnSignal&) = delete;
-    StopOnSignal& operator=(const StopOnSignal&) = delete;
-
-    static std::atomic<bool> requested;
-
-private:
-    void (*previous_int_)(int);
-    void (*previous_term_)(int);
-};
 
 } // namespace mcuprof::cli

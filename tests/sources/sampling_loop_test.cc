@@ -194,36 +194,25 @@ TEST_CASE("sampling loop: the running task tags each sample; its name is read on
     CHECK(target.memory_reads[link + 8] == 1);
 }
 
-TEST_CASE("sampling loop: a lost link ends the run with its samples and a try to leave the target running")
+TEST_CASE("sampling loop: a lost link, or a command the server refuses, ends the run with its samples")
 {
-    ScriptedTarget target;
-    target.on_halt = [](unsigned halt) {
-        if (halt == 3)
-            throw transport::Error(transport::Error::Kind::closed, "script", "halt", "connection closed");
-    };
-    Collect sink;
-    const SamplerStats stats = run(target, sink, 10);
-    CHECK(stats.samples == 2);
-    CHECK(stats.link_lost);
-    CHECK(stats.end_reason.rfind("the link was lost: ", 0) == 0);
-    CHECK(sink.has_event("link-lost"));
-    CHECK(target.left == std::vector<bool>{true});
-}
-
-TEST_CASE("sampling loop: a command the server refuses ends the run, the link kept")
-{
-    ScriptedTarget target;
-    target.on_halt = [](unsigned halt) {
-        if (halt == 2)
-            throw transport::Error(transport::Error::Kind::protocol, "script", "halt", "target not examined");
-    };
-    Collect sink;
-    const SamplerStats stats = run(target, sink, 10);
-    CHECK(stats.samples == 1);
-    CHECK_FALSE(stats.link_lost);
-    CHECK(stats.end_reason.rfind("the script reported an error: ", 0) == 0);
-    CHECK(sink.has_event("error"));
-    CHECK(target.left == std::vector<bool>{false});
+    for (const auto kind : {transport::Error::Kind::closed, transport::Error::Kind::protocol}) {
+        const bool lost = kind == transport::Error::Kind::closed;
+        ScriptedTarget target;
+        target.on_halt = [kind](unsigned halt) {
+            if (halt == 3)
+                throw transport::Error(kind, "script", "halt", "the failure");
+        };
+        Collect sink;
+        const SamplerStats stats = run(target, sink, 10);
+        CHECK(stats.samples == 2);
+        CHECK(stats.link_lost == lost);
+        // A lost link: a try over a new one to leave the target running; a refused command:
+        // the link is kept and used for that.
+        CHECK(stats.end_reason.rfind(lost ? "the link was lost: " : "the script reported an error: ", 0) == 0);
+        CHECK(sink.has_event(lost ? "link-lost" : "error"));
+        CHECK(target.left == std::vector<bool>{lost});
+    }
 }
 
 TEST_CASE("sampling loop: a target that exits ends the run and is not touched after")

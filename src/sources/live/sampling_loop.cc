@@ -323,7 +323,8 @@ private:
 // What a link does not offer: a protocol error naming the link and the operation.
 std::string HaltingTarget::monitor(const std::string& command)
 {
-    throw transport::Error(transport::Error::Kind::protocol, peer(), command, server() + " has no monitor to pace by instructions");
+    throw transport::Error(transport::Error::Kind::protocol, peer(), command,
+                           server() + " has no monitor to pace by instructions");
 }
 
 std::optional<TargetEnd> HaltingTarget::wait_stop(transport::Duration)
