@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -173,6 +174,43 @@ void print_frame(std::FILE* out, const Frame& now, const Frame& before, double e
     }
 }
 
+// Runs the sampler on a thread of its own and calls `refresh` every `period` until it ends;
+// returns its figures, or throws what it threw.
+sources::SamplerStats sample_while_refreshing(sources::SampleSource& source, sources::SampleSink& sink,
+                                             const sources::SamplingPlan& plan, std::chrono::nanoseconds period,
+                                             const std::function<void()>& refresh)
+{
+    std::mutex done_mutex;
+    std::condition_variable done_changed;
+    bool done = false;
+    sources::SamplerStats stats;
+    std::exception_ptr failure;
+    std::thread sampling_thread([&] {
+        try {
+            stats = source.run(sink, plan, StopOnSignal::requested);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done = true;
+        done_changed.notify_all();
+    });
+    {
+        std::unique_lock<std::mutex> lock(done_mutex);
+        Clock::time_point next = Clock::now() + period;
+        while (!done_changed.wait_until(lock, next, [&] { return done; })) {
+            lock.unlock();
+            refresh();
+            lock.lock();
+            next += period;
+        }
+    }
+    sampling_thread.join();
+    if (failure)
+        std::rethrow_exception(failure);
+    return stats;
+}
+
 } // namespace
 
 int top_command(const Arguments& args)
@@ -229,22 +267,6 @@ int top_command(const Arguments& args)
     // A reader that goes away (top | head) must end the sampling cleanly, with the target
     // running, rather than kill the process by SIGPIPE between a halt and its resume.
     const IgnoreBrokenPipe ignore_broken_pipe;
-    std::mutex done_mutex;
-    std::condition_variable done_changed;
-    bool done = false;
-    sources::SamplerStats stats;
-    std::exception_ptr failure;
-    std::thread sampling_thread([&] {
-        try {
-            stats = source->run(sink, plan, StopOnSignal::requested);
-        } catch (...) {
-            failure = std::current_exception();
-        }
-        std::lock_guard<std::mutex> lock(done_mutex);
-        done = true;
-        done_changed.notify_all();
-    });
-
     const Clock::time_point start = Clock::now();
     Frame before;
     auto show = [&](const std::string& ended) {
@@ -259,19 +281,7 @@ int top_command(const Arguments& args)
             StopOnSignal::requested.store(true);   // nobody reads any more
         before = now;
     };
-    {
-        std::unique_lock<std::mutex> lock(done_mutex);
-        Clock::time_point next = start + period;
-        while (!done_changed.wait_until(lock, next, [&] { return done; })) {
-            lock.unlock();
-            show("");
-            lock.lock();
-            next += period;
-        }
-    }
-    sampling_thread.join();
-    if (failure)
-        std::rethrow_exception(failure);
+    const sources::SamplerStats stats = sample_while_refreshing(*source, sink, plan, period, [&] { show(""); });
     if (writer) {
         writer->summary(stats.to_json());
         writer->flush();
