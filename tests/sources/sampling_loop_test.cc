@@ -1,6 +1,6 @@
 // The sampling loop over a scripted target (no link): the plan, task tags, the ends (a lost
 // link, a refused command, an exit, a signal), DWT_PCSR batches and their fallback, and that
-// the target is always left running.
+// the target is always left running; and over OpenOCD's Tcl adapter against a fake server.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../fakes/fake_tcl_server.h"
+#include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/sampling_loop.h"
 #include "mcuprof/transport/error.h"
 
@@ -268,4 +270,56 @@ TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped;
     CHECK_FALSE(halted.pcsr);
     CHECK(halted.samples == 4);
     CHECK(without.halts == 4);
+}
+
+TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt with the task pointer, the name read once")
+{
+    // OpenOCD's answers by what the script asks (the scripts arrive quoted, inside catch).
+    auto has = [](const std::string& message, const char* word) { return message.find(word) != std::string::npos; };
+    fakes::FakeTclServer server([&](const std::string& m) -> std::optional<std::vector<std::string>> {
+        if (has(m, "get_reg"))   // halt, registers, the pxCurrentTCB word, resume
+            return std::vector<std::string>{"0 pc 0x08000102 lr 0x08000201 sp 0x20001000 xPSR 0x01000000\n",
+                                            "0x20000100"};
+        if (has(m, "read_memory"))   // the name at 0x20000108, two words: "moto", "r"
+            return std::vector<std::string>{"0 0x6f746f6d 0x00000072"};
+        if (has(m, "curstate"))
+            return std::vector<std::string>{"0 running"};
+        if (has(m, "target\\ current") || has(m, "target\\ names"))
+            return std::vector<std::string>{"0 stm32f4x.cpu"};
+        return std::vector<std::string>{"1 unexpected"};
+    });
+    OpenocdSamplerOptions options;
+    options.tcl = transport::Endpoint{"127.0.0.1", server.port()};
+    options.pacing = fast();
+    options.timeout = std::chrono::seconds(2);
+    options.extras.tasks = TaskLayout{0x20000010, 8, 8};
+    OpenocdSampler sampler(options);
+    Collect sink;
+    const std::atomic<bool> stop{false};
+    SamplingPlan plan;
+    plan.samples = 3;
+    const SamplerStats stats = sampler.run(sink, plan, stop);
+    CHECK(stats.samples == 3);
+    REQUIRE(sink.samples.size() == 3);
+    for (const LiveSample& s : sink.samples) {
+        CHECK(s.pc == 0x08000102);
+        CHECK(s.xpsr == 0x01000000);
+        CHECK(s.tagged);
+        CHECK(s.tag == 0x20000100);
+    }
+    CHECK(sink.tasks == std::vector<std::pair<uint32_t, std::string>>{{0x20000100, "motor"}});
+    unsigned halts = 0, name_reads = 0;
+    for (const std::string& m : server.received()) {
+        if (has(m, "get_reg")) {
+            ++halts;
+            CHECK(has(m, "resume"));          // resumed in the same round trip
+            CHECK(has(m, "536870928\\ 1"));   // pxCurrentTCB (0x20000010), one word
+        } else if (has(m, "read_memory")) {
+            ++name_reads;
+            CHECK(has(m, "read_memory\\ 536871176\\ 32\\ 2"));
+        }
+    }
+    CHECK(halts == 3);
+    CHECK(name_reads == 1);
+    CHECK(sampler.describe()["source"] == "openocd");
 }
