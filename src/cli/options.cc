@@ -1,7 +1,6 @@
 #include "options.h"
 
 #include <cmath>
-#include <csignal>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -46,24 +45,7 @@ std::pair<double, std::string> split_number(const std::string& text, const std::
     return {value, text.substr(used)};
 }
 
-std::atomic<bool> interrupted{false};
-
-extern "C" void on_interrupt(int)
-{
-    interrupted = true;
-}
-
 } // namespace
-
-const std::atomic<bool>* stop_on_interrupt()
-{
-    // SA_RESETHAND: a second Ctrl-C kills. No SA_RESTART: a blocked poll() returns at once.
-    struct sigaction action = {};
-    action.sa_handler = on_interrupt;
-    action.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &action, nullptr);
-    return &interrupted;
-}
 
 std::chrono::nanoseconds parse_duration(const std::string& text, const std::string& option)
 {

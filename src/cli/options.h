@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include "commands.h"
+#include "interrupt.h"
 
 namespace mcuprof::cli {
 
@@ -20,9 +21,5 @@ bool parse_command(const Arguments& args, const std::string& usage,
 std::chrono::nanoseconds parse_duration(const std::string& text, const std::string& option);
 // "20000", "20k", "1.5M": a positive count.
 double parse_count(const std::string& text, const std::string& option);
-
-// From now on the first Ctrl-C sets the returned flag (a live capture then ends and reports
-// what came); a second one kills as usual.
-const std::atomic<bool>* stop_on_interrupt();
 
 } // namespace mcuprof::cli

@@ -10,7 +10,6 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
@@ -18,7 +17,6 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/onchip_reader.h"
 #include "mcuprof/sources/recording.h"
-#include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/transport/tcp_connection.h"
 #include "options.h"
 #include "profile_output.h"
@@ -64,9 +62,7 @@ public:
     }
     void task(uint32_t control_block, const std::string& name) override
     {
-        char address[16];
-        std::snprintf(address, sizeof address, "0x%08x", control_block);
-        writer_.event({{"kind", "task"}, {"address", address}, {"name", name}});
+        writer_.event(task_event(control_block, name));
     }
     void end_progress()
     {
@@ -116,16 +112,10 @@ int record_command(const Arguments& args)
     SamplingOptions sampling;
     std::string samples_file;
     bool read_onchip = false;
-    bool stacks = false;
-    uint32_t stack_bytes = 512;
     std::string stop_at;
     po::options_description description("Options");
     add_sampling_options(description, sampling);
     description.add_options()
-        ("stacks", po::bool_switch(&stacks), "--gdb: unwind the call stack at every halt (DWARF call-frame "
-                                             "information, exception frames); report --by stack, inclusive shares")
-        ("stack-bytes", po::value(&stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
-                                                                  "(default 512; deeper frames cost more reads)")
         ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)")
         ("read-onchip", po::bool_switch(&read_onchip), "instead of sampling, read the reference on-chip sampler's "
                                                       "ring, histogram or top-N table from target memory; -o writes "
@@ -162,23 +152,7 @@ int record_command(const Arguments& args)
     if (report.elf.empty())
         throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
 
-    if (stacks) {
-        if (stack_bytes < 32 || stack_bytes > 65536 || stack_bytes % 4 != 0)
-            throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
-        sources::StackSamplingOptions s;
-        s.unwinder = std::make_shared<const core::Unwinder>(report.elf);
-        s.window_bytes = stack_bytes;
-        sampling.stacks = s;
-    }
-    if (sampling.openocd.empty()) {
-        // FreeRTOS (or a kernel that looks like it): tag every sample with the running task.
-        try {
-            sampling.tasks = sources::find_freertos_tasks(core::DataLayout(report.elf));
-        } catch (const core::Error&) {
-            // no DWARF: no task names, the samples are still good
-        }
-    }
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling);
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling, report.elf);
     const sources::SamplingPlan plan = sampling_plan(sampling, 10000);
     sources::SampleSource& sampler = *source;
     sources::RecordingWriter writer(samples_file, recording_header(sampler, report.elf));

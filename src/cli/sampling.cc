@@ -2,11 +2,15 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include <unistd.h>
 
+#include "mcuprof/core/unwinder.h"
 #include "mcuprof/sources/openocd_sampler.h"
+#include "mcuprof/sources/pcsr_profile_reader.h"
+#include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/rsp_sampler.h"
 #include "mcuprof/transport/tcp_connection.h"
 #include "commands.h"
@@ -16,34 +20,10 @@ namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 
-std::atomic<bool> StopOnSignal::requested{false};
-
-namespace {
-
-extern "C" void on_stop_signal(int)
-{
-    StopOnSignal::requested.store(true);
-}
-
-} // namespace
-
-StopOnSignal::StopOnSignal()
-{
-    requested.store(false);
-    previous_int_ = std::signal(SIGINT, on_stop_signal);
-    previous_term_ = std::signal(SIGTERM, on_stop_signal);
-}
-
-StopOnSignal::~StopOnSignal()
-{
-    std::signal(SIGINT, previous_int_);
-    std::signal(SIGTERM, previous_term_);
-}
-
 void add_sampling_options(po::options_description& description, SamplingOptions& o)
 {
     static const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip, 1 to 10000 (default " +
-                                          std::to_string(sources::OpenocdSamplerOptions{}.batch) +
+                                          std::to_string(sources::PacingOptions{}.batch) +
                                           "); the random wait goes between batches";
     description.add_options()
         ("gdb", po::value(&o.gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
@@ -67,10 +47,14 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                                           "through QEMU record/replay (-icount shift=0,rr=replay)")
         ("qmp", po::value(&o.qmp)->value_name("HOST:PORT"), "--pace icount: QEMU's QMP port for query-replay (default: "
                                                            "QEMU's monitor through the GDB connection)")
-        ("seed", po::value(&o.seed)->value_name("N"), "seed of the interval generator (default: random)");
+        ("seed", po::value(&o.seed)->value_name("N"), "seed of the interval generator (default: random)")
+        ("stacks", po::bool_switch(&o.stacks), "unwind the call stack at every halt (DWARF call-frame information, "
+                                               "exception frames): report --by stack, inclusive shares")
+        ("stack-bytes", po::value(&o.stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
+                                                                    "(default 512; deeper frames cost more reads)");
 }
 
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o)
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const std::string& elf)
 {
     if (o.gdb.empty() == o.openocd.empty())
         throw UsageError("exactly one of --gdb HOST:PORT and --openocd HOST:PORT is required");
@@ -79,61 +63,70 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
     if (!o.batch.empty() && o.mode != "pcsr")
         throw UsageError("--batch goes with --openocd HOST:PORT --mode pcsr");
 
-    sources::RspSamplerOptions options;
-    if (!o.gdb.empty())
-        options.gdb = transport::Endpoint::parse(o.gdb, "--gdb");
+    sources::PacingOptions pacing;
     if (o.pace == "icount") {
-        options.pacing = sources::Pacing::icount;
+        pacing.pacing = sources::Pacing::icount;
         if (!o.qmp.empty())
-            options.qmp = transport::Endpoint::parse(o.qmp, "--qmp");
-        options.interval = o.interval.empty() ? 20000.0 : parse_count(o.interval, "--interval");
+            pacing.qmp = transport::Endpoint::parse(o.qmp, "--qmp");
+        pacing.interval = o.interval.empty() ? 20000.0 : parse_count(o.interval, "--interval");
     } else if (o.pace == "wall") {
-        options.interval =
+        pacing.interval =
             o.interval.empty() ? 1e-3 : std::chrono::duration<double>(parse_duration(o.interval, "--interval")).count();
     } else {
         throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
     }
     if (o.shape == "exponential")
-        options.shape = sources::IntervalGenerator::Shape::exponential;
+        pacing.shape = sources::IntervalGenerator::Shape::exponential;
     else if (o.shape == "uniform")
-        options.shape = sources::IntervalGenerator::Shape::uniform;
+        pacing.shape = sources::IntervalGenerator::Shape::uniform;
     else if (o.shape == "fixed")
-        options.shape = sources::IntervalGenerator::Shape::fixed;
+        pacing.shape = sources::IntervalGenerator::Shape::fixed;
     else
         throw UsageError("--shape takes exponential, uniform or fixed, not '" + o.shape + "'");
-    options.jitter = o.jitter;
-    options.seed = o.seed;
-    options.stacks = o.stacks;
-    options.tasks = o.tasks;
+    pacing.jitter = o.jitter;
+    pacing.seed = o.seed;
+    sources::HaltExtras extras;
+    if (o.stacks) {
+        if (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0)
+            throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
+        sources::StackSamplingOptions stacks;
+        stacks.unwinder = std::make_shared<const core::Unwinder>(elf);
+        stacks.window_bytes = o.stack_bytes;
+        extras.stacks = stacks;
+    }
+    extras.tasks = sources::detect_rtos(elf);
 
-    if (o.openocd.empty())
-        return std::make_unique<sources::RspHaltingSampler>(options);
+    if (o.openocd.empty()) {
+        sources::RspSamplerOptions gdb;
+        gdb.gdb = transport::Endpoint::parse(o.gdb, "--gdb");
+        gdb.pacing = pacing;
+        gdb.extras = extras;
+        return std::make_unique<sources::RspHaltingSampler>(gdb);
+    }
     if (o.pace != "wall")
         throw UsageError("--pace icount goes with --gdb");
-    if (o.stacks)
-        throw UsageError("--stacks goes with --gdb (OpenOCD's GDB port serves it too)");
     sources::OpenocdSamplerOptions tcl;
     tcl.tcl = transport::Endpoint::parse(o.openocd, "--openocd");
-    if (o.mode == "halt" || o.mode.empty())
-        tcl.mode = sources::OpenocdMode::halt;
-    else if (o.mode == "pcsr")
-        tcl.mode = sources::OpenocdMode::pcsr;
-    else
+    tcl.pacing = pacing;
+    tcl.extras = extras;
+    if (o.mode == "pcsr")
+        tcl.pacing.pacing = sources::Pacing::pcsr;
+    else if (!o.mode.empty() && o.mode != "halt")
         throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
-    tcl.shape = options.shape;
-    tcl.interval = options.interval;
-    tcl.jitter = options.jitter;
-    tcl.seed = options.seed;
+    if (o.stacks && o.mode == "pcsr")
+        throw UsageError("--stacks needs halts: --mode halt");
     if (!o.batch.empty()) {
         const double reads = parse_count(o.batch, "--batch");
         if (reads != std::floor(reads) || reads > 10000)
             throw UsageError("--batch takes a whole number from 1 to 10000, not '" + o.batch + "'");
-        tcl.batch = unsigned(reads);
+        tcl.pacing.batch = unsigned(reads);
     }
-    if (o.pcsr_read == "profile" && o.mode == "pcsr")
+    if (o.pcsr_read == "profile" && o.mode == "pcsr") {
         tcl.pcsr_profile_gmon =
             (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon")).string();
-    else if (!o.pcsr_read.empty() && !(o.pcsr_read == "read_memory" && o.mode == "pcsr"))
+        if (o.batch.empty())   // a batch is one `profile` pass: all its reads are used
+            tcl.pacing.batch = sources::PcsrProfileReader::chunk_reads;
+    } else if (!o.pcsr_read.empty() && !(o.pcsr_read == "read_memory" && o.mode == "pcsr"))
         throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     return std::make_unique<sources::OpenocdSampler>(tcl);
 }
@@ -157,6 +150,13 @@ nlohmann::json recording_header(const sources::SampleSource& source, const std::
     header["started"] =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     return header;
+}
+
+nlohmann::json task_event(uint32_t control_block, const std::string& name)
+{
+    char address[16];
+    std::snprintf(address, sizeof address, "0x%08x", control_block);
+    return {{"kind", "task"}, {"address", address}, {"name", name}};
 }
 
 } // namespace mcuprof::cli

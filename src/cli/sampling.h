@@ -1,9 +1,8 @@
 #pragma once
 // What the commands that sample a live target share (record, top): the options that choose
-// and pace the sampling method, the source they build, the stop on Ctrl-C, and the samples
+// and pace the sampling method, the source they build, and the samples
 // file's header.
 #include <atomic>
-#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,8 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/sources/live.h"
-#include "mcuprof/sources/rtos_awareness.h"
-#include "mcuprof/sources/stack_sampling.h"
+#include "interrupt.h"
 
 namespace mcuprof::cli {
 
@@ -32,16 +30,17 @@ struct SamplingOptions {
     uint64_t seed = 0;
     std::string batch;                                     // --mode pcsr: PCSR reads per Tcl round trip
     std::string pcsr_read;                                 // --mode pcsr: read_memory or profile
-    std::optional<sources::StackSamplingOptions> stacks;   // record --stacks: unwind at every halt (GDB)
-    std::optional<sources::TaskLayout> tasks;              // tag each sample with the running task (GDB)
+    bool stacks = false;                                   // unwind the call stack at every halt
+    uint32_t stack_bytes = 512;
 };
 
 // Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
-// --qmp and --seed, bound to `options`.
+// --qmp, --seed, --stacks and --stack-bytes, bound to `options`.
 void add_sampling_options(boost::program_options::options_description& description, SamplingOptions& options);
 
-// Checks the options (UsageError) and builds the sampler they ask for.
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options);
+// Checks the options (UsageError) and builds the sampler they ask for, for the firmware in
+// `elf`: its DWARF gives the unwinder (--stacks) and the RTOS whose tasks tag the samples.
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const std::string& elf);
 
 // --samples and --duration; with neither, `default_samples` (0: until stopped).
 sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t default_samples);
@@ -49,20 +48,7 @@ sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t def
 // The samples file's header: what the source says of itself, the ELF and the start time.
 nlohmann::json recording_header(const sources::SampleSource& source, const std::string& elf);
 
-// While it lives, SIGINT and SIGTERM (Ctrl-C, kill) set `requested` instead of ending the
-// process, so a sampler can leave the target running and the samples are kept.
-class StopOnSignal {
-public:
-    StopOnSignal();
-    ~StopOnSignal();
-    StopOnSignal(const StopOnSignal&) = delete;
-    StopOnSignal& operator=(const StopOnSignal&) = delete;
-
-    static std::atomic<bool> requested;
-
-private:
-    void (*previous_int_)(int);
-    void (*previous_term_)(int);
-};
+// The recording's event for a task met while sampling: its control block and name.
+nlohmann::json task_event(uint32_t control_block, const std::string& name);
 
 } // namespace mcuprof::cli

@@ -1,10 +1,12 @@
-// mcuprof top: a live view of the hottest functions while a sampler runs (issue 8), with
-// optional exponential forgetting (issue 10's host-side analogue of the on-chip decay).
+// mcuprof top: a live view of the hottest functions (or tasks) while a sampler runs, with
+// optional exponential forgetting (the host-side analogue of the on-chip sampler's decay).
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,9 +69,9 @@ struct Frame {
 // in the samples file when one is asked for.
 class TopSink : public sources::SampleSink {
 public:
-    TopSink(const core::SymbolTable& symbols, const std::optional<HalfLife>& half_life,
+    TopSink(const core::SymbolTable& symbols, bool by_task, const std::optional<HalfLife>& half_life,
             sources::RecordingWriter* writer)
-        : symbols_(symbols),
+        : symbols_(symbols), by_task_(by_task),
           tally_(half_life ? std::optional<double>(half_life->value) : std::nullopt),
           by_samples_(half_life && half_life->in_samples),
           writer_(writer)
@@ -78,9 +80,8 @@ public:
 
     void sample(const sources::LiveSample& s) override
     {
-        const core::Function* f = symbols_.find(s.pc);
         std::lock_guard<std::mutex> lock(mutex_);
-        tally_.add(f != nullptr ? f->name : "?", by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9);
+        tally_.add(key_of(s), by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9);
         if (writer_ != nullptr) {
             writer_->sample(s);
             const auto now = Clock::now();
@@ -98,6 +99,13 @@ public:
             writer_->flush();
         }
     }
+    void task(uint32_t control_block, const std::string& name) override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        tasks_[control_block] = name;
+        if (writer_ != nullptr)
+            writer_->event(task_event(control_block, name));
+    }
     void progress(const sources::SamplerStats& so_far) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -112,7 +120,21 @@ public:
     }
 
 private:
+    // The row a sample counts in: its function, or with --by task its task (as report names
+    // them: "(no task)" before the scheduler starts).
+    std::string key_of(const sources::LiveSample& s) const
+    {
+        if (by_task_) {
+            auto it = s.tagged ? tasks_.find(s.tag) : tasks_.end();
+            return it != tasks_.end() ? it->second : "(no task)";
+        }
+        const core::Function* f = symbols_.find(s.pc);
+        return f != nullptr ? f->name : "?";
+    }
+
     const core::SymbolTable& symbols_;
+    bool by_task_;
+    std::map<uint32_t, std::string> tasks_;   // control block -> name, as the sampler met them
     mutable std::mutex mutex_;
     core::DecayingTally tally_;
     bool by_samples_;
@@ -135,7 +157,7 @@ private:
 
 // One table: a header line with the rate and duty since the previous frame, then the rows.
 void print_frame(std::FILE* out, const Frame& now, const Frame& before, double elapsed, const std::string& ended,
-                 const std::optional<HalfLife>& half_life, size_t rows)
+                 const std::optional<HalfLife>& half_life, size_t rows, bool by_task)
 {
     const double wall = now.wall_seconds - before.wall_seconds;
     const double rate = wall > 0 ? double(now.samples - before.samples) / wall : 0;
@@ -145,11 +167,48 @@ void print_frame(std::FILE* out, const Frame& now, const Frame& before, double e
                  static_cast<unsigned long long>(now.samples), rate, 100.0 * duty, now.effective);
     if (half_life)
         std::fprintf(out, ", half-life %s%s", half_life->text.c_str(), half_life->in_samples ? " samples" : "");
-    std::fprintf(out, "\n       %%    +-se      weight  function\n");
+    std::fprintf(out, "\n       %%    +-se      weight  %s\n", by_task ? "task" : "function");
     for (size_t i = 0; i < now.rows.size() && (rows == 0 || i < rows); ++i) {
         const auto& r = now.rows[i];
         std::fprintf(out, "%8.2f %7.2f %11.1f  %s\n", r.share.percent, r.share.stderr_pp, r.weight, r.key.c_str());
     }
+}
+
+// Runs the sampler on a thread of its own and calls `refresh` every `period` until it ends;
+// returns its figures, or throws what it threw.
+sources::SamplerStats sample_while_refreshing(sources::SampleSource& source, sources::SampleSink& sink,
+                                             const sources::SamplingPlan& plan, std::chrono::nanoseconds period,
+                                             const std::function<void()>& refresh)
+{
+    std::mutex done_mutex;
+    std::condition_variable done_changed;
+    bool done = false;
+    sources::SamplerStats stats;
+    std::exception_ptr failure;
+    std::thread sampling_thread([&] {
+        try {
+            stats = source.run(sink, plan, StopOnSignal::requested);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done = true;
+        done_changed.notify_all();
+    });
+    {
+        std::unique_lock<std::mutex> lock(done_mutex);
+        Clock::time_point next = Clock::now() + period;
+        while (!done_changed.wait_until(lock, next, [&] { return done; })) {
+            lock.unlock();
+            refresh();
+            lock.lock();
+            next += period;
+        }
+    }
+    sampling_thread.join();
+    if (failure)
+        std::rethrow_exception(failure);
+    return stats;
 }
 
 } // namespace
@@ -161,6 +220,7 @@ int top_command(const Arguments& args)
     std::string decay;
     std::string refresh = "1s";
     std::string samples_file;
+    std::string by = "function";
     size_t rows = 20;
     po::options_description description("Options");
     add_sampling_options(description, sampling);
@@ -170,6 +230,8 @@ int top_command(const Arguments& args)
          "forget old samples: each one's weight halves every HALF_LIFE, a time (2s, 500ms: sampling time) or a "
          "count (500: samples); error bars from the effective sample count")
         ("refresh", po::value(&refresh)->value_name("TIME")->default_value("1s"), "redraw this often")
+        ("by", po::value(&by)->value_name("KEY")->default_value("function"),
+         "rank functions, or tasks (the running task of an RTOS the ELF's DWARF shows, e.g. FreeRTOS)")
         ("rows", po::value(&rows)->value_name("N")->default_value(20), "show the N hottest functions (0: all)")
         ("output,o", po::value(&samples_file)->value_name("FILE"), "also keep the samples in FILE, as record does");
     const std::string usage =
@@ -187,38 +249,24 @@ int top_command(const Arguments& args)
         throw UsageError("top takes no positional argument ('" + unused + "')");
     if (elf.empty())
         throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
+    if (by != "function" && by != "task")
+        throw UsageError("--by takes function or task, not '" + by + "'");
     const std::optional<HalfLife> half_life = parse_half_life(decay);
     const auto period = parse_duration(refresh, "--refresh");
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling);
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling, elf);
     const sources::SamplingPlan plan = sampling_plan(sampling, 0);
     const core::SymbolTable symbols = core::SymbolTable::load(elf);
 
     std::unique_ptr<sources::RecordingWriter> writer;
     if (!samples_file.empty())
         writer = std::make_unique<sources::RecordingWriter>(samples_file, recording_header(*source, elf));
-    TopSink sink(symbols, half_life, writer.get());
+    TopSink sink(symbols, by == "task", half_life, writer.get());
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
 
     const StopOnSignal stop;
     // A reader that goes away (top | head) must end the sampling cleanly, with the target
     // running, rather than kill the process by SIGPIPE between a halt and its resume.
     const IgnoreBrokenPipe ignore_broken_pipe;
-    std::mutex done_mutex;
-    std::condition_variable done_changed;
-    bool done = false;
-    sources::SamplerStats stats;
-    std::exception_ptr failure;
-    std::thread sampling_thread([&] {
-        try {
-            stats = source->run(sink, plan, StopOnSignal::requested);
-        } catch (...) {
-            failure = std::current_exception();
-        }
-        std::lock_guard<std::mutex> lock(done_mutex);
-        done = true;
-        done_changed.notify_all();
-    });
-
     const Clock::time_point start = Clock::now();
     Frame before;
     auto show = [&](const std::string& ended) {
@@ -226,26 +274,14 @@ int top_command(const Arguments& args)
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         if (terminal)
             std::fputs("\x1b[H\x1b[2J", stdout);   // cursor home, clear screen (ECMA-48 CUP, ED)
-        print_frame(stdout, now, before, elapsed, ended, half_life, rows);
+        print_frame(stdout, now, before, elapsed, ended, half_life, rows, by == "task");
         if (!terminal)
             std::fputc('\n', stdout);
         if (std::fflush(stdout) != 0 || std::ferror(stdout))
             StopOnSignal::requested.store(true);   // nobody reads any more
         before = now;
     };
-    {
-        std::unique_lock<std::mutex> lock(done_mutex);
-        Clock::time_point next = start + period;
-        while (!done_changed.wait_until(lock, next, [&] { return done; })) {
-            lock.unlock();
-            show("");
-            lock.lock();
-            next += period;
-        }
-    }
-    sampling_thread.join();
-    if (failure)
-        std::rethrow_exception(failure);
+    const sources::SamplerStats stats = sample_while_refreshing(*source, sink, plan, period, [&] { show(""); });
     if (writer) {
         writer->summary(stats.to_json());
         writer->flush();

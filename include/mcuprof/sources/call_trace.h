@@ -1,5 +1,5 @@
 #pragma once
-// Instrumented call graphs from an ITM stream (seed 003): firmware built with
+// Instrumented call graphs from an ITM stream (firmware-ref/src/calltrace.c): firmware built with
 // -finstrument-functions whose __cyg_profile_func_enter/exit hooks write one record per
 // function entry and exit to one ITM stimulus port, as three 4-byte writes:
 //
@@ -28,7 +28,7 @@ class SourceLocator;
 
 namespace mcuprof::sources {
 
-// The seed's TRACE_CHANNEL.
+// calltrace.c's TRACE_CHANNEL.
 inline constexpr uint32_t default_call_trace_channel = 1;
 
 struct CallTraceCounts {

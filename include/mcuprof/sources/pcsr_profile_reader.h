@@ -26,6 +26,9 @@ public:
     // machine); `seed` orders each chunk's samples.
     PcsrProfileReader(std::string gmon_path, uint64_t seed);
 
+    // The DWT_PCSR reads of one `profile 0` pass (OpenOCD 0.12's cortex_m_profiling).
+    static constexpr unsigned chunk_reads = 1024;
+
     // One chunk: at most `wanted` PCs of the reads (a uniformly random subset when the
     // chunk has more), in random order. Throws transport::Error (protocol) when OpenOCD's
     // answer or file cannot be read.

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/sources/halting_target.h"
 
 namespace mcuprof::core {
 class DataLayout;
@@ -26,13 +26,18 @@ struct TaskLayout {
 // char array pcTaskName), else nothing.
 std::optional<TaskLayout> find_freertos_tasks(const core::DataLayout& layout);
 
+// The running task's layout for the kernel the ELF's DWARF shows, tried in turn among the
+// kernels known (FreeRTOS); nothing when none matches or the ELF has no DWARF.
+std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout);
+std::optional<TaskLayout> detect_rtos(const std::string& elf_path);
+
 // The names of the control blocks met so far; a new one is read from the target once.
 class TaskNames {
 public:
     explicit TaskNames(TaskLayout layout) : layout_(layout) {}
     const TaskLayout& layout() const { return layout_; }
     // The task's name; `added` tells whether it was read just now.
-    const std::string& name_of(transport::RspClient& gdb, uint32_t tcb, bool& added);
+    const std::string& name_of(HaltingTarget& target, uint32_t tcb, bool& added);
 
 private:
     TaskLayout layout_;

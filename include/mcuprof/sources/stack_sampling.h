@@ -1,44 +1,45 @@
 #pragma once
-// The stack of a halted target over GDB RSP: every core register in one 'g', one window
-// of stack memory above SP in one 'm', more only when a frame reaches beyond it; then
-// the host unwinds (core::Unwinder). The current task too, when the firmware runs an RTOS.
+// The stack of a halted target, over any link (HaltingTarget): every core register and one
+// window of stack memory in the halt's round trip, more only when a frame reaches beyond
+// it; then the host unwinds (core::Unwinder).
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "mcuprof/core/unwinder.h"
-#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/sources/halting_target.h"
 
 namespace mcuprof::sources {
 
 struct StackSamplingOptions {
     std::shared_ptr<const core::Unwinder> unwinder;
-    uint32_t window_bytes = 512;     // read at SP with the registers' round trip behind it
+    uint32_t window_bytes = 512;     // read near SP with the registers' round trip
     uint32_t extra_reads = 8;        // further windows a deep stack may take, per halt
     size_t max_depth = 64;
 };
 
-struct HaltState {
-    core::CoreRegisters registers;
+struct UnwoundHalt {
     core::UnwindResult unwound;
-    uint32_t memory_reads = 0;       // 'm' requests this halt took
+    uint32_t memory_reads = 0;       // reads after the halt's round trip
 };
 
-class RspStackReader {
+class StackReader {
 public:
-    RspStackReader(transport::RspClient& gdb, StackSamplingOptions options);
-    // Reads and unwinds the halted target. Throws transport::Error when the link fails;
-    // memory the target refuses only ends the chain (marked truncated).
-    // `reads` (address, length) go out with the registers, in the same round trip; their
-    // bytes land in `memory` (empty where refused).
-    HaltState read(const std::vector<std::pair<uint32_t, uint32_t>>& reads, std::vector<std::string>& memory);
+    explicit StackReader(StackSamplingOptions options);
+    // Adds to a halt's request what the unwinder needs: all registers, the window where the
+    // stack was at the last halt (one round trip per halt instead of two), and the target
+    // kept halted for the reads a deep stack needs.
+    void add_to(HaltRequest& request) const;
+    // Unwinds the halt read with that request (its last memory range is the window, taken
+    // out of `state`). Reads more through `target` as frames need; memory the target refuses
+    // only ends the chain (marked truncated). Throws transport::Error when the link fails.
+    UnwoundHalt unwind(HaltState& state, HaltingTarget& target);
 
 private:
-    transport::RspClient& gdb_;
+    std::optional<MemoryRange> window_guess() const;
+
     StackSamplingOptions options_;
-    std::vector<std::string> names_;   // registers read at each halt
     std::optional<uint32_t> last_sp_;  // where the stack was at the last halt
 };
 

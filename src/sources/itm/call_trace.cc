@@ -9,7 +9,7 @@
 namespace mcuprof::sources {
 namespace {
 
-// Seed 003's record header: bits 31:28 say entry (4) or exit (5), bits 25:0 hold CYCCNT.
+// calltrace.c's record header: bits 31:28 say entry (4) or exit (5), bits 25:0 hold CYCCNT.
 constexpr uint32_t entry_tag = 0x4;
 constexpr uint32_t exit_tag = 0x5;
 constexpr uint32_t stamp_mask = 0x03FFFFFF;

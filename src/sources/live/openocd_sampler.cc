@@ -1,32 +1,19 @@
 #include "mcuprof/sources/openocd_sampler.h"
 
+#include <map>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "mcuprof/sources/pcsr_profile_reader.h"
 #include "mcuprof/transport/error.h"
+#include "mcuprof/transport/tcl_client.h"
 
 namespace mcuprof::sources {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b)
-{
-    return std::chrono::duration<double>(b - a).count();
-}
-
 constexpr uint32_t demcr = 0xE000EDFC;
 constexpr uint32_t trcena = 1u << 24;
 constexpr uint32_t dwt_pcsr = 0xE000101C;
-constexpr uint32_t pcsr_halted = 0xFFFFFFFF;
-
-// One round trip: halt, read the four registers, resume. The resume runs even when the
-// read fails, so an error never leaves the target halted; the read's error is raised after.
-const char* const halt_sample_script =
-    "halt; set _mcuprof_c [catch {get_reg {pc lr sp xPSR}} _mcuprof_r]; resume; "
-    "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r";
 
 std::string pcsr_batch_script(unsigned count)
 {
@@ -35,12 +22,237 @@ std::string pcsr_batch_script(unsigned count)
            " 32 1]}; set _mcuprof_o";
 }
 
-std::unique_ptr<transport::TclClient> connect(const OpenocdSamplerOptions& options)
+// The registers get_reg reads at a halt: pc, lr, sp and xPSR; for unwinding all of r0-r15
+// and the banked stack pointers (OpenOCD's armv7m register names).
+const std::vector<std::string> few_registers = {"pc", "lr", "sp", "xPSR"};
+const std::vector<std::string> all_registers = {"r0", "r1", "r2",  "r3",  "r4",  "r5", "r6", "r7",   "r8", "r9",
+                                                "r10", "r11", "r12", "sp", "lr", "pc", "xPSR", "msp", "psp"};
+
+// A memory range as the 32-bit reads OpenOCD makes: the words that cover it.
+struct WordRange {
+    uint32_t first;   // word-aligned address
+    uint32_t words;
+    uint32_t skip;    // bytes before the range in the first word
+};
+
+WordRange words_of(const MemoryRange& range)
 {
-    transport::TclClient::Options tcl;
-    tcl.timeout = options.timeout;
-    return std::make_unique<transport::TclClient>(options.tcl, tcl);
+    const uint32_t first = range.first & ~3u;
+    const uint64_t end = uint64_t(range.first) + range.second;
+    return {first, uint32_t((end - first + 3) / 4), range.first - first};
 }
+
+std::string bytes_of(const std::vector<uint32_t>& words, const WordRange& w, uint32_t length)
+{
+    std::string bytes;
+    for (uint32_t word : words)
+        for (int shift = 0; shift < 32; shift += 8)
+            bytes.push_back(char(word >> shift & 0xFF));
+    if (bytes.size() < uint64_t(w.skip) + length)
+        return {};
+    return bytes.substr(w.skip, length);
+}
+
+// The halting target behind OpenOCD's current target.
+class TclTarget : public HaltingTarget {
+public:
+    explicit TclTarget(const OpenocdSamplerOptions& options) : options_(options)
+    {
+        tcl_ = connect();
+        // The commands below act on the current target; with several (`targets`), that one.
+        target_ = tcl_->eval("target current");
+        std::istringstream names(tcl_->eval("target names"));
+        for (std::string name; names >> name;)
+            ++target_count_;
+        initial_state_ = tcl_->eval("[target current] curstate");
+        if (initial_state_ != "running" && initial_state_ != "halted")
+            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "curstate",
+                                   "target " + target_ + " is " + initial_state_ + ", neither running nor halted");
+        if (!options_.pcsr_profile_gmon.empty())
+            profile_reader_.emplace(options_.pcsr_profile_gmon, options_.pacing.resolved_seed());
+    }
+
+    nlohmann::json describe() const override
+    {
+        nlohmann::json d = {
+            {"source", "openocd"},
+            {"openocd", options_.tcl.text()},
+            {"target", target_},
+            {"targets", target_count_},
+            {"target_selection", "the current target (OpenOCD's `target current`)"},
+        };
+        if (options_.pacing.pacing == Pacing::pcsr)
+            d["round_trip"] = "one Tcl eval per batch of DWT_PCSR reads, the core running";
+        else if (options_.extras.stacks)
+            d["round_trip"] = "one Tcl eval per sample: halt, get_reg (all core registers), read_memory (the task "
+                              "pointer, a stack window); further stack reads while halted, then resume";
+        else
+            d["round_trip"] = "one Tcl eval per sample: halt, get_reg {pc lr sp xPSR}, resume";
+        return d;
+    }
+    std::string server() const override { return "OpenOCD"; }
+    std::string peer() const override { return tcl_ ? tcl_->peer() : "openocd tcl " + options_.tcl.text(); }
+
+    void start(SampleSink& sink) override
+    {
+        if (initial_state_ == "halted") {
+            tcl_->eval("resume");
+            sink.event("resume", "the target " + target_ + " was halted; resumed to sample it running");
+        }
+    }
+    void resume() override { tcl_->eval("resume"); }
+
+    // One round trip: halt, read the registers and the memory, resume. The resume runs even
+    // when a read fails, so an error never leaves the target halted; the read's error is
+    // raised after. A memory read the target refuses gives an empty line.
+    Halt halt_and_read(const HaltRequest& request) override
+    {
+        Halt halt;
+        halt.ran_until = Clock::now();   // when it halted inside the round trip is not known
+        halt.running = !request.stay_halted;
+        const std::string answer = tcl_->eval("halt; set _mcuprof_c [catch {" + read_script(request) +
+                                              "} _mcuprof_r]; " + (halt.running ? "resume; " : "") +
+                                              "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r");
+        halt.stopped = Clock::now();
+        halt.state = parse_halt_state(answer, request);
+        return halt;
+    }
+    HaltState read_halt_state(const HaltRequest& request) override
+    {
+        return parse_halt_state(tcl_->eval(read_script(request)), request);
+    }
+    std::string read_memory(uint32_t address, uint32_t length) override
+    {
+        const WordRange w = words_of({address, length});
+        try {
+            const std::string text = tcl_->eval("read_memory " + std::to_string(w.first) + " 32 " +
+                                                std::to_string(w.words));
+            return bytes_of(OpenocdSampler::parse_words(text, tcl_->peer(), "read_memory"), w, length);
+        } catch (const transport::Error& e) {
+            if (e.kind() != transport::Error::Kind::protocol)
+                throw;
+            return {};   // OpenOCD could not read it (a bus fault)
+        }
+    }
+    // A protocol error here is OpenOCD's answer to a command that failed: the link is up.
+    bool link_survives(const transport::Error& e) const override
+    {
+        return e.kind() == transport::Error::Kind::protocol;
+    }
+
+    bool enable_pcsr(SampleSink& sink) override
+    {
+        // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
+        const std::vector<uint32_t> words =
+            OpenocdSampler::parse_words(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(),
+                                        "DEMCR");
+        if (words.size() != 1)
+            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DEMCR",
+                                   "read_memory gave " + std::to_string(words.size()) + " words, not 1");
+        if (!(words[0] & trcena))
+            tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(words[0] | trcena));
+        const std::vector<uint32_t> probe = read_pcsr(1);
+        if (probe.empty() || probe[0] == 0) {
+            // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
+            sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
+                                       " (not implemented): sampling in halt mode instead");
+            return false;
+        }
+        return true;
+    }
+    std::vector<uint32_t> read_pcsr(unsigned count) override
+    {
+        if (profile_reader_)
+            return profile_reader_->read(*tcl_, count);
+        return OpenocdSampler::parse_words(tcl_->eval(pcsr_batch_script(count)), tcl_->peer(), "DWT_PCSR");
+    }
+
+    // Never leave the target halted: the halt script resumes in the same round trip, and this
+    // checks once more (an error, a signal between halt and resume, someone else's halt).
+    void leave_running(SampleSink& sink, bool link_lost) override
+    {
+        if (profile_reader_)
+            sink.event("pcsr", "OpenOCD's profile read DWT_PCSR " + std::to_string(profile_reader_->reads()) +
+                                   " times: " + std::to_string(profile_reader_->outside()) +
+                                   " outside the 256 KiB window (or halted), " +
+                                   std::to_string(profile_reader_->unused()) + " placing it or past the count");
+        try {
+            if (link_lost) {
+                // The link dropped, perhaps not OpenOCD: ask over a new connection.
+                tcl_.reset();
+                tcl_ = connect();
+            }
+            if (tcl_->eval("[target current] curstate") == "halted") {
+                tcl_->eval("resume");
+                sink.event("resume", "the target " + target_ + " was halted at the end; resumed");
+            }
+        } catch (const transport::Error& e) {
+            sink.event("resume-failed", std::string("could not make sure the target runs: ") + e.what());
+        }
+    }
+
+private:
+    std::unique_ptr<transport::TclClient> connect() const
+    {
+        transport::TclClient::Options tcl;
+        tcl.timeout = options_.timeout;
+        return std::make_unique<transport::TclClient>(options_.tcl, tcl);
+    }
+
+    // The registers on the first line, then one line per memory range (its words).
+    static std::string read_script(const HaltRequest& request)
+    {
+        std::string names;
+        for (const std::string& name : request.all_registers ? all_registers : few_registers)
+            names += (names.empty() ? "" : " ") + name;
+        std::string ranges;
+        for (const MemoryRange& range : request.memory) {
+            const WordRange w = words_of(range);
+            ranges += " " + std::to_string(w.first) + " " + std::to_string(w.words);
+        }
+        return "set _mcuprof_o [list [get_reg {" + names + "}]]; foreach {_mcuprof_a _mcuprof_n} {" + ranges +
+               "} {if {[catch {read_memory $_mcuprof_a 32 $_mcuprof_n} _mcuprof_m]} {set _mcuprof_m {}}; "
+               "lappend _mcuprof_o $_mcuprof_m}; join $_mcuprof_o \"\\n\"";
+    }
+
+    HaltState parse_halt_state(const std::string& answer, const HaltRequest& request) const
+    {
+        std::vector<std::string> lines;
+        std::istringstream in(answer);
+        for (std::string line; std::getline(in, line);)
+            lines.push_back(line);
+        lines.resize(1 + request.memory.size());   // a trailing empty line is dropped by getline
+        const std::vector<std::string>& names = request.all_registers ? all_registers : few_registers;
+        const std::vector<uint32_t> values = OpenocdSampler::parse_registers(lines[0], names, tcl_->peer());
+        HaltState state;
+        for (size_t i = 0; i < names.size(); ++i) {
+            const std::string& name = names[i];
+            if (name == "xPSR") state.registers.xpsr = values[i];
+            else if (name == "msp") state.registers.msp = values[i];
+            else if (name == "psp") state.registers.psp = values[i];
+            else if (name == "sp") state.registers.r[13] = values[i];
+            else if (name == "lr") state.registers.r[14] = values[i];
+            else if (name == "pc") state.registers.r[15] = values[i];
+            else state.registers.r[std::stoul(name.substr(1))] = values[i];
+        }
+        for (size_t i = 0; i < request.memory.size(); ++i) {
+            const WordRange w = words_of(request.memory[i]);
+            state.memory.push_back(lines[1 + i].empty() ? std::string()
+                                                        : bytes_of(OpenocdSampler::parse_words(lines[1 + i],
+                                                                                               tcl_->peer(),
+                                                                                               "read_memory"),
+                                                                   w, request.memory[i].second));
+        }
+        return state;
+    }
+
+    OpenocdSamplerOptions options_;
+    std::unique_ptr<transport::TclClient> tcl_;
+    std::string target_;
+    size_t target_count_ = 0;
+    std::string initial_state_;
+    std::optional<PcsrProfileReader> profile_reader_;   // --pcsr-read profile
+};
 
 } // namespace
 
@@ -65,241 +277,36 @@ std::vector<uint32_t> OpenocdSampler::parse_words(const std::string& text, const
 }
 
 // get_reg's answer: "pc 0x0800033e lr 0x080003bd sp 0x2001ffd8 xPSR 0x01000000".
-LiveSample OpenocdSampler::parse_registers(const std::string& text, const std::string& peer)
+std::vector<uint32_t> OpenocdSampler::parse_registers(const std::string& text, const std::vector<std::string>& names,
+                                                      const std::string& peer)
 {
     std::istringstream in(text);
     std::string name, value;
-    LiveSample s;
-    int seen = 0;
+    std::map<std::string, uint32_t> found;
     while (in >> name >> value) {
-        uint32_t v = 0;
         try {
-            v = uint32_t(std::stoul(value, nullptr, 0));
+            size_t used = 0;
+            const unsigned long long v = std::stoull(value, &used, 0);
+            if (used != value.size() || v > 0xFFFFFFFFull)
+                throw std::invalid_argument(value);
+            found[name] = uint32_t(v);
         } catch (const std::exception&) {
             throw transport::Error(transport::Error::Kind::protocol, peer, "get_reg", "unexpected answer: " + text);
         }
-        if (name == "pc") s.pc = v, seen |= 1;
-        else if (name == "lr") s.lr = v, seen |= 2;
-        else if (name == "sp") s.sp = v, seen |= 4;
-        else if (name == "xPSR") s.xpsr = v, seen |= 8;
     }
-    if (seen != 15)
-        throw transport::Error(transport::Error::Kind::protocol, peer, "get_reg", "unexpected answer: " + text);
-    return s;
+    std::vector<uint32_t> values;
+    for (const std::string& wanted : names) {
+        auto it = found.find(wanted);
+        if (it == found.end())
+            throw transport::Error(transport::Error::Kind::protocol, peer, "get_reg", "unexpected answer: " + text);
+        values.push_back(it->second);
+    }
+    return values;
 }
 
 OpenocdSampler::OpenocdSampler(const OpenocdSamplerOptions& options)
-    : options_(options), seed_(options.seed != 0 ? options.seed : std::random_device{}())
+    : LiveSampler(std::make_unique<TclTarget>(options), options.pacing, options.extras, options.timeout)
 {
-    if (options_.batch == 0)
-        options_.batch = 1;
-    tcl_ = connect(options_);
-    // The commands below act on the current target; with several (`targets`), that one.
-    target_ = tcl_->eval("target current");
-    std::istringstream names(tcl_->eval("target names"));
-    for (std::string name; names >> name;)
-        ++target_count_;
-    initial_state_ = tcl_->eval("[target current] curstate");
-    if (initial_state_ != "running" && initial_state_ != "halted")
-        throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "curstate",
-                               "target " + target_ + " is " + initial_state_ + ", neither running nor halted");
-}
-
-OpenocdSampler::~OpenocdSampler() = default;
-
-nlohmann::json OpenocdSampler::describe() const
-{
-    const char* shape = options_.shape == IntervalGenerator::Shape::exponential ? "exponential"
-                        : options_.shape == IntervalGenerator::Shape::uniform   ? "uniform"
-                                                                                : "fixed";
-    nlohmann::json d = {
-        {"source", "openocd"},
-        {"method", options_.mode == OpenocdMode::halt ? "halt" : "pcsr"},
-        {"openocd", options_.tcl.text()},
-        {"target", target_},
-        {"targets", target_count_},
-        {"target_selection", "the current target (OpenOCD's `target current`)"},
-        {"seed", seed_},
-    };
-    if (options_.mode == OpenocdMode::halt) {
-        d["pacing"] = {{"clock", "wall"}, {"shape", shape}, {"mean_seconds", options_.interval},
-                       {"between", "samples"}};
-        d["round_trip"] = "one Tcl eval per sample: halt, get_reg {pc lr sp xPSR}, resume";
-    } else {
-        d["pacing"] = {{"clock", "wall"}, {"shape", shape}, {"mean_seconds", options_.interval},
-                       {"between", "batches"}, {"batch", options_.batch},
-                       {"note", "DWT_PCSR is read " + std::to_string(options_.batch) +
-                                    " times back to back by a loop in OpenOCD's Tcl, which cannot randomize; "
-                                    "only the host-side waits between batches are random"}};
-        d["round_trip"] = "one Tcl eval per batch of DWT_PCSR reads, the core running";
-    }
-    if (options_.shape == IntervalGenerator::Shape::uniform)
-        d["pacing"]["jitter"] = options_.jitter;
-    return d;
-}
-
-bool OpenocdSampler::halted()
-{
-    return tcl_->eval("[target current] curstate") == "halted";
-}
-
-void OpenocdSampler::leave_running(SampleSink& sink, bool link_lost)
-{
-    try {
-        if (link_lost) {
-            // The link dropped, perhaps not OpenOCD: ask over a new connection.
-            tcl_.reset();
-            tcl_ = connect(options_);
-        }
-        if (halted()) {
-            tcl_->eval("resume");
-            sink.event("resume", "the target " + target_ + " was halted at the end; resumed");
-        }
-    } catch (const transport::Error& e) {
-        sink.event("resume-failed", std::string("could not make sure the target runs: ") + e.what());
-    }
-}
-
-SamplerStats OpenocdSampler::run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop)
-{
-    SamplerStats stats;
-    IntervalGenerator intervals(options_.interval, options_.shape, options_.jitter, seed_);
-    const Clock::time_point start = Clock::now();
-    OpenocdMode mode = options_.mode;
-
-    auto done = [&]() -> bool {
-        if (stop.load()) {
-            stats.end_reason = "interrupted by a signal";
-            return true;
-        }
-        if (plan.samples && stats.samples >= *plan.samples) {
-            stats.end_reason = "sample count reached";
-            return true;
-        }
-        if (plan.duration && Clock::now() - start >= *plan.duration) {
-            stats.end_reason = "duration reached";
-            return true;
-        }
-        return false;
-    };
-    auto wait = [&] {
-        const auto w = std::chrono::duration<double>(intervals.next());
-        if (w >= std::chrono::microseconds(1))
-            std::this_thread::sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(w));
-    };
-    auto time_of = [&](Clock::time_point t) {
-        return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t - start).count());
-    };
-
-    try {
-        if (initial_state_ == "halted") {
-            tcl_->eval("resume");
-            sink.event("resume", "the target " + target_ + " was halted; resumed to sample it running");
-        }
-        if (mode == OpenocdMode::pcsr) {
-            // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
-            const std::vector<uint32_t> words =
-                parse_words(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
-            if (words.size() != 1)
-                throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DEMCR",
-                                       "read_memory gave " + std::to_string(words.size()) + " words, not 1");
-            const uint32_t value = words[0];
-            if (!(value & trcena))
-                tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(value | trcena));
-            const std::vector<uint32_t> probe =
-                parse_words(tcl_->eval(pcsr_batch_script(1)), tcl_->peer(), "DWT_PCSR");
-            if (probe.empty() || probe[0] == 0) {
-                // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
-                mode = OpenocdMode::halt;
-                sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
-                                           " (not implemented): sampling in halt mode instead");
-            } else {
-                stats.pcsr = PcsrStats{options_.batch, 0, 0, {}};
-            }
-        }
-        const std::string batch_script = pcsr_batch_script(options_.batch);
-        std::optional<PcsrProfileReader> profile_reader;
-        if (!options_.pcsr_profile_gmon.empty())
-            profile_reader.emplace(options_.pcsr_profile_gmon, seed_);
-        // Halt mode: the target is halted only inside each round trip, for part of it.
-        double halted_seconds = 0;
-        auto report_progress = [&](Clock::time_point now) {
-            stats.wall_seconds = seconds_between(start, now);
-            stats.running_seconds = stats.wall_seconds - halted_seconds;
-            sink.progress(stats);
-        };
-        while (!done()) {
-            wait();
-            if (done())
-                break;
-            if (mode == OpenocdMode::halt) {
-                const Clock::time_point asked = Clock::now();
-                const std::string answer = tcl_->eval(halt_sample_script);
-                const Clock::time_point answered = Clock::now();
-                stats.halt_latency_us.push_back(1e6 * seconds_between(asked, answered));
-                LiveSample s = parse_registers(answer, tcl_->peer());
-                s.time_ns = time_of(answered);
-                sink.sample(s);
-                ++stats.samples;
-                halted_seconds += seconds_between(asked, answered);
-                report_progress(answered);
-            } else {
-                const uint64_t wanted = plan.samples ? *plan.samples - stats.samples : options_.batch;
-                const unsigned count = unsigned(std::min<uint64_t>(options_.batch, wanted));
-                const Clock::time_point asked = Clock::now();
-                const std::vector<uint32_t> pcs =
-                    profile_reader ? profile_reader->read(*tcl_, plan.samples ? wanted : UINT64_MAX)
-                                   : parse_words(tcl_->eval(count == options_.batch ? batch_script
-                                                                                    : pcsr_batch_script(count)),
-                                                 tcl_->peer(), "DWT_PCSR");
-                const Clock::time_point answered = Clock::now();
-                stats.pcsr->round_trip_us.push_back(1e6 * seconds_between(asked, answered));
-                stats.pcsr->reads += pcs.size();
-                for (size_t i = 0; i < pcs.size(); ++i) {
-                    if (pcs[i] == pcsr_halted) {   // the core was halted (by someone else)
-                        ++stats.pcsr->halted_reads;
-                        continue;
-                    }
-                    LiveSample s;
-                    s.pc = pcs[i];
-                    // Spread over the round trip: the reads follow one another evenly.
-                    s.time_ns = time_of(asked) + uint64_t(double(time_of(answered) - time_of(asked)) *
-                                                          (double(i) + 0.5) / double(pcs.size()));
-                    sink.sample(s);
-                    ++stats.samples;
-                }
-                report_progress(answered);
-            }
-        }
-        if (profile_reader)
-            sink.event("pcsr", "OpenOCD's profile read DWT_PCSR " + std::to_string(profile_reader->reads()) +
-                                   " times: " + std::to_string(profile_reader->outside()) +
-                                   " outside the 256 KiB window (or halted), " +
-                                   std::to_string(profile_reader->unused()) + " placing it or past the count");
-        if (stats.pcsr && stats.pcsr->halted_reads > 0)
-            sink.event("pcsr", std::to_string(stats.pcsr->reads) + " DWT_PCSR reads, " +
-                                   std::to_string(stats.pcsr->halted_reads) + " of them 0xFFFFFFFF (core halted) dropped");
-    } catch (const transport::Error& e) {
-        // A failing command (protocol: OpenOCD answered with an error) leaves the link up.
-        if (e.kind() == transport::Error::Kind::protocol) {
-            stats.end_reason = std::string("OpenOCD reported an error: ") + e.what();
-            sink.event("error", stats.end_reason);
-        } else {
-            stats.link_lost = true;
-            stats.end_reason = std::string("the link was lost: ") + e.what();
-            sink.event("link-lost", stats.end_reason);
-        }
-    }
-    // Never leave the target halted: the halt script resumes in the same round trip, and this
-    // checks once more (an error, a signal between halt and resume, someone else's halt).
-    leave_running(sink, stats.link_lost);
-    stats.wall_seconds = seconds_between(start, Clock::now());
-    // Halt mode: the target is halted only inside each round trip, for part of it.
-    stats.running_seconds = stats.wall_seconds;
-    if (mode == OpenocdMode::halt)
-        for (double us : stats.halt_latency_us)
-            stats.running_seconds -= us * 1e-6;
-    return stats;
 }
 
 } // namespace mcuprof::sources

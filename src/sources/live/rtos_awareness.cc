@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "mcuprof/core/data_layout.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/core/error.h"
 
 namespace mcuprof::sources {
 
@@ -25,20 +25,34 @@ std::optional<TaskLayout> find_freertos_tasks(const core::DataLayout& layout)
     return TaskLayout{current->address, uint32_t(name->offset), uint32_t(name->type->count)};
 }
 
-const std::string& TaskNames::name_of(transport::RspClient& gdb, uint32_t tcb, bool& added)
+std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout)
+{
+    // One finder per kernel, each recognising its own kernel's symbols.
+    using Finder = std::optional<TaskLayout> (*)(const core::DataLayout&);
+    for (Finder find : {&find_freertos_tasks})
+        if (auto tasks = find(layout))
+            return tasks;
+    return std::nullopt;
+}
+
+std::optional<TaskLayout> detect_rtos(const std::string& elf_path)
+{
+    try {
+        return detect_rtos(core::DataLayout(elf_path));
+    } catch (const core::Error&) {
+        return std::nullopt;   // no DWARF: no task names, the samples are still good
+    }
+}
+
+const std::string& TaskNames::name_of(HaltingTarget& target, uint32_t tcb, bool& added)
 {
     added = false;
     auto known = names_.find(tcb);
     if (known != names_.end())
         return known->second;
-    std::string name;
-    try {
-        name = gdb.read_memory(tcb + layout_.name_offset, layout_.name_length);
-        name = name.substr(0, name.find('\0'));
-    } catch (const transport::Error& e) {
-        if (e.kind() != transport::Error::Kind::protocol)
-            throw;   // the link failed; a refused read only leaves the task unnamed
-    }
+    // A refused read only leaves the task unnamed; a failed link throws.
+    std::string name = target.read_memory(tcb + layout_.name_offset, layout_.name_length);
+    name = name.substr(0, name.find('\0'));
     if (name.empty()) {
         char text[16];
         std::snprintf(text, sizeof text, "0x%08x", tcb);

@@ -1,0 +1,102 @@
+#pragma once
+// What the sampling loop needs of a debug link, whatever carries it (GDB RSP, OpenOCD's Tcl
+// port, ...): halt, resume, wait for a stop, read the halt state (registers plus memory) in
+// one round trip, read memory, describe the target. One adapter per link
+// (rsp_target.cc, tcl_target.cc); the loop (sampling_loop.h), the stack reader and the RTOS
+// awareness are written once over this interface.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mcuprof/core/unwinder.h"
+#include "mcuprof/transport/tcp_connection.h"
+
+namespace mcuprof::transport {
+class Error;
+}
+
+namespace mcuprof::sources {
+
+class SampleSink;
+
+using Clock = std::chrono::steady_clock;
+
+// Memory read with the registers, in the halt's round trip: (address, length in bytes).
+using MemoryRange = std::pair<uint32_t, uint32_t>;
+
+struct HaltRequest {
+    // pc, lr, sp and xPSR always; with all_registers r0-r12 and, where the link has them, the
+    // banked stack pointers MSP and PSP (what the unwinder starts from).
+    bool all_registers = false;
+    std::vector<MemoryRange> memory;
+    // The caller reads more and then resumes; otherwise a link that can resumes the target in
+    // the same round trip.
+    bool stay_halted = false;
+};
+
+struct HaltState {
+    core::CoreRegisters registers;
+    std::vector<std::string> memory;   // one per requested range; empty where the target refused
+};
+
+// The target ended instead of halting: it exited, was terminated or stopped by itself.
+struct TargetEnd {
+    bool exited = false;   // exited or terminated (it will not run again), else stopped by itself
+    std::string description;
+};
+
+struct Halt {
+    std::optional<TargetEnd> ended;   // set: nothing was read
+    HaltState state;
+    Clock::time_point stopped;        // when the halt was known: the sample's time
+    Clock::time_point ran_until;      // the target ran until here (the stop, or the request when unknown)
+    bool running = false;             // resumed in the same round trip
+};
+
+class HaltingTarget {
+public:
+    virtual ~HaltingTarget() = default;
+
+    // Header facts for the recording: the source, the link's peer, the target.
+    virtual nlohmann::json describe() const = 0;
+    // What users call the other end in messages ("OpenOCD", "the GDB server").
+    virtual std::string server() const = 0;
+    // The link's far end as errors name it ("gdb 127.0.0.1:1234").
+    virtual std::string peer() const = 0;
+
+    // Gets the target running for sampling, saying so through `sink` when that is news.
+    virtual void start(SampleSink& sink) = 0;
+    virtual void resume() = 0;
+    // A stop the running target sent by itself meanwhile (it exited), looked at without waiting.
+    virtual std::optional<TargetEnd> poll_stop() { return std::nullopt; }
+    // Halts the running target and reads its state.
+    virtual Halt halt_and_read(const HaltRequest& request) = 0;
+    // The state of a target that is halted already (after wait_stop, or stay_halted).
+    virtual HaltState read_halt_state(const HaltRequest& request) = 0;
+    // Memory of the halted target; empty when the target refuses it. Throws transport::Error
+    // when the link fails.
+    virtual std::string read_memory(uint32_t address, uint32_t length) = 0;
+    // Whether an error leaves the link usable (a command the server refused) or not.
+    virtual bool link_survives(const transport::Error& error) const = 0;
+    // At the end, whatever happened: the target runs (over a new connection when the link
+    // was lost). Reports through `sink`. Throws transport::Error only when link_lost is
+    // false and the link fails now; the loop then calls it again with link_lost.
+    virtual void leave_running(SampleSink& sink, bool link_lost) = 0;
+
+    // Pacing by instructions (QEMU record/replay): the server's monitor, and the wait for a
+    // stop the target makes by itself. Links without them throw transport::Error (protocol).
+    virtual std::string monitor(const std::string& command);
+    virtual std::optional<TargetEnd> wait_stop(transport::Duration timeout);
+
+    // DWT_PCSR sampling of a running core (ARMv7-M ARM, C1.8.4): enable it (false when the
+    // core has none, announced through `sink`), then read it `count` times in one round trip.
+    virtual bool enable_pcsr(SampleSink& sink);
+    virtual std::vector<uint32_t> read_pcsr(unsigned count);
+};
+
+} // namespace mcuprof::sources

@@ -1,0 +1,325 @@
+// The sampling loop over a scripted target (no link): the plan, task tags, the ends (a lost
+// link, a refused command, an exit, a signal), DWT_PCSR batches and their fallback, and that
+// the target is always left running; and over OpenOCD's Tcl adapter against a fake server.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../fakes/fake_tcl_server.h"
+#include "mcuprof/sources/openocd_sampler.h"
+#include "mcuprof/sources/sampling_loop.h"
+#include "mcuprof/transport/error.h"
+
+using namespace mcuprof;
+using namespace mcuprof::sources;
+
+namespace {
+
+std::string le_word(uint32_t v)
+{
+    return std::string{char(v & 0xFF), char(v >> 8 & 0xFF), char(v >> 16 & 0xFF), char(v >> 24 & 0xFF)};
+}
+
+// A target whose halts give pc 0x08000100 + 2 * halt number; memory is a map of words.
+class ScriptedTarget : public HaltingTarget {
+public:
+    nlohmann::json describe() const override { return {{"source", "script"}}; }
+    std::string server() const override { return "the script"; }
+    std::string peer() const override { return "script"; }
+
+    void start(SampleSink&) override { running = true; ++starts; }
+    void resume() override
+    {
+        CHECK_FALSE(running);   // the loop never resumes a running target
+        running = true;
+        ++resumes;
+    }
+    Halt halt_and_read(const HaltRequest& request) override
+    {
+        CHECK(running);
+        ++halts;
+        if (on_halt)
+            on_halt(halts);
+        Halt h;
+        h.stopped = h.ran_until = Clock::now();
+        if (exit_at == halts) {
+            running = false;
+            h.ended = TargetEnd{true, "the target exited with code 0"};
+            return h;
+        }
+        running = false;
+        h.state = read_halt_state(request);
+        if (resume_in_trip && !request.stay_halted) {
+            running = true;
+            h.running = true;
+        }
+        return h;
+    }
+    HaltState read_halt_state(const HaltRequest& request) override
+    {
+        HaltState s;
+        s.registers.r[15] = 0x08000100 + 2 * halts;
+        s.registers.r[14] = 0x08000201;
+        s.registers.r[13] = 0x20001000;
+        s.registers.xpsr = 0x01000000;
+        for (const MemoryRange& range : request.memory)
+            s.memory.push_back(read_memory(range.first, range.second));
+        return s;
+    }
+    std::string read_memory(uint32_t address, uint32_t length) override
+    {
+        ++memory_reads[address];
+        auto it = memory.find(address);
+        return it == memory.end() ? std::string() : it->second.substr(0, length);
+    }
+    bool link_survives(const transport::Error& e) const override
+    {
+        return e.kind() == transport::Error::Kind::protocol;
+    }
+    void leave_running(SampleSink&, bool link_lost) override
+    {
+        left.push_back(link_lost);
+        running = true;
+    }
+    bool enable_pcsr(SampleSink& sink) override
+    {
+        if (!has_pcsr)
+            return HaltingTarget::enable_pcsr(sink);
+        return true;
+    }
+    std::vector<uint32_t> read_pcsr(unsigned count) override
+    {
+        batches.push_back(count);
+        std::vector<uint32_t> pcs;
+        for (unsigned i = 0; i < count; ++i)
+            pcs.push_back(i == 1 ? 0xFFFFFFFF : 0x08000200 + 2 * i);   // the second found the core halted
+        return pcs;
+    }
+
+    bool running = false;
+    bool resume_in_trip = false;   // as OpenOCD's halt script does
+    bool has_pcsr = false;
+    unsigned exit_at = 0;
+    std::function<void(unsigned)> on_halt;
+    unsigned starts = 0, resumes = 0, halts = 0;
+    std::map<uint32_t, std::string> memory;
+    std::map<uint32_t, unsigned> memory_reads;
+    std::vector<bool> left;        // leave_running's link_lost, per call
+    std::vector<unsigned> batches;
+};
+
+struct Collect : SampleSink {
+    void sample(const LiveSample& s) override { samples.push_back(s); }
+    void event(const std::string& kind, const std::string& message) override { events.emplace_back(kind, message); }
+    void task(uint32_t tcb, const std::string& name) override { tasks.emplace_back(tcb, name); }
+    bool has_event(const std::string& kind) const
+    {
+        for (const auto& [k, m] : events)
+            if (k == kind)
+                return true;
+        return false;
+    }
+    std::vector<LiveSample> samples;
+    std::vector<std::pair<std::string, std::string>> events;
+    std::vector<std::pair<uint32_t, std::string>> tasks;
+};
+
+PacingOptions fast(Pacing pacing = Pacing::wall)
+{
+    PacingOptions p;
+    p.pacing = pacing;
+    p.interval = 1e-9;   // below a microsecond: no sleep
+    p.shape = IntervalGenerator::Shape::fixed;
+    return p;
+}
+
+SamplerStats run(ScriptedTarget& target, Collect& sink, uint64_t samples, const HaltExtras& extras = {},
+                 const PacingOptions& pacing = fast())
+{
+    const std::atomic<bool> stop{false};
+    SamplingPlan plan;
+    plan.samples = samples;
+    return run_sampling_loop(target, pacing, 1, extras, nullptr, sink, plan, stop);
+}
+
+} // namespace
+
+TEST_CASE("sampling loop: the plan's samples, each a halt's registers; the target left running")
+{
+    for (bool resume_in_trip : {false, true}) {
+        ScriptedTarget target;
+        target.resume_in_trip = resume_in_trip;
+        Collect sink;
+        const SamplerStats stats = run(target, sink, 5);
+        CHECK(stats.samples == 5);
+        CHECK(stats.end_reason == "sample count reached");
+        REQUIRE(sink.samples.size() == 5);
+        for (unsigned i = 0; i < 5; ++i) {
+            CHECK(sink.samples[i].pc == 0x08000100 + 2 * (i + 1));
+            CHECK(sink.samples[i].sp == 0x20001000);
+            CHECK_FALSE(sink.samples[i].tagged);
+        }
+        CHECK(stats.halt_latency_us.size() == 5);
+        CHECK(target.starts == 1);
+        CHECK(target.resumes == (resume_in_trip ? 0u : 5u));   // else the halt's own round trip resumed
+        CHECK(target.left == std::vector<bool>{false});
+        CHECK(stats.running_seconds <= stats.wall_seconds);
+        CHECK(stats.running_seconds >= 0);
+    }
+}
+
+TEST_CASE("sampling loop: the running task tags each sample; its name is read once")
+{
+    ScriptedTarget target;
+    const uint32_t current = 0x20000010, motor = 0x20000100, link = 0x20000200;
+    target.memory[motor + 8] = std::string("motor\0\0\0", 8);
+    target.memory[link + 8] = std::string("link\0\0\0\0", 8);
+    // The scheduler starts at the second halt and switches task at every halt after.
+    target.on_halt = [&](unsigned halt) {
+        target.memory[current] = le_word(halt == 1 ? 0 : (halt % 2 ? motor : link));
+    };
+    Collect sink;
+    HaltExtras extras;
+    extras.tasks = TaskLayout{current, 8, 8};
+    const SamplerStats stats = run(target, sink, 6, extras);
+    REQUIRE(stats.samples == 6);
+    CHECK_FALSE(sink.samples[0].tagged);   // pxCurrentTCB was 0
+    for (unsigned i = 1; i < 6; ++i) {
+        CHECK(sink.samples[i].tagged);
+        CHECK(sink.samples[i].tag == ((i + 1) % 2 ? motor : link));
+    }
+    CHECK(sink.tasks == std::vector<std::pair<uint32_t, std::string>>{{link, "link"}, {motor, "motor"}});
+    CHECK(target.memory_reads[motor + 8] == 1);
+    CHECK(target.memory_reads[link + 8] == 1);
+}
+
+TEST_CASE("sampling loop: a lost link, or a command the server refuses, ends the run with its samples")
+{
+    for (const auto kind : {transport::Error::Kind::closed, transport::Error::Kind::protocol}) {
+        const bool lost = kind == transport::Error::Kind::closed;
+        ScriptedTarget target;
+        target.on_halt = [kind](unsigned halt) {
+            if (halt == 3)
+                throw transport::Error(kind, "script", "halt", "the failure");
+        };
+        Collect sink;
+        const SamplerStats stats = run(target, sink, 10);
+        CHECK(stats.samples == 2);
+        CHECK(stats.link_lost == lost);
+        // A lost link: a try over a new one to leave the target running; a refused command:
+        // the link is kept and used for that.
+        CHECK(stats.end_reason.rfind(lost ? "the link was lost: " : "the script reported an error: ", 0) == 0);
+        CHECK(sink.has_event(lost ? "link-lost" : "error"));
+        CHECK(target.left == std::vector<bool>{lost});
+    }
+}
+
+TEST_CASE("sampling loop: a target that exits ends the run and is not touched after")
+{
+    ScriptedTarget target;
+    target.exit_at = 4;
+    Collect sink;
+    const SamplerStats stats = run(target, sink, 10);
+    CHECK(stats.samples == 3);
+    CHECK(stats.target_exited);
+    CHECK(stats.end_reason == "the target exited with code 0");
+    CHECK(sink.has_event("target-exit"));
+    CHECK(target.left.empty());
+}
+
+TEST_CASE("sampling loop: a stop request ends the run at once")
+{
+    ScriptedTarget target;
+    Collect sink;
+    const std::atomic<bool> stop{true};
+    const SamplerStats stats = run_sampling_loop(target, fast(), 1, {}, nullptr, sink, {}, stop);
+    CHECK(stats.samples == 0);
+    CHECK(stats.end_reason == "interrupted by a signal");
+    CHECK(target.halts == 0);
+    CHECK(target.left == std::vector<bool>{false});
+}
+
+TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped; none: halts instead")
+{
+    ScriptedTarget target;
+    target.has_pcsr = true;
+    Collect sink;
+    PacingOptions pacing = fast(Pacing::pcsr);
+    pacing.batch = 16;
+    // The second read of a batch finds the core halted: 15 + 15 + 2 + 1 samples, each batch no
+    // longer than the plan still needs.
+    const SamplerStats stats = run(target, sink, 33, {}, pacing);
+    CHECK(target.batches == std::vector<unsigned>{16, 16, 3, 1});
+    CHECK(stats.samples == 33);
+    REQUIRE(stats.pcsr);
+    CHECK(stats.pcsr->reads == 36);
+    CHECK(stats.pcsr->halted_reads == 3);
+    CHECK(stats.pcsr->round_trip_us.size() == 4);
+    CHECK(stats.halt_latency_us.empty());
+    CHECK(target.halts == 0);
+    CHECK(sink.has_event("pcsr"));
+    CHECK(stats.running_seconds <= stats.wall_seconds);
+
+    ScriptedTarget without;
+    Collect fallback;
+    const SamplerStats halted = run(without, fallback, 4, {}, pacing);
+    CHECK(fallback.has_event("fallback"));
+    CHECK_FALSE(halted.pcsr);
+    CHECK(halted.samples == 4);
+    CHECK(without.halts == 4);
+}
+
+TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt with the task pointer, the name read once")
+{
+    // OpenOCD's answers by what the script asks (the scripts arrive quoted, inside catch).
+    auto has = [](const std::string& message, const char* word) { return message.find(word) != std::string::npos; };
+    fakes::FakeTclServer server([&](const std::string& m) -> std::optional<std::vector<std::string>> {
+        if (has(m, "get_reg"))   // halt, registers, the pxCurrentTCB word, resume
+            return std::vector<std::string>{"0 pc 0x08000102 lr 0x08000201 sp 0x20001000 xPSR 0x01000000\n",
+                                            "0x20000100"};
+        if (has(m, "read_memory"))   // the name at 0x20000108, two words: "moto", "r"
+            return std::vector<std::string>{"0 0x6f746f6d 0x00000072"};
+        if (has(m, "curstate"))
+            return std::vector<std::string>{"0 running"};
+        if (has(m, "target\\ current") || has(m, "target\\ names"))
+            return std::vector<std::string>{"0 stm32f4x.cpu"};
+        return std::vector<std::string>{"1 unexpected"};
+    });
+    OpenocdSamplerOptions options;
+    options.tcl = transport::Endpoint{"127.0.0.1", server.port()};
+    options.pacing = fast();
+    options.timeout = std::chrono::seconds(2);
+    options.extras.tasks = TaskLayout{0x20000010, 8, 8};
+    OpenocdSampler sampler(options);
+    Collect sink;
+    const std::atomic<bool> stop{false};
+    SamplingPlan plan;
+    plan.samples = 3;
+    const SamplerStats stats = sampler.run(sink, plan, stop);
+    CHECK(stats.samples == 3);
+    REQUIRE(sink.samples.size() == 3);
+    for (const LiveSample& s : sink.samples) {
+        CHECK(s.pc == 0x08000102);
+        CHECK(s.xpsr == 0x01000000);
+        CHECK(s.tagged);
+        CHECK(s.tag == 0x20000100);
+    }
+    CHECK(sink.tasks == std::vector<std::pair<uint32_t, std::string>>{{0x20000100, "motor"}});
+    unsigned halts = 0, name_reads = 0;
+    for (const std::string& m : server.received()) {
+        if (has(m, "get_reg")) {
+            ++halts;
+            CHECK(has(m, "resume"));          // resumed in the same round trip
+            CHECK(has(m, "536870928\\ 1"));   // pxCurrentTCB (0x20000010), one word
+        } else if (has(m, "read_memory")) {
+            ++name_reads;
+            CHECK(has(m, "read_memory\\ 536871176\\ 32\\ 2"));
+        }
+    }
+    CHECK(halts == 3);
+    CHECK(name_reads == 1);
+    CHECK(sampler.describe()["source"] == "openocd");
+}
