@@ -151,7 +151,8 @@ public:
                                    "read_memory gave " + std::to_string(words.size()) + " words, not 1");
         if (!(words[0] & trcena))
             tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(words[0] | trcena));
-        const std::vector<uint32_t> probe = read_pcsr(1);
+        // One plain read, outside the samples (and outside --pcsr-read profile's accounting).
+        const std::vector<uint32_t> probe = read_memory_pcsr(1);
         if (probe.empty() || probe[0] == 0) {
             // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
             sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
@@ -162,8 +163,10 @@ public:
     }
     std::vector<uint32_t> read_pcsr(unsigned count) override
     {
-        if (profile_reader_)
-            return profile_reader_->read(*tcl_, count);
+        return profile_reader_ ? profile_reader_->read(*tcl_, count) : read_memory_pcsr(count);
+    }
+    std::vector<uint32_t> read_memory_pcsr(unsigned count)
+    {
         return OpenocdSampler::parse_words(tcl_->eval(pcsr_batch_script(count)), tcl_->peer(), "DWT_PCSR");
     }
 
