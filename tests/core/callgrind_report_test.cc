@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "mcuprof/core/call_graph.h"
+#include "tool_output.h"
 
 using namespace mcuprof::core;
 
@@ -43,26 +44,13 @@ std::string callgrind_text(const CallGraph& g)
     return out.str();
 }
 
-std::string run(const std::string& command)
-{
-    std::string output;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-        output.append(buffer, n);
-    REQUIRE(pclose(pipe) == 0);
-    return output;
-}
-
 // A command's output, run on a temporary file holding text.
 std::string run_on(const std::string& command, const std::string& text)
 {
     const auto path = std::filesystem::temp_directory_path() /
                       ("mcuprof_call_graph_" + std::to_string(getpid()) + ".out");
     std::ofstream(path) << text;
-    const std::string output = run(command + " " + path.string());
+    const std::string output = tool_output(command + " " + path.string());
     std::filesystem::remove(path);
     return output;
 }
@@ -108,7 +96,7 @@ TEST_CASE("callgrind: header, self cost lines and calls= lines as cl-format spec
     CHECK(text.find("fl=(2)\nfn=(3)\n20 700\n") != std::string::npos);
 }
 
-TEST_CASE("callgrind: unknown call counts are the edge's stack count; unknown names and files are ???")
+TEST_CASE("callgrind: unknown call counts are the edge's stack count, unknown names and files are ???")
 {
     CallGraph g;
     g.functions = {{"", "", 0, 0x100, 3, 10, {}}, {"leaf\nname", "", 0, 0x200, 7, 7, {}}};
