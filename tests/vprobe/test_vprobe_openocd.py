@@ -386,8 +386,10 @@ class VprobeWithOpenOCD(unittest.TestCase):
         samples = int(match.group(1))
         low, high, buckets = read_gmon(gmon)
         self.assertEqual((low, high), (text_start, text_end))
-        # With the range given, samples outside it are dropped: all of them are inside.
-        self.assertGreater(samples, 100)
+        # With the range given, samples outside it are dropped: all of them are inside. How
+        # many a second of `profile` takes depends on the machine and the probe (47 through
+        # hla_swd with both cores loaded, over 1000 idle through JTAG): at least one.
+        self.assertGreater(samples, 0)
         self.assertEqual(sum(buckets), samples)
         per_function: dict[str, int] = {}
         for i, n in enumerate(buckets):
