@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
 sys.path.insert(0, str(HERE))
 import qemu_runner  # noqa: E402
 from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, elf_functions, guest_running, require,  # noqa: E402
-                                 start_rig, stop_rig)
+                                 shut_down_openocd, start_rig, stop_rig)
 
 ELF = FW_DIR / "mixed_forever_m4.elf"
 Z = 4.0
@@ -179,11 +179,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
         cls.sigint = (p.returncode, out, err, cls.tcl.run("[target current] curstate").strip())
 
         # OpenOCD and the vprobe leave; QEMU then says whether its guest runs.
-        cls.tcl.raw("shutdown")
-        cls.tcl.close()
-        cls.tcl = None
-        cls.openocd.wait(timeout=10)
-        cls.vprobe.wait(timeout=10)
+        shut_down_openocd(cls)
         cls.guest_running = guest_running(cls.qemu.gdb_port)
         cls.qemu.stop()
         cls.truth = by_function(read_truth(truth), elf_functions(ELF))

@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "faults"))
 import test_record_openocd as jtag  # noqa: E402  (as a module: its classes are not collected here)
 from fault_proxy import FaultProxy, Faults  # noqa: E402
-from test_vprobe_openocd import guest_running, require, start_rig, stop_rig  # noqa: E402
+from test_vprobe_openocd import guest_running, require, shut_down_openocd, start_rig, stop_rig  # noqa: E402
 
 
 class RecordThroughStlinkDapDirect(jtag.RecordThroughOpenOCD):
@@ -61,11 +61,7 @@ class PcsrThroughProfileChunks(unittest.TestCase):
                                                     str(cls.SAMPLES), rec=cls.work / "chunks.rec"),
                                         capture_output=True, text=True, timeout=300)
             cls.state = cls.tcl.run("[target current] curstate").strip()
-            cls.tcl.raw("shutdown")
-            cls.tcl.close()
-            cls.tcl = None
-            cls.openocd.wait(timeout=10)
-            cls.vprobe.wait(timeout=10)
+            shut_down_openocd(cls)
             cls.qemu.stop()
             cls.truth = jtag.by_function(jtag.read_truth(truth), jtag.elf_functions(jtag.ELF))
         finally:

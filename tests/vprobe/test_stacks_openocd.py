@@ -34,7 +34,8 @@ sys.path.insert(0, str(HERE))
 from test_record_openocd import by_function, read_truth  # noqa: E402
 from test_stacks import (CHAIN, check_chains_reach_reset, check_tasks_against_stacks,  # noqa: E402
                          inclusive_beyond_bound)
-from test_vprobe_openocd import CLI, FW_DIR, OPENOCD, elf_functions, require, start_rig, stop_rig  # noqa: E402
+from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, elf_functions, require, shut_down_openocd,  # noqa: E402
+                                 start_rig, stop_rig)
 
 STACK_SAMPLES = 400
 TASK_SAMPLES = 400
@@ -60,11 +61,7 @@ class Rig(unittest.TestCase):
             truth = cls.work / "truth.txt"
             start_rig(cls, cls.ELF, truth=truth, singlestep=True)
             cls._sample()
-            cls.tcl.raw("shutdown")
-            cls.tcl.close()
-            cls.tcl = None
-            cls.openocd.wait(timeout=10)
-            cls.vprobe.wait(timeout=10)
+            shut_down_openocd(cls)
             cls.qemu.stop()
             cls.counts = read_truth(truth)
             cls.self_counts = by_function(cls.counts, elf_functions(cls.ELF))

@@ -215,6 +215,16 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     rig.tcl = TclRpc(rig.tcl_port)
 
 
+def shut_down_openocd(rig) -> None:
+    """Asks OpenOCD to shut down and waits for it and for the vprobe, which then detaches and
+    leaves QEMU running (to be asked whether its guest runs, or stopped for the truth)."""
+    rig.tcl.raw("shutdown")
+    rig.tcl.close()
+    rig.tcl = None
+    rig.openocd.wait(timeout=10)
+    rig.vprobe.wait(timeout=10)
+
+
 def stop_rig(rig) -> None:
     """Stops what a test class started (attributes tcl, openocd, vprobe, qemu, openocd_log,
     work, each possibly None): OpenOCD asked to shut down, then waited for or killed, the
