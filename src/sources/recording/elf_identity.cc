@@ -81,25 +81,29 @@ ElfIdentity elf_identity(const std::string& elf_path)
     if (!sections)
         throw Error(elf_path, "section headers", message_of(sections.takeError()));
 
-    llvm::SHA256 loaded;
+    llvm::SHA256 digest;
     for (const auto& section : *sections) {
+        const bool note = section.sh_type == llvm::ELF::SHT_NOTE;
+        const bool loaded = (section.sh_flags & llvm::ELF::SHF_ALLOC) != 0 && section.sh_type != llvm::ELF::SHT_NOBITS;
+        if (!note && !loaded)
+            continue;   // .bss has no bytes in the file; debug sections are not the firmware
         auto contents = file.getSectionContents(section);
         if (!contents)
             throw Error(elf_path, "section headers", message_of(contents.takeError()));
-        if (section.sh_type == llvm::ELF::SHT_NOTE)
+        if (note)
             if (auto id = build_id_in(*contents))
                 return {"build-id", *id};
-        if ((section.sh_flags & llvm::ELF::SHF_ALLOC) == 0 || section.sh_type == llvm::ELF::SHT_NOBITS)
+        if (!loaded)
             continue;
         const uint8_t place[8] = {uint8_t(section.sh_addr),       uint8_t(section.sh_addr >> 8),
                                   uint8_t(section.sh_addr >> 16), uint8_t(section.sh_addr >> 24),
                                   uint8_t(section.sh_size),       uint8_t(section.sh_size >> 8),
                                   uint8_t(section.sh_size >> 16), uint8_t(section.sh_size >> 24)};
-        loaded.update(llvm::ArrayRef<uint8_t>(place));
-        loaded.update(*contents);
+        digest.update(llvm::ArrayRef<uint8_t>(place));
+        digest.update(*contents);
     }
-    const llvm::StringRef digest = loaded.final();
-    return {"sha256", hex(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(digest.data()), digest.size()))};
+    const llvm::StringRef sum = digest.final();
+    return {"sha256", hex(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(sum.data()), sum.size()))};
 }
 
 } // namespace mcuprof::sources
