@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -187,6 +188,30 @@ class Checks(unittest.TestCase):
         for command in ("report", "diff", "truth"):
             self.assertIn("report", section(helps[command], "-o [ --output ]"))
         self.assertNotIn("--record", helps["record"])
+
+    def test_another_programs_text_stays_on_one_line(self):
+        # A stand-in for OpenOCD's Tcl port whose every answer is an error of two lines, as
+        # OpenOCD's own messages can be: mcuprof's error stays one line and carries both.
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        self.addCleanup(server.close)
+
+        def answer():
+            connection, _ = server.accept()
+            with connection:
+                while connection.recv(4096):
+                    connection.sendall(b"1 first line of the message\nsecond line\x1a")
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        out = os.path.join(self.dir.name, "r.bin")
+        r = run("record", "--openocd", f"127.0.0.1:{server.getsockname()[1]}", "--mode", "halt", "--elf", self.elf,
+                "-o", out)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn("first line of the message / second line", lines[0])
 
     def test_json_numbers_are_rounded_and_counts_integers(self):
         # 2 of 3 samples in func_a, 1 in local_b: 66.66666667 % and 33.33333333 %, se 27.21655269.
