@@ -99,8 +99,15 @@ bool CommandLine::given(const std::string& option) const
 
 void CommandLine::require(const std::string& option, const std::string& what) const
 {
-    if (!given(option))
-        throw UsageError("--" + option + " is required: " + what);
+    if (given(option))
+        return;
+    // As the help shows it: "-o FILE", "--cpu-hz F".
+    const po::option_description& described = description_.find(option, false);
+    std::string name = described.canonical_display_name(po::command_line_style::allow_dash_for_short);
+    if (name.front() != '-')   // no short name: the long one, bare
+        name = "--" + name;
+    const std::string value = described.semantic()->name();
+    throw UsageError(name + (value.empty() ? "" : " " + value) + " is required: " + what);
 }
 
 void CommandLine::require_one_of(std::initializer_list<std::string> options) const

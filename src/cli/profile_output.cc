@@ -48,6 +48,7 @@ void add_report_options(CommandLine& line, ReportOptions& options, const ReportC
               (std::find(choices.groupings.begin(), choices.groupings.end(), "stack") != choices.groupings.end()
                    ? " (stack: call chains)"
                    : "");
+    options.command = line.command();
     const std::string top_help = "show the first N rows only (--format " + listed(choices.top_formats) + ")";
     line.options()
         ("elf", po::value(&options.elf)->value_name("FILE"), "firmware ELF that produced the samples")
@@ -202,9 +203,9 @@ void write_profile(const core::SampleSet& samples, const ReportOptions& options)
     write_output(options.output, [&](std::ostream& out) { note = format.write(input, out); });
     if (options.format != "text" || !options.output.empty())   // the text report shows them itself
         for (const core::Warning& warning : options.warnings)
-            std::cerr << "mcuprof: warning: " << warning.message << '\n';
+            std::cerr << "mcuprof " << options.command << ": warning: " << warning.message << '\n';
     if (!note.empty())
-        std::cerr << "mcuprof: " << (options.output.empty() ? "" : options.output + ": ") << note << '\n';
+        std::cerr << "mcuprof " << options.command << ": " << (options.output.empty() ? "" : options.output + ": ") << note << '\n';
 }
 
 } // namespace mcuprof::cli

@@ -19,6 +19,7 @@
 namespace mcuprof::cli {
 
 struct ReportOptions {
+    std::string command;       // the command, for its lines on standard error (add_report_options sets it)
     std::string input;
     std::string elf;
     std::string by = "function";

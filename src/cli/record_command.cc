@@ -121,7 +121,7 @@ bool parse_record_options(const Arguments& args, RecordOptions& o)
         line.not_with(sampling_option_names(), true, "--read-onchip (no sampling is done)");
         line.require("gdb", "the GDB server --read-onchip reads the target's memory through");
     } else {
-        line.require("output", "the samples file (-o FILE)");
+        line.require("output", "the samples file");
         check_sampling_options(line, o.sampling);
     }
     check_report_options(line, o.report, choices, format_of(core::profile_formats(), o.report.format).binary);
