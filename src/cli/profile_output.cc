@@ -51,7 +51,7 @@ void add_report_options(CommandLine& line, ReportOptions& options, const ReportC
     options.command = line.command();
     const std::string top_help = "show the first N rows only (--format " + listed(choices.top_formats) + ")";
     line.options()
-        ("elf", po::value(&options.elf)->value_name("FILE"), "firmware ELF that produced the samples")
+        ("elf", po::value(&options.elf)->value_name("FILE"), choices.elf_help.c_str())
         ("by", po::value(&options.by)->value_name("KEY")->default_value("function"), by_help.c_str())
         ("format", po::value(&options.format)->value_name("NAME")->default_value("text"), choices.formats.c_str());
     if (choices.output)

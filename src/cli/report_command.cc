@@ -45,7 +45,9 @@ bool parse_report_options(const Arguments& args, ReportCommandOptions& o)
     CommandLine line("report", report_usage);
     std::vector<std::string> inputs;
     line.positionals(inputs, 1, 1, "one INPUT file");
-    add_report_options(line, o.report);
+    ReportChoices choices;
+    choices.elf_help = "firmware ELF that produced the samples (a samples file names its own: see above)";
+    add_report_options(line, o.report, choices);
     line.options()
         ("chunk", whole_number(o.chunk, "chunk")->value_name("K"),
          "on-chip dump: report the K-th dump of the file (from 1); default: all dumps merged")
@@ -82,7 +84,7 @@ bool parse_report_options(const Arguments& args, ReportCommandOptions& o)
         if (o.channel > 255)
             throw UsageError("--channel takes a stimulus port, 0 to 255");
     } else if (!o.swo_packets) {
-        check_report_options(line, o.report, {}, format_of(core::profile_formats(), o.report.format).binary);
+        check_report_options(line, o.report, choices, format_of(core::profile_formats(), o.report.format).binary);
     }
     return true;
 }
