@@ -41,6 +41,15 @@ std::string standard_output_format_help()
     return text;
 }
 
+std::string standard_output_format_names()
+{
+    std::vector<std::string> names;
+    for (const core::ReportFormat& format : core::profile_formats())
+        if (!format.binary)
+            names.emplace_back(format.name);
+    return listed(names);
+}
+
 void add_report_options(CommandLine& line, ReportOptions& options, const ReportChoices& choices)
 {
     // Boost copies the help texts.
@@ -72,8 +81,6 @@ void check_report_options(const CommandLine& line, const ReportOptions& options,
     const auto& top = choices.top_formats;
     if (line.given("top") && std::find(top.begin(), top.end(), options.format) == top.end())
         throw UsageError("--top goes with --format " + listed(top) + ", not with --format " + options.format);
-    if (format_is_binary && !choices.output)
-        throw UsageError("--format " + options.format + " is binary: write it with mcuprof report FILE -o OUT");
     if (format_is_binary && options.output.empty())
         throw UsageError("--format " + options.format + " needs -o FILE (the file is binary)");
     if (!options.output.empty())

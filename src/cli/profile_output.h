@@ -47,6 +47,8 @@ struct ReportChoices {
 // --format's help for a command whose report goes to standard output (record): the
 // profile formats that are not binary.
 std::string standard_output_format_help();
+// Their names: "text, json, ... or firefox".
+std::string standard_output_format_names();
 
 // Adds --elf, --by, --format, -o, --inline and --top, bound to `options`.
 void add_report_options(CommandLine& line, ReportOptions& options, const ReportChoices& choices = {});

@@ -124,7 +124,11 @@ bool parse_record_options(const Arguments& args, RecordOptions& o)
         line.require("output", "the samples file");
         check_sampling_options(line, o.sampling);
     }
-    check_report_options(line, o.report, choices, format_of(core::profile_formats(), o.report.format).binary);
+    const core::ReportFormat* format = core::find_format(core::profile_formats(), o.report.format);
+    if (format == nullptr || format->binary)   // the report goes to standard output
+        throw UsageError("--format takes " + standard_output_format_names() + ", not '" + o.report.format +
+                         "' (binary formats: mcuprof report FILE -o OUT)");
+    check_report_options(line, o.report, choices);
     if (!o.samples_file.empty())
         check_writable(o.samples_file);
     return true;
