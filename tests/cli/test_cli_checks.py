@@ -90,6 +90,7 @@ class Checks(unittest.TestCase):
             ([*ok, "--format", "json", "--top", "3"], 1, "--top goes with --format text"),
             ([*ok, "--jitter", "0.2"], 1, "--jitter goes with --shape uniform"),
             ([*ok, "--qmp", "127.0.0.1:1"], 1, "--qmp goes with --pace icount"),
+            ([*ok, "--interval", "1"], 1, "--interval takes a time with wall pacing", "--pace icount"),
             ([*ok, "--stack-bytes", "256"], 1, "--stack-bytes goes with --stacks"),
             ([*ok, "--at", "func_a"], 1, "--at goes with --read-onchip"),
             ([*ok, "--openocd", self.server.address], 1, "--gdb", "--openocd"),
