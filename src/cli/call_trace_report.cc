@@ -13,10 +13,6 @@ namespace mcuprof::cli {
 void report_call_trace(const ReportOptions& options, const sources::SwoOptions& swo, uint32_t channel)
 {
     const core::CallGraphFormat& format = format_of(core::call_graph_formats(), options.format, "with --calls, ");
-    if (options.elf.empty())
-        throw UsageError("--elf FILE is required: the ELF of the firmware that wrote the records");
-    if (channel > 255)
-        throw UsageError("--channel takes a stimulus port, 0 to 255");
 
     const core::SymbolTable symbols = core::SymbolTable::load(options.elf);
     core::SourceLocator locator(options.elf);

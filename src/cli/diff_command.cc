@@ -15,62 +15,96 @@ namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 
-int diff_command(const Arguments& args)
-{
-    ReportOptions options;
+namespace {
+
+const char* const diff_usage =
+    "usage: mcuprof diff A B --elf ELF [options]\n\n"
+    "Two profiles side by side (any inputs mcuprof report reads: recordings, on-chip\n"
+    "dumps, truth counts, SWO captures), each row's difference with its z-score; rows\n"
+    "beyond the threshold are marked, with hints for the classic traps of comparing\n"
+    "samplers (interrupts disabled, lockstep, a handler the on-chip sampler cannot\n"
+    "see). Exit status: 0, or 4 when --fail-above PP finds a function that grew\n"
+    "(docs/ci.md).";
+
+struct DiffOptions {
+    ReportOptions report;
     std::vector<std::string> inputs;
     std::string elf_b;
     double threshold = 3.0;
     std::optional<double> fail_above;
-    po::options_description description("Options");
-    add_report_options(description, options, core::format_help(core::diff_formats()));
-    description.add_options()
-        ("elf-b", po::value(&elf_b)->value_name("FILE"), "the ELF of B when it differs from A's (--elf)")
-        ("threshold", po::value(&threshold)->value_name("Z")->default_value(3.0),
+};
+
+// Parses and checks every option before an input is read. False when --help was shown.
+bool parse_diff_options(const Arguments& args, DiffOptions& o)
+{
+    CommandLine line("diff", diff_usage);
+    line.positionals(o.inputs, 2, 2, "two inputs, A and B");
+    ReportChoices choices;
+    choices.formats = core::format_help(core::diff_formats());
+    choices.top_formats = {"text", "markdown"};
+    add_report_options(line, o.report, choices);
+    line.options()
+        ("elf-b", po::value(&o.elf_b)->value_name("FILE"), "the ELF of B when it differs from A's (--elf)")
+        ("threshold", po::value(&o.threshold)->value_name("Z")->default_value(3.0),
          "flag rows whose difference exceeds Z standard errors")
-        ("fail-above", po::value<double>()->value_name("PP")->notifier([&](double pp) { fail_above = pp; }),
+        ("fail-above", po::value<double>()->value_name("PP")->notifier([&](double pp) { o.fail_above = pp; }),
          "CI gate: exit with status 4 when a function's share grew from A to B by more than PP percentage "
-         "points and by more than the threshold (Z); else 0");
-    po::options_description all(description);
-    all.add_options()("help,h", "show this help")("inputs", po::value(&inputs)->multitoken(), "A and B");
-    po::positional_options_description positional;
-    positional.add("inputs", 2);
-    po::variables_map values;
-    try {
-        po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
-        if (values.count("help")) {
-            std::cout << "usage: mcuprof diff A B --elf ELF [options]\n\n"
-                         "Two profiles side by side (any inputs mcuprof report reads: recordings, on-chip\n"
-                         "dumps, truth counts, SWO captures), each row's difference with its z-score; rows\n"
-                         "beyond the threshold are marked, with hints for the classic traps of comparing samplers\n"
-                         "(interrupts disabled, lockstep, a handler the on-chip sampler cannot see).\n"
-                         "Exit status: 0, or 4 when --fail-above PP finds a function that grew (docs/ci.md).\n\n"
-                      << description << '\n';
-            return 0;
-        }
-        po::notify(values);
-    } catch (const po::error& e) {
-        throw UsageError(e.what());
-    }
-    if (inputs.size() != 2)
-        throw UsageError("diff needs two inputs, A and B");
-    const core::DiffFormat& format = format_of(core::diff_formats(), options.format, "diff ");
-    if (fail_above && !(*fail_above >= 0 && std::isfinite(*fail_above)))
+         "points and by more than the threshold (Z); else 0")
+        ("strict", po::bool_switch(&o.report.strict),
+         "a samples file recorded from another ELF than its --elf is an error (exit 2), not a warning");
+    if (!line.parse(args))
+        return false;
+    line.require("elf", "the ELF of the firmware that was sampled (of A, and of B without --elf-b)");
+    format_of(core::diff_formats(), o.report.format, "diff ");
+    check_report_options(line, o.report, choices);
+    if (o.fail_above && !(*o.fail_above >= 0 && std::isfinite(*o.fail_above)))
         throw UsageError("--fail-above takes percentage points, 0 or more");
-    const core::Profile a = build_profile(load_samples(inputs[0], {}), options, options.elf);
-    const core::Profile b = build_profile(load_samples(inputs[1], {}), options, elf_b.empty() ? options.elf : elf_b);
+    if (!(o.threshold > 0 && std::isfinite(o.threshold)))
+        throw UsageError("--threshold takes a positive number of standard errors");
+    return true;
+}
+
+// One side's profile, its samples file checked against its ELF (a warning on standard
+// error, or with --strict an error).
+core::Profile side_profile(const std::string& input, const ReportOptions& options, const std::string& elf)
+{
+    sources::RecordedFirmware recorded;
+    InputSelection selection;
+    selection.firmware = &recorded;
+    const core::SampleSet samples = load_samples(input, selection);
+    ReportOptions side = options;
+    side.input = input;
+    side.elf = elf;
+    check_recorded_firmware(side, recorded);
+    for (const core::Warning& warning : side.warnings)
+        std::cerr << "mcuprof diff: warning: " << input << ": " << warning.message << '\n';
+    return build_profile(samples, side, elf);
+}
+
+} // namespace
+
+int diff_command(const Arguments& args)
+{
+    DiffOptions o;
+    if (!parse_diff_options(args, o))
+        return 0;
+    const ReportOptions& options = o.report;
+    const core::DiffFormat& format = format_of(core::diff_formats(), options.format, "diff ");
+    const std::string& elf_b = o.elf_b.empty() ? options.elf : o.elf_b;
+    const core::Profile a = side_profile(o.inputs[0], options, options.elf);
+    const core::Profile b = side_profile(o.inputs[1], options, elf_b);
     // The hints read instructions (cpsie i): only when both sides are the same firmware.
     std::optional<core::SymbolTable> code;
-    if (elf_b.empty() || elf_b == options.elf)
+    if (elf_b == options.elf)
         code = core::SymbolTable::load(options.elf);
-    const core::ProfileDiff diff = core::diff_profiles(a, b, threshold, code ? &*code : nullptr);
-    write_output(options.output, [&](std::ostream& out) { format.write(diff, {options.top, fail_above}, out); });
-    if (!fail_above)
+    const core::ProfileDiff diff = core::diff_profiles(a, b, o.threshold, code ? &*code : nullptr);
+    write_output(options.output, [&](std::ostream& out) { format.write(diff, {options.top, o.fail_above}, out); });
+    if (!o.fail_above)
         return 0;
-    const std::vector<core::DiffRow> grown = core::regressions(diff, *fail_above);
+    const std::vector<core::DiffRow> grown = core::regressions(diff, *o.fail_above);
     for (const core::DiffRow& row : grown)
         std::cerr << "mcuprof diff: " << row.name << " grew from " << row.a_percent << " % to " << row.b_percent
-                  << " % (z = " << row.z << "), more than " << *fail_above << " percentage points\n";
+                  << " % (z = " << row.z << "), more than " << *o.fail_above << " percentage points\n";
     return grown.empty() ? 0 : exit_gate_failed;
 }
 

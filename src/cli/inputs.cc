@@ -74,10 +74,13 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
                                               : sources::read_dump(input, reading),
                                    dump);
     }
-    case sources::InputKind::recording:
-        return sources::to_samples(from_stdin ? sources::parse_recording(standard.bytes, stdin_name)
-                                              : sources::read_recording(input, reading),
-                                   selection.first);
+    case sources::InputKind::recording: {
+        const sources::Recording recording = from_stdin ? sources::parse_recording(standard.bytes, stdin_name)
+                                                        : sources::read_recording(input, reading);
+        if (selection.firmware != nullptr)
+            *selection.firmware = sources::recorded_firmware(recording.header);
+        return sources::to_samples(recording, selection.first);
+    }
     case sources::InputKind::truth_counts:
         if (selection.first)
             throw UsageError("--first applies to samples, not to truth counts");

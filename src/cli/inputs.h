@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mcuprof/core/samples.h"
+#include "mcuprof/sources/recording.h"
 
 namespace mcuprof::cli {
 
@@ -17,6 +18,7 @@ struct InputSelection {
     bool swo_sync = false;         // SWO: decode from the first synchronization packet
     std::optional<std::chrono::nanoseconds> swo_duration;   // SWO streams: stop reading after this long
     const std::atomic<bool>* stop = nullptr;                // SWO streams: set to end the capture
+    sources::RecordedFirmware* firmware = nullptr;          // recordings: set to the firmware they sampled
 };
 
 // Finds the kind from the content; throws sources::Error for an unknown one and

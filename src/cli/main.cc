@@ -5,8 +5,11 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "commands.h"
+#include "options.h"
 #include "version.h"
 #include "mcuprof/error.h"
 
@@ -16,19 +19,43 @@ const char* const overview =
     "usage: mcuprof COMMAND [options]\n"
     "\n"
     "Commands:\n"
-    "  record --gdb HOST:PORT --elf ELF -o FILE\n"
-    "                           sample a running target by halting it over GDB\n"
-    "  top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE]\n"
-    "                           the hottest functions live, refreshed in place\n"
-    "  report INPUT --elf ELF   profile from a recording, an on-chip sampler dump or truth counts\n"
-    "  truth COUNTS --elf ELF   the exact profile from the QEMU truth plugin's counts\n"
-    "  diff A B --elf ELF       two profiles side by side, differences beyond 3 standard errors marked\n"
+    "  record (--gdb | --openocd) HOST:PORT --elf ELF -o FILE\n"
+    "               sample a running target into a samples file, print its profile\n"
+    "  top (--gdb | --openocd) HOST:PORT --elf ELF [--decay HALF_LIFE]\n"
+    "               the hottest functions live, refreshed in place\n"
+    "  report INPUT --elf ELF\n"
+    "               the profile of a samples file, an on-chip sampler dump, truth\n"
+    "               counts, an SWO capture or a gmon.out\n"
+    "  truth COUNTS --elf ELF\n"
+    "               the exact profile from the QEMU truth plugin's counts\n"
+    "  diff A B --elf ELF\n"
+    "               two profiles side by side, differences beyond 3 standard errors\n"
+    "               marked\n"
     "  swo --openocd HOST:PORT --elf ELF --cpu-hz F\n"
-    "                           DWT PC sampling over SWO set up through OpenOCD, profiled live\n"
+    "               DWT PC sampling over SWO set up through OpenOCD, profiled live\n"
     "  vprobe --gdb HOST:PORT --port N\n"
-    "                           a virtual JTAG probe: OpenOCD (remote_bitbang) debugs the target of a GDB server\n"
+    "               a virtual JTAG probe: OpenOCD (remote_bitbang) debugs the target\n"
+    "               of a GDB server\n"
     "\n"
     "mcuprof COMMAND --help shows a command's options.\n";
+
+// An error is one line, also when it carries another program's text (QEMU's monitor,
+// OpenOCD's Tcl replies) with line breaks in it.
+std::string one_line(std::string text)
+{
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+        text.pop_back();
+    std::string line;
+    for (char c : text) {
+        if (c == '\r')
+            continue;
+        if (c == '\n')
+            line += " / ";
+        else
+            line += c;
+    }
+    return line;
+}
 
 } // namespace
 
@@ -59,16 +86,21 @@ int main(int argc, char** argv)
     }
     auto command = commands.find(name);
     if (command == commands.end()) {
-        std::cerr << "mcuprof: unknown command '" << name << "'\n" << overview;
+        std::vector<std::string> names;
+        for (const auto& known : commands)
+            names.push_back(known.first);
+        const std::string guess = nearest(name, names);
+        std::cerr << "mcuprof: unknown command '" << name << "'"
+                  << (guess.empty() ? "" : "; did you mean " + guess + "?") << "\n\n" << overview;
         return 1;
     }
     try {
         return command->second(Arguments(argv + 2, argv + argc));
     } catch (const UsageError& e) {
-        std::cerr << "mcuprof " << name << ": " << e.what() << " (see mcuprof " << name << " --help)\n";
+        std::cerr << "mcuprof " << name << ": " << one_line(e.what()) << " (see mcuprof " << name << " --help)\n";
         return 1;
     } catch (const mcuprof::Error& e) {
-        std::cerr << "mcuprof " << name << ": " << e.what() << '\n';
+        std::cerr << "mcuprof " << name << ": " << one_line(e.what()) << '\n';
         return 2;
     } catch (const std::bad_alloc&) {
         std::cerr << "mcuprof " << name << ": out of memory\n";

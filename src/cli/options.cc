@@ -1,31 +1,175 @@
 #include "options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <sstream>
 
 namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 
-bool parse_command(const Arguments& args, const std::string& usage, const po::options_description& description,
-                   std::string& input)
+namespace {
+
+constexpr unsigned help_columns = 80;
+
+// The help as Boost.Program_options lays it out, without the spaces it leaves at the ends
+// of wrapped lines.
+std::string without_trailing_spaces(const std::string& text)
 {
-    po::options_description all(description);
-    all.add_options()("help,h", "show this help")("input", po::value(&input), "input file");
+    std::istringstream in(text);
+    std::string out;
+    for (std::string line; std::getline(in, line);) {
+        line.erase(line.find_last_not_of(' ') + 1);
+        out += line + '\n';
+    }
+    return out;
+}
+
+std::string joined(std::initializer_list<std::string> options, const char* last)
+{
+    std::string text;
+    size_t i = 0;
+    for (const std::string& option : options) {
+        if (i > 0)
+            text += i + 1 == options.size() ? last : ", ";
+        text += "--" + option;
+        ++i;
+    }
+    return text;
+}
+
+} // namespace
+
+CommandLine::CommandLine(std::string command, std::string usage)
+    : command_(std::move(command)), usage_(std::move(usage)), description_("Options", help_columns, help_columns / 2)
+{
+}
+
+void CommandLine::positionals(std::vector<std::string>& values, size_t min, size_t max, std::string what)
+{
+    positionals_ = &values;
+    min_positionals_ = min;
+    max_positionals_ = max;
+    positionals_what_ = std::move(what);
+}
+
+bool CommandLine::parse(const Arguments& args)
+{
+    po::options_description all(description_);
+    std::vector<std::string> words;
+    all.add_options()("help,h", "show this help")("positional", po::value(&words));
     po::positional_options_description positional;
-    positional.add("input", 1);
-    po::variables_map values;
+    positional.add("positional", -1);
     try {
-        po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
-        if (values.count("help")) {
-            std::cout << usage << "\n\n" << description << '\n';
+        po::store(po::command_line_parser(args).options(all).positional(positional).run(), values_);
+        if (values_.count("help")) {
+            std::ostringstream help;
+            help << usage_ << "\n\n" << description_;
+            std::cout << without_trailing_spaces(help.str());
             return false;
         }
-        po::notify(values);
+        po::notify(values_);
+    } catch (const po::unknown_option& e) {
+        std::vector<std::string> known{"help"};
+        for (const auto& option : description_.options())
+            known.push_back(option->long_name());
+        const std::string typed = e.get_option_name();
+        const std::string guess = nearest(typed.substr(typed.find_first_not_of('-')), known);
+        throw UsageError(e.what() + (guess.empty() ? "" : "; did you mean --" + guess + "?"));
     } catch (const po::error& e) {
         throw UsageError(e.what());
     }
+    if (positionals_ == nullptr && !words.empty())
+        throw UsageError(command_ + " takes no positional argument ('" + words.front() + "')");
+    if (positionals_ != nullptr) {
+        if (words.size() < min_positionals_ || words.size() > max_positionals_)
+            throw UsageError(command_ + " needs " + positionals_what_ +
+                             (words.size() > max_positionals_ ? ", not also '" + words[max_positionals_] + "'" : ""));
+        *positionals_ = words;
+    }
     return true;
+}
+
+bool CommandLine::given(const std::string& option) const
+{
+    const auto it = values_.find(option);
+    return it != values_.end() && !it->second.defaulted();
+}
+
+void CommandLine::require(const std::string& option, const std::string& what) const
+{
+    if (given(option))
+        return;
+    // As the help shows it: "-o FILE", "--cpu-hz F".
+    const po::option_description& described = description_.find(option, false);
+    std::string name = described.canonical_display_name(po::command_line_style::allow_dash_for_short);
+    if (name.front() != '-')   // no short name: the long one, bare
+        name = "--" + name;
+    const std::string value = described.semantic()->name();
+    throw UsageError(name + (value.empty() ? "" : " " + value) + " is required: " + what);
+}
+
+void CommandLine::require_one_of(std::initializer_list<std::string> options) const
+{
+    exclusive(options);
+    if (std::none_of(options.begin(), options.end(), [&](const std::string& o) { return given(o); }))
+        throw UsageError(joined(options, " or ") + " is required");
+}
+
+void CommandLine::exclusive(std::initializer_list<std::string> options) const
+{
+    std::vector<std::string> present;
+    for (const std::string& option : options)
+        if (given(option))
+            present.push_back("--" + option);
+    if (present.size() > 1)
+        throw UsageError(present[0] + " and " + present[1] + " do not go together (one of " +
+                         joined(options, " or ") + ")");
+}
+
+void CommandLine::only_with(const std::vector<std::string>& options, bool applies, const std::string& with) const
+{
+    for (const std::string& option : options)
+        if (!applies && given(option))
+            throw UsageError("--" + option + " goes with " + with);
+}
+
+void CommandLine::not_with(const std::vector<std::string>& options, bool excluded, const std::string& what) const
+{
+    for (const std::string& option : options)
+        if (excluded && given(option))
+            throw UsageError("--" + option + " does not go with " + what);
+}
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates)
+{
+    // Edits from one to the other: insertions, deletions, substitutions and swaps of two
+    // neighbours (the optimal string alignment distance).
+    auto distance = [](const std::string& a, const std::string& b) {
+        std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+        for (size_t i = 0; i <= a.size(); ++i)
+            d[i][0] = i;
+        for (size_t j = 0; j <= b.size(); ++j)
+            d[0][j] = j;
+        for (size_t i = 1; i <= a.size(); ++i)
+            for (size_t j = 1; j <= b.size(); ++j) {
+                d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+                if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                    d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        return d[a.size()][b.size()];
+    };
+    std::string best;
+    size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;
+    for (const std::string& candidate : candidates) {
+        const size_t d = distance(word, candidate);
+        if (d < best_distance) {
+            best = candidate;
+            best_distance = d;
+        }
+    }
+    return best;
 }
 
 namespace {

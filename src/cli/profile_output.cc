@@ -1,5 +1,10 @@
 #include "profile_output.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -8,22 +13,118 @@
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
+#include "mcuprof/sources/elf_identity.h"
 
 namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 
-void add_report_options(po::options_description& description, ReportOptions& options, const std::string& formats)
+namespace {
+
+// "function, line or stack"
+std::string listed(const std::vector<std::string>& words)
 {
-    description.add_options()
-        ("elf", po::value(&options.elf)->value_name("FILE"), "firmware ELF that produced the samples (required)")
-        ("by", po::value(&options.by)->value_name("KEY")->default_value("function"),
-         "group samples by function, line, address, task or stack (call chains)")
-        ("format", po::value(&options.format)->value_name("NAME")->default_value("text"), formats.c_str())
-        ("output,o", po::value(&options.output)->value_name("FILE"), "write the report here, not to standard output")
+    std::string text;
+    for (size_t i = 0; i < words.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    return text;
+}
+
+} // namespace
+
+std::string standard_output_format_help()
+{
+    std::string text;
+    for (const core::ReportFormat& format : core::profile_formats())
+        if (!format.binary)
+            text.append(text.empty() ? "" : ", ").append(format.name).append(" (").append(format.help).append(")");
+    return text;
+}
+
+std::string standard_output_format_names()
+{
+    std::vector<std::string> names;
+    for (const core::ReportFormat& format : core::profile_formats())
+        if (!format.binary)
+            names.emplace_back(format.name);
+    return listed(names);
+}
+
+void add_report_options(CommandLine& line, ReportOptions& options, const ReportChoices& choices)
+{
+    // Boost copies the help texts.
+    const std::string by_help = "group samples by " + listed(choices.groupings) +
+              (std::find(choices.groupings.begin(), choices.groupings.end(), "stack") != choices.groupings.end()
+                   ? " (stack: call chains)"
+                   : "");
+    options.command = line.command();
+    const std::string top_help = "show the first N rows only (--format " + listed(choices.top_formats) + ")";
+    line.options()
+        ("elf", po::value(&options.elf)->value_name("FILE"), choices.elf_help.c_str())
+        ("by", po::value(&options.by)->value_name("KEY")->default_value("function"), by_help.c_str())
+        ("format", po::value(&options.format)->value_name("NAME")->default_value("text"), choices.formats.c_str());
+    if (choices.output)
+        line.options()("output,o", po::value(&options.output)->value_name("FILE"),
+                       "write the report to FILE, not to standard output");
+    line.options()
         ("inline", po::bool_switch(&options.inline_frames),
          "name functions by the innermost inlined function (DWARF), not the symbol table")
-        ("top", po::value(&options.top)->value_name("N")->default_value(0), "text: show the first N rows only");
+        ("top", whole_number(options.top, "top")->value_name("N"), top_help.c_str());
+}
+
+void check_report_options(const CommandLine& line, const ReportOptions& options, const ReportChoices& choices,
+                          bool format_is_binary)
+{
+    const auto& by = choices.groupings;
+    if (std::find(by.begin(), by.end(), options.by) == by.end())
+        throw UsageError("--by takes " + listed(by) + ", not '" + options.by + "'");
+    const auto& top = choices.top_formats;
+    if (line.given("top") && std::find(top.begin(), top.end(), options.format) == top.end())
+        throw UsageError("--top goes with --format " + listed(top) + ", not with --format " + options.format);
+    if (format_is_binary && options.output.empty())
+        throw UsageError("--format " + options.format + " needs -o FILE (the file is binary)");
+    if (!options.output.empty())
+        check_writable(options.output);
+}
+
+void check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded)
+{
+    if (options.elf.empty()) {
+        if (recorded.path.empty())
+            throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
+        std::error_code ignored;
+        if (!std::filesystem::exists(recorded.path, ignored))
+            throw UsageError("--elf FILE is required: the recorded ELF " + recorded.path + " is not there");
+        options.elf = recorded.path;
+    }
+    if (!recorded.identity)
+        return;   // a recording from before the identity was stored
+    const sources::ElfIdentity identity = sources::elf_identity(options.elf);
+    if (identity == *recorded.identity)
+        return;
+    std::error_code ignored;
+    const bool same_path = !recorded.path.empty() && std::filesystem::equivalent(recorded.path, options.elf, ignored);
+    const std::string problem =
+        same_path ? options.elf + " has changed since the recording (" + recorded.identity->text() + " then, " +
+                        identity.text() + " now)"
+                  : "the samples were recorded from " + (recorded.path.empty() ? "another ELF" : recorded.path) +
+                        " (" + recorded.identity->text() + "), not from " + options.elf + " (" + identity.text() +
+                        ")";
+    if (options.strict)
+        throw mcuprof::Error(options.input, "", problem + " (--strict)");
+    options.warnings.push_back({"elf-mismatch", problem + ": functions may be misnamed"});
+}
+
+void check_writable(const std::string& path)
+{
+    std::error_code ignored;
+    const bool existed = std::filesystem::exists(path, ignored);
+    std::FILE* file = std::fopen(path.c_str(), "ab");   // creates, but does not truncate
+    if (file == nullptr)
+        throw mcuprof::Error(path, "", std::string("cannot write: ") + std::strerror(errno));
+    std::fclose(file);
+    if (!existed)
+        std::filesystem::remove(path, ignored);
 }
 
 namespace {
@@ -92,14 +193,13 @@ void write_output(const std::string& path, const std::function<void(std::ostream
 void write_profile(const core::SampleSet& samples, const ReportOptions& options)
 {
     const core::ReportFormat& format = format_of(core::profile_formats(), options.format);
-    if (format.binary && options.output.empty())
-        throw UsageError("--format " + options.format + " needs -o FILE (the file is binary)");
     const core::Grouping by = grouping_of(samples, options, options.elf);
 
     // The ELF is read once for every profile the format needs.
     const core::SymbolTable symbols = core::SymbolTable::load(options.elf);
     core::SourceLocator locator(options.elf);
-    const core::Profile profile = attribute_as(samples, symbols, locator, by, options, format.needs_stacks);
+    core::Profile profile = attribute_as(samples, symbols, locator, by, options, format.needs_stacks);
+    profile.warnings.insert(profile.warnings.begin(), options.warnings.begin(), options.warnings.end());
     std::optional<core::Profile> lines;
     if (format.needs_lines)
         lines = attribute_as(samples, symbols, locator, core::Grouping::line, options, format.needs_stacks);
@@ -108,8 +208,11 @@ void write_profile(const core::SampleSet& samples, const ReportOptions& options)
                                   read_source_file, options.top};
     std::string note;
     write_output(options.output, [&](std::ostream& out) { note = format.write(input, out); });
+    if (options.format != "text" || !options.output.empty())   // the text report shows them itself
+        for (const core::Warning& warning : options.warnings)
+            std::cerr << "mcuprof " << options.command << ": warning: " << warning.message << '\n';
     if (!note.empty())
-        std::cerr << "mcuprof: " << (options.output.empty() ? "" : options.output + ": ") << note << '\n';
+        std::cerr << "mcuprof " << options.command << ": " << (options.output.empty() ? "" : options.output + ": ") << note << '\n';
 }
 
 } // namespace mcuprof::cli

@@ -5,17 +5,21 @@
 #include <iosfwd>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
 #include "mcuprof/core/profile.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/samples.h"
+#include "mcuprof/sources/recording.h"
 #include "commands.h"
+#include "options.h"
 
 namespace mcuprof::cli {
 
 struct ReportOptions {
+    std::string command;       // the command, for its lines on standard error (add_report_options sets it)
     std::string input;
     std::string elf;
     std::string by = "function";
@@ -23,12 +27,46 @@ struct ReportOptions {
     std::string output;        // empty: standard output
     bool inline_frames = false;
     size_t top = 0;            // text rows shown; 0: all
+    bool strict = false;       // an ELF that is not the recorded one is an error, not a warning
+    std::vector<core::Warning> warnings;   // added to the profile's (an ELF that is not the recorded one)
 };
 
-// Adds --elf, --by, --format, -o, --inline and --top, bound to `options`. --format's help
-// lists `formats`: the profile formats unless the command writes something else (diff).
-void add_report_options(boost::program_options::options_description& description, ReportOptions& options,
-                        const std::string& formats = core::format_help(core::profile_formats()));
+// What a command's report options accept, for its help and its checks: each command
+// lists only the formats and groupings it takes.
+struct ReportChoices {
+    std::string formats = core::format_help(core::profile_formats());   // --format's help
+    std::vector<std::string> groupings{"function", "line", "address", "task", "stack"};
+    std::string elf_help = "firmware ELF that produced the samples";
+    // -o names the report. Not in record and top, where -o names the samples file and the
+    // report goes to standard output.
+    bool output = true;
+    // --format names that show only --top rows.
+    std::vector<std::string> top_formats{"text"};
+};
+
+// --format's help for a command whose report goes to standard output (record): the
+// profile formats that are not binary.
+std::string standard_output_format_help();
+// Their names: "text, json, ... or firefox".
+std::string standard_output_format_names();
+
+// Adds --elf, --by, --format, -o, --inline and --top, bound to `options`.
+void add_report_options(CommandLine& line, ReportOptions& options, const ReportChoices& choices = {});
+
+// Checks what add_report_options read, before any input is read or link touched: --by one
+// of the groupings, --top only where the format shows it, a binary format only into a file.
+// `format_is_binary` comes from the command's format table (format_of).
+void check_report_options(const CommandLine& line, const ReportOptions& options, const ReportChoices& choices,
+                          bool format_is_binary = false);
+
+// Settles options.elf for an input whose samples file names its firmware: --elf when given,
+// else the recorded ELF when it is still there. An ELF whose identity is not the recorded
+// one gives a warning naming both (in options.warnings), or with --strict an error.
+void check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded);
+
+// Opens `path` for writing and closes it again (removing it if it was not there), so that
+// a file that cannot be written is an error before any sampling starts.
+void check_writable(const std::string& path);
 
 // The row of `table` that options.format names; a UsageError listing the table otherwise.
 template <typename Format>

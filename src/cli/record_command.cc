@@ -77,85 +77,95 @@ private:
     std::chrono::steady_clock::time_point flushed_ = start_;
 };
 
-// --read-onchip: the on-chip sampler's memory, read over GDB, reported like its UART dump.
-int read_onchip_command(const transport::Endpoint& gdb, const std::string& stop_at, const std::string& dump_file,
-                        ReportOptions& report)
+struct RecordOptions {
+    ReportOptions report;       // the profile printed at the end (to standard output)
+    SamplingOptions sampling;
+    std::string samples_file;   // -o
+    bool read_onchip = false;
+    std::string stop_at;
+};
+
+const char* const record_usage =
+    "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n"
+    "       mcuprof record --openocd HOST:PORT --mode halt|pcsr --elf ELF -o FILE\n"
+    "       mcuprof record --gdb HOST:PORT --read-onchip --elf ELF [-o DUMP]\n\n"
+    "Samples the program counter of running firmware by halting it at random\n"
+    "intervals, writes every sample to FILE (-o) as it comes (mcuprof report reads\n"
+    "it), and prints the profile on standard output. Every option is checked before\n"
+    "the target is contacted. Ctrl-C stops the recording; the target is always left\n"
+    "running.";
+
+// Parses and checks every option, the ELF and the samples file's directory, before the
+// link is touched. Returns false when --help was shown.
+bool parse_record_options(const Arguments& args, RecordOptions& o)
 {
-    if (report.elf.empty())
-        throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
-    const core::SymbolTable symbols = core::SymbolTable::load(report.elf);
+    CommandLine line("record", record_usage);
+    add_sampling_options(line.description(), o.sampling);
+    line.options()
+        ("output,o", po::value(&o.samples_file)->value_name("FILE"),
+         "the samples file, written as the samples come (required); with --read-onchip, where the dump goes")
+        ("read-onchip", po::bool_switch(&o.read_onchip), "instead of sampling, read the reference on-chip "
+                                                         "sampler's ring, histogram or top-N table from target "
+                                                         "memory")
+        ("at", po::value(&o.stop_at)->value_name("FUNCTION"), "--read-onchip: first let the target run until it "
+                                                              "reaches FUNCTION (a breakpoint), e.g. prof_dump");
+    ReportChoices choices;
+    choices.output = false;
+    choices.formats = standard_output_format_help();
+    add_report_options(line, o.report, choices);
+    if (!line.parse(args))
+        return false;
+    line.require("elf", "the ELF of the firmware that runs");
+    line.only_with({"at"}, o.read_onchip, "--read-onchip");
+    if (o.read_onchip) {
+        line.not_with(sampling_option_names(), true, "--read-onchip (no sampling is done)");
+        line.require("gdb", "the GDB server --read-onchip reads the target's memory through");
+    } else {
+        line.require("output", "the samples file");
+        check_sampling_options(line, o.sampling);
+    }
+    const core::ReportFormat* format = core::find_format(core::profile_formats(), o.report.format);
+    if (format == nullptr || format->binary)   // the report goes to standard output
+        throw UsageError("--format takes " + standard_output_format_names() + ", not '" + o.report.format +
+                         "' (binary formats: mcuprof report FILE -o OUT)");
+    check_report_options(line, o.report, choices);
+    if (!o.samples_file.empty())
+        check_writable(o.samples_file);
+    return true;
+}
+
+// --read-onchip: the on-chip sampler's memory, read over GDB, reported like its UART dump.
+int read_onchip_command(const RecordOptions& o, const core::SymbolTable& symbols)
+{
     std::optional<uint32_t> address;
-    if (!stop_at.empty()) {
+    if (!o.stop_at.empty()) {
         for (const core::Function& f : symbols.functions())
-            if (f.name == stop_at)
+            if (f.name == o.stop_at)
                 address = f.start;
         if (!address)
-            throw mcuprof::Error(report.elf, "symbols", "no function '" + stop_at + "' for --at");
+            throw mcuprof::Error(o.report.elf, "symbols", "no function '" + o.stop_at + "' for --at");
     }
-    sources::Dump dump = sources::read_onchip_over_gdb(gdb, symbols, report.elf, address, std::chrono::seconds(120));
-    if (!dump_file.empty()) {
-        std::ofstream out(dump_file);
+    const transport::Endpoint gdb = transport::Endpoint::parse(o.sampling.gdb, "--gdb");
+    sources::Dump dump = sources::read_onchip_over_gdb(gdb, symbols, o.report.elf, address, std::chrono::seconds(120));
+    if (!o.samples_file.empty()) {
+        std::ofstream out(o.samples_file);
         sources::write_dump(dump, out);
         if (!out)
-            throw mcuprof::Error(dump_file, "", "cannot write the dump");
+            throw mcuprof::Error(o.samples_file, "", "cannot write the dump");
     }
+    ReportOptions report = o.report;
     report.input = dump.path;
     write_profile(sources::to_samples(std::move(dump), {}), report);
     return 0;
 }
 
-} // namespace
-
-int record_command(const Arguments& args)
+// Samples into the samples file, then prints the profile of what it holds.
+int record_samples(RecordOptions& o)
 {
-    ReportOptions report;
-    SamplingOptions sampling;
-    std::string samples_file;
-    bool read_onchip = false;
-    std::string stop_at;
-    po::options_description description("Options");
-    add_sampling_options(description, sampling);
-    description.add_options()
-        ("record", po::value(&samples_file)->value_name("FILE"), "the samples file (also -o)")
-        ("read-onchip", po::bool_switch(&read_onchip), "instead of sampling, read the reference on-chip sampler's "
-                                                      "ring, histogram or top-N table from target memory; -o writes "
-                                                      "it as a dump")
-        ("at", po::value(&stop_at)->value_name("FUNCTION"), "--read-onchip: first let the target run until it "
-                                                            "reaches FUNCTION (a breakpoint), e.g. prof_dump");
-    add_report_options(description, report);
-    const std::string usage =
-        "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n"
-        "       mcuprof record --openocd HOST:PORT --mode halt|pcsr --elf ELF -o FILE [options]\n\n"
-        "Samples the program counter of running firmware by halting it at random intervals, writes\n"
-        "every sample to FILE as it comes (mcuprof report reads it), and prints the profile.\n"
-        "Ctrl-C stops the recording; the target is always left running.";
-    std::string unused;
-    if (!parse_command(args, usage, description, unused))
-        return 0;
-    if (!unused.empty())
-        throw UsageError("record takes no positional argument ('" + unused + "')");
-    // -o names the samples file (or, with --read-onchip, the dump) here; the report goes to
-    // standard output.
-    if (samples_file.empty())
-        samples_file = report.output;
-    report.output.clear();
-    if (sampling.gdb.empty() == sampling.openocd.empty())
-        throw UsageError("exactly one of --gdb HOST:PORT and --openocd HOST:PORT is required");
-    if (!sampling.openocd.empty() && read_onchip)
-        throw UsageError("--read-onchip goes with --gdb");
-    if (read_onchip)
-        return read_onchip_command(transport::Endpoint::parse(sampling.gdb, "--gdb"), stop_at, samples_file, report);
-    if (!stop_at.empty())
-        throw UsageError("--at goes with --read-onchip");
-    if (samples_file.empty())
-        throw UsageError("-o FILE is required: the samples file");
-    if (report.elf.empty())
-        throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
-
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling, report.elf);
-    const sources::SamplingPlan plan = sampling_plan(sampling, 10000);
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, o.report.elf);
+    const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
     sources::SampleSource& sampler = *source;
-    sources::RecordingWriter writer(samples_file, recording_header(sampler, report.elf));
+    sources::RecordingWriter writer(o.samples_file, recording_header(sampler, o.report.elf));
     RecordingSink sink(writer);
 
     sources::SamplerStats stats;
@@ -167,22 +177,37 @@ int record_command(const Arguments& args)
     writer.summary(stats.to_json());
     writer.flush();
 
+    const std::string& file = o.samples_file;
     std::fprintf(stderr, "mcuprof record: %llu samples in %.2f s (%.0f samples/s), %s; %s; samples in %s\n",
                  static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),
-                 core::describe_sampler(stats.to_json()).c_str(), stats.end_reason.c_str(), samples_file.c_str());
+                 core::describe_sampler(stats.to_json()).c_str(), stats.end_reason.c_str(), file.c_str());
     if (stats.samples == 0)
-        throw sources::Error(samples_file, "", "no samples were recorded: " + stats.end_reason);
+        throw sources::Error(file, "", "no samples were recorded: " + stats.end_reason);
 
-    report.input = samples_file;
-    write_profile(sources::to_samples(sources::read_recording(samples_file), std::nullopt), report);
+    o.report.input = file;
+    write_profile(sources::to_samples(sources::read_recording(file), std::nullopt), o.report);
     if (stats.link_lost) {
         // The profile above is of a run cut short: say so last, and in the exit code, so a
         // script can tell it from a complete recording.
         std::fprintf(stderr, "mcuprof record: stopped early, %s; the %llu samples recorded are in %s\n",
-                     stats.end_reason.c_str(), static_cast<unsigned long long>(stats.samples), samples_file.c_str());
+                     stats.end_reason.c_str(), static_cast<unsigned long long>(stats.samples), file.c_str());
         return exit_link_lost;
     }
     return 0;
+}
+
+} // namespace
+
+int record_command(const Arguments& args)
+{
+    RecordOptions options;
+    if (!parse_record_options(args, options))
+        return 0;
+    // A wrong ELF is an error now, not after the sampling.
+    const core::SymbolTable symbols = core::SymbolTable::load(options.report.elf);
+    if (options.read_onchip)
+        return read_onchip_command(options, symbols);
+    return record_samples(options);
 }
 
 } // namespace mcuprof::cli

@@ -11,6 +11,7 @@
 #include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/pcsr_profile_reader.h"
 #include "mcuprof/sources/rtos_awareness.h"
+#include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/rsp_sampler.h"
 #include "mcuprof/transport/tcp_connection.h"
 #include "commands.h"
@@ -35,7 +36,7 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
          "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, 1024 "
          "reads per chunk, one non-incrementing block read; OpenOCD on this machine; order kept between chunks only)")
-        ("samples", po::value(&o.samples)->value_name("N"), "stop after N samples")
+        ("samples", whole_number(o.samples, "samples")->value_name("N"), "stop after N samples")
         ("duration", po::value(&o.duration)->value_name("TIME"), "stop after this long (100ms, 10s, 2min)")
         ("interval", po::value(&o.interval)->value_name("TIME|N"),
          "mean interval between samples: a time (wall pacing, default 1ms) or an instruction count (icount pacing, "
@@ -54,6 +55,21 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                                                     "(default 512; deeper frames cost more reads)");
 }
 
+const std::vector<std::string>& sampling_option_names()
+{
+    static const std::vector<std::string> names{"openocd", "mode",  "batch", "pcsr-read", "samples",
+                                                "duration", "interval", "shape", "jitter", "pace",
+                                                "qmp",      "seed",  "stacks", "stack-bytes"};
+    return names;
+}
+
+void check_sampling_options(const CommandLine& line, const SamplingOptions& o)
+{
+    line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
+    line.only_with({"jitter"}, o.shape == "uniform", "--shape uniform");
+    line.only_with({"stack-bytes"}, o.stacks, "--stacks");
+}
+
 std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const std::string& elf)
 {
     if (o.gdb.empty() == o.openocd.empty())
@@ -70,6 +86,9 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
             pacing.qmp = transport::Endpoint::parse(o.qmp, "--qmp");
         pacing.interval = o.interval.empty() ? 20000.0 : parse_count(o.interval, "--interval");
     } else if (o.pace == "wall") {
+        if (!o.interval.empty() && o.interval.find_first_not_of("0123456789.") == std::string::npos)
+            throw UsageError("--interval takes a time with wall pacing (100us, 2ms), not '" + o.interval +
+                             "'; a count of instructions goes with --pace icount");
         pacing.interval =
             o.interval.empty() ? 1e-3 : std::chrono::duration<double>(parse_duration(o.interval, "--interval")).count();
     } else {
@@ -146,7 +165,7 @@ sources::SamplingPlan sampling_plan(const SamplingOptions& o, uint64_t default_s
 nlohmann::json recording_header(const sources::SampleSource& source, const std::string& elf)
 {
     nlohmann::json header = source.describe();
-    header["elf"] = elf;
+    header.update(sources::firmware_fields(elf));
     header["started"] =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     return header;

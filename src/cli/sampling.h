@@ -7,12 +7,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/sources/live.h"
 #include "interrupt.h"
+#include "options.h"
 
 namespace mcuprof::cli {
 
@@ -37,6 +39,12 @@ struct SamplingOptions {
 // Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
 // --qmp, --seed, --stacks and --stack-bytes, bound to `options`.
 void add_sampling_options(boost::program_options::options_description& description, SamplingOptions& options);
+
+// The options above but --gdb: those that mean nothing when no sampling is done.
+const std::vector<std::string>& sampling_option_names();
+// The options that apply only with another one's value (--jitter with --shape uniform...).
+// The rest make_sample_source checks; neither touches the link.
+void check_sampling_options(const CommandLine& line, const SamplingOptions& options);
 
 // Checks the options (UsageError) and builds the sampler they ask for, for the firmware in
 // `elf`: its DWARF gives the unwinder (--stacks) and the RTOS whose tasks tag the samples.

@@ -8,6 +8,7 @@
 #include "mcuprof/sources/swo_reader.h"
 #include "mcuprof/sources/swo_setup.h"
 #include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/core/symbols.h"
 #include "options.h"
 #include "profile_output.h"
 
@@ -15,56 +16,77 @@ namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 
-int swo_command(const Arguments& args)
-{
-    ReportOptions options;
-    std::string openocd, cpu_hz_text, swo_hz_text = "2M", rate_text, output = ":3443", duration;
+namespace {
+
+const char* const swo_usage =
+    "usage: mcuprof swo --openocd HOST:PORT --elf ELF --cpu-hz F [--swo-hz F]\n"
+    "                   [--rate R] [options]\n\n"
+    "Turns on the DWT's periodic PC sampling over SWO with no firmware change: writes\n"
+    "DEMCR.TRCENA, the ITM (unlocked, ITMENA, SYNCENA, DWTENA, TraceBusID 1) and\n"
+    "DWT_CTRL (CYCTAP and POSTPRESET for the rate, CYCCNTENA, PCSAMPLENA) through\n"
+    "OpenOCD's Tcl port, has OpenOCD capture SWO (tpiu: uart protocol, -traceclk,\n"
+    "-pin-freq, -output), profiles the stream until --duration, --samples or Ctrl-C,\n"
+    "then turns the sampling off and prints the profile.";
+
+struct SwoCommandOptions {
+    ReportOptions report;
+    std::string openocd;
+    sources::SwoSetupOptions setup;
+    std::string rate_text;
+    std::string duration;
     size_t samples = 0;
     bool sync = false;
-    po::options_description description("Options");
-    description.add_options()
-        ("openocd", po::value(&openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl port (required)")
-        ("cpu-hz", po::value(&cpu_hz_text)->value_name("F"), "the core clock, TRACECLKIN (required): sets the "
-                                                             "sampling period and the SWO baud divider (168M)")
-        ("swo-hz", po::value(&swo_hz_text)->value_name("F")->default_value("2M"), "the SWO pin's bit rate")
-        ("rate", po::value(&rate_text)->value_name("R"), "PC samples a second wanted; the fastest DWT setting not "
-                                                         "above it is used (default: what the SWO line carries, "
-                                                         "F/50)")
-        ("trace-output", po::value(&output)->value_name("WHERE")->default_value(":3443"),
+    bool live = false;   // --trace-output :PORT: the stream is profiled here
+};
+
+// Parses and checks every option before OpenOCD is contacted. False when --help was shown.
+bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
+{
+    CommandLine line("swo", swo_usage);
+    std::string cpu_hz, swo_hz = "2M";
+    o.setup.output = ":3443";
+    line.options()
+        ("openocd", po::value(&o.openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl port (required)")
+        ("cpu-hz", po::value(&cpu_hz)->value_name("F"), "the core clock, TRACECLKIN (required): sets the "
+                                                        "sampling period and the SWO baud divider (168M)")
+        ("swo-hz", po::value(&swo_hz)->value_name("F")->default_value("2M"), "the SWO pin's bit rate")
+        ("rate", po::value(&o.rate_text)->value_name("R"), "PC samples a second wanted; the fastest DWT setting "
+                                                           "not above it is used (default: what the SWO line "
+                                                           "carries, F/50)")
+        ("trace-output", po::value(&o.setup.output)->value_name("WHERE")->default_value(":3443"),
          "where OpenOCD sends the stream: :PORT (a TCP server, profiled live here), a FILE or 'external' "
          "(set-up only)")
-        ("duration", po::value(&duration)->value_name("TIME"), "stop after TIME (10s, 2min); default: Ctrl-C")
-        ("samples", po::value(&samples)->value_name("N"), "stop after N samples")
-        ("sync", po::bool_switch(&sync), "decode from the first synchronization packet on");
-    add_report_options(description, options);
-    const std::string usage =
-        "usage: mcuprof swo --openocd HOST:PORT --elf ELF --cpu-hz F [--swo-hz F] [--rate R] [options]\n\n"
-        "Turns on the DWT's periodic PC sampling over SWO with no firmware change: writes DEMCR.TRCENA,\n"
-        "the ITM (unlocked, ITMENA, SYNCENA, DWTENA, TraceBusID 1) and DWT_CTRL (CYCTAP and POSTPRESET\n"
-        "for the rate, CYCCNTENA, PCSAMPLENA) through OpenOCD's Tcl port, has OpenOCD capture SWO\n"
-        "(tpiu: uart protocol, -traceclk, -pin-freq, -output), profiles the stream until --duration,\n"
-        "--samples or Ctrl-C, then turns the sampling off and prints the profile.";
-    std::string unused;
-    if (!parse_command(args, usage, description, unused))
-        return 0;
-    if (!unused.empty())
-        throw UsageError("swo takes no positional argument ('" + unused + "')");
-    if (openocd.empty())
-        throw UsageError("--openocd HOST:PORT is required: OpenOCD's Tcl port");
-    if (cpu_hz_text.empty())
-        throw UsageError("--cpu-hz F is required: the core clock sets the sampling period and the SWO baud rate");
-    if (options.elf.empty())
-        throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
-    if (output.empty())
+        ("duration", po::value(&o.duration)->value_name("TIME"), "stop after TIME (10s, 2min); default: Ctrl-C")
+        ("samples", whole_number(o.samples, "samples")->value_name("N"), "stop after N samples")
+        ("sync", po::bool_switch(&o.sync), "decode from the first synchronization packet on");
+    ReportChoices choices;
+    choices.groupings = {"function", "line", "address", "stack"};   // DWT samples carry no task
+    add_report_options(line, o.report, choices);
+    if (!line.parse(args))
+        return false;
+    line.require("openocd", "OpenOCD's Tcl port");
+    line.require("cpu-hz", "the core clock sets the sampling period and the SWO baud rate");
+    line.require("elf", "the ELF of the firmware that runs");
+    if (o.setup.output.empty())
         throw UsageError("--trace-output takes :PORT, a file name or external");
-    const bool live = output.front() == ':';
+    o.live = o.setup.output.front() == ':';
+    line.not_with({"duration", "samples", "sync", "by", "format", "output", "inline", "top"}, !o.live,
+                  "--trace-output " + o.setup.output + " (set-up only: the capture is read later by report)");
+    check_report_options(line, o.report, choices, format_of(core::profile_formats(), o.report.format).binary);
+    o.setup.cpu_hz = parse_count(cpu_hz, "--cpu-hz");
+    o.setup.swo_hz = parse_count(swo_hz, "--swo-hz");
+    if (!o.duration.empty())
+        parse_duration(o.duration, "--duration");
+    core::SymbolTable::load(o.report.elf);   // a wrong ELF before OpenOCD is touched
+    return true;
+}
 
-    sources::SwoSetupOptions setup;
-    setup.cpu_hz = parse_count(cpu_hz_text, "--cpu-hz");
-    setup.swo_hz = parse_count(swo_hz_text, "--swo-hz");
-    setup.output = output;
+// Chooses the DWT's rate for the one asked, says what it is, and returns samples a second.
+double choose_rate(SwoCommandOptions& o)
+{
+    sources::SwoSetupOptions& setup = o.setup;
     const double line = sources::swo_line_samples_per_second(setup.swo_hz);
-    const double wanted = rate_text.empty() ? line : parse_count(rate_text, "--rate");
+    const double wanted = o.rate_text.empty() ? line : parse_count(o.rate_text, "--rate");
     setup.rate = sources::choose_swo_rate(setup.cpu_hz, wanted);
     const double rate = setup.rate.samples_per_second(setup.cpu_hz);
     std::fprintf(stderr,
@@ -75,32 +97,42 @@ int swo_command(const Arguments& args)
     if (rate > line)
         std::fprintf(stderr, "mcuprof swo: warning: the rate is above what the line carries: expect overflow "
                              "packets (lost samples)\n");
-    else if (!rate_text.empty() && rate < wanted * 0.999 && wanted > setup.cpu_hz / 16384)
+    else if (!o.rate_text.empty() && rate < wanted * 0.999 && wanted > setup.cpu_hz / 16384)
         std::fprintf(stderr, "mcuprof swo: the DWT has no setting for %.0f samples/s; %.0f is the nearest below\n",
                      wanted, rate);
+    return rate;
+}
 
-    const transport::Endpoint endpoint = transport::Endpoint::parse(openocd, "--openocd");
+} // namespace
+
+int swo_command(const Arguments& args)
+{
+    SwoCommandOptions o;
+    if (!parse_swo_options(args, o))
+        return 0;
+    const double rate = choose_rate(o);
+    const transport::Endpoint endpoint = transport::Endpoint::parse(o.openocd, "--openocd");
     transport::TclClient tcl(endpoint, {});
-    const sources::SwoSetupResult done = sources::set_up_swo(tcl, setup);
+    const sources::SwoSetupResult done = sources::set_up_swo(tcl, o.setup);
     std::fprintf(stderr, "mcuprof swo: DEMCR 0x%08x, ITM_TCR 0x%08x, DWT_CTRL 0x%08x; %s capturing to %s\n",
                  unsigned(done.demcr), unsigned(done.itm_tcr), unsigned(done.dwt_ctrl), done.tpiu.c_str(),
-                 output.c_str());
-    if (!live) {
+                 o.setup.output.c_str());
+    if (!o.live) {
         std::fprintf(stderr, "mcuprof swo: set up; read the capture with: mcuprof report CAPTURE --elf %s\n",
-                     options.elf.c_str());
+                     o.report.elf.c_str());
         return 0;
     }
 
     sources::SwoOptions swo;
-    swo.wait_for_sync = sync;
-    swo.max_samples = samples;
-    if (!duration.empty())
-        swo.max_time = parse_duration(duration, "--duration");
+    swo.wait_for_sync = o.sync;
+    swo.max_samples = o.samples;
+    if (!o.duration.empty())
+        swo.max_time = parse_duration(o.duration, "--duration");
     swo.stop = stop_on_interrupt();
-    options.input = "tcp:" + endpoint.host + output;
+    o.report.input = "tcp:" + endpoint.host + o.setup.output;
     core::SampleSet captured;
     try {
-        captured = sources::read_swo(options.input, swo);
+        captured = sources::read_swo(o.report.input, swo);
     } catch (...) {
         sources::tear_down_swo(tcl, done);
         throw;
@@ -110,8 +142,8 @@ int swo_command(const Arguments& args)
                         {"openocd", endpoint.text()},
                         {"samples_per_second", rate},
                         {"dwt_ctrl", done.dwt_ctrl},
-                        {"swo_hz", setup.swo_hz}};
-    write_profile(captured, options);
+                        {"swo_hz", o.setup.swo_hz}};
+    write_profile(captured, o.report);
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/recording.h"
 #include "options.h"
+#include "profile_output.h"
 #include "sampling.h"
 
 namespace po = boost::program_options;
@@ -211,56 +212,72 @@ sources::SamplerStats sample_while_refreshing(sources::SampleSource& source, sou
     return stats;
 }
 
-} // namespace
-
-int top_command(const Arguments& args)
-{
+struct TopOptions {
     SamplingOptions sampling;
     std::string elf;
-    std::string decay;
-    std::string refresh = "1s";
+    std::optional<HalfLife> half_life;
+    std::chrono::nanoseconds refresh{};
     std::string samples_file;
-    std::string by = "function";
+    bool by_task = false;
     size_t rows = 20;
-    po::options_description description("Options");
-    add_sampling_options(description, sampling);
-    description.add_options()
-        ("elf", po::value(&elf)->value_name("FILE"), "firmware ELF that runs (required)")
+};
+
+const char* const top_usage =
+    "usage: mcuprof top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE] [options]\n"
+    "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n\n"
+    "Samples running firmware as record does and shows the hottest functions live,\n"
+    "with their shares, standard errors, the sampling rate and the share of time the\n"
+    "target ran. On a terminal the view is redrawn in place; otherwise one table is\n"
+    "printed per refresh. Runs until --samples or --duration, the target's exit, or\n"
+    "Ctrl-C; the target is always left running.";
+
+// Parses and checks every option, the ELF and the samples file, before the link is
+// touched. False when --help was shown.
+bool parse_top_options(const Arguments& args, TopOptions& o)
+{
+    CommandLine line("top", top_usage);
+    std::string decay, refresh = "1s", by = "function";
+    add_sampling_options(line.description(), o.sampling);
+    line.options()
+        ("elf", po::value(&o.elf)->value_name("FILE"), "firmware ELF that runs (required)")
         ("decay", po::value(&decay)->value_name("HALF_LIFE"),
          "forget old samples: each one's weight halves every HALF_LIFE, a time (2s, 500ms: sampling time) or a "
          "count (500: samples); error bars from the effective sample count")
         ("refresh", po::value(&refresh)->value_name("TIME")->default_value("1s"), "redraw this often")
         ("by", po::value(&by)->value_name("KEY")->default_value("function"),
          "rank functions, or tasks (the running task of an RTOS the ELF's DWARF shows, e.g. FreeRTOS)")
-        ("rows", po::value(&rows)->value_name("N")->default_value(20), "show the N hottest functions (0: all)")
-        ("output,o", po::value(&samples_file)->value_name("FILE"), "also keep the samples in FILE, as record does");
-    const std::string usage =
-        "usage: mcuprof top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE] [options]\n"
-        "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n\n"
-        "Samples running firmware as record does and shows the hottest functions live, with their\n"
-        "shares, standard errors, the sampling rate and the share of time the target ran. On a\n"
-        "terminal the view is redrawn in place; otherwise one table is printed per refresh.\n"
-        "Runs until --samples or --duration, the target's exit, or Ctrl-C; the target is always\n"
-        "left running.";
-    std::string unused;
-    if (!parse_command(args, usage, description, unused))
-        return 0;
-    if (!unused.empty())
-        throw UsageError("top takes no positional argument ('" + unused + "')");
-    if (elf.empty())
-        throw UsageError("--elf FILE is required: the ELF of the firmware that runs");
+        ("rows", whole_number(o.rows, "rows")->value_name("N"), "show the N hottest functions (0: all; default 20)")
+        ("output,o", po::value(&o.samples_file)->value_name("FILE"),
+         "also keep the samples in FILE (a samples file, as record writes)");
+    if (!line.parse(args))
+        return false;
+    line.require("elf", "the ELF of the firmware that runs");
     if (by != "function" && by != "task")
         throw UsageError("--by takes function or task, not '" + by + "'");
-    const std::optional<HalfLife> half_life = parse_half_life(decay);
-    const auto period = parse_duration(refresh, "--refresh");
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(sampling, elf);
-    const sources::SamplingPlan plan = sampling_plan(sampling, 0);
-    const core::SymbolTable symbols = core::SymbolTable::load(elf);
+    o.by_task = by == "task";
+    check_sampling_options(line, o.sampling);
+    o.half_life = parse_half_life(decay);
+    o.refresh = parse_duration(refresh, "--refresh");
+    if (!o.samples_file.empty())
+        check_writable(o.samples_file);
+    return true;
+}
+
+} // namespace
+
+int top_command(const Arguments& args)
+{
+    TopOptions o;
+    if (!parse_top_options(args, o))
+        return 0;
+    const core::SymbolTable symbols = core::SymbolTable::load(o.elf);   // a wrong ELF before the link
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, o.elf);
+    const sources::SamplingPlan plan = sampling_plan(o.sampling, 0);
 
     std::unique_ptr<sources::RecordingWriter> writer;
-    if (!samples_file.empty())
-        writer = std::make_unique<sources::RecordingWriter>(samples_file, recording_header(*source, elf));
-    TopSink sink(symbols, by == "task", half_life, writer.get());
+    if (!o.samples_file.empty())
+        writer = std::make_unique<sources::RecordingWriter>(o.samples_file, recording_header(*source, o.elf));
+    TopSink sink(symbols, o.by_task, o.half_life, writer.get());
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
 
     const StopOnSignal stop;
@@ -274,14 +291,14 @@ int top_command(const Arguments& args)
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         if (terminal)
             std::fputs("\x1b[H\x1b[2J", stdout);   // cursor home, clear screen (ECMA-48 CUP, ED)
-        print_frame(stdout, now, before, elapsed, ended, half_life, rows, by == "task");
+        print_frame(stdout, now, before, elapsed, ended, o.half_life, o.rows, o.by_task);
         if (!terminal)
             std::fputc('\n', stdout);
         if (std::fflush(stdout) != 0 || std::ferror(stdout))
             StopOnSignal::requested.store(true);   // nobody reads any more
         before = now;
     };
-    const sources::SamplerStats stats = sample_while_refreshing(*source, sink, plan, period, [&] { show(""); });
+    const sources::SamplerStats stats = sample_while_refreshing(*source, sink, plan, o.refresh, [&] { show(""); });
     if (writer) {
         writer->summary(stats.to_json());
         writer->flush();
@@ -289,7 +306,7 @@ int top_command(const Arguments& args)
     before = Frame{};   // the last table's rate and duty are over the whole run
     show(stats.end_reason);
     if (stats.samples == 0)
-        throw sources::Error(sampling.gdb.empty() ? sampling.openocd : sampling.gdb, "",
+        throw sources::Error(o.sampling.gdb.empty() ? o.sampling.openocd : o.sampling.gdb, "",
                              "no samples were taken: " + stats.end_reason);
     return 0;
 }

@@ -20,57 +20,104 @@ namespace po = boost::program_options;
 
 namespace mcuprof::cli {
 
-int vprobe_command(const Arguments& args)
-{
+namespace {
+
+const char* const vprobe_usage =
+    "usage: mcuprof vprobe --gdb HOST:PORT (--port N | --stlink-port N)\n"
+    "                      [--latency DURATION]\n\n"
+    "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers\n"
+    "of the core behind the GDB server, so the real OpenOCD debugs and profiles it as\n"
+    "a board on a probe.\n"
+    "--port serves OpenOCD's remote_bitbang protocol (JTAG, simulated bit by bit):\n"
+    "    openocd -f configs/openocd/qemu-vprobe.cfg -c \"remote_bitbang port N\" \\\n"
+    "        -c init\n"
+    "--stlink-port serves ST's stlink-server protocol (an STLINK-V3 on SWD):\n"
+    "    openocd -f configs/openocd/qemu-stlink.cfg -c \"st-link backend tcp N\" \\\n"
+    "        -c init\n"
+    "It ends when OpenOCD quits or disconnects, or on Ctrl-C; the target is left\n"
+    "running. SIGUSR1 prints its counters (DP/AP accesses, probe commands, ...) and\n"
+    "goes on.";
+
+struct VprobeOptions {
     std::string gdb;
     std::string listen = "127.0.0.1";
+    bool stlink = false;
+    uint16_t port = 0;
+    std::chrono::nanoseconds latency{0};
+    bool no_pcsr = false;
+};
+
+// Parses and checks every option before the GDB server is contacted. False when --help
+// was shown.
+bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
+{
+    CommandLine line("vprobe", vprobe_usage);
     int port = -1;
     int stlink_port = -1;
-    std::string latency_text = "0";
-    bool no_pcsr = false;
-    po::options_description description("Options");
-    description.add_options()
-        ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "the target: a GDB remote server (QEMU -gdb tcp::PORT)")
+    std::string latency = "0";
+    line.options()
+        ("gdb", po::value(&o.gdb)->value_name("HOST:PORT"), "the target: a GDB remote server (QEMU -gdb tcp::PORT)")
         ("port", po::value(&port)->value_name("N"), "serve OpenOCD's remote_bitbang (JTAG) on this TCP port (0: a "
                                                      "free one, printed)")
         ("stlink-port", po::value(&stlink_port)->value_name("N"),
          "serve the stlink-server protocol (an STLINK-V3 on SWD) on this TCP port instead (0: a free one, printed)")
-        ("listen", po::value(&listen)->value_name("ADDRESS"), "the address to listen on (default 127.0.0.1)")
-        ("latency", po::value(&latency_text)->value_name("DURATION"),
+        ("listen", po::value(&o.listen)->value_name("ADDRESS"), "the address to listen on (default 127.0.0.1)")
+        ("latency", po::value(&latency)->value_name("DURATION"),
          "answer each request this long after it arrived, as a USB probe does (1ms: ST-LINK/V2 at full speed, "
          "125us: STLINK-V3 at high speed; default 0)")
-        ("no-pcsr", po::bool_switch(&no_pcsr), "model a core without DWT_PCSR (reads 0, as on a Cortex-M0/M0+)");
-    const std::string usage =
-        "usage: mcuprof vprobe --gdb HOST:PORT (--port N | --stlink-port N) [--latency DURATION]\n\n"
-        "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers of the core\n"
-        "behind the GDB server, so the real OpenOCD debugs and profiles it as a board on a probe.\n"
-        "--port serves OpenOCD's remote_bitbang protocol (JTAG, simulated bit by bit):\n"
-        "    openocd -f configs/openocd/qemu-vprobe.cfg -c \"remote_bitbang port N\" -c init\n"
-        "--stlink-port serves ST's stlink-server protocol (an STLINK-V3 on SWD):\n"
-        "    openocd -f configs/openocd/qemu-stlink.cfg -c \"st-link backend tcp N\" -c init\n"
-        "It ends when OpenOCD quits or disconnects, or on Ctrl-C; the target is left running.\n"
-        "SIGUSR1 prints its counters (DP/AP accesses, probe commands, ...) and goes on.";
-    std::string unused;
-    if (!parse_command(args, usage, description, unused))
-        return 0;
-    if (!unused.empty())
-        throw UsageError("vprobe takes no positional argument ('" + unused + "')");
-    if (gdb.empty())
-        throw UsageError("--gdb HOST:PORT is required");
-    if ((port == -1) == (stlink_port == -1))
-        throw UsageError("one of --port N (remote_bitbang) or --stlink-port N (st-link) is required");
-    const bool stlink = stlink_port != -1;
-    if (const int chosen = stlink ? stlink_port : port; chosen < 0 || chosen > 65535)
-        throw UsageError(std::string(stlink ? "--stlink-port" : "--port") + " takes 0 to 65535");
-    const std::chrono::nanoseconds latency =
-        latency_text == "0" ? std::chrono::nanoseconds(0) : parse_duration(latency_text, "--latency");
-    if (latency > std::chrono::milliseconds(100))
+        ("no-pcsr", po::bool_switch(&o.no_pcsr), "model a core without DWT_PCSR (reads 0, as on a Cortex-M0/M0+)");
+    if (!line.parse(args))
+        return false;
+    line.require("gdb", "the GDB server of the target");
+    line.require_one_of({"port", "stlink-port"});
+    o.stlink = line.given("stlink-port");
+    if (const int chosen = o.stlink ? stlink_port : port; chosen < 0 || chosen > 65535)
+        throw UsageError(std::string(o.stlink ? "--stlink-port" : "--port") + " takes 0 to 65535");
+    else
+        o.port = static_cast<uint16_t>(chosen);
+    o.latency = latency == "0" ? std::chrono::nanoseconds(0) : parse_duration(latency, "--latency");
+    if (o.latency > std::chrono::milliseconds(100))
         throw UsageError("--latency is at most 100ms (OpenOCD's st-link driver gives up after 1 s)");
-    if (latency.count() > 0)
-        ::prctl(PR_SET_TIMERSLACK, 1UL);   // the kernel's default 50 us slack would blur 125 us
-    const transport::Endpoint endpoint = transport::Endpoint::parse(gdb, "--gdb");
+    transport::Endpoint::parse(o.gdb, "--gdb");
+    return true;
+}
 
-    transport::RspClient rsp(endpoint, transport::RspClient::Options{});
+// One line of what the probe did so far, at the end and on SIGUSR1 (for benchmarks).
+void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
+                    vprobe::StlinkServer* stlink_server, std::chrono::steady_clock::time_point started,
+                    const char* when, const char* state)
+{
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const auto& stats = target.stats();
+    std::string front_end;
+    if (stlink_server)
+        front_end = std::to_string(stlink_server->protocol().usb_commands()) + " USB commands, ";
+    else
+        front_end = std::to_string(probe.tap().rising_edges()) + " JTAG clocks, ";
+    std::fprintf(stderr,
+                 "mcuprof vprobe: %s after %.1f s; %s%llu DP/AP scans, %llu MEM-AP transfers, "
+                 "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits), "
+                 "%llu halts for accesses; %s\n",
+                 when, seconds, front_end.c_str(), static_cast<unsigned long long>(probe.dp().scans()),
+                 static_cast<unsigned long long>(probe.ap().transfers()),
+                 static_cast<unsigned long long>(probe.cortex().register_transfers()),
+                 static_cast<unsigned long long>(probe.cortex().pc_samples()),
+                 static_cast<unsigned long long>(stats.memory_requests),
+                 static_cast<unsigned long long>(stats.cache_hits),
+                 static_cast<unsigned long long>(stats.access_halts),
+                 target.gone_reason().empty() ? state : "the target is gone");
+}
+
+} // namespace
+
+int vprobe_command(const Arguments& args)
+{
+    VprobeOptions o;
+    if (!parse_vprobe_options(args, o))
+        return 0;
+    if (o.latency.count() > 0)
+        ::prctl(PR_SET_TIMERSLACK, 1UL);   // the kernel's default 50 us slack would blur 125 us
+    transport::RspClient rsp(transport::Endpoint::parse(o.gdb, "--gdb"), transport::RspClient::Options{});
     rsp.handshake();   // connecting stops the target
     vprobe::RspTarget target(rsp, true);
     // A board on a probe runs until the debugger halts it: so does the target here (also
@@ -78,21 +125,21 @@ int vprobe_command(const Arguments& args)
     target.resume();
 
     vprobe::CortexMDebug::Options cortex;
-    cortex.pcsr = !no_pcsr;
+    cortex.pcsr = !o.no_pcsr;
     vprobe::VirtualProbe probe(target, cortex);
     std::unique_ptr<vprobe::RemoteBitbangServer> bitbang;
     std::unique_ptr<vprobe::StlinkServer> stlink_server;
     vprobe::ProbeServer* server = nullptr;
-    if (stlink) {
-        stlink_server = std::make_unique<vprobe::StlinkServer>(probe, listen, static_cast<uint16_t>(stlink_port));
+    if (o.stlink) {
+        stlink_server = std::make_unique<vprobe::StlinkServer>(probe, o.listen, o.port);
         server = stlink_server.get();
     } else {
-        bitbang = std::make_unique<vprobe::RemoteBitbangServer>(probe, listen, static_cast<uint16_t>(port));
+        bitbang = std::make_unique<vprobe::RemoteBitbangServer>(probe, o.listen, o.port);
         server = bitbang.get();
     }
-    server->reply_latency = latency;
-    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s\n", stlink ? "st-link" : "remote_bitbang",
-                 listen.c_str(), server->port(), rsp.peer().c_str());
+    server->reply_latency = o.latency;
+    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s\n", o.stlink ? "st-link" : "remote_bitbang",
+                 o.listen.c_str(), server->port(), rsp.peer().c_str());
     server->on_idle = [&target] { target.idle(); };
     target.on_gone = [](const std::string& reason) {
         std::fprintf(stderr, "mcuprof vprobe: %s; its core answers nothing now (OpenOCD sees a dead board)\n",
@@ -101,31 +148,10 @@ int vprobe_command(const Arguments& args)
     server->on_connected = [](const std::string& who) {
         std::fprintf(stderr, "mcuprof vprobe: OpenOCD connected from %s\n", who.c_str());
     };
-
     const auto started = std::chrono::steady_clock::now();
-    // One line of what the probe did so far, at the end and on SIGUSR1 (for benchmarks).
-    auto print_counters = [&](const char* when, const char* state) {
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        const auto& stats = target.stats();
-        std::string front_end;
-        if (stlink_server)
-            front_end = std::to_string(stlink_server->protocol().usb_commands()) + " USB commands, ";
-        else
-            front_end = std::to_string(probe.tap().rising_edges()) + " JTAG clocks, ";
-        std::fprintf(stderr,
-                     "mcuprof vprobe: %s after %.1f s; %s%llu DP/AP scans, %llu MEM-AP transfers, "
-                     "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits), "
-                     "%llu halts for accesses; %s\n",
-                     when, seconds, front_end.c_str(), static_cast<unsigned long long>(probe.dp().scans()),
-                     static_cast<unsigned long long>(probe.ap().transfers()),
-                     static_cast<unsigned long long>(probe.cortex().register_transfers()),
-                     static_cast<unsigned long long>(probe.cortex().pc_samples()),
-                     static_cast<unsigned long long>(stats.memory_requests),
-                     static_cast<unsigned long long>(stats.cache_hits),
-                     static_cast<unsigned long long>(stats.access_halts),
-                     target.gone_reason().empty() ? state : "the target is gone");
+    server->on_report = [&] {
+        print_counters(probe, target, stlink_server.get(), started, "counters", "session going on");
     };
-    server->on_report = [&] { print_counters("counters", "session going on"); };
     vprobe::ProbeServer::End end;
     try {
         end = stlink_server ? stlink_server->serve(true) : bitbang->serve(true);
@@ -137,11 +163,10 @@ int vprobe_command(const Arguments& args)
         throw;
     }
     target.detach();
-
     const char* why = end == vprobe::ProbeServer::End::quit           ? "OpenOCD quit"
                       : end == vprobe::ProbeServer::End::disconnected ? "OpenOCD disconnected"
                                                                        : "stopped";
-    print_counters(why, "target detached, running");
+    print_counters(probe, target, stlink_server.get(), started, why, "target detached, running");
     if (!target.gone_reason().empty())
         throw vprobe::Error(rsp.peer(), "", target.gone_reason() + " during the session");
     return 0;

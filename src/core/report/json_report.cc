@@ -1,8 +1,32 @@
+#include <cmath>
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/report.h"
 
 namespace mcuprof::core {
+namespace {
+
+// Shares, standard errors and interval bounds in percent, to 8 decimal places: far finer
+// than any standard error, and free of binary noise such as 60.699999999999996.
+constexpr double percent_digits = 1e8;
+
+double percent_value(double percent)
+{
+    return std::round(percent * percent_digits) / percent_digits;
+}
+
+// A count as an integer when it is whole (every sample and instruction count); a fractional
+// one (a histogram bucket split between functions by bytes) to 4 decimal places.
+nlohmann::json count_value(double count)
+{
+    if (count == std::floor(count) && std::fabs(count) < 9e15)
+        return static_cast<int64_t>(count);
+    return std::round(count * 1e4) / 1e4;
+}
+
+} // namespace
 
 nlohmann::json to_json(const Profile& profile)
 {
@@ -10,12 +34,12 @@ nlohmann::json to_json(const Profile& profile)
     for (const Row& row : profile.rows) {
         nlohmann::json r = {
             {"name", row.name},
-            {"samples", row.samples},
-            {"percent", row.share.percent},
-            {"stderr", row.share.stderr_pp},
-            {"ci95", {row.share.low, row.share.high}},
-            {"inclusive_samples", row.inclusive_samples},
-            {"inclusive_percent", row.inclusive.percent},
+            {"samples", count_value(row.samples)},
+            {"percent", percent_value(row.share.percent)},
+            {"stderr", percent_value(row.share.stderr_pp)},
+            {"ci95", {percent_value(row.share.low), percent_value(row.share.high)}},
+            {"inclusive_samples", count_value(row.inclusive_samples)},
+            {"inclusive_percent", percent_value(row.inclusive.percent)},
             {"distinct_addresses", row.distinct_addresses},
         };
         if (row.address)
@@ -40,8 +64,8 @@ nlohmann::json to_json(const Profile& profile)
         {"origin", profile.origin},
         {"by", std::string(name_of(profile.by))},
         {"exact", profile.exact},
-        {"samples", profile.total},
-        {"unattributed", profile.unattributed},
+        {"samples", count_value(profile.total)},
+        {"unattributed", count_value(profile.unattributed)},
         {"distinct_addresses", profile.distinct_addresses},
         {"warnings", warnings},
     };
@@ -65,15 +89,16 @@ nlohmann::json to_json(const Profile& profile)
                     frame["location"] = f.file + ":" + std::to_string(f.line);
                 frames.push_back(std::move(frame));
             }
-            stacks.push_back({{"frames", frames}, {"samples", stack.samples}, {"truncated", stack.truncated}});
+            stacks.push_back(
+                {{"frames", frames}, {"samples", count_value(stack.samples)}, {"truncated", stack.truncated}});
         }
         doc["stacks"] = std::move(stacks);
         nlohmann::json reasons = nlohmann::json::object();
         for (const auto& [reason, samples] : profile.truncation.by_reason)
-            reasons[reason] = samples;
-        doc["truncation"] = {{"samples", profile.truncation.samples},
-                             {"unwound_samples", profile.truncation.unwound},
-                             {"percent", profile.truncation.percent()},
+            reasons[reason] = count_value(samples);
+        doc["truncation"] = {{"samples", count_value(profile.truncation.samples)},
+                             {"unwound_samples", count_value(profile.truncation.unwound)},
+                             {"percent", percent_value(profile.truncation.percent())},
                              {"by_reason", reasons},
                              {"inclusive_lower_bounds", profile.truncation.inclusive_lower_bounds()}};
     }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <boost/crc.hpp>
 
@@ -327,6 +328,25 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     if (n == 0)
         throw Error(recording.path, "", "the recording holds no samples");
     return out;
+}
+
+RecordedFirmware recorded_firmware(const nlohmann::json& header)
+{
+    RecordedFirmware firmware;
+    if (auto path = header.find("elf_path"); path != header.end() && path->is_string())
+        firmware.path = path->get<std::string>();
+    if (auto identity = header.find("elf_identity"); identity != header.end())
+        firmware.identity = ElfIdentity::from_json(*identity);
+    return firmware;
+}
+
+nlohmann::json firmware_fields(const std::string& elf_path)
+{
+    std::error_code failed;
+    const std::filesystem::path absolute = std::filesystem::absolute(elf_path, failed);
+    return {{"elf", elf_path},
+            {"elf_path", failed ? elf_path : absolute.lexically_normal().string()},
+            {"elf_identity", elf_identity(elf_path).to_json()}};
 }
 
 } // namespace mcuprof::sources

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/samples.h"
+#include "mcuprof/sources/elf_identity.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
@@ -67,5 +68,16 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
 bool is_recording(std::string_view head);
 
 core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first);
+
+// The firmware a recording sampled, as its header says: the ELF's absolute path and its
+// identity. Recordings made before these were stored give an empty path and no identity.
+struct RecordedFirmware {
+    std::string path;
+    std::optional<ElfIdentity> identity;
+};
+RecordedFirmware recorded_firmware(const nlohmann::json& header);
+// The header fields that say so, for the ELF at `elf_path`: "elf" (as given), "elf_path"
+// (absolute) and "elf_identity". Throws sources::Error for an ELF that cannot be read.
+nlohmann::json firmware_fields(const std::string& elf_path);
 
 } // namespace mcuprof::sources
