@@ -168,7 +168,7 @@ TEST_CASE("recording: a DWT_PCSR summary has batch figures and no halt latency; 
     stats.wall_seconds = 1.0;
     stats.running_seconds = 1.0;
     stats.end_reason = "sample count reached";
-    stats.pcsr = PcsrStats{16, 32, 2, {900, 1100}};
+    stats.pcsr = PcsrStats{16, 32, 2, {900, 1100}, std::nullopt};
     const nlohmann::json summary = mcuprof::core::to_json(stats.figures());
     CHECK_FALSE(summary.contains("halt_latency_us"));
     CHECK(summary["pcsr"]["batch"] == 16);

@@ -286,7 +286,7 @@ private:
         if (!target_.enable_pcsr(sink_))
             return false;
         const unsigned batch = std::max(1u, pacing_.batch);
-        stats_.pcsr = PcsrStats{batch, 0, 0, {}};
+        stats_.pcsr = PcsrStats{batch, 0, 0, {}, std::nullopt};
         auto time_of = [&](Clock::time_point t) {
             return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t - start_).count());
         };
