@@ -90,7 +90,7 @@ class PcsrThroughProfileChunks(unittest.TestCase):
 
 
 class HaltedShareBudget(unittest.TestCase):
-    """`--mode halt --max-halted 25` through dapdirect_swd with the probe's latency at 125 us a
+    """`--mode halt --max-halted 50` through dapdirect_swd with the probe's latency at 125 us a
     command (an STLINK-V3 at USB high speed), where a halt costs OpenOCD hundreds of commands:
     the waits are set by the budget, not by the 1 ns interval asked for.
 
@@ -100,7 +100,7 @@ class HaltedShareBudget(unittest.TestCase):
     within 4 standard errors of the truth, as halt mode's are without a budget."""
     stlink_transport = "dapdirect_swd"
     SAMPLES = 200
-    BUDGET = 0.25
+    BUDGET = 0.5   # half the time running: 200 samples take 400 halts' time, minutes under load
 
     @classmethod
     def setUpClass(cls):
@@ -134,7 +134,7 @@ class HaltedShareBudget(unittest.TestCase):
             self.BUDGET * budget["longest_mean_wait_seconds"]
         self.assertLessEqual(halted, bound, sampler)
         last = r.stderr.strip().splitlines()[-1]
-        self.assertIn(f"halted {100 * (1 - sampler['run_duty']):.1f} %, budget 25.0 %", last)
+        self.assertIn(f"halted {100 * (1 - sampler['run_duty']):.1f} %, budget {100 * self.BUDGET:.1f} %", last)
 
     def test_shares_within_4_se_of_the_truth(self):
         jtag.halt_profile_checks(self, jtag.observed_shares(self, json.loads(self.result.stdout), self.SAMPLES,
