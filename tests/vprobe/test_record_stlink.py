@@ -32,6 +32,26 @@ from fault_proxy import FaultProxy, Faults  # noqa: E402
 from test_vprobe_openocd import guest_running, require, shut_down_openocd, start_rig, stop_rig  # noqa: E402
 
 
+def record_against_truth(rig, mode_and_options: tuple[str, ...], timeout: float,
+                         vprobe_options: tuple[str, ...] = ()) -> None:
+    """One recording through the rig's ST-Link (-singlestep, the truth plugin), then OpenOCD
+    and QEMU shut down. Sets on `rig`: result (the record run), state (OpenOCD's curstate
+    after it), truth (instructions by function)."""
+    require((jtag.OPENOCD, "arm-none-eabi-nm"), (jtag.CLI, jtag.ELF))
+    rig.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
+    try:
+        truth = rig.work / "truth.txt"
+        start_rig(rig, jtag.ELF, truth=truth, singlestep=True, vprobe_options=vprobe_options)
+        rig.result = subprocess.run(jtag.record(rig.tcl_port, *mode_and_options, rec=rig.work / "samples.rec"),
+                                    capture_output=True, text=True, timeout=timeout)
+        rig.state = rig.tcl.run("[target current] curstate").strip()
+        shut_down_openocd(rig)
+        rig.qemu.stop()
+        rig.truth = jtag.by_function(jtag.read_truth(truth), jtag.elf_functions(jtag.ELF))
+    finally:
+        stop_rig(rig)
+
+
 class RecordThroughStlinkDapDirect(jtag.RecordThroughOpenOCD):
     stlink_transport = "dapdirect_swd"
 
@@ -54,20 +74,7 @@ class PcsrThroughProfileChunks(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require((jtag.OPENOCD, "arm-none-eabi-nm"), (jtag.CLI, jtag.ELF))
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
-        try:
-            truth = cls.work / "truth.txt"
-            start_rig(cls, jtag.ELF, truth=truth, singlestep=True)
-            cls.result = subprocess.run(jtag.record(cls.tcl_port, "pcsr", "--pcsr-read", "profile", "--samples",
-                                                    str(cls.SAMPLES), rec=cls.work / "chunks.rec"),
-                                        capture_output=True, text=True, timeout=300)
-            cls.state = cls.tcl.run("[target current] curstate").strip()
-            shut_down_openocd(cls)
-            cls.qemu.stop()
-            cls.truth = jtag.by_function(jtag.read_truth(truth), jtag.elf_functions(jtag.ELF))
-        finally:
-            stop_rig(cls)
+        record_against_truth(cls, ("pcsr", "--pcsr-read", "profile", "--samples", str(cls.SAMPLES)), timeout=300)
 
     def test_the_samples_and_their_hot_functions(self):
         r = self.result
@@ -104,21 +111,8 @@ class HaltedShareBudget(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require((jtag.OPENOCD, "arm-none-eabi-nm"), (jtag.CLI, jtag.ELF))
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
-        try:
-            truth = cls.work / "truth.txt"
-            start_rig(cls, jtag.ELF, truth=truth, singlestep=True, vprobe_options=("--latency", "125us"))
-            cls.result = subprocess.run(jtag.record(cls.tcl_port, "halt", "--interval", "1ns", "--max-halted",
-                                                    str(round(100 * cls.BUDGET)), "--samples", str(cls.SAMPLES),
-                                                    rec=cls.work / "budget.rec"),
-                                        capture_output=True, text=True, timeout=900)
-            cls.state = cls.tcl.run("[target current] curstate").strip()
-            shut_down_openocd(cls)
-            cls.qemu.stop()
-            cls.truth = jtag.by_function(jtag.read_truth(truth), jtag.elf_functions(jtag.ELF))
-        finally:
-            stop_rig(cls)
+        record_against_truth(cls, ("halt", "--interval", "1ns", "--max-halted", str(round(100 * cls.BUDGET)),
+                                   "--samples", str(cls.SAMPLES)), timeout=900, vprobe_options=("--latency", "125us"))
 
     def test_the_halted_share_stays_under_the_budget(self):
         r = self.result
