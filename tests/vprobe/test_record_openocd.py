@@ -13,7 +13,8 @@ every sample mcuprof said it wrote, and the guest still running.
 
 Checked: exit 0, the sample count, every PC inside a function of the ELF, the profile's hot
 functions against the truth plugin's instruction census of the same run, and that the guest
-still runs afterwards, also after a SIGINT in the middle of a recording (OpenOCD still sees it
+still runs afterwards, also after a SIGINT in the middle of a recording (its file holding every
+sample it announced; OpenOCD still sees it
 running; QEMU reports it running to a new client
 once OpenOCD and the vprobe are gone).
 
