@@ -191,6 +191,62 @@ TEST_CASE("recording: a DWT_PCSR summary has batch figures and no halt latency; 
     CHECK(to_samples(read_recording(f.path), std::nullopt).sampler.value().pcsr.value().reads == 32);
 }
 
+TEST_CASE("recording: every sampler figure is read back as written")
+{
+    mcuprof::core::SamplerFigures f;
+    f.samples = 7;
+    f.wall_seconds = 2.5;
+    f.samples_per_second = 2.8;
+    f.run_duty = 0.75;
+    f.end = "sample count reached";
+    f.link_lost = true;
+    f.halt_latency_us = mcuprof::core::Percentiles{10, 20, 30, 40};
+    f.pcsr = mcuprof::core::PcsrFigures{1024, 2049, 0, 2, {5, 6, 7, 8}, 1};
+    const std::map<std::string, uint64_t> ends = {
+        {std::string(mcuprof::core::describe(mcuprof::core::UnwindStop::root)), 6},
+        {std::string(mcuprof::core::describe(mcuprof::core::UnwindStop::depth)), 1}};
+    f.stacks = mcuprof::core::StackFigures{2.5, 0.5, ends};
+    f.halt_budget = mcuprof::core::HaltBudgetFigures{0.25, 0.2, 0.6};
+    TempFile file;
+    {
+        RecordingWriter w(file.path, {{"source", "test"}, {"method", "halt"}, {"pacing", {{"clock", "wall"}}}});
+        LiveSample s;
+        s.pc = 0x08000100;
+        w.sample(s);
+        w.summary(f);
+    }
+    const auto samples = to_samples(read_recording(file.path), std::nullopt);
+    REQUIRE(samples.sampler);
+    const mcuprof::core::SamplerFigures& r = *samples.sampler;
+    CHECK(r.samples == 7);
+    CHECK(r.wall_seconds == 2.5);
+    CHECK(r.samples_per_second == 2.8);
+    CHECK(r.run_duty == 0.75);
+    CHECK(r.end == "sample count reached");
+    CHECK(r.link_lost);
+    CHECK_FALSE(r.target_exited);
+    CHECK(r.halt_latency_us.value().p90 == 20);
+    CHECK(r.halt_latency_us.value().max == 40);
+    CHECK(r.pcsr.value().batch == 1024);
+    CHECK(r.pcsr.value().reads == 2049);
+    CHECK(r.pcsr.value().batches == 2);
+    CHECK(r.pcsr.value().round_trip_us.p99 == 7);
+    CHECK(r.pcsr.value().unused_reads == 1u);
+    CHECK(r.stacks.value().ends == ends);
+    CHECK(r.stacks.value().extra_round_trips_per_sample == 0.5);
+    CHECK(r.halt_budget.value().max_halted == 0.25);
+    CHECK(r.halt_budget.value().longest_halt_seconds == 0.2);
+    CHECK(r.halt_budget.value().longest_mean_wait_seconds == 0.6);
+    // How the samples were taken comes from the header.
+    CHECK(r.method == "halt");
+    CHECK(nlohmann::json::parse(r.pacing) == nlohmann::json{{"clock", "wall"}});
+    CHECK(mcuprof::core::describe_sampler(r) ==
+          "target running 75.0 % of the time (halted 25.0 %, budget 25.0 %), halt latency p50 10 us p99 30 us, "
+          "DWT_PCSR read 1024 times per round trip (p50 5 us, p99 7 us), 1 of 2049 reads unused (outside the profile "
+          "window or halted, placing it, past the count); stacks: 1 of 7 chains truncated (14.29 % of the samples): "
+          "1 depth limit; inclusive shares are lower bounds");
+}
+
 TEST_CASE("recording: a halting summary still describes its halt latency")
 {
     SamplerStats stats;
