@@ -80,6 +80,8 @@ public:
         ran_until(end);
         stats_.wall_seconds = seconds_between(start_, end);
         stats_.running_seconds = ran_seconds_;
+        if (stats_.pcsr)   // also after an error: the reads made until then
+            target_.account_pcsr(*stats_.pcsr);
         if (pacing_.max_halted)
             stats_.halt_budget = core::HaltBudgetFigures{*pacing_.max_halted, longest_halt_, longest_mean_wait_};
         if (stacks_)
@@ -316,7 +318,6 @@ private:
             }
             progress(answered);
         }
-        target_.account_pcsr(*stats_.pcsr);
         if (stats_.pcsr->halted_reads > 0)
             sink_.event("pcsr", std::to_string(stats_.pcsr->reads) + " DWT_PCSR reads, " +
                                     std::to_string(stats_.pcsr->halted_reads) +
