@@ -8,12 +8,15 @@ default). For each latency:
   profile        OpenOCD's `profile SECONDS gmon.out`: DWT_PCSR read 1024 times per
                  non-incrementing memory command (READMEM_32BIT_NO_ADDR_INC)
   halt           mcuprof record --mode halt --interval 1ns: halt, get_reg, resume per sample
+  halt-budget    the same with --max-halted 25: the halted share held under 25 % (a quarter of
+                 --halt-samples: each sample then takes four halts' time)
   pcsr           mcuprof record --mode pcsr --interval 1ns: DWT_PCSR by `read_memory`, --batch
-                 reads per Tcl round trip
+                 reads per Tcl round trip, the batch inside `capture` (which holds off OpenOCD's
+                 background polling)
+  pcsr-plain     the same batch without `capture` (mcuprof's script before it), run by this
+                 script
   pcsr-profile   mcuprof record --mode pcsr --pcsr-read profile: the same, each batch one
                  `profile 0` chunk (1024 non-incrementing reads in one USB command)
-  pcsr-capture   pcsr's batch script run inside `capture` (which masks OpenOCD's background
-                 polling) by the script itself
   apreg          DWT_PCSR as MEM-AP banked data register BD3 through `$dap apreg` in a Tcl loop
                  (measured here by the script itself, not a mode of mcuprof)
 
@@ -103,11 +106,11 @@ def apreg_loop(rig, samples, batch=64):
     return script_loop(rig, script, samples)
 
 
-def capture_loop(rig, samples, batch=16):
-    """mcuprof's read_memory batch of 16, run inside `capture`, which masks OpenOCD's
-    background polling for the script (OpenOCD 0.12's command.c, jim_capture)."""
-    script = (f"capture {{set _o {{}}; for {{set _i 0}} {{$_i < {batch}}} {{incr _i}} "
-              f"{{lappend _o [read_memory {DWT_PCSR} 32 1]}}}}; set _o")
+def plain_loop(rig, samples, batch=16):
+    """mcuprof's read_memory batch of 16 without `capture`: OpenOCD's background polling
+    runs between the reads (OpenOCD 0.12's command.c, jim_capture, is what holds it off)."""
+    script = (f"set _o {{}}; for {{set _i 0}} {{$_i < {batch}}} {{incr _i}} "
+              f"{{lappend _o [read_memory {DWT_PCSR} 32 1]}}; set _o")
     return script_loop(rig, script, samples)
 
 
@@ -132,7 +135,7 @@ def main():
     parser.add_argument("--halt-samples", type=int, default=100)
     parser.add_argument("--profile-seconds", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--methods", default="profile,halt,pcsr,pcsr-capture,pcsr-profile,apreg",
+    parser.add_argument("--methods", default="profile,halt,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
                         help="which to run (profile always runs: it is the reference)")
     args = parser.parse_args()
     build = Path(args.build)
@@ -156,8 +159,11 @@ def main():
                     results["halt"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work))
                 if "pcsr" in results:
                     results["pcsr"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work))
-                if "pcsr-capture" in results:
-                    results["pcsr-capture"].append(capture_loop(rig, args.pcsr_samples // 4))
+                if "halt-budget" in results:
+                    results["halt-budget"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples // 4,
+                                                                 rig.work, "--max-halted", "25"))
+                if "pcsr-plain" in results:
+                    results["pcsr-plain"].append(plain_loop(rig, args.pcsr_samples // 4))
                 if "pcsr-profile" in results:
                     results["pcsr-profile"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work,
                                                                   "--pcsr-read", "profile"))

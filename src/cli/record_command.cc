@@ -174,13 +174,13 @@ int record_samples(RecordOptions& o)
         stats = sampler.run(sink, plan, StopOnSignal::requested);
     }
     sink.end_progress();
-    writer.summary(stats.to_json());
+    writer.summary(stats.figures());
     writer.flush();
 
     const std::string& file = o.samples_file;
     std::fprintf(stderr, "mcuprof record: %llu samples in %.2f s (%.0f samples/s), %s; %s; samples in %s\n",
                  static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),
-                 core::describe_sampler(stats.to_json()).c_str(), stats.end_reason.c_str(), file.c_str());
+                 core::describe_sampler(stats.figures()).c_str(), stats.end_reason.c_str(), file.c_str());
     if (stats.samples == 0)
         throw sources::Error(file, "", "no samples were recorded: " + stats.end_reason);
 

@@ -49,6 +49,8 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("qmp", po::value(&o.qmp)->value_name("HOST:PORT"), "--pace icount: QEMU's QMP port for query-replay (default: "
                                                            "QEMU's monitor through the GDB connection)")
         ("seed", po::value(&o.seed)->value_name("N"), "seed of the interval generator (default: random)")
+        ("max-halted", po::value(&o.max_halted)->value_name("PERCENT"),
+         "halting: keep the target halted at most this share of the time by lengthening the mean interval")
         ("stacks", po::bool_switch(&o.stacks), "unwind the call stack at every halt (DWARF call-frame information, "
                                                "exception frames): report --by stack, inclusive shares")
         ("stack-bytes", po::value(&o.stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
@@ -104,6 +106,14 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
         throw UsageError("--shape takes exponential, uniform or fixed, not '" + o.shape + "'");
     pacing.jitter = o.jitter;
     pacing.seed = o.seed;
+    if (!o.max_halted.empty()) {
+        const double percent = parse_count(o.max_halted, "--max-halted");
+        if (!(percent > 0 && percent < 100))
+            throw UsageError("--max-halted takes a percentage above 0 and below 100, not '" + o.max_halted + "'");
+        if (o.pace != "wall" || o.mode == "pcsr")
+            throw UsageError("--max-halted goes with halting at wall-clock pacing (--pace wall, --mode halt)");
+        pacing.max_halted = percent / 100;
+    }
     sources::HaltExtras extras;
     if (o.stacks) {
         if (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0)

@@ -32,12 +32,13 @@ struct SamplingOptions {
     uint64_t seed = 0;
     std::string batch;                                     // --mode pcsr: PCSR reads per Tcl round trip
     std::string pcsr_read;                                 // --mode pcsr: read_memory or profile
+    std::string max_halted;                                // halting: the halted-share budget, percent
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
 };
 
 // Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
-// --qmp, --seed, --stacks and --stack-bytes, bound to `options`.
+// --qmp, --seed, --max-halted, --stacks and --stack-bytes, bound to `options`.
 void add_sampling_options(boost::program_options::options_description& description, SamplingOptions& options);
 
 // The options above but --gdb: those that mean nothing when no sampling is done.

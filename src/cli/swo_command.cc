@@ -138,11 +138,15 @@ int swo_command(const Arguments& args)
         throw;
     }
     sources::tear_down_swo(tcl, done);
-    captured.sampler = {{"source", "swo"},
-                        {"openocd", endpoint.text()},
-                        {"samples_per_second", rate},
-                        {"dwt_ctrl", done.dwt_ctrl},
-                        {"swo_hz", o.setup.swo_hz}};
+    core::SamplerFigures figures;
+    figures.samples = captured.pcs.size();
+    figures.samples_per_second = rate;
+    figures.run_duty = 1;   // the DWT samples a running core: no halts
+    char method[160];
+    std::snprintf(method, sizeof method, "SWO: DWT PC sampling through OpenOCD %s, DWT_CTRL 0x%08x, SWO at %.0f Hz",
+                  endpoint.text().c_str(), unsigned(done.dwt_ctrl), o.setup.swo_hz);
+    figures.method = method;
+    captured.sampler = figures;
     write_profile(captured, o.report);
     return 0;
 }

@@ -300,7 +300,7 @@ int top_command(const Arguments& args)
     };
     const sources::SamplerStats stats = sample_while_refreshing(*source, sink, plan, o.refresh, [&] { show(""); });
     if (writer) {
-        writer->summary(stats.to_json());
+        writer->summary(stats.figures());
         writer->flush();
     }
     before = Frame{};   // the last table's rate and duty are over the whole run

@@ -241,12 +241,11 @@ TEST_CASE("truncation: one chain in 200 (0.5 %) leaves the inclusive shares unma
 
 TEST_CASE("truncation: the record summary line counts the chain ends of the sampler's summary")
 {
-    const nlohmann::json summary = {{"run_duty", 0.5},
-                                    {"stacks",
-                                     {{"mean_depth", 3.0},
-                                      {"ends",
-                                       {{std::string(describe(UnwindStop::root)), 990},
-                                        {std::string(describe(UnwindStop::psp_unknown)), 10}}}}}};
+    SamplerFigures summary;
+    summary.run_duty = 0.5;
+    summary.stacks = StackFigures{3.0, 0.0,
+                                  {{std::string(describe(UnwindStop::root)), 990},
+                                   {std::string(describe(UnwindStop::psp_unknown)), 10}}};
     CHECK(describe_sampler(summary) ==
           "target running 50.0 % of the time; stacks: 10 of 1000 chains truncated (1.00 % of the samples): "
           "10 the thread stack pointer (PSP) is unknown");

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <boost/crc.hpp>
+
 #include "mcuprof/core/report.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/live.h"
@@ -38,7 +40,22 @@ void write_three(const std::string& path)
     stats.wall_seconds = 0.5;
     stats.halt_latency_us = {100, 200, 300};
     stats.end_reason = "sample count reached";
-    w.summary(stats.to_json());
+    w.summary(stats.figures());
+}
+
+// A record as a writer of another version (or a damaged one) may leave it: type, length,
+// CRC-32 of the payload, the payload (docs/formats.md, "Recording").
+constexpr uint16_t summary_type = 3;
+void append_record(const std::string& path, uint16_t type, const std::string& payload)
+{
+    boost::crc_32_type crc;
+    crc.process_bytes(payload.data(), payload.size());
+    const uint32_t checksum = crc.checksum();
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    const char head[8] = {char(type), char(type >> 8), char(payload.size()), char(payload.size() >> 8),
+                          char(checksum), char(checksum >> 8), char(checksum >> 16), char(checksum >> 24)};
+    out.write(head, sizeof head);
+    out << payload;
 }
 
 size_t file_size(const std::string& path)
@@ -60,16 +77,17 @@ TEST_CASE("recording: what is written is read back, field for field")
     CHECK((r.samples[2].xpsr & 0x1FF) == 15);
     CHECK(r.samples[0].tagged);
     REQUIRE(r.events.size() == 1);
-    CHECK(r.summary.value()["samples"] == 3);
+    CHECK(r.summary.value().samples == 3);
     CHECK_FALSE(r.torn_tail);
 
     const auto samples = to_samples(r, std::nullopt);
     CHECK(samples.pcs == std::vector<uint32_t>{0x08000100, 0x08000102, 0x08000104});
     CHECK(samples.tags.size() == 3);
     CHECK(samples.tag_names.at(0x20000100) == "motor");
-    CHECK(samples.sampler["samples"] == 3);
-    CHECK(samples.sampler["samples_per_second"] == 6.0);
-    CHECK(samples.sampler["halt_latency_us"]["p50"] == 200.0);
+    REQUIRE(samples.sampler);
+    CHECK(samples.sampler->samples == 3);
+    CHECK(samples.sampler->samples_per_second == 6.0);
+    CHECK(samples.sampler->halt_latency_us.value().p50 == 200.0);
     CHECK(to_samples(r, 2).pcs.size() == 2);
 }
 
@@ -133,12 +151,12 @@ TEST_CASE("recording: JSON parts of the wrong shape are left out with a note, ne
         s.pc = 0x08000100;
         w.sample(s);
         w.event({{"kind", 1}, {"message", {1, 2}}});
-        w.summary({{"samples_per_second", "fast"}});
     }
+    append_record(f.path, summary_type, R"({"samples_per_second": "fast"})");
     const auto samples = to_samples(read_recording(f.path), std::nullopt);
     CHECK(samples.origin.find("recording (live)") == 0);
     CHECK(samples.tag_names.empty());
-    CHECK(samples.sampler.is_null());
+    CHECK_FALSE(samples.sampler.has_value());
     CHECK(std::find(samples.notes.begin(), samples.notes.end(),
                     "the recording's summary is unreadable and was left out") != samples.notes.end());
 }
@@ -150,15 +168,15 @@ TEST_CASE("recording: a DWT_PCSR summary has batch figures and no halt latency; 
     stats.wall_seconds = 1.0;
     stats.running_seconds = 1.0;
     stats.end_reason = "sample count reached";
-    stats.pcsr = PcsrStats{16, 32, 2, {900, 1100}};
-    const nlohmann::json summary = stats.to_json();
+    stats.pcsr = PcsrStats{16, 32, 2, {900, 1100}, std::nullopt};
+    const nlohmann::json summary = mcuprof::core::to_json(stats.figures());
     CHECK_FALSE(summary.contains("halt_latency_us"));
     CHECK(summary["pcsr"]["batch"] == 16);
     CHECK(summary["pcsr"]["halted_share"] == 2.0 / 32.0);
     CHECK(summary["pcsr"]["batches"] == 2);
     // Two values: the rounded index of p50 is (2 - 1) * 0.5 + 0.5 -> 1, the larger.
     CHECK(summary["pcsr"]["round_trip_us"]["p50"] == 1100.0);
-    CHECK(mcuprof::core::describe_sampler(summary) ==
+    CHECK(mcuprof::core::describe_sampler(stats.figures()) ==
           "target running 100.0 % of the time, DWT_PCSR read 16 times per round trip (p50 1100 us, p99 1100 us), "
           "2 of 32 reads 0xFFFFFFFF (core halted, dropped)");
 
@@ -168,9 +186,65 @@ TEST_CASE("recording: a DWT_PCSR summary has batch figures and no halt latency; 
         LiveSample s;
         s.pc = 0x08000100;
         w.sample(s);
-        w.summary(summary);
+        w.summary(stats.figures());
     }
-    CHECK(to_samples(read_recording(f.path), std::nullopt).sampler["pcsr"]["reads"] == 32);
+    CHECK(to_samples(read_recording(f.path), std::nullopt).sampler.value().pcsr.value().reads == 32);
+}
+
+TEST_CASE("recording: every sampler figure is read back as written")
+{
+    mcuprof::core::SamplerFigures f;
+    f.samples = 7;
+    f.wall_seconds = 2.5;
+    f.samples_per_second = 2.8;
+    f.run_duty = 0.75;
+    f.end = "sample count reached";
+    f.link_lost = true;
+    f.halt_latency_us = mcuprof::core::Percentiles{10, 20, 30, 40};
+    f.pcsr = mcuprof::core::PcsrFigures{1024, 2049, 0, 2, {5, 6, 7, 8}, 1};
+    const std::map<std::string, uint64_t> ends = {
+        {std::string(mcuprof::core::describe(mcuprof::core::UnwindStop::root)), 6},
+        {std::string(mcuprof::core::describe(mcuprof::core::UnwindStop::depth)), 1}};
+    f.stacks = mcuprof::core::StackFigures{2.5, 0.5, ends};
+    f.halt_budget = mcuprof::core::HaltBudgetFigures{0.25, 0.2, 0.6};
+    TempFile file;
+    {
+        RecordingWriter w(file.path, {{"source", "test"}, {"method", "halt"}, {"pacing", {{"clock", "wall"}}}});
+        LiveSample s;
+        s.pc = 0x08000100;
+        w.sample(s);
+        w.summary(f);
+    }
+    const auto samples = to_samples(read_recording(file.path), std::nullopt);
+    REQUIRE(samples.sampler);
+    const mcuprof::core::SamplerFigures& r = *samples.sampler;
+    CHECK(r.samples == 7);
+    CHECK(r.wall_seconds == 2.5);
+    CHECK(r.samples_per_second == 2.8);
+    CHECK(r.run_duty == 0.75);
+    CHECK(r.end == "sample count reached");
+    CHECK(r.link_lost);
+    CHECK_FALSE(r.target_exited);
+    CHECK(r.halt_latency_us.value().p90 == 20);
+    CHECK(r.halt_latency_us.value().max == 40);
+    CHECK(r.pcsr.value().batch == 1024);
+    CHECK(r.pcsr.value().reads == 2049);
+    CHECK(r.pcsr.value().batches == 2);
+    CHECK(r.pcsr.value().round_trip_us.p99 == 7);
+    CHECK(r.pcsr.value().unused_reads == 1u);
+    CHECK(r.stacks.value().ends == ends);
+    CHECK(r.stacks.value().extra_round_trips_per_sample == 0.5);
+    CHECK(r.halt_budget.value().max_halted == 0.25);
+    CHECK(r.halt_budget.value().longest_halt_seconds == 0.2);
+    CHECK(r.halt_budget.value().longest_mean_wait_seconds == 0.6);
+    // How the samples were taken comes from the header.
+    CHECK(r.method == "halt");
+    CHECK(nlohmann::json::parse(r.pacing) == nlohmann::json{{"clock", "wall"}});
+    CHECK(mcuprof::core::describe_sampler(r) ==
+          "target running 75.0 % of the time (halted 25.0 %, budget 25.0 %), halt latency p50 10 us p99 30 us, "
+          "DWT_PCSR read 1024 times per round trip (p50 5 us, p99 7 us), 1 of 2049 reads unused (outside the profile "
+          "window or halted, placing it, past the count); stacks: 1 of 7 chains truncated (14.29 % of the samples): "
+          "1 depth limit; inclusive shares are lower bounds");
 }
 
 TEST_CASE("recording: a halting summary still describes its halt latency")
@@ -179,7 +253,7 @@ TEST_CASE("recording: a halting summary still describes its halt latency")
     stats.wall_seconds = 2.0;
     stats.running_seconds = 1.0;
     stats.halt_latency_us = {100, 300};
-    CHECK(mcuprof::core::describe_sampler(stats.to_json()) ==
+    CHECK(mcuprof::core::describe_sampler(stats.figures()) ==
           "target running 50.0 % of the time, halt latency p50 300 us p99 300 us");
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../fakes/fake_tcl_server.h"
@@ -45,6 +46,10 @@ public:
             on_halt(halts);
         Halt h;
         h.stopped = h.ran_until = Clock::now();
+        if (halt_cost.count() > 0) {   // the halt holds the target this long
+            std::this_thread::sleep_for(halt_cost);
+            h.stopped = Clock::now();
+        }
         if (exit_at == halts) {
             running = false;
             h.ended = TargetEnd{true, "the target exited with code 0"};
@@ -79,6 +84,7 @@ public:
     {
         return e.kind() == transport::Error::Kind::protocol;
     }
+    bool reaches_target() override { return reaches; }
     void leave_running(SampleSink&, bool link_lost) override
     {
         left.push_back(link_lost);
@@ -102,6 +108,8 @@ public:
     bool running = false;
     bool resume_in_trip = false;   // as OpenOCD's halt script does
     bool has_pcsr = false;
+    bool reaches = true;           // the server still reaches the target after a refused command
+    std::chrono::microseconds halt_cost{0};
     unsigned exit_at = 0;
     std::function<void(unsigned)> on_halt;
     unsigned starts = 0, resumes = 0, halts = 0;
@@ -214,6 +222,56 @@ TEST_CASE("sampling loop: a lost link, or a command the server refuses, ends the
         CHECK(stats.end_reason.rfind(lost ? "the link was lost: " : "the script reported an error: ", 0) == 0);
         CHECK(sink.has_event(lost ? "link-lost" : "error"));
         CHECK(target.left == std::vector<bool>{lost});
+    }
+}
+
+TEST_CASE("sampling loop: a server that refuses because it lost the target is a lost link")
+{
+    ScriptedTarget target;
+    target.reaches = false;
+    target.on_halt = [](unsigned halt) {
+        if (halt == 3)
+            throw transport::Error(transport::Error::Kind::protocol, "script", "halt", "the failure");
+    };
+    Collect sink;
+    const SamplerStats stats = run(target, sink, 10);
+    CHECK(stats.samples == 2);
+    CHECK(stats.link_lost);
+    CHECK(stats.end_reason == "the link was lost: the script no longer reaches the target, after: " +
+                                  std::string(transport::Error(transport::Error::Kind::protocol, "script", "halt",
+                                                               "the failure").what()));
+    CHECK(sink.has_event("link-lost"));
+    CHECK(target.left == std::vector<bool>{true});
+}
+
+// --max-halted B: with D the halted time, W the wall time, the loop brings the running time
+// after each wait to at least what keeps D + (the mean halt) under B of W, less what that
+// wait falls short (at most its mean). So at the end D - B W <= (1 - B) x (the longest halt)
+// + B x (the largest mean wait): the last halt above the mean, the last wait short.
+TEST_CASE("sampling loop: --max-halted keeps the halted share under its budget; the waits stay random")
+{
+    for (bool resume_in_trip : {false, true}) {
+        ScriptedTarget target;
+        target.resume_in_trip = resume_in_trip;
+        target.halt_cost = std::chrono::milliseconds(2);
+        Collect sink;
+        PacingOptions pacing = fast();
+        pacing.shape = IntervalGenerator::Shape::exponential;
+        const double budget = 0.2;
+        pacing.max_halted = budget;
+        const SamplerStats stats = run(target, sink, 40, {}, pacing);
+        CHECK(stats.samples == 40);
+        REQUIRE(stats.halt_budget);
+        const core::HaltBudgetFigures& b = *stats.halt_budget;
+        CHECK(b.max_halted == budget);
+        CHECK(b.longest_halt_seconds >= 0.002);
+        // After the first halt (2 ms at least) the mean wait is at least 2 halts x (1 - B) / B:
+        // the budget, not the 1 ns interval, set the waits.
+        CHECK(b.longest_mean_wait_seconds >= 2 * 0.002 * (1 - budget) / budget);
+        const double halted = stats.wall_seconds - stats.running_seconds;
+        CHECK(halted <= budget * stats.wall_seconds + (1 - budget) * b.longest_halt_seconds +
+                            budget * b.longest_mean_wait_seconds);
+        CHECK(stats.figures().halt_budget.has_value());
     }
 }
 

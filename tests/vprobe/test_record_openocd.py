@@ -13,7 +13,8 @@ every sample mcuprof said it wrote, and the guest still running.
 
 Checked: exit 0, the sample count, every PC inside a function of the ELF, the profile's hot
 functions against the truth plugin's instruction census of the same run, and that the guest
-still runs afterwards, also after a SIGINT in the middle of a recording (OpenOCD still sees it
+still runs afterwards, also after a SIGINT in the middle of a recording (its file holding every
+sample it announced; OpenOCD still sees it
 running; QEMU reports it running to a new client
 once OpenOCD and the vprobe are gone).
 
@@ -176,7 +177,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
-        cls.sigint = (p.returncode, out, err, cls.tcl.run("[target current] curstate").strip())
+        cls.sigint = (p.returncode, out, err, cls.tcl.run("[target current] curstate").strip(), report_json(rec))
 
         # OpenOCD and the vprobe leave; QEMU then says whether its guest runs.
         shut_down_openocd(cls)
@@ -210,11 +211,15 @@ class RecordThroughOpenOCD(unittest.TestCase):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
 
     def test_sigint_ends_the_recording_and_leaves_the_target_running(self):
-        code, out, err, state = self.sigint
+        code, out, err, state, doc = self.sigint
         self.assertEqual(code, 0, err)
         self.assertIn("interrupted by a signal", err)
         self.assertGreater(json.loads(out)["samples"], 0)
         self.assertEqual(state, "running")
+        # No sample lost: the file holds every sample the summary line announced.
+        said = int(re.search(r"mcuprof record: (\d+) samples in ", err).group(1))
+        self.assertEqual(doc["samples"], said)
+        self.assertEqual(json.loads(out)["samples"], said)
 
     def test_halt_mode_within_4_se_of_the_truth(self):
         halt_profile_checks(self, self.profile("halt"), self.truth, SAMPLES["halt"])

@@ -61,9 +61,8 @@ GmonSummary write_gmon(const SampleSet& samples, const SymbolTable& symbols, std
     // gprof turns counts into seconds with this rate: the sampler's rate when it is known,
     // else 1, so that gprof's "seconds" are sample counts.
     double rate = 1;
-    if (samples.sampler.is_object() && samples.sampler.contains("samples_per_second") &&
-        samples.sampler["samples_per_second"].is_number())
-        rate = std::max(1.0, samples.sampler["samples_per_second"].get<double>());
+    if (samples.sampler)
+        rate = std::max(1.0, samples.sampler->samples_per_second);
     summary.rate = uint32_t(rate + 0.5);
     put32(bytes, summary.rate);
     char dimension[16] = "seconds";

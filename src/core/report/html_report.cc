@@ -33,22 +33,18 @@ void write_metadata(const Profile& p, std::ostream& out)
     item("stacks", p.unwound ? "unwound call stacks" : "flat (one frame per sample, with inline chains)");
     if (p.unwound)
         item("truncated chains", describe_truncation(p.truncation));
-    if (p.sampler.is_object()) {
-        const nlohmann::json& s = p.sampler;
-        if (s.contains("method") && s["method"].is_string())
-            item("method", s["method"].get<std::string>());
-        if (s.contains("pacing") && s["pacing"].is_object())
-            item("pacing", s["pacing"].dump());
-        if (s.contains("samples_per_second") && s["samples_per_second"].is_number())
-            item("rate", format("%.0f samples/s", s["samples_per_second"].get<double>()));
-        if (s.contains("run_duty") && s["run_duty"].is_number())
-            item("duty", format("target running %.1f %% of the time", 100 * s["run_duty"].get<double>()));
-        if (s.contains("halt_latency_us") && s["halt_latency_us"].is_object()) {
-            const nlohmann::json& l = s["halt_latency_us"];
-            item("halt latency", format("p50 %.0f us, p99 %.0f us", l.value("p50", 0.0), l.value("p99", 0.0)));
-        }
-        if (s.contains("end") && s["end"].is_string())
-            item("end", s["end"].get<std::string>());
+    if (p.sampler) {
+        const SamplerFigures& s = *p.sampler;
+        if (!s.method.empty())
+            item("method", s.method);
+        if (!s.pacing.empty())
+            item("pacing", s.pacing);
+        item("rate", format("%.0f samples/s", s.samples_per_second));
+        item("duty", format("target running %.1f %% of the time", 100 * s.run_duty));
+        if (s.halt_latency_us)
+            item("halt latency", format("p50 %.0f us, p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99));
+        if (!s.end.empty())
+            item("end", s.end);
     }
     if (p.lockstep)
         item("lockstep", format("the sequence repeats every %zu samples over %zu distinct addresses",

@@ -77,8 +77,8 @@ nlohmann::json to_json(const Profile& profile)
                            {"match_fraction", l.match_fraction},
                            {"chance_fraction", l.chance_fraction}};
     }
-    if (!profile.sampler.is_null())
-        doc["sampler"] = profile.sampler;
+    if (profile.sampler)
+        doc["sampler"] = to_json(*profile.sampler);
     if (profile.unwound) {
         nlohmann::json stacks = nlohmann::json::array();
         for (const StackRow& stack : profile.stacks) {

@@ -1,8 +1,7 @@
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <ostream>
-
-#include <nlohmann/json.hpp>
 
 #include "mcuprof/core/report.h"
 
@@ -38,34 +37,17 @@ std::string detail_of(const Profile& profile, const Row& row)
     return detail;
 }
 
-// A number of a JSON object, or nothing when it is missing or not a number.
-std::optional<double> number_of(const nlohmann::json& object, const char* key)
+// The chain ends of a sampler's figures.
+std::optional<Truncation> truncation_of(const SamplerFigures& s)
 {
-    if (!object.is_object())
-        return std::nullopt;
-    auto it = object.find(key);
-    if (it == object.end() || !it->is_number())
-        return std::nullopt;
-    return it->get<double>();
-}
-
-// The chain ends of a recording's summary ("stacks": {"ends": {reason: count}}).
-std::optional<Truncation> truncation_of_summary(const nlohmann::json& s)
-{
-    auto stacks = s.find("stacks");
-    if (stacks == s.end() || !stacks->is_object())
-        return std::nullopt;
-    auto ends = stacks->find("ends");
-    if (ends == stacks->end() || !ends->is_object())
+    if (!s.stacks)
         return std::nullopt;
     Truncation truncation;
-    for (const auto& [reason, count] : ends->items()) {
-        if (!count.is_number())
-            continue;
-        truncation.unwound += count.get<double>();
+    for (const auto& [reason, count] : s.stacks->ends) {
+        truncation.unwound += double(count);
         if (reason != describe(UnwindStop::root)) {
-            truncation.samples += count.get<double>();
-            truncation.by_reason.emplace_back(reason, count.get<double>());
+            truncation.samples += double(count);
+            truncation.by_reason.emplace_back(reason, double(count));
         }
     }
     std::stable_sort(truncation.by_reason.begin(), truncation.by_reason.end(),
@@ -74,33 +56,36 @@ std::optional<Truncation> truncation_of_summary(const nlohmann::json& s)
 }
 
 // The sampler's own figures: duty, halt latency, DWT_PCSR reads.
-std::string describe_method(const nlohmann::json& s)
+std::string describe_method(const SamplerFigures& s)
 {
-    std::string out = format("target running %.1f %% of the time", 100.0 * number_of(s, "run_duty").value_or(0));
-    if (auto latency = s.find("halt_latency_us"); latency != s.end()) {
-        const auto p50 = number_of(*latency, "p50"), p99 = number_of(*latency, "p99");
-        if (p50 && p99)
-            out += format(", halt latency p50 %.0f us p99 %.0f us", *p50, *p99);
-    }
-    if (auto pcsr = s.find("pcsr"); pcsr != s.end()) {
-        const auto batch = number_of(*pcsr, "batch"), reads = number_of(*pcsr, "reads"),
-                   halted = number_of(*pcsr, "halted_reads");
-        const auto trip = pcsr->is_object() ? pcsr->value("round_trip_us", nlohmann::json()) : nlohmann::json();
-        const auto p50 = number_of(trip, "p50"), p99 = number_of(trip, "p99");
-        if (batch && reads && halted && p50 && p99)
-            out += format(", DWT_PCSR read %.0f times per round trip (p50 %.0f us, p99 %.0f us), "
-                          "%.0f of %.0f reads 0xFFFFFFFF (core halted, dropped)",
-                          *batch, *p50, *p99, *halted, *reads);
+    std::string out = format("target running %.1f %% of the time", 100.0 * s.run_duty);
+    if (s.halt_budget)
+        out += format(" (halted %.1f %%, budget %.1f %%)", 100.0 * s.halted_share(), 100.0 * s.halt_budget->max_halted);
+    if (s.halt_latency_us)
+        out += format(", halt latency p50 %.0f us p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99);
+    if (s.pcsr) {
+        out += format(", DWT_PCSR read %llu times per round trip (p50 %.0f us, p99 %.0f us), ",
+                      static_cast<unsigned long long>(s.pcsr->batch), s.pcsr->round_trip_us.p50,
+                      s.pcsr->round_trip_us.p99);
+        if (s.pcsr->unused_reads)
+            out += format("%llu of %llu reads unused (outside the profile window or halted, placing it, "
+                          "past the count)",
+                          static_cast<unsigned long long>(*s.pcsr->unused_reads),
+                          static_cast<unsigned long long>(s.pcsr->reads));
+        else
+            out += format("%llu of %llu reads 0xFFFFFFFF (core halted, dropped)",
+                          static_cast<unsigned long long>(s.pcsr->halted_reads),
+                          static_cast<unsigned long long>(s.pcsr->reads));
     }
     return out;
 }
 
 } // namespace
 
-std::string describe_sampler(const nlohmann::json& s)
+std::string describe_sampler(const SamplerFigures& s)
 {
     std::string out = describe_method(s);
-    if (auto truncation = truncation_of_summary(s))
+    if (auto truncation = truncation_of(s))
         out += "; " + describe_truncation(*truncation);
     return out;
 }
@@ -131,11 +116,10 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         out << format("samples %.0f, %llu distinct addresses, by %s\n", profile.total,
                       static_cast<unsigned long long>(profile.distinct_addresses),
                       std::string(name_of(profile.by)).c_str());
-    if (profile.sampler.is_object()) {
-        const auto& s = profile.sampler;
-        out << format("sampler: %.0f samples/s, %s; end: %s\n", s.value("samples_per_second", 0.0),
-                      describe_method(s).c_str(), s.value("end", std::string("?")).c_str());
-    }
+    if (profile.sampler)
+        out << format("sampler: %.0f samples/s, %s; end: %s\n", profile.sampler->samples_per_second,
+                      describe_method(*profile.sampler).c_str(),
+                      profile.sampler->end.empty() ? "?" : profile.sampler->end.c_str());
     for (const Warning& w : profile.warnings)
         out << "warning: " << w.message << '\n';
     if (profile.unwound)

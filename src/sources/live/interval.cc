@@ -25,41 +25,36 @@ double IntervalGenerator::next()
 
 namespace {
 
-nlohmann::json percentiles(std::vector<double> values)
+core::Percentiles percentiles(std::vector<double> values)
 {
     std::sort(values.begin(), values.end());
     auto at = [&](double q) {
         return values.empty() ? 0.0 : values[std::min(values.size() - 1, size_t(q * (values.size() - 1) + 0.5))];
     };
-    return {{"p50", at(0.5)}, {"p90", at(0.9)}, {"p99", at(0.99)}, {"max", values.empty() ? 0.0 : values.back()}};
+    return {at(0.5), at(0.9), at(0.99), values.empty() ? 0.0 : values.back()};
 }
 
 } // namespace
 
-nlohmann::json SamplerStats::to_json() const
+core::SamplerFigures SamplerStats::figures() const
 {
-    nlohmann::json out = {
-        {"samples", samples},
-        {"wall_seconds", wall_seconds},
-        {"samples_per_second", rate()},
-        {"run_duty", duty()},
-        {"end", end_reason},
-        {"target_exited", target_exited},
-        {"link_lost", link_lost},
-    };
+    core::SamplerFigures f;
+    f.samples = samples;
+    f.wall_seconds = wall_seconds;
+    f.samples_per_second = rate();
+    f.run_duty = duty();
+    f.end = end_reason;
+    f.target_exited = target_exited;
+    f.link_lost = link_lost;
     // Only what the method did: a DWT_PCSR recording that never halted has no halt latency.
     if (!halt_latency_us.empty() || !pcsr)
-        out["halt_latency_us"] = percentiles(halt_latency_us);
+        f.halt_latency_us = percentiles(halt_latency_us);
     if (pcsr)
-        out["pcsr"] = {{"batch", pcsr->batch},
-                       {"reads", pcsr->reads},
-                       {"halted_reads", pcsr->halted_reads},
-                       {"halted_share", pcsr->reads ? double(pcsr->halted_reads) / double(pcsr->reads) : 0.0},
-                       {"batches", pcsr->round_trip_us.size()},
-                       {"round_trip_us", percentiles(pcsr->round_trip_us)}};
-    for (const auto& [key, value] : details.items())
-        out[key] = value;
-    return out;
+        f.pcsr = core::PcsrFigures{pcsr->batch, pcsr->reads, pcsr->halted_reads, pcsr->round_trip_us.size(),
+                                   percentiles(pcsr->round_trip_us), pcsr->unused_reads};
+    f.stacks = stacks;
+    f.halt_budget = halt_budget;
+    return f;
 }
 
 } // namespace mcuprof::sources

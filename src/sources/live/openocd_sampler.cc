@@ -11,15 +11,21 @@
 namespace mcuprof::sources {
 namespace {
 
+constexpr uint32_t dhcsr = 0xE000EDF0;
 constexpr uint32_t demcr = 0xE000EDFC;
 constexpr uint32_t trcena = 1u << 24;
 constexpr uint32_t dwt_pcsr = 0xE000101C;
 
+// The batch runs inside `capture`, which holds off OpenOCD's background polling of the
+// target while its script runs (OpenOCD 0.12's command.c, jim_capture): without it OpenOCD
+// slips a DHCSR poll between the reads, and a batch costs twice the probe commands
+// (docs/live.md, "Through an ST-Link"). The PCs are the variable's value, not what
+// `capture` returns (the log it caught).
 std::string pcsr_batch_script(unsigned count)
 {
-    return "set _mcuprof_o {}; for {set _mcuprof_i 0} {$_mcuprof_i < " + std::to_string(count) +
+    return "capture {set _mcuprof_o {}; for {set _mcuprof_i 0} {$_mcuprof_i < " + std::to_string(count) +
            "} {incr _mcuprof_i} {lappend _mcuprof_o [read_memory " + std::to_string(dwt_pcsr) +
-           " 32 1]}; set _mcuprof_o";
+           " 32 1]}}; set _mcuprof_o";
 }
 
 // The registers get_reg reads at a halt: pc, lr, sp and xPSR; for unwinding all of r0-r15
@@ -140,6 +146,20 @@ public:
         return e.kind() == transport::Error::Kind::protocol;
     }
 
+    // DHCSR answers whenever the debug port does, whatever the core is doing (ARMv7-M ARM,
+    // C1.6.2): when OpenOCD cannot read it, its probe link (a USB cable, stlink-server) or the
+    // probe's wires to the target are gone.
+    bool reaches_target() override
+    {
+        try {
+            return OpenocdSampler::parse_words(tcl_->eval("read_memory " + std::to_string(dhcsr) + " 32 1"),
+                                               tcl_->peer(), "DHCSR")
+                       .size() == 1;
+        } catch (const transport::Error&) {
+            return false;
+        }
+    }
+
     bool enable_pcsr(SampleSink& sink) override
     {
         // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
@@ -164,6 +184,16 @@ public:
     std::vector<uint32_t> read_pcsr(unsigned count) override
     {
         return profile_reader_ ? profile_reader_->read(*tcl_, count) : read_memory_pcsr(count);
+    }
+    // OpenOCD's profile chunks: each round trip is one `profile 0` pass of 1024 reads, and
+    // the reads no sample came from are the reader's to count.
+    void account_pcsr(PcsrStats& stats) const override
+    {
+        if (!profile_reader_)
+            return;
+        stats.batch = PcsrProfileReader::chunk_reads;
+        stats.reads = profile_reader_->reads();
+        stats.unused_reads = profile_reader_->outside() + profile_reader_->unused();
     }
     std::vector<uint32_t> read_memory_pcsr(unsigned count)
     {

@@ -58,30 +58,36 @@ public:
                     by_wall_clock();   // no DWT_PCSR: halts instead (the target said so)
                 break;
             }
-            if (running_)
-                ran_until(Clock::now());
+            // The target runs while the link checks that it does.
             if (!stats_.target_exited)
                 target_.leave_running(sink_, false);
         } catch (const transport::Error& e) {
-            if (running_)
-                ran_until(Clock::now());
-            if (target_.link_survives(e)) {   // the server refused a command: the link is up
+            // The server refused a command: the link is up, unless the server has lost the target.
+            const bool refused = target_.link_survives(e);
+            if (refused && target_.reaches_target()) {
                 stats_.end_reason = target_.server() + " reported an error: " + e.what();
                 sink_.event("error", stats_.end_reason);
             } else {
                 stats_.link_lost = true;
-                stats_.end_reason = std::string("the link was lost: ") + e.what();
+                stats_.end_reason = std::string("the link was lost: ") +
+                                    (refused ? target_.server() + " no longer reaches the target, after: " : "") +
+                                    e.what();
                 sink_.event("link-lost", stats_.end_reason);
             }
             target_.leave_running(sink_, stats_.link_lost);
         }
-        stats_.wall_seconds = seconds_between(start_, Clock::now());
+        const Clock::time_point end = Clock::now();
+        ran_until(end);
+        stats_.wall_seconds = seconds_between(start_, end);
         stats_.running_seconds = ran_seconds_;
+        if (stats_.pcsr)   // also after an error: the reads made until then
+            target_.account_pcsr(*stats_.pcsr);
+        if (pacing_.max_halted)
+            stats_.halt_budget = core::HaltBudgetFigures{*pacing_.max_halted, longest_halt_, longest_mean_wait_};
         if (stacks_)
-            stats_.details["stacks"] = {
-                {"mean_depth", stats_.samples ? double(frames_) / stats_.samples : 0.0},
-                {"extra_round_trips_per_sample", stats_.samples ? double(memory_reads_) / stats_.samples : 0.0},
-                {"ends", unwind_stops_}};
+            stats_.stacks = core::StackFigures{stats_.samples ? double(frames_) / stats_.samples : 0.0,
+                                               stats_.samples ? double(memory_reads_) / stats_.samples : 0.0,
+                                               unwind_stops_};
         return stats_;
     }
 
@@ -219,7 +225,28 @@ private:
             take(halt.state, asked, halt.stopped);
             if (!running_)
                 resume();
+            longest_halt_ = std::max(longest_halt_, seconds_between(halt.ran_until, running_since_));
+            budget_next_wait();
         }
+    }
+
+    // --max-halted B: the mean of the next wait. With D the halted and R the running time so
+    // far and d the mean halt, the wait is to bring R to (D + d)(1 - B) / B, the running time
+    // that keeps D + d under B of the wall time: it makes up what the last wait fell short
+    // and budgets the next halt. Never below the --interval mean. Only the mean changes: each
+    // wait is still drawn at random from it (docs/live.md, "A budget for the halted share").
+    void budget_next_wait()
+    {
+        if (!pacing_.max_halted)
+            return;
+        const double budget = *pacing_.max_halted;
+        const Clock::time_point now = Clock::now();
+        const double ran = ran_seconds_ + (running_ ? seconds_between(running_since_, now) : 0.0);
+        const double halted = seconds_between(start_, now) - ran;
+        const double next_halt = halted / double(std::max<uint64_t>(1, stats_.samples));
+        const double mean = std::max(pacing_.interval, (halted + next_halt) * (1 - budget) / budget - ran);
+        intervals_.set_mean(mean);
+        longest_mean_wait_ = std::max(longest_mean_wait_, mean);
     }
 
     // Instruction-count pacing: the guest is stopped here: set the break, then let it run
@@ -261,7 +288,7 @@ private:
         if (!target_.enable_pcsr(sink_))
             return false;
         const unsigned batch = std::max(1u, pacing_.batch);
-        stats_.pcsr = PcsrStats{batch, 0, 0, {}};
+        stats_.pcsr = PcsrStats{batch, 0, 0, {}, std::nullopt};
         auto time_of = [&](Clock::time_point t) {
             return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t - start_).count());
         };
@@ -316,6 +343,8 @@ private:
     std::map<std::string, uint64_t> unwind_stops_;   // how each chain ended
     uint64_t memory_reads_ = 0;
     uint64_t frames_ = 0;
+    double longest_halt_ = 0;        // seconds, --max-halted's figures
+    double longest_mean_wait_ = 0;
 };
 
 } // namespace
@@ -344,6 +373,8 @@ std::vector<uint32_t> HaltingTarget::read_pcsr(unsigned)
     throw transport::Error(transport::Error::Kind::protocol, peer(), "DWT_PCSR", "not read over " + server());
 }
 
+void HaltingTarget::account_pcsr(PcsrStats&) const {}
+
 uint64_t PacingOptions::resolved_seed() const
 {
     return seed != 0 ? seed : std::random_device{}();
@@ -366,6 +397,8 @@ nlohmann::json PacingOptions::to_json() const
     }
     if (shape == IntervalGenerator::Shape::uniform)
         d["jitter"] = jitter;
+    if (max_halted)
+        d["max_halted"] = *max_halted;
     return d;
 }
 

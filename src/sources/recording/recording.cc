@@ -6,6 +6,7 @@
 
 #include <boost/crc.hpp>
 
+#include "mcuprof/core/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
 
@@ -113,9 +114,9 @@ void RecordingWriter::event(const nlohmann::json& e)
     record(event_record, e.dump().substr(0, 65535));
 }
 
-void RecordingWriter::summary(const nlohmann::json& s)
+void RecordingWriter::summary(const core::SamplerFigures& figures)
 {
-    record(summary_record, s.dump().substr(0, 65535));
+    record(summary_record, to_json(figures).dump().substr(0, 65535));
 }
 
 void RecordingWriter::flush()
@@ -220,10 +221,16 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
             if (!j.is_object())
                 throw Error(path, offset_text(at), "record is not a JSON object");
-            if (type == event_record)
+            if (type == event_record) {
                 r.events.push_back(std::move(j));
-            else
-                r.summary = std::move(j);
+                break;
+            }
+            try {
+                r.summary = core::sampler_figures_from_json(j, path + " " + offset_text(at) + " (summary)");
+            } catch (const core::Error& e) {
+                r.summary.reset();
+                r.summary_problem = e.what();
+            }
             break;
         }
         default:
@@ -242,34 +249,6 @@ std::string text_of(const nlohmann::json& object, const char* key, const std::st
 {
     auto it = object.find(key);
     return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-bool numbers_in(const nlohmann::json& object, std::initializer_list<const char*> keys)
-{
-    if (!object.is_object())
-        return false;
-    for (const char* key : keys)
-        if (!object.contains(key) || !object[key].is_number())
-            return false;
-    return true;
-}
-
-// The summary as the reports read it: numbers where numbers belong, or nothing.
-bool summary_is_sound(const nlohmann::json& s)
-{
-    if (!numbers_in(s, {"samples_per_second", "run_duty"}) || !s.contains("end") || !s["end"].is_string())
-        return false;
-    // What the method measured: halt latencies (halting samplers), PCSR batches, or both
-    // (a PCSR recording that fell back to halting).
-    const bool halted = s.contains("halt_latency_us"), pcsr = s.contains("pcsr");
-    if (!halted && !pcsr)
-        return false;
-    if (halted && !numbers_in(s["halt_latency_us"], {"p50", "p99"}))
-        return false;
-    if (pcsr && !(numbers_in(s["pcsr"], {"batch", "reads", "halted_reads"}) &&
-                  s["pcsr"].contains("round_trip_us") && numbers_in(s["pcsr"]["round_trip_us"], {"p50", "p99"})))
-        return false;
-    return true;
 }
 
 } // namespace
@@ -303,15 +282,15 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             if (name.is_string() && parse_hex32(address, value))
                 out.tag_names[value] = name.get<std::string>();
         }
-    if (recording.summary && summary_is_sound(*recording.summary)) {
+    if (recording.summary) {
         out.sampler = *recording.summary;
         // How the samples were taken, from the header, beside the figures (the HTML report
         // shows them with the rate and duty).
-        for (const char* key : {"method", "pacing"})
-            if (recording.header.contains(key))
-                out.sampler[key] = recording.header[key];
+        out.sampler->method = text_of(recording.header, "method", "");
+        if (auto pacing = recording.header.find("pacing"); pacing != recording.header.end() && pacing->is_object())
+            out.sampler->pacing = pacing->dump();
     }
-    else if (recording.summary)
+    else if (!recording.summary_problem.empty())
         out.notes.push_back("the recording's summary is unreadable and was left out");
     if (recording.torn_tail)
         out.notes.push_back("the recording's last record was cut short (a crash or a full disk?) and was dropped");

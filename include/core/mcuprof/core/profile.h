@@ -94,7 +94,7 @@ struct Profile {
     bool unwound = false;                // stacks come from unwinding, not from flat samples
     Truncation truncation;               // of the unwound chains (all zero for flat samples)
     std::vector<Warning> warnings;
-    nlohmann::json sampler;              // copied from the samples: rate, duty, halt latency
+    std::optional<SamplerFigures> sampler;   // copied from the samples: rate, duty, halt latency
 };
 
 struct AttributionOptions {

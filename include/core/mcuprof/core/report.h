@@ -18,12 +18,10 @@ namespace mcuprof::core {
 // header with the sample count and the warnings. max_rows 0: every row.
 void write_text(const Profile& profile, std::ostream& out, size_t max_rows = 0);
 
-// A live sampler's figures from a recording's summary (docs/formats.md), one line without
-// the end: the duty, then what the method measured (halt latency when it halted, the
-// DWT_PCSR batches' round trips and halted reads when it read PCSR). Missing or mistyped
-// fields are left out: the summary comes from a file. With stacks, the line ends with how
-// many chains were truncated, by reason.
-std::string describe_sampler(const nlohmann::json& summary);
+// A live sampler's figures, one line without the end: the duty, then what the method
+// measured (halt latency when it halted, the DWT_PCSR batches' round trips and halted reads
+// when it read PCSR). With stacks, the line ends with how many chains were truncated, by reason.
+std::string describe_sampler(const SamplerFigures& figures);
 
 // "stacks: N of M chains truncated (P % of the samples): count reason, ...", and that the
 // inclusive shares are lower bounds when more than 1 % were.

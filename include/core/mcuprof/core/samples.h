@@ -4,11 +4,12 @@
 // (the truth plugin), or histogram buckets (the on-chip histogram, gmon.out).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "mcuprof/core/sampler_figures.h"
 
 namespace mcuprof::core {
 
@@ -68,7 +69,7 @@ struct SampleSet {
     std::map<uint32_t, std::string> tag_names; // tag value -> task name
     bool exact = false;                       // a census (every instruction), not a sample
     std::vector<std::string> notes;           // what the reader wants the user to know
-    nlohmann::json sampler;                   // a live sampler's own figures (rate, duty, latency), or null
+    std::optional<SamplerFigures> sampler;    // a live sampler's own figures (rate, duty, latency)
 };
 
 } // namespace mcuprof::core

@@ -23,6 +23,7 @@ class Error;
 namespace mcuprof::sources {
 
 class SampleSink;
+struct PcsrStats;
 
 using Clock = std::chrono::steady_clock;
 
@@ -97,6 +98,12 @@ public:
     // core has none, announced through `sink`), then read it `count` times in one round trip.
     virtual bool enable_pcsr(SampleSink& sink);
     virtual std::vector<uint32_t> read_pcsr(unsigned count);
+    // At the end of DWT_PCSR sampling, the reads as the link made them, where they are not
+    // the samples' count (a link that reads more than it delivers); by default unchanged.
+    virtual void account_pcsr(PcsrStats& stats) const;
+    // After a command the server refused: whether it still reaches the target (false: the
+    // link between the server and its probe, or the probe and the target, is gone).
+    virtual bool reaches_target() { return true; }
 };
 
 } // namespace mcuprof::sources

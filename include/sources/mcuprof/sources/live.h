@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mcuprof/core/sampler_figures.h"
 #include "mcuprof/sources/recording.h"
 
 namespace mcuprof::sources {
@@ -25,6 +26,7 @@ public:
     IntervalGenerator(double mean, Shape shape, double jitter, uint64_t seed);
     double next();
     double mean() const { return mean_; }
+    void set_mean(double mean) { mean_ = mean; }
 
 private:
     double mean_;
@@ -58,6 +60,7 @@ struct PcsrStats {
     uint64_t reads = 0;
     uint64_t halted_reads = 0;            // 0xFFFFFFFF: the core was halted, dropped
     std::vector<double> round_trip_us;    // one per batch: request sent -> answer received
+    std::optional<uint64_t> unused_reads; // OpenOCD's profile chunks: reads no sample came from
 };
 
 struct SamplerStats {
@@ -69,11 +72,13 @@ struct SamplerStats {
     std::string end_reason;
     bool target_exited = false;
     bool link_lost = false;
-    nlohmann::json details = nlohmann::json::object();   // the method's own figures (stacks: depth, reads)
+    std::optional<core::StackFigures> stacks;   // when stacks were unwound
+    std::optional<core::HaltBudgetFigures> halt_budget;   // when halting under --max-halted
 
     double rate() const { return wall_seconds > 0 ? samples / wall_seconds : 0; }
     double duty() const { return wall_seconds > 0 ? running_seconds / wall_seconds : 0; }
-    nlohmann::json to_json() const;
+    // For the recording's summary and the reports.
+    core::SamplerFigures figures() const;
 };
 
 class SampleSource {

@@ -42,7 +42,7 @@ public:
     // Something that happened: {"kind": ..., "message": ...}.
     void event(const nlohmann::json& e);
     // The sampler's own figures, once, at the end.
-    void summary(const nlohmann::json& s);
+    void summary(const core::SamplerFigures& figures);
     // Hands what was written to the kernel: a crash of mcuprof after this loses nothing.
     void flush();
     const std::string& path() const { return path_; }
@@ -58,7 +58,8 @@ struct Recording {
     nlohmann::json header;
     std::vector<LiveSample> samples;
     std::vector<nlohmann::json> events;
-    std::optional<nlohmann::json> summary;
+    std::optional<core::SamplerFigures> summary;   // without the header's method and pacing
+    std::string summary_problem;   // why a summary record was left out, when one was
     bool torn_tail = false;    // a last record cut short was dropped
 };
 

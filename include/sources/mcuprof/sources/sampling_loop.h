@@ -38,6 +38,9 @@ struct PacingOptions {
     uint64_t seed = 0;        // 0: from the system's random source
     unsigned batch = 16;      // pcsr: DWT_PCSR reads per round trip
     std::optional<transport::Endpoint> qmp;   // icount: QMP for query-replay (else the GDB monitor)
+    // wall: keep the halted share of the wall time under this fraction by lengthening the
+    // mean wait (never below `interval`).
+    std::optional<double> max_halted;
 
     // The seed, drawn from the system's random source when it is 0.
     uint64_t resolved_seed() const;
