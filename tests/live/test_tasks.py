@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import collections
 import math
-import sys
 import unittest
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
 from test_live_rsp import replayed_recording  # noqa: E402
 from test_stacks import check_tasks_against_stacks  # noqa: E402

@@ -26,11 +26,6 @@ import tempfile
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-sys.path.insert(0, str(REPO / "tests" / "live"))
-sys.path.insert(0, str(HERE))
 from test_record_openocd import by_function, read_truth  # noqa: E402
 from test_stacks import (CHAIN, check_chains_reach_reset, check_tasks_against_stacks,  # noqa: E402
                          inclusive_beyond_bound)

@@ -26,7 +26,7 @@ struct TaskLayout {
     // 0 before the start) and size in bytes. Not 0 once the first task runs.
     uint32_t started_flag = 0;
     uint32_t started_size = 0;
-    std::string kernel;          // "FreeRTOS", "Zephyr": for messages
+    std::string kernel{};        // "FreeRTOS", "Zephyr": for messages
 };
 
 // One finder per kernel, each in its own file (src/sources/live/rtos/): the layout when the
