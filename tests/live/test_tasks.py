@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import collections
 import math
+import sys
 import unittest
 
-import fwtest  # noqa: E402
-from test_live_rsp import replayed_recording  # noqa: E402
-from test_stacks import check_tasks_against_stacks  # noqa: E402
+import fwtest
+from test_live_rsp import replayed_recording
+from test_stacks import check_tasks_against_stacks
 
 Z = 4.0
 SAMPLES = 4000
@@ -40,6 +41,8 @@ def assert_share_between(test: unittest.TestCase, what: str, observed: float, n:
     p = (lo + hi) / 2
     se = math.sqrt(p * (1 - p) / n)
     q = observed / n
+    print(f"\n{test.id().split('.')[-2]}: {what}: {observed:.0f} of {n:.0f} samples = {100 * q:.2f} %, "
+          f"truth {100 * lo:.2f}..{100 * hi:.2f} %, 4 SE = {100 * Z * se:.2f}", file=sys.stderr)
     test.assertTrue(lo - Z * se <= q <= hi + Z * se,
                     f"{what}: {100 * q:.2f} % sampled, truth {100 * lo:.2f}..{100 * hi:.2f} % ± {100 * Z * se:.2f}")
 
