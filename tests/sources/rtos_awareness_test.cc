@@ -134,7 +134,7 @@ TEST_CASE("rtos: the running task at a halt, only once the scheduler runs")
     CHECK_FALSE(tasks.running(state, target));
 }
 
-TEST_CASE("rtos: without a started flag the pointer says; without names the address names the task")
+TEST_CASE("rtos: without a started flag the pointer says, and without names the address names the task")
 {
     TaskLayout layout{0x20000010, 0, 0};
     MemoryTarget target;
