@@ -83,6 +83,7 @@ __attribute__((naked)) void PendSV_Handler(void)
         "push  {r3, lr}                                        \n"
         "bl    z_swap_next                                     \n"
         "pop   {r3, lr}                                        \n"
+        ".Lrestore_current:                                    \n" /* r3 = &_kernel, lr = EXC_RETURN */
         "ldr   r2, [r3, #" STR(_kernel_offset_to_current) "]   \n"
         "add   r2, r2, #" STR(_thread_offset_to_callee_saved) "\n"
         "ldmia r2, {r4-r11}                                    \n"
@@ -93,20 +94,15 @@ __attribute__((naked)) void PendSV_Handler(void)
         ".ltorg                                                \n");
 }
 
-/* svc 0 from z_switch_to_main_thread: enter `current` as if returning from an exception. */
+/* svc 0 from z_switch_to_main_thread: enter `current` as if returning from an exception
+ * into it, through PendSV_Handler's second half. */
 __attribute__((naked)) void SVC_Handler(void)
 {
     __asm volatile(
-        "ldr   r3, =_kernel                                    \n"
-        "ldr   r2, [r3, #" STR(_kernel_offset_to_current) "]   \n"
-        "add   r2, r2, #" STR(_thread_offset_to_callee_saved) "\n"
-        "ldmia r2, {r4-r11}                                    \n"
-        "ldr   r0, [r2, #32]                                   \n"
-        "msr   psp, r0                                         \n"
-        "isb                                                   \n"
-        "mvn   lr, #2                                          \n" /* EXC_RETURN 0xFFFFFFFD: Thread mode, PSP */
-        "bx    lr                                              \n"
-        ".ltorg                                                \n");
+        "mvn   lr, #2                 \n" /* EXC_RETURN 0xFFFFFFFD: Thread mode, PSP */
+        "ldr   r3, =_kernel           \n"
+        "b     .Lrestore_current      \n"
+        ".ltorg                       \n");
 }
 
 void z_switch_to_main_thread(struct k_thread *main_thread)

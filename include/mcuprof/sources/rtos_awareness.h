@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "mcuprof/sources/halting_target.h"
 
@@ -33,6 +34,14 @@ struct TaskLayout {
 // firmware's DWARF has that kernel's symbols, else nothing.
 std::optional<TaskLayout> find_freertos_tasks(const core::DataLayout& layout);
 std::optional<TaskLayout> find_zephyr_threads(const core::DataLayout& layout);
+
+// What the finders share: the layout from the kernel's names. `current` is the member path of
+// the pointer to the running task's control block (a structure); `name` its char array member
+// (absent: tasks are named by address); `started` the variable that turns non-zero when the
+// scheduler runs (absent: the pointer alone says). Nothing when `current` is not such a pointer.
+std::optional<TaskLayout> kernel_layout(const core::DataLayout& layout, const std::string& kernel,
+                                        std::string_view current, std::string_view name,
+                                        std::string_view started);
 
 // The running task's layout for the kernel the ELF's DWARF shows, tried in turn among the
 // kernels known; nothing when none matches or the ELF has no DWARF.

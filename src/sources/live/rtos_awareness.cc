@@ -27,6 +27,33 @@ uint32_t little_endian(const std::string& bytes)
 
 } // namespace
 
+std::optional<TaskLayout> kernel_layout(const core::DataLayout& layout, const std::string& kernel,
+                                        std::string_view current, std::string_view name,
+                                        std::string_view started)
+{
+    using Kind = core::TypeLayout::Kind;
+    const auto pointer = layout.object(current);
+    if (!pointer || !pointer->type || pointer->type->kind != Kind::pointer || !pointer->type->element)
+        return std::nullopt;
+    const auto block = layout.complete(pointer->type->element);
+    if (block->kind != Kind::structure)
+        return std::nullopt;
+    TaskLayout tasks;
+    tasks.kernel = kernel;
+    tasks.current_task = pointer->address;
+    const auto text = layout.field(*block, name);
+    if (text && text->type->kind == Kind::array && text->type->count > 0) {
+        tasks.name_offset = uint32_t(text->offset);
+        tasks.name_length = uint32_t(text->type->count);
+    }
+    const auto flag = layout.variable(started);
+    if (flag && flag->type && flag->type->size >= 1 && flag->type->size <= 4) {
+        tasks.started_flag = flag->address;
+        tasks.started_size = uint32_t(flag->type->size);
+    }
+    return tasks;
+}
+
 std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout)
 {
     for (Finder find : kernels)
