@@ -15,19 +15,14 @@ import subprocess
 import sys
 import time
 
+from elf_symbols import nm_symbols
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "peers", "prof75a.py"))
 
 
 def functions(elf):
-    out = subprocess.run(["arm-none-eabi-nm", "-n", "-S", "--defined-only", elf],
-                         capture_output=True, text=True, check=True).stdout
-    found = []
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 4 and f[2] in "Tt" and int(f[1], 16) >= 4:
-            found.append((int(f[0], 16) & ~1, int(f[1], 16), f[3]))
-    return found
+    return [(s.start, s.size, s.name) for s in nm_symbols(elf, "Tt") if s.size >= 4]
 
 
 def make_dump(elf, samples, path):

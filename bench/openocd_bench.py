@@ -24,8 +24,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-sys.path.insert(0, str(REPO / "tests" / "vprobe"))
 import test_vprobe_openocd as rig_support  # noqa: E402
 
 COUNTERS = re.compile(r"mcuprof vprobe: counters after [\d.]+ s; (\d+) JTAG clocks, (\d+) DP/AP scans, "

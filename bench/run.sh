@@ -4,6 +4,10 @@
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
+# The Python imports (the QEMU runner, the tests' library and OpenOCD rig): the directories
+# tests/pylib/pythonpath lists, as ctest gives them to the tests.
+PYTHONPATH=$(sed "s|^|$PWD/|" tests/pylib/pythonpath | paste -sd:)
+export PYTHONPATH
 echo "== attribution: mcuprof report vs the seed's prof75a.py"
 python3 bench/attribution_bench.py --mcuprof "$build/mcuprof" --elf "$build/firmware-ref/loops_m4.elf" --work "$build/bench"
 echo "== SWO parsing: mcuprof report vs the seed's itm75a.py and pyOCD's SWOParser (MCUPROF_PYOCD_SRC)"

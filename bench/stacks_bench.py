@@ -11,14 +11,11 @@ an interrupt on top of it). Each figure is the median of --runs runs."""
 import argparse
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-sys.path.insert(0, str(REPO / "bench"))
 import qemu_runner  # noqa: E402
 from live_bench import mcuprof_rate, median  # noqa: E402
 

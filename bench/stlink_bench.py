@@ -36,10 +36,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-sys.path.insert(0, str(REPO / "tests" / "vprobe"))
 import test_vprobe_openocd as rig_support  # noqa: E402
-sys.path.insert(0, str(REPO / "bench"))
 import openocd_bench  # noqa: E402
 from openocd_bench import Rig, median  # noqa: E402
 

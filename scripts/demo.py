@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
 import qemu_runner  # noqa: E402
 
 

@@ -2,6 +2,7 @@
 #include "minirtos.h"
 
 TCB_t *volatile pxCurrentTCB;
+static volatile BaseType_t xSchedulerRunning;
 
 static TCB_t *tasks[RTOS_MAX_TASKS];
 static uint32_t n_tasks;
@@ -39,6 +40,8 @@ void rtos_task_create(TCB_t *tcb, void (*fn)(void *), void *arg, uint32_t *stack
 
     if (n_tasks < RTOS_MAX_TASKS)
         tasks[n_tasks++] = tcb;
+    if (pxCurrentTCB == 0)
+        pxCurrentTCB = tcb; /* as FreeRTOS's prvAddNewTaskToReadyList: the first task created */
 }
 
 /* Called by PendSV_Handler with the outgoing context saved: pick the next task. */
@@ -87,6 +90,7 @@ void rtos_start(void)
 {
     SCB_SHPR3 |= 0xFFu << 16; /* PendSV least urgent: switches only when no handler runs */
     pxCurrentTCB = tasks[0];
+    xSchedulerRunning = 1;
     __asm volatile("svc 0" ::: "memory");
     for (;;) {
     }

@@ -6,6 +6,10 @@
  * pointer and which holds the task's name in pcTaskName[16], and the global pxCurrentTCB that
  * points at the running task's block. Tasks run in Thread mode on PSP; task_yield() pends
  * PendSV, whose handler saves r4-r11 on the task's stack and switches to the next task.
+ *
+ * As in FreeRTOS, pxCurrentTCB points at the first task created from then on, long before the
+ * scheduler starts; xSchedulerRunning (file-static in minirtos.c, as in FreeRTOS's tasks.c)
+ * turns 1 in rtos_start, just before the first task is entered.
  */
 #ifndef MINIRTOS_H
 #define MINIRTOS_H
@@ -24,6 +28,7 @@ typedef struct tskTaskControlBlock {
 } TCB_t;
 
 typedef TCB_t *TaskHandle_t;
+typedef long BaseType_t;
 
 extern TCB_t *volatile pxCurrentTCB;
 

@@ -351,6 +351,96 @@ std::optional<VariableLayout> DataLayout::variable(std::string_view name) const
     return VariableLayout{found->first, found->second.address, impl_->layout_of_type_attribute(found->second.die)};
 }
 
+std::shared_ptr<const TypeLayout> DataLayout::complete(std::shared_ptr<const TypeLayout> type) const
+{
+    if (type && type->members.empty() && !type->name.empty() &&
+        (type->kind == TypeLayout::Kind::structure || type->kind == TypeLayout::Kind::union_))
+        if (auto full = this->type(type->name))
+            return full;
+    return type;
+}
+
+namespace {
+
+// The leading identifier of a path ("_kernel" of "_kernel.cpus[0]"), cut off the front.
+std::string_view take_identifier(std::string_view& path)
+{
+    size_t end = 0;
+    while (end < path.size() && path[end] != '.' && path[end] != '[')
+        ++end;
+    std::string_view name = path.substr(0, end);
+    path.remove_prefix(end);
+    return name;
+}
+
+// "[N]" cut off the front; nothing when the path does not start with a whole index.
+std::optional<uint64_t> take_index(std::string_view& path)
+{
+    const size_t close = path.find(']');
+    if (path.empty() || path[0] != '[' || close == std::string_view::npos || close == 1)
+        return std::nullopt;
+    uint64_t index = 0;
+    for (char c : path.substr(1, close - 1)) {
+        if (c < '0' || c > '9')
+            return std::nullopt;
+        index = index * 10 + uint64_t(c - '0');
+    }
+    path.remove_prefix(close + 1);
+    return index;
+}
+
+} // namespace
+
+std::optional<FieldLayout> DataLayout::field(const TypeLayout& type, std::string_view path) const
+{
+    FieldLayout at{0, nullptr};
+    const TypeLayout* current = &type;
+    std::shared_ptr<const TypeLayout> holder;   // keeps a completed stub alive
+    bool first = true;
+    while (!path.empty()) {
+        if (path[0] == '[') {
+            // An element: the array's element size times the index (DWARF 5 section 5.13),
+            // within the array's length when DWARF gives one.
+            auto index = take_index(path);
+            if (!index || current->kind != TypeLayout::Kind::array || !current->element ||
+                (current->count != 0 && *index >= current->count))
+                return std::nullopt;
+            at.offset += *index * current->element->size;
+            holder = complete(current->element);
+        } else {
+            if (path[0] == '.')
+                path.remove_prefix(1);
+            else if (!first)
+                return std::nullopt;
+            const std::string_view name = take_identifier(path);
+            const TypeLayout::Member* member = name.empty() ? nullptr : current->member(name);
+            if (member == nullptr || !member->type)
+                return std::nullopt;
+            at.offset += member->offset;
+            holder = complete(member->type);
+        }
+        first = false;
+        current = holder.get();
+        at.type = holder;
+    }
+    return at.type ? std::optional<FieldLayout>(at) : std::nullopt;
+}
+
+std::optional<VariableLayout> DataLayout::object(std::string_view path) const
+{
+    std::string_view rest = path;
+    const std::string_view name = take_identifier(rest);
+    auto object = variable(name);
+    if (!object || rest.empty())
+        return object;
+    if (!object->type)
+        return std::nullopt;
+    auto inside = field(*complete(object->type), rest);
+    if (!inside)
+        return std::nullopt;
+    return VariableLayout{std::string(path), object->address + uint32_t(inside->offset), inside->type};
+}
+
 std::shared_ptr<const TypeLayout> DataLayout::type(std::string_view name) const
 {
     auto found = impl_->types.find(name);

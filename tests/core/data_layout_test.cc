@@ -141,6 +141,56 @@ TEST_CASE("data layout: variables and their addresses")
     }
 }
 
+TEST_CASE("data layout: member paths through structures and arrays, as C writes them")
+{
+    // Offsets by hand from layout_fixture.c (sensor_t: 52 bytes, position at 2, y at 2 in it,
+    // readings uint32_t[5] at 8, next at 40; matrix uint16_t[2][3]); addresses from .symtab.
+    const DataLayout layout(fixture);
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    const uint32_t sensors = uint32_t(symbols.find_object("sensors")->address);
+    const uint32_t matrix = uint32_t(symbols.find_object("matrix")->address);
+
+    auto y = layout.object("sensors[2].position.y");
+    REQUIRE(y);
+    CHECK(y->address == sensors + 2 * 52 + 2 + 2);
+    CHECK(y->type->name == "int16_t");
+    CHECK(y->name == "sensors[2].position.y");
+    auto next = layout.object("sensors[1].next");
+    REQUIRE(next);
+    CHECK(next->address == sensors + 52 + 40);
+    CHECK(next->type->kind == Kind::pointer);
+    CHECK(layout.object("matrix[1][2]")->address == matrix + 1 * 6 + 2 * 2);
+    CHECK(layout.object("matrix[1]")->type->name == "uint16_t[3]");
+    CHECK(layout.object("sensors")->address == sensors);   // a bare name is the variable
+
+    SUBCASE("inside a type, from its start")
+    {
+        auto sensor = layout.type("struct sensor");
+        REQUIRE(sensor);
+        auto reading = layout.field(*sensor, "readings[4]");
+        REQUIRE(reading);
+        CHECK(reading->offset == 8 + 4 * 4);
+        CHECK(reading->type->size == 4);
+        CHECK(layout.field(*sensor, "position.y")->offset == 4);
+        // the pointer back into the structure is a stub; complete() gives the full one
+        auto stub = layout.field(*sensor, "next")->type->element;
+        CHECK(stub->members.empty());
+        CHECK(layout.complete(stub)->members.size() == 7);
+    }
+    SUBCASE("paths that name nothing")
+    {
+        CHECK_FALSE(layout.object("sensors[3]"));          // three sensors
+        CHECK_FALSE(layout.object("sensors[0].absent"));
+        CHECK_FALSE(layout.object("sensors[0]position"));
+        CHECK_FALSE(layout.object("sensors[x]"));
+        CHECK_FALSE(layout.object("sensors[]"));
+        CHECK_FALSE(layout.object("sensors.id"));           // an array has no members
+        CHECK_FALSE(layout.object("current_sensor.id"));    // pointers are not followed
+        CHECK_FALSE(layout.object("nonexistent.x"));
+        CHECK_FALSE(layout.object("matrix[1][2][0]"));
+    }
+}
+
 TEST_CASE("data layout: an unreadable file or one without DWARF is one error naming the file")
 {
     CHECK_THROWS_AS(DataLayout("/nonexistent/firmware.elf"), mcuprof::core::Error);

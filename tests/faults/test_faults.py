@@ -21,10 +21,6 @@ import tempfile
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-sys.path.insert(0, str(REPO / "tests" / "vprobe"))
 import qemu_runner  # noqa: E402
 from fault_proxy import FaultProxy, Faults  # noqa: E402
 from test_vprobe_openocd import CLI, FW_DIR, OPENOCD, STRICT, guest_running, start_rig, stop_rig  # noqa: E402

@@ -11,6 +11,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from elf_symbols import nm_symbols
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("MCUPROF_BUILD_DIR", REPO / "build"))
 FIXTURE = BUILD / "tests" / "fixtures" / "symbols_fixture.elf"
@@ -24,9 +26,7 @@ def project_version() -> str:
 
 
 def function_starts() -> dict[str, int]:
-    out = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(FIXTURE)], capture_output=True, text=True,
-                         check=True).stdout
-    return {f[2]: int(f[0], 16) for f in (line.split() for line in out.splitlines()) if len(f) == 3}
+    return {s.name: s.address for s in nm_symbols(FIXTURE)}
 
 
 class Installed(unittest.TestCase):

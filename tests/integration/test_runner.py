@@ -10,7 +10,7 @@ import time
 import unittest
 from pathlib import Path
 
-from fwtest import PLUGIN, REPO, by_function, elf_path, read_counts, symbols  # sets sys.path
+from fwtest import PLUGIN, REPO, by_function, elf_path, read_counts, symbols
 
 import qemu_runner  # noqa: E402
 from qemu_runner import QemuRun, QemuTimeout  # noqa: E402

@@ -11,14 +11,11 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import unittest
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
 from test_live_rsp import replayed_recording  # noqa: E402
 

@@ -17,13 +17,10 @@ import re
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integration"))
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
 from test_live_rsp import mcuprof, recorded_run, still_running, stopped_with_truth, within  # noqa: E402

@@ -13,10 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 import test_vprobe_openocd as t  # noqa: E402  (its process and Tcl helpers)
 
 

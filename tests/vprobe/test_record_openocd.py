@@ -44,10 +44,6 @@ import re
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-sys.path.insert(0, str(HERE))
 import qemu_runner  # noqa: E402
 from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, elf_functions, guest_running, require,  # noqa: E402
                                  shut_down_openocd, start_rig, stop_rig)

@@ -24,9 +24,6 @@ import tempfile
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "faults"))
 import test_record_openocd as jtag  # noqa: E402  (as a module: its classes are not collected here)
 from fault_proxy import FaultProxy, Faults  # noqa: E402
 from test_vprobe_openocd import guest_running, require, shut_down_openocd, start_rig, stop_rig  # noqa: E402

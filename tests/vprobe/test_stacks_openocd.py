@@ -12,6 +12,10 @@ checks the same images over GDB.
                        task read at each halt and the unwound stack's task entry are two
                        independent readings that must agree; hot_a's time splits between the
                        tasks as the truth's call counts say, within 4 standard errors.
+  zephyr_forever_m4    three threads under the kernel shaped like Zephyr's, found through
+                       _kernel.cpus[0].current: no sample of a thread's own code is tagged
+                       with another thread, and each thread's share is within 4 standard
+                       errors of the truth's (tests/live/test_tasks.py, over GDB).
 
 Wall-clock stops under -singlestep are close to uniform over instructions (as in
 test_record_openocd.py), so the bounds are standard errors of a sample of N from the truth's
@@ -26,14 +30,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-sys.path.insert(0, str(REPO / "tests" / "live"))
-sys.path.insert(0, str(HERE))
 from test_record_openocd import by_function, read_truth  # noqa: E402
 from test_stacks import (CHAIN, check_chains_reach_reset, check_tasks_against_stacks,  # noqa: E402
                          inclusive_beyond_bound)
+from test_tasks import NO_TASK, ZephyrThreads, assert_share_between, tagged_leaves  # noqa: E402
 from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, elf_functions, require, shut_down_openocd,  # noqa: E402
                                  start_rig, stop_rig)
 
@@ -144,6 +144,35 @@ class TasksThroughOpenOCD(Rig):
         doc = json.loads(self.report.stdout)
         names = {row["name"] for row in doc["functions"]}
         self.assertTrue({"motor", "link"} <= names, names)
+
+
+class ZephyrThreadsThroughOpenOCD(Rig):
+    ELF = FW_DIR / "zephyr_forever_m4.elf"
+
+    @classmethod
+    def _sample(cls):
+        cls.record = cls.run_cli("record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "halt", "--stacks",
+                                 "--by", "task", *INTERVAL, "--samples", str(TASK_SAMPLES), "--elf", str(cls.ELF),
+                                 "-o", str(cls.work / "threads.rec"), "--format", "json")
+        cls.state = cls.tcl.run("[target current] curstate").strip()
+
+    def test_thread_tags_and_shares_against_the_truth(self):
+        self.assertEqual(self.record.returncode, 0, self.record.stderr)
+        self.assertEqual(self.state, "running")
+        pairs = tagged_leaves(json.loads(self.record.stdout))
+        self.assertEqual(sum(pairs.values()), TASK_SAMPLES)
+        owner = {f: task for task, fs in ZephyrThreads.OWN.items() for f in fs}
+        # Sampling starts long after start-up: every sample of a thread's code has its thread.
+        wrong = {k: v for k, v in pairs.items() if k[1] in owner and k[0] != owner[k[1]]}
+        self.assertEqual(wrong, {})
+        # The truth after the start: the threads' own functions and the switch between them.
+        own = {task: sum(self.self_counts.get(f, 0) for f in fs) for task, fs in ZephyrThreads.OWN.items()}
+        edge = sum(self.self_counts.get(f, 0) for f in ZephyrThreads.EDGE)
+        total = sum(own.values()) + edge
+        tagged = sum(v for (task, _), v in pairs.items() if task != NO_TASK)
+        for task in own:
+            sampled = sum(v for (t, _), v in pairs.items() if t == task)
+            assert_share_between(self, task, sampled, tagged, own[task] / total, (own[task] + edge) / total)
 
 
 if __name__ == "__main__":

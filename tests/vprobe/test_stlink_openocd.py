@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import time
 import unittest
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 import test_vprobe_openocd as jtag  # noqa: E402  (as a module: its classes are not collected here)
 
 

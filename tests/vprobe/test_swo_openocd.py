@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import unittest
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 import test_vprobe_openocd as rig  # noqa: E402  (as a module: its test class is not run again here)
 from test_vprobe_openocd import CLI, ELF, stop_rig  # noqa: E402
 import qemu_runner  # noqa: E402  (put on the path by test_vprobe_openocd)

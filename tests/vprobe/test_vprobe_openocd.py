@@ -31,8 +31,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
 import qemu_runner  # noqa: E402
+from elf_symbols import nm_symbols  # noqa: E402
 
 CLI = Path(os.environ.get("MCUPROF_CLI", REPO / "build" / "mcuprof"))
 FW_DIR = Path(os.environ.get("MCUPROF_FW_DIR", REPO / "build" / "firmware-ref"))
@@ -47,24 +47,14 @@ STRICT = bool(os.environ.get("MCUPROF_UNDER_CTEST"))
 # ---------------------------------------------------------------- the ELF, read with binutils
 
 def elf_functions(elf: Path) -> dict[str, tuple[int, int]]:
-    """name -> (start, end) of every function symbol (arm-none-eabi-nm, Thumb bit cleared)."""
-    out = subprocess.run(["arm-none-eabi-nm", "-S", "--defined-only", str(elf)],
-                         capture_output=True, text=True, check=True).stdout
-    functions = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2] in "Tt":
-            start = int(parts[0], 16) & ~1
-            functions[parts[3]] = (start, start + int(parts[1], 16))
-    return functions
+    """name -> (start, end) of every function symbol with a size (Thumb bit cleared)."""
+    return {s.name: (s.start, s.start + s.size) for s in nm_symbols(elf, "Tt") if s.size > 0}
 
 
 def elf_symbol(elf: Path, name: str) -> int:
-    out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == name:
-            return int(parts[0], 16)
+    for s in nm_symbols(elf):
+        if s.name == name:
+            return s.address
     raise AssertionError(f"{name} not in {elf}")
 
 

@@ -7,29 +7,56 @@
 
 namespace mcuprof::sources {
 
-std::optional<TaskLayout> find_freertos_tasks(const core::DataLayout& layout)
+namespace {
+
+// The kernels known, one finder each (src/sources/live/rtos/<kernel>.cc). A new kernel is
+// its file and its row here. The first whose symbols the DWARF has wins.
+using Finder = std::optional<TaskLayout> (*)(const core::DataLayout&);
+constexpr Finder kernels[] = {
+    &find_freertos_tasks,
+    &find_zephyr_threads,
+};
+
+uint32_t little_endian(const std::string& bytes)
+{
+    uint32_t value = 0;
+    for (size_t i = bytes.size(); i-- > 0;)
+        value = (value << 8) | uint8_t(bytes[i]);
+    return value;
+}
+
+} // namespace
+
+std::optional<TaskLayout> kernel_layout(const core::DataLayout& layout, const std::string& kernel,
+                                        std::string_view current, std::string_view name,
+                                        std::string_view started)
 {
     using Kind = core::TypeLayout::Kind;
-    const auto current = layout.variable("pxCurrentTCB");
-    if (!current || !current->type || current->type->kind != Kind::pointer || !current->type->element)
+    const auto pointer = layout.object(current);
+    if (!pointer || !pointer->type || pointer->type->kind != Kind::pointer || !pointer->type->element)
         return std::nullopt;
-    // The pointer's target may be a stub (a structure still being laid out where the
-    // pointer was met): look the full one up by name.
-    std::shared_ptr<const core::TypeLayout> tcb = current->type->element;
-    if (tcb->members.empty() && !tcb->name.empty())
-        if (auto full = layout.type(tcb->name))
-            tcb = full;
-    const core::TypeLayout::Member* name = tcb->member("pcTaskName");
-    if (name == nullptr || !name->type || name->type->kind != Kind::array || name->type->count == 0)
+    const auto block = layout.complete(pointer->type->element);
+    if (block->kind != Kind::structure)
         return std::nullopt;
-    return TaskLayout{current->address, uint32_t(name->offset), uint32_t(name->type->count)};
+    TaskLayout tasks;
+    tasks.kernel = kernel;
+    tasks.current_task = pointer->address;
+    const auto text = layout.field(*block, name);
+    if (text && text->type->kind == Kind::array && text->type->count > 0) {
+        tasks.name_offset = uint32_t(text->offset);
+        tasks.name_length = uint32_t(text->type->count);
+    }
+    const auto flag = layout.variable(started);
+    if (flag && flag->type && flag->type->size >= 1 && flag->type->size <= 4) {
+        tasks.started_flag = flag->address;
+        tasks.started_size = uint32_t(flag->type->size);
+    }
+    return tasks;
 }
 
 std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout)
 {
-    // One finder per kernel, each recognising its own kernel's symbols.
-    using Finder = std::optional<TaskLayout> (*)(const core::DataLayout&);
-    for (Finder find : {&find_freertos_tasks})
+    for (Finder find : kernels)
         if (auto tasks = find(layout))
             return tasks;
     return std::nullopt;
@@ -44,6 +71,36 @@ std::optional<TaskLayout> detect_rtos(const std::string& elf_path)
     }
 }
 
+void TaskNames::add_to(HaltRequest& request)
+{
+    first_range_ = request.memory.size();
+    request.memory.emplace_back(layout_.current_task, 4);
+    if (layout_.started_flag != 0)
+        request.memory.emplace_back(layout_.started_flag, layout_.started_size);
+}
+
+std::optional<TaskNames::Running> TaskNames::running(const HaltState& state, HaltingTarget& target)
+{
+    const size_t ranges = layout_.started_flag != 0 ? 2 : 1;
+    if (state.memory.size() < first_range_ + ranges)
+        return std::nullopt;
+    const std::string& pointer = state.memory[first_range_];
+    if (pointer.size() != 4)
+        return std::nullopt;   // the target refused the read
+    if (layout_.started_flag != 0) {
+        const std::string& flag = state.memory[first_range_ + 1];
+        if (flag.size() != layout_.started_size || little_endian(flag) == 0)
+            return std::nullopt;   // the scheduler has not started
+    }
+    const uint32_t tcb = little_endian(pointer);
+    if (tcb == 0)
+        return std::nullopt;   // no task yet (a kernel without a started flag)
+    Running task;
+    task.control_block = tcb;
+    task.name = &name_of(target, tcb, task.name_added);
+    return task;
+}
+
 const std::string& TaskNames::name_of(HaltingTarget& target, uint32_t tcb, bool& added)
 {
     added = false;
@@ -51,8 +108,11 @@ const std::string& TaskNames::name_of(HaltingTarget& target, uint32_t tcb, bool&
     if (known != names_.end())
         return known->second;
     // A refused read only leaves the task unnamed; a failed link throws.
-    std::string name = target.read_memory(tcb + layout_.name_offset, layout_.name_length);
-    name = name.substr(0, name.find('\0'));
+    std::string name;
+    if (layout_.name_length > 0) {
+        name = target.read_memory(tcb + layout_.name_offset, layout_.name_length);
+        name = name.substr(0, name.find('\0'));
+    }
     if (name.empty()) {
         char text[16];
         std::snprintf(text, sizeof text, "0x%08x", tcb);

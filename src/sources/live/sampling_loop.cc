@@ -27,12 +27,6 @@ const char* shape_name(IntervalGenerator::Shape shape)
     return "fixed";
 }
 
-uint32_t little_endian_word(const std::string& bytes)
-{
-    const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
-    return uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
-}
-
 // One run of the loop: the figures, the running-time accounting and the extras' state.
 class Loop {
 public:
@@ -147,13 +141,13 @@ private:
         sink_.progress(stats_);
     }
 
-    // What every halt reads: the running task's control block and the stack window ride
-    // along with the registers' round trip.
-    HaltRequest request() const
+    // What every halt reads: the running task's pointer, the kernel's started flag and the
+    // stack window ride along with the registers' round trip.
+    HaltRequest request()
     {
         HaltRequest r;
         if (tasks_)
-            r.memory.emplace_back(tasks_->layout().current_task, 4);
+            tasks_->add_to(r);
         if (stacks_)
             stacks_->add_to(r);
         return r;
@@ -176,17 +170,13 @@ private:
             memory_reads_ += halt.memory_reads;
             frames_ += halt.unwound.stack.callers.size();
         }
-        if (tasks_ && !state.memory.empty() && state.memory[0].size() == 4) {
-            const uint32_t tcb = little_endian_word(state.memory[0]);
-            if (tcb != 0) {   // 0: the scheduler has not started
-                s.tag = tcb;
+        if (tasks_)
+            if (auto task = tasks_->running(state, target_)) {   // none before the scheduler starts
+                s.tag = task->control_block;
                 s.tagged = true;
-                bool added = false;
-                const std::string& name = tasks_->name_of(target_, tcb, added);
-                if (added)
-                    sink_.task(tcb, name);
+                if (task->name_added)
+                    sink_.task(task->control_block, *task->name);
             }
-        }
         sink_.sample(s);
         ++stats_.samples;
         progress(stopped);

@@ -45,6 +45,12 @@ struct VariableLayout {
     std::shared_ptr<const TypeLayout> type;
 };
 
+// A place inside a structure or array: its offset from the start and its type.
+struct FieldLayout {
+    uint64_t offset = 0;
+    std::shared_ptr<const TypeLayout> type;
+};
+
 class DataLayout {
 public:
     // Reads the ELF's DWARF; throws core::Error naming the file when it cannot be read or
@@ -59,6 +65,16 @@ public:
     // A global or static variable at a fixed address (DW_OP_addr), by name; a global wins
     // over a function's static of the same name.
     std::optional<VariableLayout> variable(std::string_view name) const;
+    // An object inside a variable, named by a member path as C writes it: members and array
+    // elements, no pointers followed ("_kernel.cpus[0].current"); its address and type.
+    // Nothing when the variable, a member or an element is absent.
+    std::optional<VariableLayout> object(std::string_view path) const;
+    // A member path inside a type ("name", "base.thread_state", "cpus[0]"): its offset from
+    // the type's start and its type; nothing when a step is absent.
+    std::optional<FieldLayout> field(const TypeLayout& type, std::string_view path) const;
+    // The full layout of a stub structure (see TypeLayout::element), else the type itself.
+    std::shared_ptr<const TypeLayout> complete(std::shared_ptr<const TypeLayout> type) const;
+
     // A type by name: "struct tskTaskControlBlock", "TCB_t", "uint32_t"; a bare tag name
     // ("tskTaskControlBlock") finds the struct, union or enum when no typedef has that name.
     std::shared_ptr<const TypeLayout> type(std::string_view name) const;

@@ -1,12 +1,15 @@
 #pragma once
-// Which task runs, read at every halt with no firmware change: FreeRTOS keeps the running
-// task's control block in pxCurrentTCB, and the block holds the task's name (pcTaskName).
-// Where the name sits inside the block depends on the kernel's configuration, so it is
-// taken from the ELF's DWARF, not assumed.
+// Which task runs, read at every halt with no firmware change. Every kernel keeps a pointer
+// to the running task's control block at a fixed address (FreeRTOS's pxCurrentTCB, Zephyr's
+// _kernel.cpus[0].current), the block holds the task's name, and a flag says whether the
+// scheduler has started (before it, the pointer may already point at a created task that
+// does not run yet). Where these sit depends on the kernel's configuration, so each kernel's
+// finder takes them from the ELF's DWARF; nothing is assumed.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "mcuprof/sources/halting_target.h"
 
@@ -17,30 +20,59 @@ class DataLayout;
 namespace mcuprof::sources {
 
 struct TaskLayout {
-    uint32_t current_task = 0;   // address of pxCurrentTCB
-    uint32_t name_offset = 0;    // of pcTaskName in the control block
-    uint32_t name_length = 0;    // configMAX_TASK_NAME_LEN
+    uint32_t current_task = 0;   // address of the pointer to the running task's control block
+    uint32_t name_offset = 0;    // of the name in the control block
+    uint32_t name_length = 0;    // bytes of the name array; 0: the kernel keeps no names
+    // The kernel's "the scheduler runs" flag: its address (0: none, the pointer alone says,
+    // 0 before the start) and size in bytes. Not 0 once the first task runs.
+    uint32_t started_flag = 0;
+    uint32_t started_size = 0;
+    std::string kernel{};        // "FreeRTOS", "Zephyr": for messages
 };
 
-// The layout when the firmware has FreeRTOS's pxCurrentTCB (a pointer to a structure with a
-// char array pcTaskName), else nothing.
+// One finder per kernel, each in its own file (src/sources/live/rtos/): the layout when the
+// firmware's DWARF has that kernel's symbols, else nothing.
 std::optional<TaskLayout> find_freertos_tasks(const core::DataLayout& layout);
+std::optional<TaskLayout> find_zephyr_threads(const core::DataLayout& layout);
+
+// What the finders share: the layout from the kernel's names. `current` is the member path of
+// the pointer to the running task's control block (a structure); `name` its char array member
+// (absent: tasks are named by address); `started` the variable that turns non-zero when the
+// scheduler runs (absent: the pointer alone says). Nothing when `current` is not such a pointer.
+std::optional<TaskLayout> kernel_layout(const core::DataLayout& layout, const std::string& kernel,
+                                        std::string_view current, std::string_view name,
+                                        std::string_view started);
 
 // The running task's layout for the kernel the ELF's DWARF shows, tried in turn among the
-// kernels known (FreeRTOS); nothing when none matches or the ELF has no DWARF.
+// kernels known; nothing when none matches or the ELF has no DWARF.
 std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout);
 std::optional<TaskLayout> detect_rtos(const std::string& elf_path);
 
-// The names of the control blocks met so far; a new one is read from the target once.
+// The running task at each halt: the words to read ride along with the halt's request, and
+// the names of the control blocks met so far are read from the target once each.
 class TaskNames {
 public:
-    explicit TaskNames(TaskLayout layout) : layout_(layout) {}
+    explicit TaskNames(TaskLayout layout) : layout_(std::move(layout)) {}
     const TaskLayout& layout() const { return layout_; }
+
+    // Adds the running-task pointer and the started flag to what the halt reads.
+    void add_to(HaltRequest& request);
+
+    struct Running {
+        uint32_t control_block = 0;
+        const std::string* name = nullptr;
+        bool name_added = false;   // the name was read just now
+    };
+    // The task that ran at the halt read through add_to's request; nothing before the
+    // scheduler started, or when the target refused the read.
+    std::optional<Running> running(const HaltState& state, HaltingTarget& target);
+
     // The task's name; `added` tells whether it was read just now.
     const std::string& name_of(HaltingTarget& target, uint32_t tcb, bool& added);
 
 private:
     TaskLayout layout_;
+    size_t first_range_ = 0;   // of add_to's ranges in the request
     std::map<uint32_t, std::string> names_;
 };
 

@@ -1,8 +1,8 @@
-"""Shared helpers for the integration tests: run reference firmware in QEMU with the truth
+"""Shared helpers for the integration and live tests: run reference firmware in QEMU with the truth
 plugin, read its dump and counts independently of mcuprof, ask the mcuprof CLI, and compare
 with standard errors.
 
-Environment (set by tests/integration/CMakeLists.txt under ctest; defaults fit `make build`):
+Environment (set by each test's CMakeLists.txt under ctest; defaults fit `make build`):
   MCUPROF_CLI           the mcuprof executable            (default build/mcuprof)
   MCUPROF_FW_DIR        the reference ELFs                 (default build/firmware-ref)
   MCUPROF_TRUTH_PLUGIN  libtruth.so                        (default build/firmware-ref/libtruth.so)
@@ -19,15 +19,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 from functools import lru_cache
 from pathlib import Path
 
+import qemu_runner
+from elf_symbols import nm_symbols
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "firmware-ref" / "runner"))
-import qemu_runner  # noqa: E402
 
 FW_DIR = Path(os.environ.get("MCUPROF_FW_DIR", REPO / "build" / "firmware-ref"))
 CLI = Path(os.environ.get("MCUPROF_CLI", REPO / "build" / "mcuprof"))
@@ -164,14 +164,8 @@ class Symbols:
     depend on the tool under test."""
 
     def __init__(self, elf: Path):
-        out = subprocess.run(["arm-none-eabi-nm", "-n", "-S", "--defined-only", str(elf)],
-                             capture_output=True, text=True, check=True).stdout
-        self.funcs: list[tuple[int, int, str]] = []
-        for line in out.splitlines():
-            f = line.split()
-            if len(f) == 4 and f[2] in "TtWw" and int(f[1], 16) > 0:
-                self.funcs.append((int(f[0], 16) & ~1, int(f[1], 16), f[3]))
-        self.funcs.sort()
+        self.funcs: list[tuple[int, int, str]] = sorted(
+            (s.start, s.size, s.name) for s in nm_symbols(elf, "TtWw") if s.size > 0)
         self._starts = [s for s, _, _ in self.funcs]
         self.by_name = {n: (s, z) for s, z, n in self.funcs}
 

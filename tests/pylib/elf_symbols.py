@@ -1,0 +1,38 @@
+"""An ELF's symbol table as binutils reads it (arm-none-eabi-nm): the one reader of nm's output
+for the tests and benchmarks, whose checks must not depend on the tool under test."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from os import PathLike
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    address: int   # the symbol's value as nm prints it
+    size: int      # 0 when the symbol has none
+    kind: str      # nm's letter: T/t code, W/w weak, D/d data, B/b bss, ...
+
+    @property
+    def start(self) -> int:
+        """Where a function's code starts: its value without the Thumb bit (ARM ELF, 5.5.3)."""
+        return self.address & ~1
+
+
+def nm_symbols(elf: PathLike | str, kinds: str | None = None) -> list[Symbol]:
+    """Every defined symbol of `elf` in address order, or those whose nm letter is in `kinds`."""
+    out = subprocess.run(["arm-none-eabi-nm", "-n", "-S", "--defined-only", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    symbols = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 4:     # value, size, letter, name
+            symbol = Symbol(fields[3], int(fields[0], 16), int(fields[1], 16), fields[2])
+        elif len(fields) == 3:   # no size
+            symbol = Symbol(fields[2], int(fields[0], 16), 0, fields[1])
+        else:
+            continue
+        if kinds is None or symbol.kind in kinds:
+            symbols.append(symbol)
+    return symbols
