@@ -24,16 +24,14 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE.parent / "integration"))
-import fwtest  # noqa: E402
-import qemu_runner  # noqa: E402
+import fwtest
+import qemu_runner
 
 SAMPLES = 1500
 MAGIC = b"mcuprof\x1a"
