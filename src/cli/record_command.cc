@@ -17,7 +17,7 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/onchip_reader.h"
 #include "mcuprof/sources/recording.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/transport/link.h"
 #include "options.h"
 #include "profile_output.h"
 #include "progress.h"
@@ -78,7 +78,7 @@ private:
 };
 
 // --read-onchip: the on-chip sampler's memory, read over GDB, reported like its UART dump.
-int read_onchip_command(const transport::Endpoint& gdb, const std::string& stop_at, const std::string& dump_file,
+int read_onchip_command(const transport::LinkAddress& gdb, const std::string& stop_at, const std::string& dump_file,
                         ReportOptions& report)
 {
     if (report.elf.empty())
@@ -144,7 +144,7 @@ int record_command(const Arguments& args)
     if (!sampling.openocd.empty() && read_onchip)
         throw UsageError("--read-onchip goes with --gdb");
     if (read_onchip)
-        return read_onchip_command(transport::Endpoint::parse(sampling.gdb, "--gdb"), stop_at, samples_file, report);
+        return read_onchip_command(transport::LinkAddress::parse(sampling.gdb, "--gdb", sampling.baud), stop_at, samples_file, report);
     if (!stop_at.empty())
         throw UsageError("--at goes with --read-onchip");
     if (samples_file.empty())

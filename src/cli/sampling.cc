@@ -26,7 +26,10 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                           std::to_string(sources::PacingOptions{}.batch) +
                                           "); the random wait goes between batches";
     description.add_options()
-        ("gdb", po::value(&o.gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
+        ("gdb", po::value(&o.gdb)->value_name("HOST:PORT|DEVICE"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, "
+                                                                   "a probe's; or a serial device (/dev/ttyACM0: a Black "
+                                                                   "Magic Probe) or pty")
+        ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
         ("openocd", po::value(&o.openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl RPC port (6666 by default): sample "
                                                                     "through OpenOCD instead of GDB (--mode)")
         ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
@@ -98,7 +101,7 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
 
     if (o.openocd.empty()) {
         sources::RspSamplerOptions gdb;
-        gdb.gdb = transport::Endpoint::parse(o.gdb, "--gdb");
+        gdb.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
         gdb.pacing = pacing;
         gdb.extras = extras;
         return std::make_unique<sources::RspHaltingSampler>(gdb);

@@ -23,6 +23,7 @@ namespace mcuprof::cli {
 int vprobe_command(const Arguments& args)
 {
     std::string gdb;
+    unsigned baud = 0;
     std::string listen = "127.0.0.1";
     int port = -1;
     int stlink_port = -1;
@@ -30,7 +31,9 @@ int vprobe_command(const Arguments& args)
     bool no_pcsr = false;
     po::options_description description("Options");
     description.add_options()
-        ("gdb", po::value(&gdb)->value_name("HOST:PORT"), "the target: a GDB remote server (QEMU -gdb tcp::PORT)")
+        ("gdb", po::value(&gdb)->value_name("HOST:PORT|DEVICE"), "the target: a GDB remote server (QEMU -gdb tcp::PORT), "
+                                                                 "or a serial device or pty")
+        ("baud", po::value(&baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
         ("port", po::value(&port)->value_name("N"), "serve OpenOCD's remote_bitbang (JTAG) on this TCP port (0: a "
                                                      "free one, printed)")
         ("stlink-port", po::value(&stlink_port)->value_name("N"),
@@ -68,7 +71,7 @@ int vprobe_command(const Arguments& args)
         throw UsageError("--latency is at most 100ms (OpenOCD's st-link driver gives up after 1 s)");
     if (latency.count() > 0)
         ::prctl(PR_SET_TIMERSLACK, 1UL);   // the kernel's default 50 us slack would blur 125 us
-    const transport::Endpoint endpoint = transport::Endpoint::parse(gdb, "--gdb");
+    const transport::LinkAddress endpoint = transport::LinkAddress::parse(gdb, "--gdb", baud);
 
     transport::RspClient rsp(endpoint, transport::RspClient::Options{});
     rsp.handshake();   // connecting stops the target
