@@ -122,6 +122,7 @@ constexpr const char* flame_graph_script = R"js(
     .inverted(container.id === 'icicle')
     .sort(true)
     .minFrameSize(1)
+    .resetHeightOnZoom(true)   // a zoomed or merged tree is as tall as its own depth
     .transitionDuration(300)
     .setDetailsElement(details)
     .setSearchMatch((d, term) => term !== '' && d.data.name.toLowerCase().includes(term.toLowerCase()))
