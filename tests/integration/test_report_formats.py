@@ -312,25 +312,24 @@ class HtmlReport(IntegrationCase):
         self.assertEqual(console_messages(log), [])   # d3 and d3-flame-graph ran without a word
         self.assertIn("<pre class=\"source\">", dom_text)   # the sources are in this tree
 
-    def test_console_errors_are_seen(self):
-        """Negative control: a script that throws is in the log, so an empty list above means
-        the page's scripts ran without an error."""
+    def log_of_spoiled_page(self, markup: str) -> str:
+        """Chromium's log for the report page with `markup` put before its heading."""
         r = run("loops_jit_m4")
         page = self.dir / "report.html"
         mcuprof("report", str(r.dump_path), "--elf", str(r.elf), "--format", "html", "-o", str(page))
         bad = self.dir / "bad.html"
-        bad.write_text(page.read_text().replace("<h1>", "<script>undefinedFunction()</script><h1>", 1))
-        _, log = load_in_chromium(bad)
+        bad.write_text(page.read_text().replace("<h1>", markup + "<h1>", 1))
+        return load_in_chromium(bad)[1]
+
+    def test_console_errors_are_seen(self):
+        """Negative control: a script that throws is in the log, so an empty list above means
+        the page's scripts ran without an error."""
+        log = self.log_of_spoiled_page("<script>undefinedFunction()</script>")
         self.assertEqual(len(console_messages(log)), 1, log[-2000:])
 
     def test_blocked_requests_are_seen(self):
         """Negative control: a page that asks for an image gets it blocked, and the log says so."""
-        r = run("loops_jit_m4")
-        page = self.dir / "report.html"
-        mcuprof("report", str(r.dump_path), "--elf", str(r.elf), "--format", "html", "-o", str(page))
-        bad = self.dir / "bad.html"
-        bad.write_text(page.read_text().replace("<h1>", "<img src=\"http://192.0.2.1/x.png\"><h1>", 1))
-        _, log = load_in_chromium(bad)
+        log = self.log_of_spoiled_page("<img src=\"http://192.0.2.1/x.png\">")
         self.assertEqual(len(blocked_requests(log)), 1, log[-2000:])
 
     def test_diff_page_in_chromium(self):
