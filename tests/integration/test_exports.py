@@ -386,9 +386,9 @@ class FlameGraph(unittest.TestCase):
         for name, samples in inclusive.items():
             if samples > 0:
                 self.assertEqual(options.get(name), f"{name} ({100 * samples / total:.2f} %)")
-        for box in results["initial"]:
-            if box["name"] == "[truncated]":
-                self.assertEqual(box["fill"], "#b0b0b0")
+        truncated = [b for b in results["initial"] if b["name"] == "[truncated]"]
+        self.assertEqual(sum(b["value"] for b in truncated if b["depth"] == 1), rep["truncation"]["samples"])
+        self.assertEqual({b["fill"] for b in truncated}, {"#b0b0b0"} if truncated else set())
 
         clicked = next(b for b in results["zoomed"] if b["id"] == results["clicked"])
         self.assertEqual(clicked["name"], target)
