@@ -12,6 +12,8 @@ packages=(
   python3 python3-pyocd
   # consumers of the report formats, run by the tests: callgrind_annotate, dot, a browser
   valgrind graphviz chromium python3-jsonschema
+  # a pty bridged to QEMU's gdbstub stands for a serial GDB server (a Black Magic Probe) in the tests
+  socat
   # go tool pprof reads --format pprof; CPack's .deb names its dependencies with dpkg-shlibdeps and file
   golang-go dpkg-dev file
 )

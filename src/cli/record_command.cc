@@ -17,7 +17,7 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/onchip_reader.h"
 #include "mcuprof/sources/recording.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/transport/link.h"
 #include "options.h"
 #include "profile_output.h"
 #include "progress.h"
@@ -145,7 +145,7 @@ int read_onchip_command(const RecordOptions& o, const core::SymbolTable& symbols
         if (!address)
             throw mcuprof::Error(o.report.elf, "symbols", "no function '" + o.stop_at + "' for --at");
     }
-    const transport::Endpoint gdb = transport::Endpoint::parse(o.sampling.gdb, "--gdb");
+    const transport::LinkAddress gdb = transport::LinkAddress::parse(o.sampling.gdb, "--gdb", o.sampling.baud);
     sources::Dump dump = sources::read_onchip_over_gdb(gdb, symbols, o.report.elf, address, std::chrono::seconds(120));
     if (!o.samples_file.empty()) {
         std::ofstream out(o.samples_file);

@@ -27,7 +27,10 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                           std::to_string(sources::PacingOptions{}.batch) +
                                           "); the random wait goes between batches";
     description.add_options()
-        ("gdb", po::value(&o.gdb)->value_name("HOST:PORT"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, a probe's")
+        ("gdb", po::value(&o.gdb)->value_name("HOST:PORT|DEVICE"), "GDB remote server: QEMU -gdb, OpenOCD's GDB port, "
+                                                                   "a probe's; or a serial device (/dev/ttyACM0: a Black "
+                                                                   "Magic Probe) or pty")
+        ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
         ("openocd", po::value(&o.openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl RPC port (6666 by default): sample "
                                                                     "through OpenOCD instead of GDB (--mode)")
         ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
@@ -61,13 +64,14 @@ const std::vector<std::string>& sampling_option_names()
 {
     static const std::vector<std::string> names{"openocd", "mode",  "batch", "pcsr-read", "samples",
                                                 "duration", "interval", "shape", "jitter", "pace",
-                                                "qmp",      "seed",  "stacks", "stack-bytes"};
+                                                "qmp",      "seed",  "stacks", "stack-bytes", "max-halted"};
     return names;
 }
 
 void check_sampling_options(const CommandLine& line, const SamplingOptions& o)
 {
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
+    line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
     line.only_with({"jitter"}, o.shape == "uniform", "--shape uniform");
     line.only_with({"stack-bytes"}, o.stacks, "--stacks");
 }
@@ -127,7 +131,7 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
 
     if (o.openocd.empty()) {
         sources::RspSamplerOptions gdb;
-        gdb.gdb = transport::Endpoint::parse(o.gdb, "--gdb");
+        gdb.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
         gdb.pacing = pacing;
         gdb.extras = extras;
         return std::make_unique<sources::RspHaltingSampler>(gdb);

@@ -20,6 +20,7 @@ namespace mcuprof::cli {
 
 struct SamplingOptions {
     std::string gdb;
+    unsigned baud = 0;                                     // --gdb DEVICE: the line's speed (0: 115200)
     std::string openocd;
     std::string mode;
     std::string qmp;

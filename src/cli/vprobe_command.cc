@@ -40,6 +40,7 @@ const char* const vprobe_usage =
 
 struct VprobeOptions {
     std::string gdb;
+    unsigned baud = 0;
     std::string listen = "127.0.0.1";
     bool stlink = false;
     uint16_t port = 0;
@@ -56,7 +57,9 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
     int stlink_port = -1;
     std::string latency = "0";
     line.options()
-        ("gdb", po::value(&o.gdb)->value_name("HOST:PORT"), "the target: a GDB remote server (QEMU -gdb tcp::PORT)")
+        ("gdb", po::value(&o.gdb)->value_name("HOST:PORT|DEVICE"), "the target: a GDB remote server (QEMU -gdb tcp::PORT), "
+                                                                   "or a serial device or pty")
+        ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
         ("port", po::value(&port)->value_name("N"), "serve OpenOCD's remote_bitbang (JTAG) on this TCP port (0: a "
                                                      "free one, printed)")
         ("stlink-port", po::value(&stlink_port)->value_name("N"),
@@ -78,7 +81,7 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
     o.latency = latency == "0" ? std::chrono::nanoseconds(0) : parse_duration(latency, "--latency");
     if (o.latency > std::chrono::milliseconds(100))
         throw UsageError("--latency is at most 100ms (OpenOCD's st-link driver gives up after 1 s)");
-    transport::Endpoint::parse(o.gdb, "--gdb");
+    transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
     return true;
 }
 
@@ -117,7 +120,7 @@ int vprobe_command(const Arguments& args)
         return 0;
     if (o.latency.count() > 0)
         ::prctl(PR_SET_TIMERSLACK, 1UL);   // the kernel's default 50 us slack would blur 125 us
-    transport::RspClient rsp(transport::Endpoint::parse(o.gdb, "--gdb"), transport::RspClient::Options{});
+    transport::RspClient rsp(transport::LinkAddress::parse(o.gdb, "--gdb", o.baud), transport::RspClient::Options{});
     rsp.handshake();   // connecting stops the target
     vprobe::RspTarget target(rsp, true);
     // A board on a probe runs until the debugger halts it: so does the target here (also

@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 
 #include "mcuprof/transport/error.h"
+#include "deadline_stream.h"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -33,26 +34,7 @@ Endpoint Endpoint::parse(std::string_view text, const std::string& what)
     return e;
 }
 
-struct TcpConnection::Impl {
-    asio::io_context io;
-    tcp::socket socket{io};
-
-    // Runs the io_context until the operation's handler ran or the time is up. On time-out
-    // the operation is cancelled and run to its handler, which then sees operation_aborted,
-    // or success if it completed in the meantime: the caller looks at the error code, so
-    // no byte that arrived is lost.
-    void run_until_done(const bool& done, Duration timeout)
-    {
-        io.restart();
-        io.run_for(timeout);
-        if (done)
-            return;
-        boost::system::error_code ignored;
-        socket.cancel(ignored);
-        io.restart();
-        io.run();
-    }
-};
+struct TcpConnection::Impl : detail::DeadlineStream<tcp::socket> {};
 
 TcpConnection::TcpConnection(const Endpoint& endpoint, Duration timeout, std::string peer,
                              const std::string& when_refused)
@@ -64,7 +46,7 @@ TcpConnection::TcpConnection(const Endpoint& endpoint, Duration timeout, std::st
     if (error)
         throw Error(Error::Kind::connect, peer_, "", "cannot resolve " + endpoint.host + ": " + error.message());
     bool done = false;
-    asio::async_connect(impl_->socket, endpoints, [&](const boost::system::error_code& e, const tcp::endpoint&) {
+    asio::async_connect(impl_->stream, endpoints, [&](const boost::system::error_code& e, const tcp::endpoint&) {
         error = e;
         done = true;
     });
@@ -75,60 +57,31 @@ TcpConnection::TcpConnection(const Endpoint& endpoint, Duration timeout, std::st
         throw Error(Error::Kind::connect, peer_, "", "nothing listens on " + endpoint.text() + ": " + when_refused);
     if (error)
         throw Error(Error::Kind::connect, peer_, "", "cannot connect: " + error.message());
-    impl_->socket.set_option(tcp::no_delay(true), error);   // small request/reply packets: no Nagle delay
+    impl_->stream.set_option(tcp::no_delay(true), error);   // small request/reply packets: no Nagle delay
 }
 
 TcpConnection::~TcpConnection() = default;
 
 void TcpConnection::write(std::string_view bytes, Duration timeout)
 {
-    boost::system::error_code error;
-    bool done = false;
-    asio::async_write(impl_->socket, asio::buffer(bytes.data(), bytes.size()),
-                      [&](const boost::system::error_code& e, size_t) {
-                          error = e;
-                          done = true;
-                      });
-    impl_->run_until_done(done, timeout);
-    if (error == asio::error::operation_aborted)
-        throw Error(Error::Kind::timeout, peer_, "", "write did not complete within the time-out");
-    if (error)
-        throw Error(Error::Kind::closed, peer_, "", "connection lost while writing: " + error.message());
+    impl_->write(bytes, timeout, peer_);
 }
 
 bool TcpConnection::try_read_some(std::string& into, Duration timeout)
 {
-    char buffer[16384];
-    boost::system::error_code error;
-    size_t got = 0;
-    bool done = false;
-    impl_->socket.async_read_some(asio::buffer(buffer), [&](const boost::system::error_code& e, size_t n) {
-        error = e;
-        got = n;
-        done = true;
-    });
-    impl_->run_until_done(done, timeout);
-    if (error == asio::error::operation_aborted)
-        return false;
-    if (error == asio::error::eof || error == asio::error::connection_reset)
-        throw Error(Error::Kind::closed, peer_, "", "connection closed by the peer");
-    if (error)
-        throw Error(Error::Kind::closed, peer_, "", "connection lost: " + error.message());
-    into.append(buffer, got);
-    return true;
+    return impl_->try_read_some(into, timeout, peer_);
 }
 
 void TcpConnection::read_some(std::string& into, Duration timeout)
 {
-    if (!try_read_some(into, timeout))
-        throw Error(Error::Kind::timeout, peer_, "", "no answer within the time-out");
+    impl_->read_some(into, timeout, peer_);
 }
 
 void TcpConnection::close()
 {
     boost::system::error_code ignored;
-    impl_->socket.shutdown(tcp::socket::shutdown_both, ignored);
-    impl_->socket.close(ignored);
+    impl_->stream.shutdown(tcp::socket::shutdown_both, ignored);
+    impl_->stream.close(ignored);
 }
 
 } // namespace mcuprof::transport

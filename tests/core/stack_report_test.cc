@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,34 @@ double edge_cost(const CallGraph& g, const std::string& caller, const std::strin
         if (g.functions[e.caller].name == caller && g.functions[e.callee].name == callee)
             return e.inclusive_cost;
     return -1;
+}
+
+// The call tree an HTML page's flame graph draws (script#flame-data).
+nlohmann::json flame_tree(const std::string& page)
+{
+    const std::string open = "<script type=\"application/json\" id=\"flame-data\">";
+    const size_t start = page.find(open);
+    REQUIRE(start != std::string::npos);
+    const size_t end = page.find("</script>", start);
+    return nlohmann::json::parse(page.substr(start + open.size(), end - start - open.size()));
+}
+
+// The page without the script element that holds d3 and d3-flame-graph.
+std::string without_flame_graph_library(const std::string& page)
+{
+    const size_t start = page.find("<script>\n// https://d3js.org");
+    REQUIRE(start != std::string::npos);
+    const size_t end = page.find("</script>", start);
+    REQUIRE(end != std::string::npos);
+    return page.substr(0, start) + page.substr(end);
+}
+
+size_t boxes_of(const nlohmann::json& node)
+{
+    size_t boxes = 1;
+    for (const nlohmann::json& child : node.value("children", nlohmann::json::array()))
+        boxes += boxes_of(child);
+    return boxes;
 }
 
 size_t count_of(const std::string& text, const std::string& part)
@@ -147,13 +176,52 @@ TEST_CASE("html: unwound stacks give a flame graph, every row a table row, nothi
     // Table: one row per profile row (tbody rows start with <tr><td).
     CHECK(count_of(page, "<tr><td class=\"name\">") == p.rows.size());
     // Flame graph: the root plus func_a, local_b, func_c (under func_a), func_c (under it),
-    // and the truncated stack's func_c under a [truncated] box: 7 boxes.
-    CHECK(count_of(page, "<g class=\"frame\"") == 7);
-    CHECK(page.find("data-function=\"[truncated]\"") != std::string::npos);
+    // and the truncated stack's func_c under a [truncated] box: 7 boxes in the tree the page
+    // draws, each as wide as the samples whose chain passes through it.
+    const nlohmann::json tree = flame_tree(page);
+    CHECK(boxes_of(tree) == 7);
+    CHECK(tree["name"] == "all");
+    CHECK(tree["value"] == 4);
+    const auto truncated = std::find_if(tree["children"].begin(), tree["children"].end(),
+                                        [](const nlohmann::json& box) { return box["name"] == "[truncated]"; });
+    REQUIRE(truncated != tree["children"].end());
+    CHECK((*truncated)["value"] == 1);
+    CHECK(page.find("data-truncated=\"[truncated]\"") != std::string::npos);
+    // The library and our script are inline; nothing to fetch.
+    CHECK(page.find("d3js.org v7") != std::string::npos);
     CHECK(page.find("inclusive %") != std::string::npos);
-    // No attribute that would load anything.
-    CHECK(page.find("src=") == std::string::npos);
-    CHECK(page.find("href=") == std::string::npos);
+    // No attribute that would load anything, in the page's markup and our script (d3's own
+    // code, inlined, sets an Image's src in d3.image, which the page never calls; the CSP
+    // would block it, and the Chromium tests see no request).
+    const std::string markup = without_flame_graph_library(page);
+    CHECK(markup.size() < page.size());
+    CHECK(markup.find("src=") == std::string::npos);
+    CHECK(markup.find("href=") == std::string::npos);
+}
+
+TEST_CASE("html: a function name cannot end the flame graph's data script")
+{
+    Profile p = unwound_profile();
+    const std::string hostile = "f</script><script>alert(1)</script><!--";
+    for (StackRow& stack : p.stacks)
+        for (StackFrame& frame : stack.frames)
+            if (frame.function == "local_b")
+                frame.function = hostile;
+    std::ostringstream out;
+    write_html({p, nullptr, {}}, out);
+    const std::string page = out.str();
+    CHECK(page.find("alert(1)</script>") == std::string::npos);
+    CHECK(page.find("<!--") == std::string::npos);
+    // The tree still carries the name as it is.
+    const nlohmann::json tree = flame_tree(page);
+    bool found = false;
+    std::function<void(const nlohmann::json&)> look = [&](const nlohmann::json& node) {
+        found = found || node["name"] == hostile;
+        for (const nlohmann::json& child : node.value("children", nlohmann::json::array()))
+            look(child);
+    };
+    look(tree);
+    CHECK(found);
 }
 
 TEST_CASE("html: a flat profile gives an icicle; source lines annotated, or a note when missing")

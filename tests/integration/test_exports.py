@@ -352,6 +352,61 @@ class Timeline(unittest.TestCase):
                 self.assertAlmostEqual(got, want, delta=0.00006, msg=name)
 
 
+class FlameGraph(unittest.TestCase):
+    def test_flame_graph_in_chromium(self):
+        """The interactive flame graph of the recording with stacks, used as a person would: the
+        page loads with nothing on the console; the root box is every sample and the chart's
+        width; the merge list gives every function its inclusive share; a click on a box zooms
+        (the box becomes the chart's width, its siblings none); search highlights exactly the
+        boxes whose name holds the text and counts their samples; merging a function gives one
+        root as wide as its inclusive samples; [truncated] boxes are grey. Every count comes
+        from the JSON report of the same recording."""
+        from test_report_formats import console_messages, flame_graph_actions
+        r = recorded()
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-flame-"))
+        self.addCleanup(shutil.rmtree, work, True)
+        page = work / "report.html"
+        mcuprof("report", str(r.rec), "--elf", str(r.elf), "--format", "html", "-o", str(page))
+        rep = report_json(r.rec, r.elf)
+        total = rep["samples"]
+        inclusive = {f["name"]: f["inclusive_samples"] for f in rep["functions"]}
+        # Act on the widest function below the whole run whose name no other name holds (so
+        # that search matches its boxes only).
+        alone = [n for n in inclusive if not any(n.lower() in m.lower() for m in inclusive if m != n)]
+        target = max((n for n in alone if inclusive[n] <= 0.8 * total), key=lambda n: inclusive[n])
+        results, log = flame_graph_actions(page, zoom=target, search=target, merge=target)
+        self.assertNotIn("error", results)
+        self.assertEqual(console_messages(log), [])
+        width = results["chart_width"]
+
+        roots = [b for b in results["initial"] if b["depth"] == 0]
+        self.assertEqual([(b["name"], b["value"]) for b in roots], [("all", total)])
+        self.assertAlmostEqual(roots[0]["width"], width, delta=0.5)
+        options = {value: text for value, text in results["merge_options"] if value}
+        for name, samples in inclusive.items():
+            if samples > 0:
+                self.assertEqual(options.get(name), f"{name} ({100 * samples / total:.2f} %)")
+        truncated = [b for b in results["initial"] if b["name"] == "[truncated]"]
+        self.assertEqual(sum(b["value"] for b in truncated if b["depth"] == 1), rep["truncation"]["samples"])
+        self.assertEqual({b["fill"] for b in truncated}, {"#b0b0b0"} if truncated else set())
+
+        clicked = next(b for b in results["zoomed"] if b["id"] == results["clicked"])
+        self.assertEqual(clicked["name"], target)
+        self.assertAlmostEqual(clicked["width"], width, delta=0.5)
+        level = [b["id"] for b in results["zoomed"] if b["depth"] == clicked["depth"] and b["width"] > 0.5]
+        self.assertEqual(level, [clicked["id"]])
+
+        holds = {b["id"] for b in results["searched"] if target.lower() in b["name"].lower()}
+        lit = {b["id"] for b in results["searched"] if b["fill"].lower() == "#e600e6"}
+        self.assertTrue(holds)
+        self.assertEqual(lit, holds)
+        self.assertIn(f"search: {inclusive[target]:g} of {total:g} total samples", results["search_details"])
+
+        merged_roots = [b for b in results["merged"] if b["depth"] == 0]
+        self.assertEqual([(b["name"], b["value"]) for b in merged_roots], [(target, inclusive[target])])
+        self.assertAlmostEqual(merged_roots[0]["width"], width, delta=0.5)
+
+
 # ---------------------------------------------------------------- diff gate
 
 

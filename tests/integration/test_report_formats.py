@@ -8,11 +8,14 @@
 - callgrind: callgrind_annotate (valgrind) reads it; its totals and per-function inclusive
   figures equal the JSON report's.
 - html: headless Chromium loads the page; the DOM's table rows are the JSON's functions,
-  the flame-graph/icicle boxes exist, and no request was attempted (the page's CSP blocks
-  every request and Chromium logs each one; a negative control proves the log shows them).
+  the icicle's boxes (drawn by d3-flame-graph) exist, nothing was written to the console and
+  no request was attempted (the page's CSP blocks every request and Chromium logs each one;
+  negative controls prove the log shows both). The flame graph's zoom, search and merge are
+  checked on a recording with stacks in test_exports.py (flame_graph_actions, below).
   A screenshot is saved next to the build (report-artifacts/).
 - diff: the hints name the trap of scenarios 3 and 4 from the data, and not for the control.
 """
+import html
 import json
 import os
 import re
@@ -64,6 +67,86 @@ def load_in_chromium(page: Path, screenshot: Path | None = None) -> tuple[str, s
     return dom.stdout, dom.stderr
 
 
+# What a person does with the flame graph, done by a script added to a copy of the page: it
+# waits for the chart, clicks the box named ZOOM (the widest), types SEARCH in the search box,
+# picks MERGE in the merge list, and writes what the DOM then shows into <pre id="test-results">
+# as JSON. Each box is read from the DOM: its name, the value d3 bound to it, its rectangle's
+# width and fill. Chromium runs the page with virtual time, so the transitions finish however
+# slow the machine is; headless Chromium draws no frames, so animation frames (what d3's
+# transitions wait for) are given by timers, which virtual time runs.
+ANIMATION_FRAMES_BY_TIMER = """
+window.requestAnimationFrame = callback => setTimeout(() => callback(performance.now()), 16);
+"""
+FLAME_ACTIONS = """
+(async function () {
+  const pause = ms => new Promise(resolve => setTimeout(resolve, ms));
+  const boxes = () => [...document.querySelectorAll('div.flame g.frame')].map(g => {
+    const d = d3.select(g).datum();
+    const rect = g.querySelector('rect');
+    return {id: d.id, name: d.data.name, value: d.value, depth: d.depth,
+            width: Number(rect.getAttribute('width')), fill: rect.getAttribute('fill')};
+  });
+  const results = {};
+  try {
+    await pause(2000);
+    results.chart_width = Number(document.querySelector('div.flame svg').getAttribute('width'));
+    results.initial = boxes();
+    results.merge_options = [...document.querySelectorAll('#flame-merge option')].map(o => [o.value, o.textContent]);
+    const widest = results.initial.filter(b => b.name === ZOOM).sort((a, b) => b.value - a.value)[0];
+    results.clicked = widest.id;
+    [...document.querySelectorAll('div.flame g.frame')].find(g => d3.select(g).datum().id === widest.id)
+      .dispatchEvent(new MouseEvent('click', {bubbles: true}));
+    await pause(2000);
+    results.zoomed = boxes();
+    document.getElementById('flame-reset').click();
+    await pause(2000);
+    const search = document.getElementById('flame-search');
+    search.value = SEARCH;
+    search.dispatchEvent(new Event('input', {bubbles: true}));
+    await pause(2000);
+    results.searched = boxes();
+    results.search_details = document.getElementById('flame-details').textContent;
+    search.value = '';
+    search.dispatchEvent(new Event('input', {bubbles: true}));
+    const merge = document.getElementById('flame-merge');
+    merge.value = MERGE;
+    merge.dispatchEvent(new Event('change', {bubbles: true}));
+    await pause(2000);
+    results.merged = boxes();
+  } catch (e) {
+    results.error = String(e.stack || e);
+  }
+  const out = document.createElement('pre');
+  out.id = 'test-results';
+  out.textContent = JSON.stringify(results);
+  document.body.appendChild(out);
+})();
+"""
+
+
+def flame_graph_actions(page: Path, zoom: str, search: str, merge: str) -> tuple[dict, str]:
+    """FLAME_ACTIONS run on a copy of `page` in headless Chromium: the results, and Chromium's log."""
+    script = (FLAME_ACTIONS.replace("ZOOM", json.dumps(zoom)).replace("SEARCH", json.dumps(search))
+              .replace("MERGE", json.dumps(merge)))
+    acted = page.with_name(page.stem + "-acted.html")
+    acted.write_text(page.read_text().replace("<head>", f"<head>\n<script>{ANIMATION_FRAMES_BY_TIMER}</script>", 1)
+                     .replace("</body>", f"<script>{script}</script>\n</body>", 1))
+    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--enable-logging=stderr", "--v=0", "--window-size=1280,1500", "--virtual-time-budget=60000"]
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run(base + [f"--user-data-dir={profile}", "--dump-dom", acted.as_uri()],
+                             capture_output=True, text=True, timeout=300)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="test-results">(.*?)</pre>', dom.stdout, re.S)
+    assert found, "the actions wrote no results: " + dom.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1))), dom.stderr
+
+
+def console_messages(log: str) -> list[str]:
+    """What the page's scripts wrote to the console or threw: Chromium logs each as CONSOLE."""
+    return [line for line in log.splitlines() if ":CONSOLE(" in line or "Uncaught" in line]
+
+
 def blocked_requests(log: str) -> list[str]:
     return [line for line in log.splitlines() if "violates the following Content Security Policy" in line]
 
@@ -92,7 +175,7 @@ class Dom(HTMLParser):
         elif tag in ("td", "th") and self._table is not None:
             self._cell = ""
         elif tag == "g" and "frame" in a.get("class", "").split():
-            self.frames.append(a.get("data-function", ""))
+            self.frames.append(a.get("name", ""))   # d3-flame-graph names each box
         elif tag == "meta" and a.get("http-equiv", "").lower() == "content-security-policy":
             self.csp = a.get("content", "")
         elif tag == "p" and "hint" in a.get("class", "").split():
@@ -226,16 +309,27 @@ class HtmlReport(IntegrationCase):
             if f["percent"] >= 1:
                 self.assertIn(f["name"], dom.frames)
         self.assertEqual(blocked_requests(log), [])
+        self.assertEqual(console_messages(log), [])   # d3 and d3-flame-graph ran without a word
         self.assertIn("<pre class=\"source\">", dom_text)   # the sources are in this tree
 
-    def test_blocked_requests_are_seen(self):
-        """Negative control: a page that asks for an image gets it blocked, and the log says so."""
+    def log_of_spoiled_page(self, markup: str) -> str:
+        """Chromium's log for the report page with `markup` put before its heading."""
         r = run("loops_jit_m4")
         page = self.dir / "report.html"
         mcuprof("report", str(r.dump_path), "--elf", str(r.elf), "--format", "html", "-o", str(page))
         bad = self.dir / "bad.html"
-        bad.write_text(page.read_text().replace("<h1>", "<img src=\"http://192.0.2.1/x.png\"><h1>", 1))
-        _, log = load_in_chromium(bad)
+        bad.write_text(page.read_text().replace("<h1>", markup + "<h1>", 1))
+        return load_in_chromium(bad)[1]
+
+    def test_console_errors_are_seen(self):
+        """Negative control: a script that throws is in the log, so an empty list above means
+        the page's scripts ran without an error."""
+        log = self.log_of_spoiled_page("<script>undefinedFunction()</script>")
+        self.assertEqual(len(console_messages(log)), 1, log[-2000:])
+
+    def test_blocked_requests_are_seen(self):
+        """Negative control: a page that asks for an image gets it blocked, and the log says so."""
+        log = self.log_of_spoiled_page("<img src=\"http://192.0.2.1/x.png\">")
         self.assertEqual(len(blocked_requests(log)), 1, log[-2000:])
 
     def test_diff_page_in_chromium(self):

@@ -102,6 +102,21 @@ def still_running(q: qemu_runner.QemuRun) -> bool:
     return q.qmp("query-status")["running"]
 
 
+def three_loops_within_4_se(test: unittest.TestCase, result: subprocess.CompletedProcess, name: str,
+                            counts: dict[int, int]) -> None:
+    """A wall-clock recording of 5000 samples of the three-loop image, printed as JSON: ended by
+    its count, and each loop's share within 4 standard errors of the truth's census."""
+    test.assertEqual(result.returncode, 0, result.stderr)
+    doc = json.loads(result.stdout)
+    test.assertEqual(doc["samples"], 5000)
+    test.assertEqual(doc["sampler"]["end"], "sample count reached")
+    loops = ["hot_a", "hot_b", "hot_c"]
+    observed = counts_of(doc)
+    n = sum(observed.get(k, 0) for k in loops)
+    test.assertGreater(n, 4000)
+    test.assertEqual(within(observed, truth_by_function(name, counts), loops, n), [])
+
+
 class ExactPacing(unittest.TestCase):
     """(a) Record the run, replay it and stop it at random instruction counts (QMP replay
     plus replay_break): samples uniform over instructions, compared with the plugin's census
@@ -165,15 +180,7 @@ class WallClockPacing(unittest.TestCase):
             result = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "200us",
                              "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
             counts = stopped_with_truth(self, q, truth)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        doc = json.loads(result.stdout)
-        self.assertEqual(doc["samples"], 5000)
-        self.assertEqual(doc["sampler"]["end"], "sample count reached")
-        loops = ["hot_a", "hot_b", "hot_c"]
-        observed = counts_of(doc)
-        n = sum(observed.get(k, 0) for k in loops)
-        self.assertGreater(n, 4000)
-        self.assertEqual(within(observed, truth_by_function(name, counts), loops, n), [])
+        three_loops_within_4_se(self, result, name, counts)
 
 
 class DisabledInterrupts(unittest.TestCase):

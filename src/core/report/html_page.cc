@@ -45,8 +45,8 @@ dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; }
 tr.flagged td { background: #fde8e4; }
 .b .bar .share, .b-key { background: none; color: #2c6fb0; } .b .bar .share { background: #2c6fb0; }
 .a-key { color: #c0392b; }
-svg.flame text { font: 11px ui-monospace, monospace; pointer-events: none; }
-svg.flame g.frame:hover rect { stroke: #000; }
+div.flame-tools { margin: 6px 0; } div.flame-tools #flame-details { color: #555; margin-left: 1em; }
+.truncated-key b { background: #b0b0b0; padding: 0 4px; font-family: ui-monospace, monospace; }
 pre.source { font: 12px ui-monospace, monospace; margin: 0; }
 pre.source span.hot { background: #fde0c8; }
 pre.source span.share { color: #a40; display: inline-block; width: 6em; text-align: right; }

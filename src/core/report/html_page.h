@@ -30,3 +30,11 @@ void end_page(std::ostream& out);
 std::string share_bar(double percent, double low, double high, double scale);
 
 } // namespace mcuprof::core::html
+
+namespace mcuprof::core {
+struct Profile;
+// The profile page's interactive flame graph (unwound stacks) or icicle (flat profiles):
+// the call tree as JSON, d3 and d3-flame-graph inlined, and the controls.
+void write_flame_graph(const Profile& profile, std::ostream& out);
+
+} // namespace mcuprof::core

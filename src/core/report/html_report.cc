@@ -58,101 +58,6 @@ void write_metadata(const Profile& p, std::ostream& out)
     }
 }
 
-// ---- the flame graph or icicle ----------------------------------------------------------
-
-struct Node {
-    std::string name;
-    double samples = 0;
-    std::vector<Node> children;
-    std::map<std::string, size_t> index;
-
-    Node& child(const std::string& child_name)
-    {
-        auto [it, added] = index.emplace(child_name, children.size());
-        if (added)
-            children.push_back({child_name, 0, {}, {}});
-        return children[it->second];
-    }
-};
-
-size_t depth_of(const Node& node)
-{
-    size_t deepest = 0;
-    for (const Node& c : node.children)
-        deepest = std::max(deepest, depth_of(c));
-    return deepest + 1;
-}
-
-constexpr double graph_width = 1200;
-constexpr double frame_height = 17;
-
-// A stable warm colour per name, as flame graphs use, so a function keeps its colour.
-std::string colour_of(const std::string& name)
-{
-    uint32_t hash = 2166136261u;   // FNV-1a
-    for (char c : name)
-        hash = (hash ^ uint8_t(c)) * 16777619u;
-    return format("rgb(%u,%u,%u)", 205 + hash % 50, 80 + (hash >> 8) % 130, 40 + (hash >> 16) % 50);
-}
-
-void write_node(const Node& node, double x, size_t depth, size_t depths, bool flame, double total, std::ostream& out)
-{
-    const double width = graph_width * node.samples / total;
-    if (width < 0.5)
-        return;   // narrower than half a pixel: invisible, and it would only swell the file
-    const double y = (flame ? double(depths - 1 - depth) : double(depth)) * frame_height;
-    const double percent = 100 * node.samples / total;
-    out << "<g class=\"frame\" data-function=\"" << escape(node.name) << "\" data-samples=\""
-        << format("%.4g", node.samples) << "\"><title>" << escape(node.name)
-        << format(" \xe2\x80\x94 %.0f samples, %.2f %%", node.samples, percent) << "</title>"
-        << format("<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"", x, y, width, frame_height - 1)
-        << (depth == 0 ? std::string("rgb(200,200,200)") : colour_of(node.name)) << "\"/>";
-    const size_t fits = size_t(width / 7);   // about 7 px per monospace character
-    if (fits >= 3) {
-        std::string label = node.name.size() <= fits ? node.name : node.name.substr(0, fits - 2) + "..";
-        out << format("<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + frame_height - 5) << escape(label) << "</text>";
-    }
-    out << "</g>\n";
-    std::vector<const Node*> children;
-    for (const Node& c : node.children)
-        children.push_back(&c);
-    std::sort(children.begin(), children.end(), [](const Node* a, const Node* b) { return a->name < b->name; });
-    for (const Node* c : children) {
-        write_node(*c, x, depth + 1, depths, flame, total, out);
-        x += graph_width * c->samples / total;
-    }
-}
-
-void write_stack_graph(const Profile& p, std::ostream& out)
-{
-    Node root{"all", 0, {}, {}};
-    for (const StackRow& stack : p.stacks) {
-        root.samples += stack.samples;
-        Node* node = &root;
-        for (const StackFrame& frame : shown_frames(stack)) {
-            node = &node->child(frame.function);
-            node->samples += stack.samples;
-        }
-    }
-    if (root.samples <= 0)
-        return;
-    // Unwound stacks grow upwards from the root (a flame graph); flat profiles hang their
-    // functions (and inline chains) under it (an icicle).
-    const bool flame = p.unwound;
-    const size_t depths = depth_of(root);
-    out << "<h2>" << (flame ? "Flame graph" : "Functions (icicle)") << "</h2>\n<p>"
-        << (flame ? "Each box is a function on the call stack, as wide as the samples that had it there; "
-                    "callers below, callees above."
-                  : "No unwound stacks: each function (with the functions it is inlined into above it) "
-                    "is as wide as its samples.")
-        << "</p>\n"
-        << format("<svg class=\"flame\" id=\"%s\" width=\"100%%\" viewBox=\"0 0 %.0f %.0f\" "
-                  "xmlns=\"http://www.w3.org/2000/svg\">\n",
-                  flame ? "flamegraph" : "icicle", graph_width, double(depths) * frame_height);
-    write_node(root, 0, 0, depths, flame, root.samples, out);
-    out << "</svg>\n";
-}
-
 // ---- the table --------------------------------------------------------------------------
 
 std::string hex(uint32_t value)
@@ -301,7 +206,7 @@ void write_html(const HtmlReport& report, std::ostream& out)
     html::begin_page(out, "mcuprof: " + p.origin);
     out << "<h1>mcuprof profile</h1>\n";
     write_metadata(p, out);
-    write_stack_graph(p, out);
+    write_flame_graph(p, out);
     write_timeline(report.timeline, out);
     write_table(p, out);
     if (report.lines != nullptr)

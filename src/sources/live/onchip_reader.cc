@@ -144,7 +144,7 @@ Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, co
     return dump;
 }
 
-Dump read_onchip_over_gdb(const transport::Endpoint& endpoint, const core::SymbolTable& symbols,
+Dump read_onchip_over_gdb(const transport::LinkAddress& endpoint, const core::SymbolTable& symbols,
                           const std::string& elf_path, std::optional<uint32_t> stop_at,
                           std::chrono::steady_clock::duration timeout)
 {

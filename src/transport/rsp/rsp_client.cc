@@ -31,10 +31,10 @@ bool is_console(const std::string& p)
 
 } // namespace
 
-RspClient::RspClient(const Endpoint& endpoint, Options options)
-    : connection_(endpoint, options.timeout, "gdb " + endpoint.text(),
-                  "start the GDB server first: OpenOCD (its GDB port is 3333 by default), or QEMU with -gdb tcp::" +
-                      std::to_string(endpoint.port)),
+RspClient::RspClient(const LinkAddress& address, Options options)
+    : connection_(open_link(address, options.timeout, "gdb " + address.text(),
+                            "start the GDB server first: OpenOCD (its GDB port is 3333 by default), or QEMU with "
+                            "-gdb tcp::" + std::to_string(address.tcp.port))),
       options_(options)
 {
 }
@@ -43,7 +43,7 @@ RspClient::~RspClient() = default;
 
 void RspClient::protocol_error(const std::string& place, const std::string& problem) const
 {
-    throw Error(Error::Kind::protocol, connection_.peer(), place, problem);
+    throw Error(Error::Kind::protocol, connection_->peer(), place, problem);
 }
 
 std::optional<Frame> RspClient::try_next_frame(Duration timeout)
@@ -57,7 +57,7 @@ std::optional<Frame> RspClient::try_next_frame(Duration timeout)
         if (timeout == Duration::zero()) {
             // A look without waiting: only what has arrived already (a wait, however
             // short, costs a millisecond in the reactor).
-            if (!connection_.try_read_some(bytes, Duration::zero()))
+            if (!connection_->try_read_some(bytes, Duration::zero()))
                 return std::nullopt;
             reader_.feed(bytes);
             if (auto f = reader_.next())
@@ -66,7 +66,7 @@ std::optional<Frame> RspClient::try_next_frame(Duration timeout)
         }
         if (left <= Duration::zero())
             return std::nullopt;
-        if (!connection_.try_read_some(bytes, left))
+        if (!connection_->try_read_some(bytes, left))
             return std::nullopt;
         reader_.feed(bytes);
     }
@@ -76,12 +76,12 @@ Frame RspClient::next_frame(Duration timeout)
 {
     if (auto f = try_next_frame(timeout))
         return *f;
-    throw Error(Error::Kind::timeout, connection_.peer(), "", "no reply within the time-out");
+    throw Error(Error::Kind::timeout, connection_->peer(), "", "no reply within the time-out");
 }
 
 void RspClient::send_frame(std::string_view framed)
 {
-    connection_.write(framed, options_.timeout);
+    connection_->write(framed, options_.timeout);
 }
 
 // Reads frames until a reply packet: acks are consumed, a NAK retransmits the request,
@@ -206,11 +206,11 @@ StopReply RspClient::handshake()
         protocol_error("qSupported", "the server offers no target description (qXfer:features:read), so register "
                                      "numbers are unknown");
     target_ = TargetDescription::parse([this](const std::string& annex) { return fetch_annex(annex); },
-                                       connection_.peer());
+                                       connection_->peer());
     const std::string reason = request("?");
     if (!is_stop_reply(reason))
         protocol_error("?", "'" + reason.substr(0, 40) + "' is not a stop reply");
-    return parse_stop(reason, connection_.peer());
+    return parse_stop(reason, connection_->peer());
 }
 
 void RspClient::resume()
@@ -228,7 +228,7 @@ StopReply RspClient::wait_stop(Duration timeout)
         if (auto stop = poll_stop(left > Duration::zero() ? left : Duration::zero()))
             return *stop;
         if (std::chrono::steady_clock::now() >= deadline)
-            throw Error(Error::Kind::timeout, connection_.peer(), "", "the target did not stop within the time-out");
+            throw Error(Error::Kind::timeout, connection_->peer(), "", "the target did not stop within the time-out");
     }
 }
 
@@ -256,7 +256,7 @@ std::optional<StopReply> RspClient::poll_stop(Duration timeout)
         }
         if (!is_stop_reply(f->payload))
             protocol_error("stop reply", "unexpected packet '" + f->payload.substr(0, 40) + "' while running");
-        return parse_stop(f->payload, connection_.peer());
+        return parse_stop(f->payload, connection_->peer());
     }
 }
 
@@ -447,7 +447,7 @@ void RspClient::detach()
         // is never left halted. Leaving it running is all a detach is for.
         send_frame(rsp::frame("c"));
     }
-    connection_.close();
+    connection_->close();
 }
 
 } // namespace mcuprof::transport

@@ -15,7 +15,7 @@ class SymbolTable;
 }
 namespace mcuprof::transport {
 class RspClient;
-struct Endpoint;
+struct LinkAddress;
 }
 
 namespace mcuprof::sources {
@@ -26,7 +26,7 @@ Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, co
 // Connects to a GDB server, optionally lets the target run until it reaches `stop_at`
 // (a breakpoint, removed again), reads the sampler, and detaches, leaving the target
 // running. Throws transport::Error or sources::Error.
-Dump read_onchip_over_gdb(const transport::Endpoint& gdb, const core::SymbolTable& symbols,
+Dump read_onchip_over_gdb(const transport::LinkAddress& gdb, const core::SymbolTable& symbols,
                           const std::string& elf_path, std::optional<uint32_t> stop_at,
                           std::chrono::steady_clock::duration timeout);
 

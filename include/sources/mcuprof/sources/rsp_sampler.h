@@ -6,12 +6,12 @@
 // at an exact instruction count, so the samples carry none of QEMU's own timing
 // (docs/method.md). The loop is the shared one (sampling_loop.h); this is the link's adapter.
 #include "mcuprof/sources/sampling_loop.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/transport/link.h"
 
 namespace mcuprof::sources {
 
 struct RspSamplerOptions {
-    transport::Endpoint gdb;
+    transport::LinkAddress gdb;   // TCP or a serial line
     PacingOptions pacing;       // wall or icount
     transport::Duration timeout = std::chrono::seconds(3);
     HaltExtras extras;

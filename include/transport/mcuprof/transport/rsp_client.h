@@ -1,7 +1,7 @@
 #pragma once
-// A client of the GDB remote serial protocol over TCP: QEMU's gdbstub, OpenOCD's GDB
-// port, probe servers. It knows packets, acknowledgements, stop replies and registers;
-// it knows nothing of samples.
+// A client of the GDB remote serial protocol over TCP or a serial line: QEMU's gdbstub,
+// OpenOCD's GDB port, probe servers (a Black Magic Probe is one on /dev/ttyACM0). It knows
+// packets, acknowledgements, stop replies and registers; it knows nothing of samples.
 //
 // QEMU 7.2 facts this client respects (measured): it offers no no-ack mode, so every
 // packet it sends is acknowledged at once, while the target is still stopped, because
@@ -19,7 +19,7 @@
 
 #include "mcuprof/transport/rsp_packet.h"
 #include "mcuprof/transport/target_description.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/transport/link.h"
 
 namespace mcuprof::transport {
 
@@ -36,7 +36,7 @@ public:
         Duration timeout = std::chrono::seconds(3);
     };
 
-    RspClient(const Endpoint& endpoint, Options options);
+    RspClient(const LinkAddress& address, Options options);
     ~RspClient();
 
     // qSupported, QStartNoAckMode where offered, the target description. Returns the
@@ -94,7 +94,7 @@ public:
 
     const TargetDescription& target() const { return target_; }
     bool no_ack() const { return no_ack_; }
-    const std::string& peer() const { return connection_.peer(); }
+    const std::string& peer() const { return connection_->peer(); }
     std::function<void(const std::string&)> on_console;
 
     static StopReply parse_stop(const std::string& payload, const std::string& peer);
@@ -108,7 +108,7 @@ private:
     std::string fetch_annex(const std::string& annex);
     [[noreturn]] void protocol_error(const std::string& place, const std::string& problem) const;
 
-    TcpConnection connection_;
+    std::unique_ptr<ByteStream> connection_;
     Options options_;
     rsp::FrameReader reader_;
     bool no_ack_ = false;

@@ -1,15 +1,14 @@
 #pragma once
 // A TCP byte stream with a deadline on every operation, on Boost.Asio. The protocol
 // clients (RSP, QMP, OpenOCD Tcl) sit on it; it knows nothing of their framing.
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
-namespace mcuprof::transport {
+#include "mcuprof/transport/byte_stream.h"
 
-using Duration = std::chrono::steady_clock::duration;
+namespace mcuprof::transport {
 
 struct Endpoint {
     std::string host = "127.0.0.1";
@@ -19,23 +18,20 @@ struct Endpoint {
     std::string text() const { return host + ":" + std::to_string(port); }
 };
 
-class TcpConnection {
+class TcpConnection : public ByteStream {
 public:
     // Connects within `timeout`; `peer` names the connection in errors ("gdb 127.0.0.1:1234").
     // `when_refused`, if given, is what the user should start when nothing listens there.
     TcpConnection(const Endpoint& endpoint, Duration timeout, std::string peer, const std::string& when_refused = {});
-    ~TcpConnection();
+    ~TcpConnection() override;
     TcpConnection(const TcpConnection&) = delete;
     TcpConnection& operator=(const TcpConnection&) = delete;
 
-    void write(std::string_view bytes, Duration timeout);
-    // Appends what arrives (at least one byte) to `into`. Throws on timeout or when
-    // the peer closed the connection.
-    void read_some(std::string& into, Duration timeout);
-    // Like read_some, but returns false instead of throwing on timeout.
-    bool try_read_some(std::string& into, Duration timeout);
-    void close();
-    const std::string& peer() const { return peer_; }
+    void write(std::string_view bytes, Duration timeout) override;
+    void read_some(std::string& into, Duration timeout) override;
+    bool try_read_some(std::string& into, Duration timeout) override;
+    void close() override;
+    const std::string& peer() const override { return peer_; }
 
 private:
     struct Impl;
