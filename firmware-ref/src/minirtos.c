@@ -1,4 +1,7 @@
-/* minirtos.c: see minirtos.h. ARMv7-M only (Cortex-M3/M4, no FPU context). */
+/* minirtos.c: see minirtos.h. ARMv7-M only (Cortex-M3/M4); built with the FPU (__ARM_FP),
+ * it keeps each task's FP context as FreeRTOS's ARM_CM4F port does: the exception return
+ * value (EXC_RETURN) is saved with r4-r11, and s16-s31 too when its bit 4 is clear (the task
+ * had an active FP context, so the hardware stacked an extended frame; ARMv7-M ARM B1.5.7). */
 #include "minirtos.h"
 
 TCB_t *volatile pxCurrentTCB;
@@ -33,6 +36,9 @@ void rtos_task_create(TCB_t *tcb, void (*fn)(void *), void *arg, uint32_t *stack
     *--sp = 0u;                             /* r2 */
     *--sp = 0u;                             /* r1 */
     *--sp = (uint32_t)(uintptr_t)arg;       /* r0 */
+#if defined(__ARM_FP)
+    *--sp = 0xFFFFFFFDu;                    /* EXC_RETURN: Thread mode, PSP, basic frame */
+#endif
     for (uint32_t r = 0; r < 8u; r++)
         *--sp = 0u;                         /* r11..r4 */
     tcb->pxTopOfStack = sp;
@@ -48,6 +54,59 @@ __attribute__((used)) void rtos_switch_context(void)
     pxCurrentTCB = tasks[next < n_tasks ? next : 0u];
 }
 
+#if defined(__ARM_FP)
+/* rtos_tcb_load reads the incoming task's control block (its first word, pxTopOfStack); from
+ * rtos_switched on, PSP is that task's stack. The truth plugin's task mode splits its counts
+ * there (firmware-ref/truth/truth.c). */
+__attribute__((naked)) void PendSV_Handler(void)
+{
+    __asm volatile(
+        "mrs   r0, psp                \n"
+        "isb                          \n"
+        "ldr   r3, =pxCurrentTCB      \n"
+        "ldr   r2, [r3]               \n"
+        "tst   lr, #0x10              \n" /* EXC_RETURN bit 4 clear: an extended frame */
+        "it    eq                     \n"
+        "vstmdbeq r0!, {s16-s31}      \n"
+        "stmdb r0!, {r4-r11, lr}      \n"
+        "str   r0, [r2]               \n" /* pxCurrentTCB->pxTopOfStack */
+        "push  {r3, lr}               \n"
+        "bl    rtos_switch_context    \n"
+        "pop   {r3, lr}               \n"
+        "ldr   r2, [r3]               \n"
+        ".global rtos_tcb_load        \n"
+        "rtos_tcb_load:               \n"
+        "ldr   r0, [r2]               \n"
+        "ldmia r0!, {r4-r11, lr}      \n"
+        "tst   lr, #0x10              \n"
+        "it    eq                     \n"
+        "vldmiaeq r0!, {s16-s31}      \n"
+        "msr   psp, r0                \n"
+        ".global rtos_switched        \n"
+        "rtos_switched:               \n"
+        "isb                          \n"
+        "bx    lr                     \n"
+        ".ltorg                       \n");
+}
+
+/* svc 0 from rtos_start: enter the first task as if returning from an exception into it. */
+__attribute__((naked)) void SVC_Handler(void)
+{
+    __asm volatile(
+        "ldr   r3, =pxCurrentTCB      \n"
+        "ldr   r2, [r3]               \n"
+        ".global rtos_first_tcb_load  \n"
+        "rtos_first_tcb_load:         \n"
+        "ldr   r0, [r2]               \n"
+        "ldmia r0!, {r4-r11, lr}      \n" /* lr: the EXC_RETURN the task was created with */
+        "msr   psp, r0                \n"
+        ".global rtos_first_switched  \n"
+        "rtos_first_switched:         \n"
+        "isb                          \n"
+        "bx    lr                     \n"
+        ".ltorg                       \n");
+}
+#else
 __attribute__((naked)) void PendSV_Handler(void)
 {
     __asm volatile(
@@ -82,6 +141,8 @@ __attribute__((naked)) void SVC_Handler(void)
         "bx    lr                     \n"
         ".ltorg                       \n");
 }
+
+#endif
 
 void rtos_start(void)
 {

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "mcuprof/sources/stack_pointer_stub.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
 
@@ -104,6 +105,14 @@ public:
             state.registers.xpsr = values[3];
         }
         return state;
+    }
+    // Described by the server: read by name; otherwise (QEMU 7.2) through the MRS stub.
+    std::optional<uint32_t> read_stack_pointer(StackPointer which, const core::CoreRegisters& halted) override
+    {
+        const char* name = which == StackPointer::main ? "msp" : "psp";
+        if (gdb_->target().find(name) != nullptr)
+            return gdb_->read_registers({name})[0];
+        return read_stack_pointer_by_stub(*gdb_, halted, which);
     }
     std::string read_memory(uint32_t address, uint32_t length) override
     {
