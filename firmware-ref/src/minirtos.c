@@ -144,11 +144,19 @@ __attribute__((naked)) void SVC_Handler(void)
 
 #endif
 
+/* MSP as the tasks will see it in Thread mode: the exception return from svc 0 pops what
+ * its entry pushed. A debugger's reading of MSP can be checked against it. */
+volatile uint32_t rtos_thread_msp;
+
 void rtos_start(void)
 {
     SCB_SHPR3 |= 0xFFu << 16; /* PendSV least urgent: switches only when no handler runs */
     pxCurrentTCB = tasks[0];
-    __asm volatile("svc 0" ::: "memory");
+    __asm volatile(
+        "mrs   r0, msp                \n"
+        "str   r0, [%0]               \n"
+        "svc   0                      \n"
+        :: "r"(&rtos_thread_msp) : "r0", "memory");
     for (;;) {
     }
 }

@@ -6,7 +6,10 @@
 // halt_us: interrupt plus one 'g'; stub_us: both stub reads. Detaches at the end (the
 // target runs).
 //
-//   stack_pointer_stub_check HOST:PORT HALTS SEED
+// With WITNESS (an address), each line also has "witness": the word there, read at the halt
+// (the firmware's own record of a stack pointer).
+//
+//   stack_pointer_stub_check HOST:PORT HALTS SEED [WITNESS]
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -25,14 +28,16 @@ using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv)
 {
-    if (argc != 4) {
-        std::cerr << "usage: stack_pointer_stub_check HOST:PORT HALTS SEED\n";
+    if (argc != 4 && argc != 5) {
+        std::cerr << "usage: stack_pointer_stub_check HOST:PORT HALTS SEED [WITNESS]\n";
         return 1;
     }
     try {
         const transport::Endpoint endpoint = transport::Endpoint::parse(argv[1], "the GDB server");
         const int halts = std::stoi(argv[2]);
         std::mt19937 random(unsigned(std::stoul(argv[3])));
+        const std::optional<uint32_t> witness =
+            argc == 5 ? std::optional<uint32_t>(uint32_t(std::stoul(argv[4], nullptr, 0))) : std::nullopt;
         transport::RspClient gdb(endpoint, {});
         gdb.handshake();
         std::vector<std::string> names;
@@ -64,8 +69,8 @@ int main(int argc, char** argv)
             regs.xpsr = all[16];
             const std::vector<std::string> before = snapshot(regs.r[13]);
             const Clock::time_point t2 = Clock::now();
-            const std::optional<uint32_t> msp = sources::read_stack_pointer_by_stub(gdb, regs, sources::StackPointer::main);
-            const std::optional<uint32_t> psp = sources::read_stack_pointer_by_stub(gdb, regs, sources::StackPointer::process);
+            const std::optional<uint32_t> msp = sources::read_stack_pointer_by_stub(gdb, regs, sources::StackPointer::main).value;
+            const std::optional<uint32_t> psp = sources::read_stack_pointer_by_stub(gdb, regs, sources::StackPointer::process).value;
             const Clock::time_point t3 = Clock::now();
             const std::vector<std::string> after = snapshot(regs.r[13]);
             bool registers_same = true;
@@ -78,6 +83,11 @@ int main(int argc, char** argv)
                                    {"registers_same", registers_same}, {"memory_same", before.back() == after.back()},
                                    {"registers", before.size() - 1}, {"memory_hex", before.back()},
                                    {"halt_us", us(t1 - t0)}, {"stub_us", us(t3 - t2)}};
+            if (witness) {
+                const std::string bytes = gdb.read_memory(*witness, 4);
+                const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+                line["witness"] = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+            }
             std::cout << line.dump() << "\n";
         }
         gdb.detach();

@@ -87,6 +87,10 @@ public:
     {
         return std::nullopt;
     }
+    // Instructions the target ran at the halts for the debugger's own reads (the stub that
+    // reads a stack pointer steps one), since the link was made: instruction-count pacing
+    // adds them to the guest's count.
+    virtual uint64_t instructions_stepped() const { return 0; }
     // Memory of the halted target; empty when the target refuses it. Throws transport::Error
     // when the link fails.
     virtual std::string read_memory(uint32_t address, uint32_t length) = 0;

@@ -15,11 +15,15 @@ class RspClient;
 
 namespace mcuprof::sources {
 
+struct StubRead {
+    std::optional<uint32_t> value;
+    bool stepped = false;   // the target ran the one instruction (its instruction count moved by 1)
+};
+
 // `halted` are the registers read at this halt (r0, sp, pc and xPSR are what the stub
-// touches and restores). Returns nothing, with the target as it was, when the server
-// refuses a write or the step does not run the instruction; throws transport::Error when
-// the link fails or the target ends during the step.
-std::optional<uint32_t> read_stack_pointer_by_stub(transport::RspClient& gdb, const core::CoreRegisters& halted,
-                                                   StackPointer which);
+// touches and restores). No value, with the target as it was, when the server refuses a
+// write or the step does not run the instruction; throws transport::Error when the link
+// fails or the target ends during the step.
+StubRead read_stack_pointer_by_stub(transport::RspClient& gdb, const core::CoreRegisters& halted, StackPointer which);
 
 } // namespace mcuprof::sources

@@ -52,8 +52,7 @@ constexpr uint32_t it_bits = 0x0600FC00u;
 
 } // namespace
 
-std::optional<uint32_t> read_stack_pointer_by_stub(transport::RspClient& gdb, const core::CoreRegisters& halted,
-                                                   StackPointer which)
+StubRead read_stack_pointer_by_stub(transport::RspClient& gdb, const core::CoreRegisters& halted, StackPointer which)
 {
     // Where: the word just below SP. Nothing lives below the active stack pointer: the
     // AAPCS (IHI 0042, 6.2.1.1) lets a program touch only [SP, stack base), and on Cortex-M
@@ -62,7 +61,7 @@ std::optional<uint32_t> read_stack_pointer_by_stub(transport::RspClient& gdb, co
     // timers), so nothing else writes there meanwhile. The bytes are put back anyway.
     const uint32_t sp = halted.r[13] & ~3u;
     if (sp < 4)
-        return std::nullopt;
+        return {};
     const uint32_t stub = sp - 4;
     const uint32_t pc = halted.r[15], xpsr = halted.xpsr, r0 = halted.r[0];
     const std::string address = hex_number(stub);
@@ -81,8 +80,9 @@ std::optional<uint32_t> read_stack_pointer_by_stub(transport::RspClient& gdb, co
         ready = ready && replies[i] == "OK";
 
     // Round trip 2: the step. Round trip 3: r0 and PC read; the bytes, r0, PC, xPSR put back.
-    std::optional<uint32_t> value;
+    StubRead out;
     if (ready) {
+        out.stepped = true;
         const transport::StopReply stop = gdb.step();
         if (stop.kind != transport::StopReply::Kind::signal)
             throw transport::Error(transport::Error::Kind::closed, gdb.peer(), "stack pointer stub",
@@ -109,9 +109,9 @@ std::optional<uint32_t> read_stack_pointer_by_stub(transport::RspClient& gdb, co
         const std::optional<uint32_t> stepped_r0 = transport::rsp::le32_from_hex(restored[0]);
         const std::optional<uint32_t> stepped_pc = transport::rsp::le32_from_hex(restored[1]);
         if (stepped_r0 && stepped_pc == stub + 4)
-            value = stepped_r0;
+            out.value = stepped_r0;
     }
-    return value;
+    return out;
 }
 
 } // namespace mcuprof::sources
