@@ -58,7 +58,7 @@ enum qemu_plugin_cb_flags {
     QEMU_PLUGIN_CB_NO_REGS = 0,
 };
 enum qemu_plugin_mem_rw {
-    QEMU_PLUGIN_MEM_RW = 3, /* QEMU 7.2 calls back for no load registered as MEM_R alone (measured) */
+    QEMU_PLUGIN_MEM_RW = 3, /* on QEMU 7.2, MEM_R (1) alone never called back for the load (measured) */
 };
 typedef uint32_t qemu_plugin_meminfo_t;
 
