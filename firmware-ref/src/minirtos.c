@@ -6,6 +6,11 @@
 
 TCB_t *volatile pxCurrentTCB;
 
+/* MSP as the tasks see it in Thread mode, stored by SVC_Handler: svc 0's exception frame stays
+ * on the main stack, since the exception returns to the first task's stack instead. A
+ * debugger's reading of MSP can be checked against it. */
+volatile uint32_t rtos_thread_msp;
+
 static TCB_t *tasks[RTOS_MAX_TASKS];
 static uint32_t n_tasks;
 
@@ -93,6 +98,9 @@ __attribute__((naked)) void PendSV_Handler(void)
 __attribute__((naked)) void SVC_Handler(void)
 {
     __asm volatile(
+        "mrs   r0, msp                \n"
+        "ldr   r1, =rtos_thread_msp   \n"
+        "str   r0, [r1]               \n"
         "ldr   r3, =pxCurrentTCB      \n"
         "ldr   r2, [r3]               \n"
         ".global rtos_first_tcb_load  \n"
@@ -131,6 +139,9 @@ __attribute__((naked)) void PendSV_Handler(void)
 __attribute__((naked)) void SVC_Handler(void)
 {
     __asm volatile(
+        "mrs   r0, msp                \n"
+        "ldr   r1, =rtos_thread_msp   \n"
+        "str   r0, [r1]               \n"
         "ldr   r3, =pxCurrentTCB      \n"
         "ldr   r2, [r3]               \n"
         "ldr   r0, [r2]               \n"
@@ -144,19 +155,11 @@ __attribute__((naked)) void SVC_Handler(void)
 
 #endif
 
-/* MSP as the tasks will see it in Thread mode: the exception return from svc 0 pops what
- * its entry pushed. A debugger's reading of MSP can be checked against it. */
-volatile uint32_t rtos_thread_msp;
-
 void rtos_start(void)
 {
     SCB_SHPR3 |= 0xFFu << 16; /* PendSV least urgent: switches only when no handler runs */
     pxCurrentTCB = tasks[0];
-    __asm volatile(
-        "mrs   r0, msp                \n"
-        "str   r0, [%0]               \n"
-        "svc   0                      \n"
-        :: "r"(&rtos_thread_msp) : "r0", "memory");
+    __asm volatile("svc 0" ::: "memory");
     for (;;) {
     }
 }

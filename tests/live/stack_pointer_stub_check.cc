@@ -2,7 +2,8 @@
 // server for tests/live/test_stacks.py: halts the target at random moments and, at each
 // halt, reads every register the server describes and the memory around SP, runs the stub
 // for MSP and for PSP, and reads them all again. One JSON object per halt on stdout:
-//   {"pc", "xpsr", "sp", "msp", "psp", "registers_same", "memory_same", "halt_us", "stub_us"}
+//   {"pc", "xpsr", "sp", "msp", "psp", "registers_same", "changed" (the registers that differ),
+//    "memory_same", "memory_hex", "registers" (how many), "halt_us", "stub_us"}
 // halt_us: interrupt plus one 'g'; stub_us: both stub reads. Detaches at the end (the
 // target runs).
 //
@@ -73,14 +74,16 @@ int main(int argc, char** argv)
             const std::optional<uint32_t> psp = sources::read_stack_pointer_by_stub(gdb, regs, sources::StackPointer::process).value;
             const Clock::time_point t3 = Clock::now();
             const std::vector<std::string> after = snapshot(regs.r[13]);
-            bool registers_same = true;
+            nlohmann::json changed = nlohmann::json::array();
             for (size_t k = 0; k + 1 < before.size(); ++k)
-                registers_same = registers_same && before[k] == after[k];
+                if (before[k] != after[k])
+                    changed.push_back({{"register", names[k]}, {"before", before[k]}, {"after", after[k]}});
+            const bool registers_same = changed.empty();
             auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
             nlohmann::json line = {{"pc", regs.r[15]}, {"xpsr", regs.xpsr}, {"sp", regs.r[13]},
                                    {"msp", msp ? nlohmann::json(*msp) : nlohmann::json()},
                                    {"psp", psp ? nlohmann::json(*psp) : nlohmann::json()},
-                                   {"registers_same", registers_same}, {"memory_same", before.back() == after.back()},
+                                   {"registers_same", registers_same}, {"changed", changed}, {"memory_same", before.back() == after.back()},
                                    {"registers", before.size() - 1}, {"memory_hex", before.back()},
                                    {"halt_us", us(t1 - t0)}, {"stub_us", us(t3 - t2)}};
             if (witness) {
