@@ -23,6 +23,7 @@
 
 #include "mcuprof/sources/stack_pointer_stub.h"
 #include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/transport/rsp_packet.h"
 
 using namespace mcuprof;
 using Clock = std::chrono::steady_clock;
@@ -77,10 +78,11 @@ int main(int argc, char** argv)
             nlohmann::json changed = nlohmann::json::array();
             for (size_t k = 0; k + 1 < before.size(); ++k)
                 if (before[k] != after[k])
-                    changed.push_back({{"register", names[k]}, {"before", before[k]}, {"after", after[k]}});
+                    changed.push_back({{"register", names[k]}, {"before", transport::rsp::to_hex(before[k])},
+                                    {"after", transport::rsp::to_hex(after[k])}});
             const bool registers_same = changed.empty();
             auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
-            nlohmann::json line = {{"pc", regs.r[15]}, {"xpsr", regs.xpsr}, {"sp", regs.r[13]},
+            nlohmann::json line = {{"halt", i}, {"pc", regs.r[15]}, {"xpsr", regs.xpsr}, {"sp", regs.r[13]},
                                    {"msp", msp ? nlohmann::json(*msp) : nlohmann::json()},
                                    {"psp", psp ? nlohmann::json(*psp) : nlohmann::json()},
                                    {"registers_same", registers_same}, {"changed", changed}, {"memory_same", before.back() == after.back()},

@@ -339,6 +339,9 @@ class FpuTasks(unittest.TestCase):
                       f"tcbload={syms['rtos_tcb_load'][0]:#x}", f"tcbload={syms['rtos_first_tcb_load'][0]:#x}",
                       f"taskswitch={syms['rtos_switched'][0]:#x}", f"taskswitch={syms['rtos_first_switched'][0]:#x}")
         doc, counts = replayed_recording(self, name, SAMPLES, "17", "--stacks", truth_args=truth_args)
+        # Each task checked every result against its first: no register was corrupted, by the
+        # context switches or by the stack-pointer stub's steps (status 1 otherwise).
+        self.assertEqual(doc["sampler"]["end"], "the target exited with code 0")
 
         # The truth split by task: it adds up to the plain counts, address by address, and each
         # task's own code (Thread mode, never shared) belongs to that task alone.

@@ -142,10 +142,10 @@ TEST_CASE("stack pointer stub: one MRS stepped below SP reads MSP and PSP; regis
     CHECK(after.r == before.r);
     CHECK(after.xpsr == before.xpsr);
     CHECK(f.core.memory == memory_before);
-    // What it wrote: the word just below SP, then the same word's old bytes; PC, then r0, PC
+    // What it wrote: the two words just below SP, then their old bytes; PC, then r0, PC
     // and xPSR back (no xPSR write before the step: no IT state to clear).
     const auto got = f.server.received();
-    CHECK(std::count(got.begin(), got.end(), "m200003fc,4") == 2);
+    CHECK(std::count(got.begin(), got.end(), "m200003f8,8") == 2);
     CHECK(std::count(got.begin(), got.end(), "s") == 2);
 }
 
