@@ -311,12 +311,12 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
     CoreRegisters regs;
     regs.r[13] = msp;
     regs.xpsr = 14;   // PendSV
+    regs.r[15] = switch_context;   // halted at rtos_switch_context's first instruction
+    regs.r[14] = after_call | 1u;
+    regs.psp = psp;
 
     SUBCASE("halted at rtos_switch_context's first instruction")
     {
-        regs.r[15] = switch_context;
-        regs.r[14] = after_call | 1u;
-        regs.psp = psp;
         const UnwindResult r = unwinder.unwind(regs, memory);
         CHECK(r.stop == UnwindStop::root);
         REQUIRE(r.stack.callers.size() == 2);
@@ -326,8 +326,6 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
     SUBCASE("halted in PendSV right after the call returned: LR is no return address")
     {
         regs.r[15] = after_call;
-        regs.r[14] = after_call | 1u;
-        regs.psp = psp;
         const UnwindResult r = unwinder.unwind(regs, memory);
         CHECK(r.stop == UnwindStop::root);
         REQUIRE(r.stack.callers.size() == 1);
@@ -335,16 +333,12 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
     }
     SUBCASE("without PSP the chain says so, for the link to read it")
     {
-        regs.r[15] = switch_context;
-        regs.r[14] = after_call | 1u;
+        regs.psp.reset();
         const UnwindResult r = unwinder.unwind(regs, memory);
         CHECK(r.stop == UnwindStop::psp_unknown);
     }
     SUBCASE("a saved word that is no exception frame's is not taken")
     {
-        regs.r[15] = switch_context;
-        regs.r[14] = after_call | 1u;
-        regs.psp = psp;
         memory.frame(psp, task_returned | 1u, task_fir, 0x0100000B);   // IPSR 11 in a Thread-mode frame
         const UnwindResult r = unwinder.unwind(regs, memory);
         CHECK(r.stack.truncated);
