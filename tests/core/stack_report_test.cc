@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -100,6 +101,26 @@ TEST_CASE("collapsed: one root-first line per stack with its count")
     std::ostringstream out;
     write_collapsed(unwound_profile(), out);
     CHECK(out.str() == "func_a;local_b 2\nfunc_a;func_c;func_c 1\n[truncated];func_c 1\n");
+}
+
+TEST_CASE("--by stack: rows are the collapsed lines, a truncated chain under [truncated] as there")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.origin = "constructed <stacks>";
+    s.pcs = {0x08000012, 0x08000012, 0x08000022, 0x08000024};
+    s.stacks = {{{0x08000004}, false},
+                {{0x08000004}, false},
+                {{0x08000022, 0x08000006}, false},
+                {{}, true, UnwindStop::bad_frame}};
+    AttributionOptions options;
+    options.by = Grouping::stack;
+    const Profile p = attribute(s, symbols, nullptr, options);
+    std::map<std::string, double> rows;
+    for (const Row& row : p.rows)
+        rows[row.name] = row.samples;
+    CHECK(rows == std::map<std::string, double>{
+                      {"func_a;local_b", 2}, {"func_a;func_c;func_c", 1}, {"[truncated];func_c", 1}});
 }
 
 TEST_CASE("collapsed: a flat profile gives one-frame stacks, samples without address included")
