@@ -52,11 +52,15 @@ void rtos_task_create(TCB_t *tcb, void (*fn)(void *), void *arg, uint32_t *stack
         tasks[n_tasks++] = tcb;
 }
 
-/* Called by PendSV_Handler with the outgoing context saved: pick the next task. */
-__attribute__((used)) void rtos_switch_context(void)
+/* Called by PendSV_Handler with the outgoing context saved: pick the next task. PendSV_Handler
+ * stores it in pxCurrentTCB itself, next to "msr psp" and while its own return value is
+ * held in r12 (not in LR, not on the main stack): a debugger halting between the two stores
+ * cannot cross from the handler into either task, so it never sees the kernel's current
+ * task and the thread stack disagree (its chain is marked truncated instead). */
+__attribute__((used)) TCB_t *rtos_switch_context(void)
 {
     uint32_t next = pxCurrentTCB->uxTaskNumber + 1u;
-    pxCurrentTCB = tasks[next < n_tasks ? next : 0u];
+    return tasks[next < n_tasks ? next : 0u];
 }
 
 #if defined(__ARM_FP)
@@ -76,21 +80,22 @@ __attribute__((naked)) void PendSV_Handler(void)
         "stmdb r0!, {r4-r11, lr}      \n"
         "str   r0, [r2]               \n" /* pxCurrentTCB->pxTopOfStack */
         "push  {r3, lr}               \n"
-        "bl    rtos_switch_context    \n"
-        "pop   {r3, lr}               \n"
-        "ldr   r2, [r3]               \n"
+        "bl    rtos_switch_context    \n" /* r0: the next task's control block */
+        "pop   {r3, r12}              \n"
+        "mov   r2, r0                 \n"
         ".global rtos_tcb_load        \n"
         "rtos_tcb_load:               \n"
         "ldr   r0, [r2]               \n"
-        "ldmia r0!, {r4-r11, lr}      \n"
-        "tst   lr, #0x10              \n"
+        "ldmia r0!, {r4-r11, r12}     \n" /* r12: the incoming task's EXC_RETURN */
+        "tst   r12, #0x10             \n"
         "it    eq                     \n"
         "vldmiaeq r0!, {s16-s31}      \n"
+        "str   r2, [r3]               \n" /* pxCurrentTCB */
         "msr   psp, r0                \n"
         ".global rtos_switched        \n"
         "rtos_switched:               \n"
         "isb                          \n"
-        "bx    lr                     \n"
+        "bx    r12                    \n"
         ".ltorg                       \n");
 }
 
@@ -124,14 +129,15 @@ __attribute__((naked)) void PendSV_Handler(void)
         "stmdb r0!, {r4-r11}          \n" /* finish saving the outgoing context */
         "str   r0, [r2]               \n" /* pxCurrentTCB->pxTopOfStack */
         "push  {r3, lr}               \n"
-        "bl    rtos_switch_context    \n"
-        "pop   {r3, lr}               \n"
-        "ldr   r2, [r3]               \n"
+        "bl    rtos_switch_context    \n" /* r0: the next task's control block */
+        "pop   {r3, r12}              \n" /* r12: EXC_RETURN */
+        "mov   r2, r0                 \n"
         "ldr   r0, [r2]               \n"
         "ldmia r0!, {r4-r11}          \n"
+        "str   r2, [r3]               \n" /* pxCurrentTCB */
         "msr   psp, r0                \n"
         "isb                          \n"
-        "bx    lr                     \n"
+        "bx    r12                    \n"
         ".ltorg                       \n");
 }
 
