@@ -99,26 +99,6 @@ __attribute__((naked)) void PendSV_Handler(void)
         ".ltorg                       \n");
 }
 
-/* svc 0 from rtos_start: enter the first task as if returning from an exception into it. */
-__attribute__((naked)) void SVC_Handler(void)
-{
-    __asm volatile(
-        "mrs   r0, msp                \n"
-        "ldr   r1, =rtos_thread_msp   \n"
-        "str   r0, [r1]               \n"
-        "ldr   r3, =pxCurrentTCB      \n"
-        "ldr   r2, [r3]               \n"
-        ".global rtos_first_tcb_load  \n"
-        "rtos_first_tcb_load:         \n"
-        "ldr   r0, [r2]               \n"
-        "ldmia r0!, {r4-r11, lr}      \n" /* lr: the EXC_RETURN the task was created with */
-        "msr   psp, r0                \n"
-        ".global rtos_first_switched  \n"
-        "rtos_first_switched:         \n"
-        "isb                          \n"
-        "bx    lr                     \n"
-        ".ltorg                       \n");
-}
 #else
 __attribute__((naked)) void PendSV_Handler(void)
 {
@@ -141,7 +121,16 @@ __attribute__((naked)) void PendSV_Handler(void)
         ".ltorg                       \n");
 }
 
+#endif
+
 /* svc 0 from rtos_start: enter the first task as if returning from an exception into it. */
+#if defined(__ARM_FP)
+#define RTOS_FIRST_REGISTERS "ldmia r0!, {r4-r11, lr}      \n" /* lr: the EXC_RETURN it was created with */
+#define RTOS_FIRST_EXC_RETURN ""
+#else
+#define RTOS_FIRST_REGISTERS "ldmia r0!, {r4-r11}          \n"
+#define RTOS_FIRST_EXC_RETURN "mvn   lr, #2                 \n" /* 0xFFFFFFFD: Thread mode, PSP */
+#endif
 __attribute__((naked)) void SVC_Handler(void)
 {
     __asm volatile(
@@ -150,16 +139,18 @@ __attribute__((naked)) void SVC_Handler(void)
         "str   r0, [r1]               \n"
         "ldr   r3, =pxCurrentTCB      \n"
         "ldr   r2, [r3]               \n"
+        ".global rtos_first_tcb_load  \n"
+        "rtos_first_tcb_load:         \n"
         "ldr   r0, [r2]               \n"
-        "ldmia r0!, {r4-r11}          \n"
+        RTOS_FIRST_REGISTERS
         "msr   psp, r0                \n"
+        ".global rtos_first_switched  \n"
+        "rtos_first_switched:         \n"
         "isb                          \n"
-        "mvn   lr, #2                 \n" /* EXC_RETURN 0xFFFFFFFD: Thread mode, PSP */
+        RTOS_FIRST_EXC_RETURN
         "bx    lr                     \n"
         ".ltorg                       \n");
 }
-
-#endif
 
 void rtos_start(void)
 {
