@@ -137,6 +137,8 @@ class QemuRun:
                   or None (output dropped)
       truth       path for the truth plugin's "0xADDR COUNT" file; None: no plugin
       plugin      path of libtruth.so (default: default_plugin())
+      truth_args  more plugin arguments, e.g. the task mode's ("taskfile=PATH",
+                  "tcbload=0x...", "taskswitch=0x..."; firmware-ref/truth/truth.c)
       gdb         True: -gdb on a free port (q.gdb_port); or an int port
       halted      start with the CPU stopped (-S), for a debugger to start it
       qmp         True: QMP on a free port (q.qmp_port; q.qmp(...) sends commands)
@@ -153,6 +155,7 @@ class QemuRun:
                  uart: Optional[str | os.PathLike] = "file",
                  truth: Optional[str | os.PathLike] = None,
                  plugin: Optional[str | os.PathLike] = None,
+                 truth_args: Sequence[str] = (),
                  gdb: bool | int = False, halted: bool = False, qmp: bool = False,
                  singlestep: bool = False,
                  record: Optional[str | os.PathLike] = None,
@@ -170,6 +173,7 @@ class QemuRun:
         self.timeout = float(timeout)
         self.truth_path = Path(truth) if truth else None
         self.plugin = Path(plugin) if plugin else default_plugin()
+        self.truth_args = list(truth_args)
         if self.truth_path and not self.plugin.is_file():
             raise QemuError(f"truth plugin not found: {self.plugin} (build the host project)")
         self._own_workdir = workdir is None
@@ -227,7 +231,7 @@ class QemuRun:
         elif self.uart_path is not None:
             args += ["-serial", f"file:{self.uart_path}"]
         if self.truth_path is not None:
-            args += ["-plugin", f"{self.plugin},outfile={self.truth_path}"]
+            args += ["-plugin", ",".join([f"{self.plugin}", f"outfile={self.truth_path}", *self.truth_args])]
         if self.gdb_port is not None:
             args += ["-gdb", f"tcp:127.0.0.1:{self.gdb_port}"]
         if self.halted:

@@ -50,6 +50,12 @@ void Reset_Handler(void)
         *dst++ = *src++;
     for (uint32_t *dst = &__bss_start; dst < &__bss_end;)
         *dst++ = 0u;
+#if defined(__ARM_FP)
+    /* Code built for the FPU: full access to CP10 and CP11 before the first FP instruction
+     * (CPACR, ARMv7-M ARM B3.2.20). */
+    REG32(0xE000ED88u) |= 0xFu << 20;
+    __asm volatile("dsb\n isb" ::: "memory");
+#endif
     int status = main();
     semihost_exit(status);
 }

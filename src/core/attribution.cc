@@ -552,10 +552,11 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     if (options.by == Grouping::stack) {
         rows = RowBuilder();
         for (const StackRow& stack : profile.stacks) {
+            // Root first, a truncated chain under `[truncated]` as in the stack formats.
             std::string name;
-            for (const StackFrame& f : stack.frames)
+            for (const StackFrame& f : shown_frames(stack))
                 name += (name.empty() ? "" : ";") + f.function;
-            Row& row = rows.row(name + (stack.truncated ? ";(truncated)" : ""));
+            Row& row = rows.row(name);
             row.samples += stack.samples;
             row.distinct_addresses = 0;
         }

@@ -57,6 +57,7 @@ std::string_view describe(UnwindStop stop)
 struct Unwinder::Impl {
     std::vector<UnwindRow> rows;   // by start address
     std::optional<uint32_t> initial_sp;
+    std::vector<uint32_t> vectors;                      // the vector table's words (B1.5.3)
     std::vector<std::pair<uint32_t, uint32_t>> code;   // executable sections [start, end)
     std::vector<uint32_t> function_starts;              // of every FDE and exception-table entry, sorted
     ExidxTable exidx;                                   // for code without .debug_frame
@@ -66,6 +67,17 @@ struct Unwinder::Impl {
     {
         const ExidxEntry* entry = exidx.find(address);
         return entry != nullptr && !entry->cannot_unwind && in_code(address) ? entry : nullptr;
+    }
+
+    // Whether `address` lies in the handler of exception `number`: from its vector to the
+    // next function's start.
+    bool in_handler_function(uint32_t number, uint32_t address) const
+    {
+        if (number == 0 || number >= vectors.size() || (vectors[number] & 1u) == 0)   // a Thumb address
+            return false;
+        const uint32_t start = vectors[number] & ~1u;
+        auto next = std::upper_bound(function_starts.begin(), function_starts.end(), start);
+        return address >= start && (next == function_starts.end() || address < *next) && in_code(address);
     }
 
     bool is_function_start(uint32_t address) const
@@ -119,7 +131,11 @@ Unwinder::Unwinder(const std::string& elf_path) : impl_(std::make_unique<Impl>()
         }
         lowest = section.getAddress();
         const auto* p = reinterpret_cast<const uint8_t*>(contents->data());
-        impl_->initial_sp = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+        impl_->vectors.clear();
+        for (size_t i = 0; i + 4 <= contents->size() && i < 4 * 512; i += 4)
+            impl_->vectors.push_back(uint32_t(p[i]) | uint32_t(p[i + 1]) << 8 | uint32_t(p[i + 2]) << 16 |
+                                     uint32_t(p[i + 3]) << 24);
+        impl_->initial_sp = impl_->vectors[0];
     }
     for (const FrameFunction& function : read_call_frames(object, elf_path)) {
         impl_->function_starts.push_back(function.start & ~1u);
@@ -156,156 +172,226 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
 {
     UnwindResult result;
     std::vector<uint32_t>& callers = result.stack.callers;
+
+    std::array<uint32_t, 16> r = registers.r;
+    r[pc] &= ~1u;
     // Handler mode (IPSR, xPSR bits 8:0, not 0; ARMv7-M ARM B1.4.2): the chain is complete
     // only once it has crossed the exception return into the interrupted code. A handler's
     // frame that looks like a root (LR "still" holding a return address that is not an
     // EXC_RETURN, a frame without LR saved) is a chain that went wrong, not an end.
-    bool in_handler = (registers.xpsr & 0x1FFu) != 0;
-    auto stop = [&](UnwindStop why) {
-        if (why == UnwindStop::root && in_handler)
-            why = UnwindStop::handler_only;
-        result.stop = why;
-        result.stack.truncated = why != UnwindStop::root;
-        result.stack.stop = why;
-        return result;
-    };
-
-    std::array<uint32_t, 16> r = registers.r;
-    r[pc] &= ~1u;
-    // In Handler mode (IPSR != 0) the core runs on MSP; in Thread mode on either.
-    bool on_psp = (registers.xpsr & 0x1FFu) == 0 && registers.psp && registers.psp == r[sp];
+    uint32_t exception = registers.xpsr & 0x1FFu;   // the exception being handled, 0 in Thread mode
+    // In Handler mode the core runs on MSP; in Thread mode on either.
+    bool on_psp = exception == 0 && registers.psp && registers.psp == r[sp];
     std::optional<uint32_t> msp = registers.msp, psp = registers.psp;
     bool leaf = true;   // LR still holds this frame's return address when it saved nothing
 
-    while (callers.size() < max_depth) {
-        uint32_t return_address = 0;
-        if (const UnwindRow* row = impl_->find(leaf ? r[pc] : r[pc] - 2)) {
-            // CFA: the caller's SP, from the rule of this row (DW_CFA_def_cfa*).
-            if (!row->cfa_known)
-                return stop(UnwindStop::no_frame_info);
-            // The caller's SP lies above this frame's (the stack grows down), strictly so for
-            // a frame that made a call: it pushed its return address at least.
-            const uint32_t cfa = r[row->cfa_register] + uint32_t(row->cfa_offset);
-            if (cfa < r[sp] || (!leaf && cfa == r[sp]) || cfa - r[sp] > 0x10000u)
-                return stop(UnwindStop::bad_frame);
-            std::array<uint32_t, 16> caller = r;
-            for (uint32_t reg = 0; reg < 16; ++reg) {
-                const RegisterRule& rule = row->rules[reg];
-                switch (rule.kind) {
-                case RegisterRule::Kind::unspecified:
-                case RegisterRule::Kind::same_value:
-                case RegisterRule::Kind::undefined:
-                    break;
-                case RegisterRule::Kind::at_cfa: {
-                    auto value = memory.read_word(cfa + uint32_t(rule.offset));
-                    if (!value)
-                        return stop(UnwindStop::unreadable);
-                    caller[reg] = *value;
-                    break;
-                }
-                case RegisterRule::Kind::is_cfa:
-                    caller[reg] = cfa + uint32_t(rule.offset);
-                    break;
-                case RegisterRule::Kind::in_register:
-                    if (rule.register_ >= 16)
-                        return stop(UnwindStop::no_frame_info);
-                    caller[reg] = r[rule.register_];
-                    break;
-                case RegisterRule::Kind::expression:
-                    return stop(UnwindStop::no_frame_info);
-                }
-            }
-            // A function that has not saved LR yet returns through LR itself; one that
-            // never saves it and is not the leaf cannot return at all: it is the root
-            // (a reset handler, a task entry, a noreturn main).
-            if (row->rules[lr].kind == RegisterRule::Kind::undefined || (!row->lr_saved && !leaf))
-                return stop(UnwindStop::root);
-            return_address = caller[lr];
-            caller[sp] = cfa;
-            r = caller;
-        } else if (const ExidxEntry* entry = impl_->exidx_entry(leaf ? r[pc] : r[pc] - 2);
-                   entry != nullptr && !(leaf && r[pc] == entry->start)) {
-            // No DWARF row, but an exception-table entry (an image or a library built without
-            // -g): its instructions undo the frame as the body of the function holds it. (At
-            // the first instruction nothing is saved yet: the leaf case below.)
-            std::array<uint32_t, 16> caller = r;
-            bool restored_return = false;
-            switch (run_exidx(*entry, caller, memory, restored_return)) {
-            case ExidxResult::unwound: break;
-            case ExidxResult::unreadable: return stop(UnwindStop::unreadable);
-            case ExidxResult::refused:
-            case ExidxResult::malformed: return stop(UnwindStop::no_frame_info);
-            }
-            const uint32_t cfa = caller[sp];
-            if (cfa < r[sp] || cfa - r[sp] > 0x10000u || (!leaf && restored_return && cfa == r[sp]))
-                return stop(UnwindStop::bad_frame);
-            // As with DWARF: a caller that never saved its return address is the root.
-            if (!leaf && !restored_return)
-                return stop(UnwindStop::root);
-            return_address = caller[pc];
-            r = caller;
-        } else if (leaf) {
-            // No call-frame information (assembly, a library without -g): while this is the
-            // innermost frame and it has called nothing, LR is its return address.
-            return_address = r[lr];
-        } else {
-            return stop(UnwindStop::no_frame_info);
-        }
+    // The innermost frame of the running handler's own function (from its vector): where its
+    // EXC_RETURN is looked for when its frames cannot be undone (below).
+    struct HandlerFrame {
+        uint32_t sp;
+        size_t callers;
+    };
+    std::optional<HandlerFrame> handler_frame;
+    bool searched_handler_frame = false;
 
-        if (is_exc_return(return_address)) {
-            // The frame below is the one the exception interrupted: the hardware stacked
-            // r0-r3, r12, lr, pc, xPSR (and s0-s15, FPSCR when EXC_RETURN bit 4 is 0) on the
-            // stack EXC_RETURN bit 2 names (B1.5.6, B1.5.7).
-            const bool to_psp = (return_address & 0x4u) != 0;
-            if (!on_psp)
-                msp = r[sp];
-            else
-                psp = r[sp];
-            std::optional<uint32_t> frame = to_psp ? psp : msp;
-            if (!frame)
-                return stop(UnwindStop::psp_unknown);
-            uint32_t stacked[8];
-            for (uint32_t i = 0; i < 8; ++i) {
-                auto value = memory.read_word(*frame + 4 * i);
-                if (!value)
-                    return stop(UnwindStop::unreadable);
-                stacked[i] = *value;
-            }
-            uint32_t size = (return_address & 0x10u) ? 0x20u : 0x68u;
-            if (stacked[7] & (1u << 9))   // xPSR bit 9: the stack was realigned by 4 bytes
-                size += 4;
-            r[0] = stacked[0];
-            r[1] = stacked[1];
-            r[2] = stacked[2];
-            r[3] = stacked[3];
-            r[12] = stacked[4];
-            r[lr] = stacked[5];
-            r[pc] = stacked[6] & ~1u;
-            r[sp] = *frame + size;
-            if (!impl_->in_code(r[pc]))
-                return stop(UnwindStop::bad_frame);
-            on_psp = to_psp;
-            in_handler = (return_address & 0x8u) == 0;   // EXC_RETURN bit 3 clear: back to Handler mode
-            leaf = true;   // the interrupted code may not have saved LR yet
-            callers.push_back(r[pc]);   // the interrupted instruction itself, not a call site
-            continue;
+    // The frame below an exception return: the hardware stacked r0-r3, r12, lr, pc, xPSR (and
+    // s0-s15, FPSCR when EXC_RETURN bit 4 is 0) at `frame` (B1.5.6, B1.5.7). `strict`: the
+    // frame was found by searching, so it must look like one: Thumb state, an IPSR that
+    // matches the mode EXC_RETURN returns to (0 for Thread mode), a PC in the code.
+    auto cross = [&](uint32_t exc_return, uint32_t frame, bool strict) -> std::optional<UnwindStop> {
+        uint32_t stacked[8];
+        for (uint32_t i = 0; i < 8; ++i) {
+            auto value = memory.read_word(frame + 4 * i);
+            if (!value)
+                return UnwindStop::unreadable;
+            stacked[i] = *value;
         }
-        if (return_address == 0 || return_address == 0xFFFFFFFFu)   // reset value of LR
-            return stop(UnwindStop::root);
-        // No call returns to the first instruction of a function: that return address was
-        // planted in a thread's first frame (an RTOS's task-exit hook) and the thread's
-        // entry function is the root.
-        if (impl_->is_function_start(return_address & ~1u))
-            return stop(UnwindStop::root);
-        // A return into ARM state (bit 0 clear) cannot happen on M-profile; a return
-        // outside the code is a corrupted frame.
-        if ((return_address & 1u) == 0 || !impl_->in_code(return_address & ~1u))
-            return stop(UnwindStop::bad_frame);
-        r[pc] = return_address & ~1u;
-        leaf = false;
-        callers.push_back(r[pc] - 2);   // inside the call instruction, for line lookup
+        const bool to_thread = (exc_return & 0x8u) != 0;
+        const uint32_t interrupted_exception = stacked[7] & 0x1FFu;
+        if (!impl_->in_code(stacked[6] & ~1u) ||
+            (strict && ((stacked[7] & (1u << 24)) == 0 || (interrupted_exception == 0) != to_thread)))
+            return UnwindStop::bad_frame;
+        uint32_t size = (exc_return & 0x10u) ? 0x20u : 0x68u;
+        if (stacked[7] & (1u << 9))   // xPSR bit 9: the stack was realigned by 4 bytes
+            size += 4;
+        r[0] = stacked[0];
+        r[1] = stacked[1];
+        r[2] = stacked[2];
+        r[3] = stacked[3];
+        r[12] = stacked[4];
+        r[lr] = stacked[5];
+        r[pc] = stacked[6] & ~1u;
+        r[sp] = frame + size;
+        on_psp = (exc_return & 0x4u) != 0;
+        exception = to_thread ? 0 : interrupted_exception;
+        handler_frame.reset();
+        searched_handler_frame = false;
+        leaf = true;   // the interrupted code may not have saved LR yet
+        callers.push_back(r[pc]);   // the interrupted instruction itself, not a call site
+        return std::nullopt;
+    };
+
+    // One chain from the current registers; how it ended.
+    auto walk = [&]() -> UnwindStop {
+        while (callers.size() < max_depth) {
+            if (exception != 0 && !handler_frame && impl_->in_handler_function(exception, r[pc]))
+                handler_frame = HandlerFrame{r[sp], callers.size()};
+            uint32_t return_address = 0;
+            if (const UnwindRow* row = impl_->find(leaf ? r[pc] : r[pc] - 2)) {
+                // CFA: the caller's SP, from the rule of this row (DW_CFA_def_cfa*).
+                if (!row->cfa_known)
+                    return UnwindStop::no_frame_info;
+                // The caller's SP lies above this frame's (the stack grows down), strictly so for
+                // a frame that made a call: it pushed its return address at least.
+                const uint32_t cfa = r[row->cfa_register] + uint32_t(row->cfa_offset);
+                if (cfa < r[sp] || (!leaf && cfa == r[sp]) || cfa - r[sp] > 0x10000u)
+                    return UnwindStop::bad_frame;
+                std::array<uint32_t, 16> caller = r;
+                for (uint32_t reg = 0; reg < 16; ++reg) {
+                    const RegisterRule& rule = row->rules[reg];
+                    switch (rule.kind) {
+                    case RegisterRule::Kind::unspecified:
+                    case RegisterRule::Kind::same_value:
+                    case RegisterRule::Kind::undefined:
+                        break;
+                    case RegisterRule::Kind::at_cfa: {
+                        auto value = memory.read_word(cfa + uint32_t(rule.offset));
+                        if (!value)
+                            return UnwindStop::unreadable;
+                        caller[reg] = *value;
+                        break;
+                    }
+                    case RegisterRule::Kind::is_cfa:
+                        caller[reg] = cfa + uint32_t(rule.offset);
+                        break;
+                    case RegisterRule::Kind::in_register:
+                        if (rule.register_ >= 16)
+                            return UnwindStop::no_frame_info;
+                        caller[reg] = r[rule.register_];
+                        break;
+                    case RegisterRule::Kind::expression:
+                        return UnwindStop::no_frame_info;
+                    }
+                }
+                // A function that has not saved LR yet returns through LR itself; one that
+                // never saves it and is not the leaf cannot return at all: it is the root
+                // (a reset handler, a task entry, a noreturn main).
+                if (row->rules[lr].kind == RegisterRule::Kind::undefined || (!row->lr_saved && !leaf))
+                    return UnwindStop::root;
+                return_address = caller[lr];
+                caller[sp] = cfa;
+                r = caller;
+            } else if (const ExidxEntry* entry = impl_->exidx_entry(leaf ? r[pc] : r[pc] - 2);
+                       entry != nullptr && !(leaf && r[pc] == entry->start)) {
+                // No DWARF row, but an exception-table entry (an image or a library built without
+                // -g): its instructions undo the frame as the body of the function holds it. (At
+                // the first instruction nothing is saved yet: the leaf case below.)
+                std::array<uint32_t, 16> caller = r;
+                bool restored_return = false;
+                switch (run_exidx(*entry, caller, memory, restored_return)) {
+                case ExidxResult::unwound: break;
+                case ExidxResult::unreadable: return UnwindStop::unreadable;
+                case ExidxResult::refused:
+                case ExidxResult::malformed: return UnwindStop::no_frame_info;
+                }
+                const uint32_t cfa = caller[sp];
+                if (cfa < r[sp] || cfa - r[sp] > 0x10000u || (!leaf && restored_return && cfa == r[sp]))
+                    return UnwindStop::bad_frame;
+                // As with DWARF: a caller that never saved its return address is the root.
+                if (!leaf && !restored_return)
+                    return UnwindStop::root;
+                return_address = caller[pc];
+                r = caller;
+            } else if (leaf) {
+                // No call-frame information (assembly, a library without -g): while this is the
+                // innermost frame and it has called nothing, LR is its return address.
+                return_address = r[lr];
+            } else {
+                return UnwindStop::no_frame_info;
+            }
+
+            if (is_exc_return(return_address)) {
+                // The frame below is the one the exception interrupted, on the stack EXC_RETURN
+                // bit 2 names.
+                if (!on_psp)
+                    msp = r[sp];
+                else
+                    psp = r[sp];
+                const std::optional<uint32_t> frame = (return_address & 0x4u) ? psp : msp;
+                if (!frame)
+                    return UnwindStop::psp_unknown;
+                if (auto stop = cross(return_address, *frame, false))
+                    return *stop;
+                continue;
+            }
+            if (return_address == 0 || return_address == 0xFFFFFFFFu)   // reset value of LR
+                return UnwindStop::root;
+            // No call returns to the first instruction of a function: that return address was
+            // planted in a thread's first frame (an RTOS's task-exit hook) and the thread's
+            // entry function is the root.
+            if (impl_->is_function_start(return_address & ~1u))
+                return UnwindStop::root;
+            // A return into ARM state (bit 0 clear) cannot happen on M-profile; a return
+            // outside the code is a corrupted frame.
+            if ((return_address & 1u) == 0 || !impl_->in_code(return_address & ~1u))
+                return UnwindStop::bad_frame;
+            r[pc] = return_address & ~1u;
+            leaf = false;
+            callers.push_back(r[pc] - 2);   // inside the call instruction, for line lookup
+        }
+        return UnwindStop::depth;
+    };
+
+    // A handler whose own frames cannot be undone (a naked context switch in assembly, whose
+    // call-frame information says nothing is saved although it pushed EXC_RETURN and called
+    // a function) is crossed through the EXC_RETURN it saved on the main stack: the first
+    // word at or above the handler's frame that is an EXC_RETURN value and names a frame that
+    // checks out (cross(), strict). A return to the main stack finds that frame right above
+    // the saved word (the handler's first push). The frames found inside the handler's
+    // function before the chain went wrong are dropped: they came from LR values that were
+    // no return addresses.
+    // Returns nothing once crossed; psp_unknown when the saved EXC_RETURN names the thread
+    // stack and PSP is not known; otherwise the reason the chain had stopped for.
+    auto search_handler_frame = [&](UnwindStop stopped) -> std::optional<UnwindStop> {
+        searched_handler_frame = true;
+        const HandlerFrame at = *handler_frame;
+        for (uint32_t offset = 0; offset < 4 * 64; offset += 4) {
+            const uint32_t address = at.sp + offset;
+            if (impl_->initial_sp && address + 4 > *impl_->initial_sp)
+                break;
+            const std::optional<uint32_t> word = memory.read_word(address);
+            if (!word)
+                break;
+            if (!is_exc_return(*word))
+                continue;
+            if ((*word & 0x4u) != 0 && !psp)
+                return UnwindStop::psp_unknown;
+            const uint32_t frame = (*word & 0x4u) ? *psp : address + 4;
+            const std::vector<uint32_t> before = callers;
+            callers.resize(at.callers);
+            if (!cross(*word, frame, true))
+                return std::nullopt;
+            callers = before;   // (cross() changes nothing else when the frame does not check out)
+        }
+        return stopped;
+    };
+
+    UnwindStop why = walk();
+    while (exception != 0 && why != UnwindStop::depth && why != UnwindStop::psp_unknown && handler_frame &&
+           !searched_handler_frame) {
+        const std::optional<UnwindStop> searched = search_handler_frame(why);
+        if (searched) {
+            why = *searched;
+            break;
+        }
+        why = walk();
     }
-    return stop(UnwindStop::depth);
+    if (why == UnwindStop::root && exception != 0)
+        why = UnwindStop::handler_only;
+    result.stop = why;
+    result.stack.truncated = why != UnwindStop::root;
+    result.stack.stop = why;
+    return result;
 }
 
 } // namespace mcuprof::core

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -22,9 +23,8 @@ const std::string fixture = std::string(FIXTURES_DIR) + "/symbols_fixture.elf";
 //   func_a -> local_b                 x2
 //   func_a -> func_c -> func_c        x1 (recursion)
 //   func_c, truncated                 x1 (shown under a [truncated] root)
-Profile unwound_profile()
+SampleSet unwound_samples()
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
     SampleSet s;
     s.origin = "constructed <stacks>";
     s.pcs = {0x08000012, 0x08000012, 0x08000022, 0x08000024};
@@ -32,7 +32,12 @@ Profile unwound_profile()
                 {{0x08000004}, false},
                 {{0x08000022, 0x08000006}, false},
                 {{}, true, UnwindStop::bad_frame}};
-    return attribute(s, symbols, nullptr, {});
+    return s;
+}
+
+Profile unwound_profile()
+{
+    return attribute(unwound_samples(), SymbolTable::load(fixture), nullptr, {});
 }
 
 // 3 flat samples: func_a twice, local_b once; one SWO sleep sample without address.
@@ -129,6 +134,18 @@ TEST_CASE("collapsed: one root-first line per stack with its count")
     std::ostringstream out;
     write_collapsed(unwound_profile(), out);
     CHECK(out.str() == "func_a;local_b 2\nfunc_a;func_c;func_c 1\n[truncated];func_c 1\n");
+}
+
+TEST_CASE("--by stack: rows are the collapsed lines, a truncated chain under [truncated] as there")
+{
+    AttributionOptions options;
+    options.by = Grouping::stack;
+    const Profile p = attribute(unwound_samples(), SymbolTable::load(fixture), nullptr, options);
+    std::map<std::string, double> rows;
+    for (const Row& row : p.rows)
+        rows[row.name] = row.samples;
+    CHECK(rows == std::map<std::string, double>{
+                      {"func_a;local_b", 2}, {"func_a;func_c;func_c", 1}, {"[truncated];func_c", 1}});
 }
 
 TEST_CASE("collapsed: a flat profile gives one-frame stacks, samples without address included")

@@ -278,3 +278,69 @@ TEST_CASE("exidx: the unwinding instructions of ARM IHI 0038 10.3, worked by han
     CHECK(run_exidx({0, false, {0xB1, 0x00}}, caller, memory, restored) == ExidxResult::malformed);
     CHECK(run_exidx({0, false, {0xA8}}, caller, memory, restored) == ExidxResult::unreadable);
 }
+
+TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it pushed, into the task on PSP")
+{
+    // fpu_o2_m4's PendSV_Handler (minirtos.c) is naked assembly: its call-frame rows say
+    // nothing is saved, yet it pushes {r3, lr} (lr = EXC_RETURN) and calls
+    // rtos_switch_context. The addresses come from the peer tools (nm, objdump).
+    const std::string elf = std::string(FIRMWARE_DIR) + "/fpu_o2_m4.elf";
+    auto symbol = [&](const std::string& name) {
+        const std::string line = tool_output("arm-none-eabi-nm '" + elf + "' | grep ' " + name + "$'");
+        return uint32_t(std::stoul(line.substr(0, 8), nullptr, 16)) & ~1u;
+    };
+    const uint32_t pendsv = symbol("PendSV_Handler"), task_fir = symbol("task_fir");
+    const uint32_t switch_context = symbol("rtos_switch_context"), task_returned = symbol("task_returned");
+    // The instruction after PendSV's call of rtos_switch_context: where that call returns.
+    std::istringstream disassembly(
+        tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + elf + "' | grep -A1 'bl.*<rtos_switch_context>'"));
+    std::string line;
+    std::getline(disassembly, line);
+    std::getline(disassembly, line);
+    const uint32_t after_call = uint32_t(std::stoul(line, nullptr, 16));
+    REQUIRE(after_call > pendsv);
+    REQUIRE(after_call < pendsv + 0x40);
+
+    const Unwinder unwinder(elf);
+    FakeMemory memory;
+    const uint32_t msp = 0x20001F00, psp = 0x20000800;
+    memory.words[msp] = 0x200011CC;       // the pushed r3
+    memory.words[msp + 4] = 0xFFFFFFED;   // the pushed lr: Thread mode, PSP, extended frame
+    // The task's frame: interrupted at task_fir's first instruction, LR its exit hook.
+    memory.frame(psp, task_returned | 1u, task_fir, 0x01000000);
+    CoreRegisters regs;
+    regs.r[13] = msp;
+    regs.xpsr = 14;   // PendSV
+    regs.r[15] = switch_context;   // halted at rtos_switch_context's first instruction
+    regs.r[14] = after_call | 1u;
+    regs.psp = psp;
+
+    SUBCASE("halted at rtos_switch_context's first instruction")
+    {
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
+        REQUIRE(r.stack.callers.size() == 2);
+        CHECK(r.stack.callers[0] == after_call - 2);   // in PendSV_Handler, the call
+        CHECK(r.stack.callers[1] == task_fir);         // the interrupted instruction
+    }
+    SUBCASE("halted in PendSV right after the call returned: LR is no return address")
+    {
+        regs.r[15] = after_call;
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
+        REQUIRE(r.stack.callers.size() == 1);
+        CHECK(r.stack.callers[0] == task_fir);
+    }
+    SUBCASE("without PSP the chain says so, for the link to read it")
+    {
+        regs.psp.reset();
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::psp_unknown);
+    }
+    SUBCASE("a saved word that is no exception frame's is not taken")
+    {
+        memory.frame(psp, task_returned | 1u, task_fir, 0x0100000B);   // IPSR 11 in a Thread-mode frame
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stack.truncated);
+    }
+}

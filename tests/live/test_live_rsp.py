@@ -53,19 +53,21 @@ def within(observed: dict[str, float], truth: dict[str, float], names, n: float,
     return bad
 
 
-def recorded_run(test: unittest.TestCase, elf: Path, work: Path, uart: bool) -> tuple[Path, Path]:
-    """Runs the image to its end under QEMU's record mode with the truth plugin; returns the
-    record/replay log and the truth's counts file. A replay must have the devices the recording
-    had: with `uart`, both write the UART to a file (the replay's gets the same text)."""
+def recorded_run(test: unittest.TestCase, elf: Path, work: Path, uart: bool,
+                 truth_args: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Runs the image to its end under QEMU's record mode with the truth plugin (and its
+    `truth_args`); returns the record/replay log and the truth's counts file. A replay must have
+    the devices the recording had: with `uart`, both write the UART to a file (the replay's gets
+    the same text)."""
     rr, truth = work / "rr.bin", work / "truth.txt"
-    with qemu_runner.QemuRun(elf, record=rr, truth=truth, uart=work / "recorded-uart.txt" if uart else None,
-                             timeout=300) as q:
+    with qemu_runner.QemuRun(elf, record=rr, truth=truth, truth_args=truth_args,
+                             uart=work / "recorded-uart.txt" if uart else None, timeout=300) as q:
         test.assertEqual(q.wait(), 0)
     return rr, truth
 
 
 def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, seed: str, *extra: str,
-                       uart: Path | None = None):
+                       uart: Path | None = None, truth_args: tuple[str, ...] = ()):
     """Runs the image once, recording it (QEMU record/replay) with the truth plugin, then
     replays it under `mcuprof record --pace icount` with about `samples_wanted` samples over
     the whole run (the replay writes the firmware's UART to `uart` when given: the same
@@ -74,7 +76,7 @@ def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, 
     fast QEMU runs."""
     elf = fwtest.elf_path(name)
     work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
-    rr, truth = recorded_run(test, elf, work, uart=uart is not None)
+    rr, truth = recorded_run(test, elf, work, uart=uart is not None, truth_args=truth_args)
     counts = fwtest.read_counts(truth)
     total = sum(counts.values())
     rec = work / "rec.bin"

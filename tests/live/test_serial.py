@@ -17,10 +17,9 @@ import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integration"))
-import fwtest  # noqa: E402
-import qemu_runner  # noqa: E402
-from test_live_rsp import mcuprof, stopped_with_truth, three_loops_within_4_se  # noqa: E402
+import fwtest
+import qemu_runner
+from test_live_rsp import mcuprof, stopped_with_truth, three_loops_within_4_se
 
 
 class PtyBridge:

@@ -9,11 +9,18 @@ whose stack holds f is binomial around f's true inclusive share: every bound is 
 errors, sqrt(p(1-p)/N)."""
 from __future__ import annotations
 
+import collections
+import json
 import math
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import fwtest  # noqa: E402
+import qemu_runner  # noqa: E402
 from test_live_rsp import replayed_recording  # noqa: E402
 
 Z = 4.0
@@ -229,6 +236,152 @@ class Tasks(Replayed):
         counts = self.last_counts
         check_tasks_against_stacks(self, doc["stacks"], fwtest.calls(counts, syms, "hot_a"),
                                    fwtest.calls(counts, syms, "hot_b"), 500)
+
+
+def all_symbols(elf: Path) -> dict[str, tuple[int, int]]:
+    """Every defined symbol (functions, data, assembly labels) as name -> (address, size), from
+    arm-none-eabi-nm; labels have size 0."""
+    out = subprocess.run(["arm-none-eabi-nm", "-S", "--defined-only", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    table = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4:
+            table[f[3]] = (int(f[0], 16) & ~1, int(f[1], 16))
+        elif len(f) == 3:
+            table[f[2]] = (int(f[0], 16) & ~1, 0)
+    return table
+
+
+class StackPointerStub(unittest.TestCase):
+    """QEMU 7.2's gdbstub describes no MSP or PSP: they are read by one MRS instruction run in
+    the free stack below SP (src/sources/live/stack_pointer_stub.cc). At 1000 halts at random
+    moments of the FPU task scenario, the helper (stack_pointer_stub_check) reads every
+    register the server describes (r0-r15, xPSR, d0-d15, FPSCR) and 512 bytes around SP,
+    reads MSP and PSP through the stub, and reads them all again: nothing may differ. The
+    values are checked against the firmware's own record and the architecture: in Handler
+    mode the core runs on MSP (MSP = SP); in a task, on PSP (PSP = SP) with MSP where
+    rtos_start left it (rtos_thread_msp, written by the firmware just before its svc)."""
+
+    def test_stub_leaves_the_target_as_it_was(self):
+        name = "fpu_forever_o2_m4"
+        syms = all_symbols(fwtest.elf_path(name))
+        witness = syms["rtos_thread_msp"][0]
+        stacks = [(syms[s][0], syms[s][0] + syms[s][1]) for s in ("fir_stack", "iir_stack")]
+        with qemu_runner.QemuRun(fwtest.elf_path(name), gdb=True, halted=True, timeout=300) as q:
+            r = subprocess.run([os.environ["MCUPROF_STUB_CHECK"], f"127.0.0.1:{q.gdb_port}", "1000", "11",
+                                hex(witness)], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        halts = [json.loads(line) for line in r.stdout.splitlines()]
+        self.assertEqual(len(halts), 1000)
+        in_task = in_handler = 0
+        for h in halts:
+            self.assertTrue(h["registers_same"], h)
+            self.assertTrue(h["memory_same"], h)
+            self.assertEqual(len(h["memory_hex"]), 2 * 512, h)
+            self.assertGreaterEqual(h["registers"], 17 + 16 + 1)
+            self.assertIsNotNone(h["msp"], h)
+            self.assertIsNotNone(h["psp"], h)
+            if h["xpsr"] & 0x1FF:
+                in_handler += 1
+                self.assertEqual(h["msp"], h["sp"], h)
+            elif any(lo <= h["sp"] < hi for lo, hi in stacks):
+                in_task += 1
+                self.assertEqual(h["psp"], h["sp"], h)
+                self.assertEqual(h["msp"], h["witness"], h)
+            else:   # before the scheduler: main on MSP
+                self.assertEqual(h["msp"], h["sp"], h)
+        self.assertGreater(in_task, 500)
+        self.assertGreater(in_handler, 0)
+        halt = statistics.median(h["halt_us"] for h in halts)
+        stub = statistics.median(h["stub_us"] for h in halts) / 2
+        print(f"\nstack pointer stub: {in_task} halts in tasks, {in_handler} in handlers; median halt "
+              f"(interrupt + g) {halt:.0f} us, one stub read {stub:.0f} us", file=sys.stderr)
+
+
+FPU_ENTRIES = ("task_fir", "task_iir")
+FPU_HANDLERS = {"SysTick_Handler", "tick_smooth", "PendSV_Handler", "rtos_switch_context", "SVC_Handler"}
+FPU_TASK_CODE = {"task_fir": ("task_fir", "fir_block", "fir_tap_sum"),
+                 "task_iir": ("task_iir", "iir_cascade", "biquad")}
+
+
+def stack_goal(stacks: list[dict]) -> dict[str, tuple[float, float]]:
+    """The goal's two completeness figures, as (complete samples, samples): Thread-mode stacks
+    (no handler frame) that reach their task's entry (or, before the scheduler, the reset
+    handler), untruncated; Handler-mode stacks that cross into the interrupted task the same
+    way."""
+    figures = {"thread": [0.0, 0.0], "handler": [0.0, 0.0]}
+    for s in stacks:
+        names = [f["function"] for f in s["frames"]]
+        kind = "handler" if FPU_HANDLERS & set(names) else "thread"
+        figures[kind][1] += s["samples"]
+        if not s["truncated"] and names[0] in (*FPU_ENTRIES, "Reset_Handler"):
+            figures[kind][0] += s["samples"]
+    return {k: (v[0], v[1]) for k, v in figures.items()}
+
+
+class FpuTasks(unittest.TestCase):
+    """The goal of stack sampling on -O2 FPU tasks (firmware-ref/src/scen_fpu.c: two preempted
+    tasks, extended exception frames with lazy stacking, an FPU interrupt more urgent than
+    PendSV), with exact pacing against the truth plugin's task mode, which splits its counts at
+    every task switch: >= 99 % of Thread-mode stacks complete to their task's entry, >= 90 % of
+    Handler-mode stacks complete into the interrupted task, and each task entry's inclusive
+    share within 4 standard errors of the task's exact share."""
+
+    def test_goal_against_per_task_truth(self):
+        name = "fpu_o2_m4"
+        syms = all_symbols(fwtest.elf_path(name))
+        taskfile = Path(tempfile.mkdtemp(prefix="mcuprof-tasks-")) / "tasks.txt"
+        truth_args = (f"taskfile={taskfile}",
+                      f"tcbload={syms['rtos_tcb_load'][0]:#x}", f"tcbload={syms['rtos_first_tcb_load'][0]:#x}",
+                      f"taskswitch={syms['rtos_switched'][0]:#x}", f"taskswitch={syms['rtos_first_switched'][0]:#x}")
+        doc, counts = replayed_recording(self, name, SAMPLES, "17", "--stacks", truth_args=truth_args)
+        # Each task checked every result against its first: no register was corrupted, by the
+        # context switches or by the stack-pointer stub's steps (status 1 otherwise).
+        self.assertEqual(doc["sampler"]["end"], "the target exited with code 0")
+
+        # The truth split by task: it adds up to the plain counts, address by address, and each
+        # task's own code (Thread mode, never shared) belongs to that task alone.
+        per_task = collections.defaultdict(collections.Counter)
+        for line in taskfile.read_text().splitlines():
+            tcb, address, n = line.split()
+            per_task[tcb][int(address, 16)] += int(n)
+        summed = collections.Counter()
+        for c in per_task.values():
+            summed.update(c)
+        self.assertEqual(dict(summed), counts)
+        tcb_of = {"task_fir": f"{syms['fir_tcb'][0]:#010x}", "task_iir": f"{syms['iir_tcb'][0]:#010x}"}
+        funcs = fwtest.symbols(name)
+        for entry, code in FPU_TASK_CODE.items():
+            for tcb, c in per_task.items():
+                owned = sum(n for a, n in c.items() if funcs.lookup(a) in code)
+                if tcb == tcb_of[entry]:
+                    self.assertGreater(owned, 0)
+                else:
+                    self.assertEqual(owned, 0, (entry, tcb))
+
+        stacks = doc["stacks"]
+        n = sum(s["samples"] for s in stacks)
+        self.assertEqual(n, doc["samples"])
+        goal = stack_goal(stacks)
+        total = sum(counts.values())
+        rows = []
+        for entry in FPU_ENTRIES:
+            p = sum(per_task[tcb_of[entry]].values()) / total
+            q = sum(s["samples"] for s in stacks if entry in {f["function"] for f in s["frames"]}) / n
+            se = math.sqrt(p * (1 - p) / n)
+            rows.append((entry, p, q, se))
+        print(f"\nfpu_o2_m4: {n:.0f} samples; thread-mode stacks complete {goal['thread'][0]:.0f} of "
+              f"{goal['thread'][1]:.0f}; handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; "
+              f"truncated {doc['truncation']}", file=sys.stderr)
+        for entry, p, q, se in rows:
+            print(f"  {entry}: true {100 * p:.2f} %, sampled inclusive {100 * q:.2f} %, SE {100 * se:.2f}, "
+                  f"z {(q - p) / se:+.1f}", file=sys.stderr)
+        self.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
+        self.assertGreater(goal["handler"][1], 0)
+        self.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
+        for entry, p, q, se in rows:
+            self.assertLess(abs(q - p), Z * se, (entry, p, q))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "mcuprof/sources/stack_pointer_stub.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
 
@@ -105,6 +106,17 @@ public:
         }
         return state;
     }
+    // Described by the server: read by name; otherwise (QEMU 7.2) through the MRS stub.
+    std::optional<uint32_t> read_stack_pointer(StackPointer which, const core::CoreRegisters& halted) override
+    {
+        const char* name = which == StackPointer::main ? "msp" : "psp";
+        if (gdb_->target().find(name) != nullptr)
+            return gdb_->read_registers({name})[0];
+        const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, which);
+        stepped_ += read.stepped ? 1 : 0;
+        return read.value;
+    }
+    uint64_t instructions_stepped() const override { return stepped_; }
     std::string read_memory(uint32_t address, uint32_t length) override
     {
         try {
@@ -172,6 +184,7 @@ private:
     std::unique_ptr<transport::RspClient> gdb_;
     std::vector<std::string> all_registers_;
     bool running_ = false;   // on our 'c', no stop reply since
+    uint64_t stepped_ = 0;   // single steps of the stack-pointer stub
 };
 
 } // namespace

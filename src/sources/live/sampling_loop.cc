@@ -249,7 +249,8 @@ private:
         uint64_t icount = replay_->now();
         while (!done()) {
             icount += std::max<uint64_t>(1, uint64_t(std::llround(intervals_.next())));
-            target_.monitor("replay_break " + std::to_string(icount));
+            // (plus the instructions the debugger itself stepped at the halts: the guest's count)
+            target_.monitor("replay_break " + std::to_string(icount + target_.instructions_stepped()));
             resume();
             const Clock::time_point asked = Clock::now();
             const std::optional<TargetEnd> end = target_.wait_stop(std::chrono::seconds(60));
@@ -264,6 +265,7 @@ private:
         }
         if (stats_.samples > 0) {
             const uint64_t reported = replay_->now();
+            icount += target_.instructions_stepped();
             if (reported != icount)
                 sink_.event("pacing", "replay stops did not land where they were set: expected instruction " +
                                           std::to_string(icount) + ", QEMU reports " + std::to_string(reported));

@@ -112,6 +112,14 @@ UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
     last_sp_ = sp;
     UnwoundHalt out;
     out.unwound = options_.unwinder->unwind(state.registers, memory, options_.max_depth);
+    // A handler's chain that reached the exception return into a task needs PSP: when the
+    // halt's read did not give it, the link reads it now (only such halts pay for it).
+    if (out.unwound.stop == core::UnwindStop::psp_unknown && !state.registers.psp) {
+        state.registers.psp = target.read_stack_pointer(StackPointer::process, state.registers);
+        ++out.stack_pointer_reads;
+        if (state.registers.psp)
+            out.unwound = options_.unwinder->unwind(state.registers, memory, options_.max_depth);
+    }
     out.memory_reads = memory.reads();
     return out;
 }

@@ -30,6 +30,8 @@ using Clock = std::chrono::steady_clock;
 // Memory read with the registers, in the halt's round trip: (address, length in bytes).
 using MemoryRange = std::pair<uint32_t, uint32_t>;
 
+enum class StackPointer { main, process };   // the banked MSP and PSP (ARMv7-M ARM, B1.4.1)
+
 struct HaltRequest {
     // pc, lr, sp and xPSR always; with all_registers r0-r12 and, where the link has them, the
     // banked stack pointers MSP and PSP (what the unwinder starts from).
@@ -79,6 +81,17 @@ public:
     virtual Halt halt_and_read(const HaltRequest& request) = 0;
     // The state of a target that is halted already (after wait_stop, or stay_halted).
     virtual HaltState read_halt_state(const HaltRequest& request) = 0;
+    // A banked stack pointer the halt's read did not give (the server does not describe it),
+    // read now from the halted target; nothing when the link cannot. `halted` are the
+    // registers read at this halt. Throws transport::Error when the link fails.
+    virtual std::optional<uint32_t> read_stack_pointer(StackPointer, const core::CoreRegisters& /*halted*/)
+    {
+        return std::nullopt;
+    }
+    // Instructions the target ran at the halts for the debugger's own reads (the stub that
+    // reads a stack pointer steps one), since the link was made: instruction-count pacing
+    // adds them to the guest's count.
+    virtual uint64_t instructions_stepped() const { return 0; }
     // Memory of the halted target; empty when the target refuses it. Throws transport::Error
     // when the link fails.
     virtual std::string read_memory(uint32_t address, uint32_t length) = 0;

@@ -22,6 +22,7 @@ struct StackSamplingOptions {
 struct UnwoundHalt {
     core::UnwindResult unwound;
     uint32_t memory_reads = 0;       // reads after the halt's round trip
+    uint32_t stack_pointer_reads = 0;  // banked stack pointers read after it (HaltingTarget::read_stack_pointer)
 };
 
 class StackReader {
