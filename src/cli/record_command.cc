@@ -125,7 +125,8 @@ int record_command(const Arguments& args)
     add_report_options(description, report);
     const std::string usage =
         "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n"
-        "       mcuprof record --openocd HOST:PORT --mode halt|pcsr --elf ELF -o FILE [options]\n\n"
+        "       mcuprof record --openocd HOST:PORT --mode halt|pcsr --elf ELF -o FILE [options]\n"
+        "       mcuprof record --qemu MACHINE --elf ELF -o FILE [--samples N] [--qemu-arg ARG ...]\n\n"
         "Samples the program counter of running firmware by halting it at random intervals, writes\n"
         "every sample to FILE as it comes (mcuprof report reads it), and prints the profile.\n"
         "Ctrl-C stops the recording; the target is always left running.";
@@ -139,9 +140,9 @@ int record_command(const Arguments& args)
     if (samples_file.empty())
         samples_file = report.output;
     report.output.clear();
-    if (sampling.gdb.empty() == sampling.openocd.empty())
-        throw UsageError("exactly one of --gdb HOST:PORT and --openocd HOST:PORT is required");
-    if (!sampling.openocd.empty() && read_onchip)
+    if (sampling.qemu.machine.empty() && sampling.gdb.empty() == sampling.openocd.empty())
+        throw UsageError("exactly one of --gdb HOST:PORT, --openocd HOST:PORT and --qemu MACHINE is required");
+    if (sampling.gdb.empty() && read_onchip)
         throw UsageError("--read-onchip goes with --gdb");
     if (read_onchip)
         return read_onchip_command(transport::Endpoint::parse(sampling.gdb, "--gdb"), stop_at, samples_file, report);
@@ -170,6 +171,8 @@ int record_command(const Arguments& args)
     std::fprintf(stderr, "mcuprof record: %llu samples in %.2f s (%.0f samples/s), %s; %s; samples in %s\n",
                  static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),
                  core::describe_sampler(stats.to_json()).c_str(), stats.end_reason.c_str(), samples_file.c_str());
+    if (const std::string bias = sampler.describe().value("bias", ""); !bias.empty())
+        std::fprintf(stderr, "mcuprof record: warning: %s\n", bias.c_str());
     if (stats.samples == 0)
         throw sources::Error(samples_file, "", "no samples were recorded: " + stats.end_reason);
 

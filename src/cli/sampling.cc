@@ -52,12 +52,15 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                                "exception frames): report --by stack, inclusive shares")
         ("stack-bytes", po::value(&o.stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
                                                                     "(default 512; deeper frames cost more reads)");
+    add_qemu_options(description, o.qemu);
 }
 
 std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const std::string& elf)
 {
+    if (!o.qemu.machine.empty())
+        return make_qemu_sample_source(o, elf);
     if (o.gdb.empty() == o.openocd.empty())
-        throw UsageError("exactly one of --gdb HOST:PORT and --openocd HOST:PORT is required");
+        throw UsageError("exactly one of --gdb HOST:PORT, --openocd HOST:PORT and --qemu MACHINE is required");
     if (o.openocd.empty() && !o.mode.empty())
         throw UsageError("--mode goes with --openocd");
     if (!o.batch.empty() && o.mode != "pcsr")

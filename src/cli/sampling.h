@@ -13,6 +13,7 @@
 
 #include "mcuprof/sources/live.h"
 #include "interrupt.h"
+#include "qemu_options.h"
 
 namespace mcuprof::cli {
 
@@ -32,6 +33,7 @@ struct SamplingOptions {
     std::string pcsr_read;                                 // --mode pcsr: read_memory or profile
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
+    QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 
 // Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,

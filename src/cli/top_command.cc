@@ -236,7 +236,8 @@ int top_command(const Arguments& args)
         ("output,o", po::value(&samples_file)->value_name("FILE"), "also keep the samples in FILE, as record does");
     const std::string usage =
         "usage: mcuprof top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE] [options]\n"
-        "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n\n"
+        "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n"
+        "       mcuprof top --qemu MACHINE --elf ELF [--qemu-arg ARG ...] [options]\n\n"
         "Samples running firmware as record does and shows the hottest functions live, with their\n"
         "shares, standard errors, the sampling rate and the share of time the target ran. On a\n"
         "terminal the view is redrawn in place; otherwise one table is printed per refresh.\n"
@@ -262,6 +263,8 @@ int top_command(const Arguments& args)
         writer = std::make_unique<sources::RecordingWriter>(samples_file, recording_header(*source, elf));
     TopSink sink(symbols, by == "task", half_life, writer.get());
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+    if (const std::string bias = source->describe().value("bias", ""); !bias.empty())
+        std::fprintf(stderr, "mcuprof top: warning: %s\n", bias.c_str());
 
     const StopOnSignal stop;
     // A reader that goes away (top | head) must end the sampling cleanly, with the target
@@ -289,7 +292,10 @@ int top_command(const Arguments& args)
     before = Frame{};   // the last table's rate and duty are over the whole run
     show(stats.end_reason);
     if (stats.samples == 0)
-        throw sources::Error(sampling.gdb.empty() ? sampling.openocd : sampling.gdb, "",
+        throw sources::Error(!sampling.qemu.machine.empty() ? "qemu " + sampling.qemu.machine
+                             : sampling.gdb.empty()       ? sampling.openocd
+                                                          : sampling.gdb,
+                             "",
                              "no samples were taken: " + stats.end_reason);
     return 0;
 }

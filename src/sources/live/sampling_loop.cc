@@ -231,7 +231,13 @@ private:
     {
         uint64_t icount = replay_->now();
         while (!done()) {
-            icount += std::max<uint64_t>(1, uint64_t(std::llround(intervals_.next())));
+            const uint64_t next = icount + std::max<uint64_t>(1, uint64_t(std::llround(intervals_.next())));
+            if (plan_.instructions && next >= *plan_.instructions) {
+                stats_.end_reason = "the end of the recorded run (" + std::to_string(*plan_.instructions) +
+                                    " instructions)";
+                break;
+            }
+            icount = next;
             target_.monitor("replay_break " + std::to_string(icount));
             resume();
             const Clock::time_point asked = Clock::now();
@@ -427,6 +433,8 @@ nlohmann::json LiveSampler::describe() const
     d["pacing"] = pacing_.to_json();
     if (pacing_.pacing == Pacing::icount && pacing_.qmp)
         d["qmp"] = pacing_.qmp->text();
+    if (d.value("server", "") == "qemu" && pacing_.pacing == Pacing::wall)
+        d["bias"] = emulator_bias_warning;
     return d;
 }
 
