@@ -14,8 +14,8 @@ namespace po = boost::program_options;
 namespace mcuprof::cli {
 namespace {
 
-// Without --interval, a run of at most `samples` times this many instructions is recorded,
-// and the interval is its length over the samples wanted.
+// Without --interval, the budget counts this many instructions a sample, and the interval is
+// the recorded run's length over the samples wanted.
 constexpr double default_interval = 20000;
 constexpr uint64_t default_samples = 10000;
 
@@ -30,8 +30,8 @@ void add_qemu_options(po::options_description& description, QemuOptions& o)
         ("qemu-arg", po::value(&o.args)->value_name("ARG")->composing(),
          "--qemu: one more QEMU argument (repeat the option for more)")
         ("instructions", po::value(&o.instructions)->value_name("N"),
-         "--qemu: the most instructions the run executes (default: --samples times --interval, or 200M for "
-         "truth)")
+         "--qemu: the most instructions the run executes (default: room for --samples at --interval; truth: "
+         "200M)")
         ("truth-plugin", po::value(&o.plugin)->value_name("FILE"),
          "--qemu: the truth plugin (default: libtruth.so beside mcuprof, or in the installed lib/mcuprof)")
         ("census", po::value(&o.census)->value_name("FILE"),
@@ -88,7 +88,10 @@ std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOpt
 
     const uint64_t samples = o.samples != 0 ? o.samples : default_samples;
     const double interval = o.interval.empty() ? 0 : parse_count(o.interval, "--interval");
-    const auto budget = uint64_t(double(samples) * (interval > 0 ? interval : default_interval));
+    // Room for N exponential intervals: their sum is N +- sqrt(N) means, so with 5 standard
+    // deviations to spare --samples N is reached before the run ends.
+    const double room = double(samples) + 5 * std::sqrt(double(samples));
+    const auto budget = uint64_t(room * (interval > 0 ? interval : default_interval));
     std::unique_ptr<sources::QemuSession> session = record_in_qemu(o.qemu, elf, budget);
 
     // Without --interval the samples spread over the whole recorded run: about --samples of them.

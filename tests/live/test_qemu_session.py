@@ -115,9 +115,9 @@ class RecordInQemu(unittest.TestCase):
         return json.loads(out), fwtest.read_counts(census), err
 
     def test_finite_image_within_4_se_of_truth_qemu(self):
-        doc, census, err = self.record("loops_jit_m4", "--samples", "1500", "--seed", "75")
+        doc, census, err = self.record("mixed_m4", "--samples", "1500", "--seed", "75")
         # truth --qemu runs the same firmware to its exit: the same run, instruction for instruction.
-        truth = Watched("truth", "--qemu", MACHINE, "--elf", str(fwtest.elf_path("loops_jit_m4")),
+        truth = Watched("truth", "--qemu", MACHINE, "--elf", str(fwtest.elf_path("mixed_m4")),
                         "--census", str(self.work / "truth.census"), "--format", "json")
         rc, out, terr = truth.finish()
         self.assertEqual(rc, 0, terr)
@@ -130,7 +130,7 @@ class RecordInQemu(unittest.TestCase):
         self.assertGreater(n, 1500 - 5 * math.sqrt(1500))   # about --samples, over the whole run
         self.assertLess(n, 1500 + 5 * math.sqrt(1500))
         self.assertIn("end of the recorded run", doc["sampler"]["end"])
-        self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "loops_jit_m4"), n), [])
+        self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "mixed_m4"), n), [])
         self.assertNotIn("wall clock", err)
         self.assertNotIn("emulator-bias", fwtest.warning_kinds(doc))
 
@@ -154,10 +154,10 @@ class RecordInQemu(unittest.TestCase):
                        capture_output=True, timeout=300)
         census = self.work / "installed.census"
         r = subprocess.run([str(prefix / "bin" / "mcuprof"), "truth", "--qemu", MACHINE, "--elf",
-                            str(fwtest.elf_path("loops_jit_m4")), "--census", str(census)],
+                            str(fwtest.elf_path("mixed_m4")), "--census", str(census)],
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("hot_a", r.stdout)
+        self.assertIn("classify", r.stdout)
         self.assertGreater(sum(fwtest.read_counts(census).values()), 0)
 
     def test_top_qemu(self):

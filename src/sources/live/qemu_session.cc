@@ -355,7 +355,7 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
             gdb->handshake();
             // Let it run, and halt it now and then to read how far it got: the waits shrink as
             // the budget comes near, so the run ends little past it.
-            Clock::duration wait = std::chrono::milliseconds(50);
+            Clock::duration wait = std::chrono::milliseconds(10);
             double running_seconds = 0;
             while (true) {
                 const Clock::time_point resumed = Clock::now();
@@ -384,7 +384,7 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
                 const double rate = so_far / std::max(running_seconds, 1e-3);
                 const double left = rate > 0 ? (launch_.instruction_budget - so_far) / rate : 0.05;
                 wait = std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(std::clamp(left, 0.005, 0.5)));
+                    std::chrono::duration<double>(std::clamp(left, 0.002, 0.5)));
             }
         } catch (const transport::Error& e) {
             // The connection closed as the firmware exited: QEMU's status says how it went.
