@@ -31,7 +31,8 @@ int truth_command(const Arguments& args)
         if (options.elf.empty())
             throw UsageError("--elf FILE is required: the firmware QEMU runs");
         const auto session = record_in_qemu(qemu, options.elf, 200'000'000);
-        options.input = session->recorded().counts_path;
+        // The counts the report names: the census kept (--census), else the session's own.
+        options.input = qemu.census.empty() ? session->recorded().counts_path : qemu.census;
         write_profile(sources::read_truth(options.input), options);
         return 0;
     }

@@ -81,6 +81,34 @@ uint64_t recorded_so_far(transport::RspClient& gdb)
     return std::stoull(text.substr(at + 20));
 }
 
+// Holds back the events of a lost link while a replay is sampled: a replay ended by its
+// recorded shutdown closes the gdbstub's connection, which is the end of the run, not a lost
+// link (QEMU 7.2 replays that shutdown a little before the last recorded instruction).
+class ReplayEndSink : public SampleSink {
+public:
+    explicit ReplayEndSink(SampleSink& sink) : sink_(sink) {}
+    void sample(const LiveSample& s) override { sink_.sample(s); }
+    void event(const std::string& kind, const std::string& message) override
+    {
+        if (kind == "link-lost" || kind == "resume" || kind == "resume-failed")
+            held_.emplace_back(kind, message);
+        else
+            sink_.event(kind, message);
+    }
+    void task(uint32_t control_block, const std::string& name) override { sink_.task(control_block, name); }
+    void progress(const SamplerStats& so_far) override { sink_.progress(so_far); }
+    void release()
+    {
+        for (const auto& [kind, message] : held_)
+            sink_.event(kind, message);
+        held_.clear();
+    }
+
+private:
+    SampleSink& sink_;
+    std::vector<std::pair<std::string, std::string>> held_;
+};
+
 // The replaying QEMU and the sampler on its gdbstub; the session's files live as long.
 class QemuReplaySource : public SampleSource {
 public:
@@ -120,9 +148,22 @@ public:
         whole.instructions = recorded().instructions;   // the replay ends there
         if (whole_run_)
             whole.samples.reset();
-        SamplerStats stats = sampler_->run(sink, whole, stop);
+        ReplayEndSink guarded(sink);
+        SamplerStats stats = sampler_->run(guarded, whole, stop);
+        const std::string replay_end = "the end of the recorded run (QEMU replayed its shutdown)";
+        if (stats.link_lost && qemu_->wait(std::chrono::seconds(5)) &&
+            qemu_->how_it_ended() == "exited with status 0") {
+            stats.link_lost = false;
+            stats.target_exited = true;
+            stats.end_reason = replay_end;
+            sink.event("target-exit", replay_end);
+            return stats;
+        }
+        guarded.release();
         if (stats.link_lost && !qemu_->running())
             stats.end_reason += " (QEMU " + qemu_->how_it_ended() + ": " + qemu_->stderr_text() + ")";
+        else if (stats.target_exited && !recorded().exited)
+            stats.end_reason = replay_end;   // W00: the replayed shutdown, not the firmware's exit
         return stats;
     }
 
