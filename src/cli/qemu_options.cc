@@ -25,13 +25,13 @@ void add_qemu_options(po::options_description& description, QemuOptions& o)
 {
     description.add_options()
         ("qemu", po::value(&o.machine)->value_name("MACHINE"),
-         "start QEMU (-M MACHINE -kernel ELF) and record the run, to the firmware's exit or --instructions; "
-         "then sample its replay at exact instruction counts")
+         "start QEMU (-M MACHINE -kernel ELF), record the run to the firmware's exit or --instructions, and "
+         "sample its replay at exact instruction counts")
         ("qemu-arg", po::value(&o.args)->value_name("ARG")->composing(),
          "--qemu: one more QEMU argument (repeat the option for more)")
         ("instructions", po::value(&o.instructions)->value_name("N"),
-         "--qemu: the most instructions the run executes (default: room for --samples at --interval; truth: "
-         "200M)")
+         "--qemu: end the run once it has executed N instructions, unless the firmware exits first "
+         "(default: room for --samples at --interval; truth: 200M)")
         ("truth-plugin", po::value(&o.plugin)->value_name("FILE"),
          "--qemu: the truth plugin (default: libtruth.so beside mcuprof, or in the installed lib/mcuprof)")
         ("census", po::value(&o.census)->value_name("FILE"),

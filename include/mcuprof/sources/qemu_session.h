@@ -28,9 +28,10 @@ struct QemuLaunch {
     std::string elf;                             // -kernel
     std::vector<std::string> extra_args;         // given to the recording and the replay alike
     std::string plugin;                          // the truth plugin (libtruth.so)
-    // The most instructions the recorded run executes: the firmware's own exit ends it
-    // sooner. Checked while the run is halted now and then over the gdbstub, so the run stops
-    // a little after the budget (at most the instructions of the last check's wait).
+    // The recorded run ends once it has executed this many instructions, unless the firmware
+    // exits sooner. Checked while the run is halted now and then over the gdbstub, so it ends
+    // past the budget: where QEMU in record mode can next be halted (the end of its current
+    // stretch of instructions, at its next timer deadline).
     uint64_t instruction_budget = 200'000'000;
 
     static std::string default_program();
