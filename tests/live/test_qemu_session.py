@@ -74,9 +74,10 @@ class Watched:
     def finish(self, timeout: float = 600) -> tuple[int, str, str]:
         self.watch_until(lambda: False, timeout)
         self.proc.wait(timeout=60)
-        self.out.seek(0)
-        self.err.seek(0)
-        return self.proc.returncode, self.out.read(), self.err.read()
+        with self.out, self.err:
+            self.out.seek(0)
+            self.err.seek(0)
+            return self.proc.returncode, self.out.read(), self.err.read()
 
     def left_running(self) -> list[int]:
         return [pid for pid in self.children if alive(pid)]
