@@ -88,6 +88,7 @@ struct RecordOptions {
 const char* const record_usage =
     "usage: mcuprof record --gdb HOST:PORT --elf ELF -o FILE [options]\n"
     "       mcuprof record --openocd HOST:PORT --mode halt|pcsr --elf ELF -o FILE\n"
+    "       mcuprof record --qemu MACHINE --elf ELF -o FILE [--samples N]\n"
     "       mcuprof record --gdb HOST:PORT --read-onchip --elf ELF [-o DUMP]\n\n"
     "Samples the program counter of running firmware by halting it at random\n"
     "intervals, writes every sample to FILE (-o) as it comes (mcuprof report reads\n"
@@ -181,6 +182,8 @@ int record_samples(RecordOptions& o)
     std::fprintf(stderr, "mcuprof record: %llu samples in %.2f s (%.0f samples/s), %s; %s; samples in %s\n",
                  static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),
                  core::describe_sampler(stats.figures()).c_str(), stats.end_reason.c_str(), file.c_str());
+    if (const std::string bias = sampler.describe().value("bias", ""); !bias.empty())
+        std::fprintf(stderr, "mcuprof record: warning: %s\n", bias.c_str());
     if (stats.samples == 0)
         throw sources::Error(file, "", "no samples were recorded: " + stats.end_reason);
 

@@ -58,13 +58,15 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                                "exception frames): report --by stack, inclusive shares")
         ("stack-bytes", po::value(&o.stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
                                                                     "(default 512; deeper frames cost more reads)");
+    add_qemu_options(description, o.qemu);
 }
 
 const std::vector<std::string>& sampling_option_names()
 {
     static const std::vector<std::string> names{"openocd", "mode",  "batch", "pcsr-read", "samples",
                                                 "duration", "interval", "shape", "jitter", "pace",
-                                                "qmp",      "seed",  "stacks", "stack-bytes", "max-halted"};
+                                                "qmp",      "seed",  "stacks", "stack-bytes", "max-halted",
+                                                "qemu",     "qemu-arg", "instructions", "census", "truth-plugin"};
     return names;
 }
 
@@ -72,14 +74,17 @@ void check_sampling_options(const CommandLine& line, const SamplingOptions& o)
 {
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
+    line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, !o.qemu.machine.empty(), "--qemu MACHINE");
     line.only_with({"jitter"}, o.shape == "uniform", "--shape uniform");
     line.only_with({"stack-bytes"}, o.stacks, "--stacks");
 }
 
 std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const std::string& elf)
 {
+    if (!o.qemu.machine.empty())
+        return make_qemu_sample_source(o, elf);
     if (o.gdb.empty() == o.openocd.empty())
-        throw UsageError("exactly one of --gdb HOST:PORT and --openocd HOST:PORT is required");
+        throw UsageError("exactly one of --gdb HOST:PORT, --openocd HOST:PORT and --qemu MACHINE is required");
     if (o.openocd.empty() && !o.mode.empty())
         throw UsageError("--mode goes with --openocd");
     if (!o.batch.empty() && o.mode != "pcsr")

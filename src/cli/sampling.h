@@ -15,6 +15,7 @@
 #include "mcuprof/sources/live.h"
 #include "interrupt.h"
 #include "options.h"
+#include "qemu_options.h"
 
 namespace mcuprof::cli {
 
@@ -36,6 +37,7 @@ struct SamplingOptions {
     std::string max_halted;                                // halting: the halted-share budget, percent
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
+    QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 
 // Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,

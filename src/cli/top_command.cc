@@ -224,7 +224,8 @@ struct TopOptions {
 
 const char* const top_usage =
     "usage: mcuprof top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE] [options]\n"
-    "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n\n"
+    "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n"
+    "       mcuprof top --qemu MACHINE --elf ELF [--qemu-arg ARG ...] [options]\n\n"
     "Samples running firmware as record does and shows the hottest functions live,\n"
     "with their shares, standard errors, the sampling rate and the share of time the\n"
     "target ran. On a terminal the view is redrawn in place; otherwise one table is\n"
@@ -279,6 +280,8 @@ int top_command(const Arguments& args)
         writer = std::make_unique<sources::RecordingWriter>(o.samples_file, recording_header(*source, o.elf));
     TopSink sink(symbols, o.by_task, o.half_life, writer.get());
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+    if (const std::string bias = source->describe().value("bias", ""); !bias.empty())
+        std::fprintf(stderr, "mcuprof top: warning: %s\n", bias.c_str());
 
     const StopOnSignal stop;
     // A reader that goes away (top | head) must end the sampling cleanly, with the target
@@ -306,7 +309,10 @@ int top_command(const Arguments& args)
     before = Frame{};   // the last table's rate and duty are over the whole run
     show(stats.end_reason);
     if (stats.samples == 0)
-        throw sources::Error(o.sampling.gdb.empty() ? o.sampling.openocd : o.sampling.gdb, "",
+        throw sources::Error(!o.sampling.qemu.machine.empty() ? "qemu " + o.sampling.qemu.machine
+                             : o.sampling.gdb.empty()       ? o.sampling.openocd
+                                                          : o.sampling.gdb,
+                             "",
                              "no samples were taken: " + stats.end_reason);
     return 0;
 }

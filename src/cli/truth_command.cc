@@ -2,6 +2,7 @@
 
 #include "mcuprof/sources/truth_reader.h"
 #include "options.h"
+#include "qemu_options.h"
 #include "profile_output.h"
 
 namespace po = boost::program_options;
@@ -11,20 +12,38 @@ namespace mcuprof::cli {
 int truth_command(const Arguments& args)
 {
     ReportOptions options;
-    CommandLine line("truth", "usage: mcuprof truth COUNTS --elf ELF [options]\n\n"
+    CommandLine line("truth", "usage: mcuprof truth COUNTS --elf ELF [options]\n"
+                              "       mcuprof truth --qemu MACHINE --elf ELF [--instructions N]\n"
+                              "                     [--qemu-arg ARG ...] [options]\n\n"
                               "Reports the ground truth: the QEMU plugin's count of every executed\n"
                               "instruction (firmware-ref/truth), in the same shapes as a profile;\n"
-                              "\"samples\" are instructions.");
+                              "\"samples\" are instructions. With --qemu, mcuprof runs the firmware\n"
+                              "in QEMU with the plugin itself, to its exit or --instructions\n"
+                              "(default 200M).");
     std::vector<std::string> inputs;
-    line.positionals(inputs, 1, 1, "one COUNTS file");
+    line.positionals(inputs, 0, 1, "one COUNTS file");
     // Truth counts carry no task tags: no --by task.
     ReportChoices choices;
     choices.groupings = {"function", "line", "address", "stack"};
     add_report_options(line, options, choices);
+    QemuOptions qemu;
+    add_qemu_options(line.description(), qemu);
     if (!line.parse(args))
         return 0;
     line.require("elf", "the ELF of the firmware that ran");
     check_report_options(line, options, choices, format_of(core::profile_formats(), options.format).binary);
+    line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, !qemu.machine.empty(), "--qemu MACHINE");
+    if (!qemu.machine.empty()) {
+        if (!inputs.empty())
+            throw UsageError("truth takes a COUNTS file or --qemu MACHINE, not both");
+        const auto session = record_in_qemu(qemu, options.elf, 200'000'000);
+        // The counts the report names: the census kept (--census), else the session's own.
+        options.input = qemu.census.empty() ? session->recorded().counts_path : qemu.census;
+        write_profile(sources::read_truth(options.input), options);
+        return 0;
+    }
+    if (inputs.empty())
+        throw UsageError("truth needs a COUNTS file, or --qemu MACHINE");
     options.input = inputs.front();
     write_profile(sources::read_truth(options.input), options);
     return 0;

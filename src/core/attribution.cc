@@ -594,6 +594,8 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
 
     for (const std::string& note : samples.notes)
         profile.warnings.push_back({"input", note});
+    for (const auto& [kind, message] : samples.warnings)
+        profile.warnings.push_back({kind, message});
     if (!samples.exact && !samples.pcs.empty())
         check_sequences(profile, samples);
     check_straddling_buckets(profile, samples, symbols);

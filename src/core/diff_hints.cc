@@ -95,6 +95,15 @@ void lockstep(const Side& side, std::vector<DiffHint>& hints)
                             side.label, l.period, l.distinct)});
 }
 
+// A side sampled by halting an emulator on the wall clock: its shares follow the emulator's
+// host time, so the differences say more about QEMU than about the program.
+void emulator_bias(const Side& side, std::vector<DiffHint>& hints)
+{
+    for (const Warning& w : side.profile.warnings)
+        if (w.kind == "emulator-bias")
+            hints.push_back({"emulator-bias", "", std::string(side.label) + ": " + w.message});
+}
+
 void few_addresses(const ProfileDiff& diff, std::vector<DiffHint>& hints, const std::set<std::string>& explained)
 {
     for (const DiffRow& r : diff.rows) {
@@ -184,6 +193,8 @@ std::vector<DiffHint> find_hints(const ProfileDiff& diff, const Profile& a, cons
     invisible_handler(diff, side_a, side_b, hints, explained);
     lockstep(side_a, hints);
     lockstep(side_b, hints);
+    emulator_bias(side_a, hints);
+    emulator_bias(side_b, hints);
     few_addresses(diff, hints, explained);
     return hints;
 }

@@ -147,3 +147,19 @@ TEST_CASE("diff hints: lockstep findings and rows caught at too few addresses")
     REQUIRE(has_hint(locked, "lockstep", ""));
     CHECK(locked.hints.front().message.find("B's samples repeat every 81 samples over 15") != std::string::npos);
 }
+
+TEST_CASE("diff hints: a side halted by wall clock in an emulator carries its warning as a hint")
+{
+    const Profile truth = profile(100000, true, {{"hot_a", 70000}, {"run", 30000}});
+    Profile wall = profile(1000, false, {{"hot_a", 690}, {"run", 310}});
+    const ProfileDiff plain = diff_profiles(wall, truth);
+    CHECK_FALSE(has_hint(plain, "emulator-bias", ""));
+
+    wall.warnings.push_back({"emulator-bias", "QEMU halted by wall clock"});
+    wall.warnings.push_back({"input", "something else"});
+    const ProfileDiff flagged = diff_profiles(wall, truth);
+    REQUIRE(has_hint(flagged, "emulator-bias", ""));
+    for (const DiffHint& h : flagged.hints)
+        if (h.kind == "emulator-bias")
+            CHECK(h.message == "A: QEMU halted by wall clock");
+}

@@ -10,7 +10,6 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import unittest

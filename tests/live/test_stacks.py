@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402

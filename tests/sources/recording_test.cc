@@ -285,3 +285,21 @@ TEST_CASE("recording: stacks keep why their chain ended; a truncated stack of an
     CHECK(r.samples[2].stack->truncated);
     CHECK(r.samples[2].stack->stop == mcuprof::core::UnwindStop::not_recorded);
 }
+
+TEST_CASE("recording: a bias in the header is a warning of its kind with every reading")
+{
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", "gdb"}, {"server", "qemu"}, {"bias", "halted by wall clock"}});
+        LiveSample s;
+        s.pc = 0x08000100;
+        w.sample(s);
+    }
+    const auto samples = to_samples(read_recording(f.path), std::nullopt);
+    REQUIRE(samples.warnings.size() == 1);
+    CHECK(samples.warnings[0].first == "emulator-bias");
+    CHECK(samples.warnings[0].second == "halted by wall clock");
+
+    write_three(f.path);   // no bias in its header
+    CHECK(to_samples(read_recording(f.path), std::nullopt).warnings.empty());
+}

@@ -45,9 +45,20 @@ public:
         for (const char* name : {"msp", "psp"})
             if (gdb_->target().find(name) != nullptr)
                 all_registers_.push_back(name);
+        // QEMU's gdbstub answers its own query qqemu.Supported ("sstepbits;sstep;PhyMemMode",
+        // QEMU 7.2); other servers answer a query they do not know with an empty packet (GDB
+        // RSP, "General Query Packets"). One round trip with no side effect: a monitor command
+        // would run on OpenOCD, and the qSupported features are not QEMU's alone.
+        qemu_ = gdb_->request("qqemu.Supported").find("sstep") != std::string::npos;
     }
 
-    nlohmann::json describe() const override { return {{"source", "gdb"}, {"gdb", options_.gdb.text()}}; }
+    nlohmann::json describe() const override
+    {
+        nlohmann::json d = {{"source", "gdb"}, {"gdb", options_.gdb.text()}};
+        if (qemu_)
+            d["server"] = "qemu";
+        return d;
+    }
     std::string server() const override { return "the GDB server"; }
     std::string peer() const override { return gdb_ ? gdb_->peer() : "gdb " + options_.gdb.text(); }
 
@@ -185,6 +196,7 @@ private:
     std::vector<std::string> all_registers_;
     bool running_ = false;   // on our 'c', no stop reply since
     uint64_t stepped_ = 0;   // single steps of the stack-pointer stub
+    bool qemu_ = false;      // the server is QEMU's gdbstub
 };
 
 } // namespace

@@ -248,9 +248,17 @@ private:
     {
         uint64_t icount = replay_->now();
         while (!done()) {
-            icount += std::max<uint64_t>(1, uint64_t(std::llround(intervals_.next())));
-            // (plus the instructions the debugger itself stepped at the halts: the guest's count)
-            target_.monitor("replay_break " + std::to_string(icount + target_.instructions_stepped()));
+            const uint64_t next = icount + std::max<uint64_t>(1, uint64_t(std::llround(intervals_.next())));
+            // The guest's count: the interval plus the instructions the debugger itself
+            // stepped at the halts (the stack-pointer stub).
+            const uint64_t guest_next = next + target_.instructions_stepped();
+            if (plan_.instructions && guest_next >= *plan_.instructions) {
+                stats_.end_reason = "the end of the recorded run (" + std::to_string(*plan_.instructions) +
+                                    " instructions)";
+                break;
+            }
+            icount = next;
+            target_.monitor("replay_break " + std::to_string(guest_next));
             resume();
             const Clock::time_point asked = Clock::now();
             const std::optional<TargetEnd> end = target_.wait_stop(std::chrono::seconds(60));
@@ -452,6 +460,8 @@ nlohmann::json LiveSampler::describe() const
     d["pacing"] = pacing_.to_json();
     if (pacing_.pacing == Pacing::icount && pacing_.qmp)
         d["qmp"] = pacing_.qmp->text();
+    if (d.value("server", "") == "qemu" && pacing_.pacing == Pacing::wall)
+        d["bias"] = emulator_bias_warning;
     return d;
 }
 

@@ -282,6 +282,9 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             if (name.is_string() && parse_hex32(address, value))
                 out.tag_names[value] = name.get<std::string>();
         }
+    // A bias the sampler knew of when it started (wall-clock halts of an emulator).
+    if (recording.header.contains("bias") && recording.header["bias"].is_string())
+        out.warnings.emplace_back("emulator-bias", recording.header["bias"].get<std::string>());
     if (recording.summary) {
         out.sampler = *recording.summary;
         // How the samples were taken, from the header, beside the figures (the HTML report

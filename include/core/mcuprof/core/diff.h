@@ -28,7 +28,8 @@ struct DiffRow {
 
 // A classic trap of comparing samplers (docs/method.md), found in the data of a diff.
 struct DiffHint {
-    std::string kind;       // "interrupt-shadow", "lockstep", "few-addresses", "invisible-handler"
+    std::string kind;       // "interrupt-shadow", "lockstep", "few-addresses", "invisible-handler",
+                            // "emulator-bias"
     std::string function;   // the row it is about; empty for a whole profile
     std::string message;
 };

@@ -69,6 +69,9 @@ struct SampleSet {
     std::map<uint32_t, std::string> tag_names; // tag value -> task name
     bool exact = false;                       // a census (every instruction), not a sample
     std::vector<std::string> notes;           // what the reader wants the user to know
+    // Warnings stored with the samples, by kind (a recording's "emulator-bias"): the profile
+    // carries them under that kind, so a diff can give its hint.
+    std::vector<std::pair<std::string, std::string>> warnings;
     std::optional<SamplerFigures> sampler;    // a live sampler's own figures (rate, duty, latency)
 };
 

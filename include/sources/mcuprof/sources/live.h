@@ -38,6 +38,8 @@ private:
 struct SamplingPlan {
     std::optional<uint64_t> samples;                 // stop after this many
     std::optional<std::chrono::nanoseconds> duration; // stop after this long
+    std::optional<uint64_t> instructions;            // icount pacing: no stop at or past this
+                                                     // count (the end of a recorded run)
 };
 
 struct SamplerStats;

@@ -67,6 +67,14 @@ private:
     std::unique_ptr<transport::QmpClient> qmp_;
 };
 
+// Halting an emulator by wall clock: the recording header's "bias", which every report of the
+// recording shows as a warning.
+inline constexpr const char* emulator_bias_warning =
+    "QEMU halted by wall clock: the emulator's cost per instruction differs from the hardware's, so the "
+    "halts land in proportion to QEMU's host time, not to target cycles (exception entry, device accesses "
+    "and the ends of translation blocks get too many samples); for exact shares sample with --qemu MACHINE, "
+    "or with --pace icount on a QEMU record/replay run (docs/live.md)";
+
 // A live sample source: one link's adapter driven by the shared loop.
 class LiveSampler : public SampleSource {
 public:

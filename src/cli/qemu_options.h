@@ -1,0 +1,39 @@
+#pragma once
+// --qemu MACHINE: mcuprof starts QEMU itself, records the run and samples its replay at exact
+// instruction counts (record, top), or counts every instruction (truth). The options, and
+// the sample source they build; the work is in sources/qemu_session.h.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "mcuprof/sources/live.h"
+#include "mcuprof/sources/qemu_session.h"
+
+namespace mcuprof::cli {
+
+struct QemuOptions {
+    std::string machine;                 // --qemu: empty when QEMU is not ours to start
+    std::vector<std::string> args;       // --qemu-arg, each one argument
+    std::string instructions;            // --instructions: the run's budget
+    std::string plugin;                  // --truth-plugin: else the one shipped with the tool
+    std::string census;                  // --census FILE: keep the plugin's counts of the run
+};
+
+void add_qemu_options(boost::program_options::options_description& description, QemuOptions& options);
+
+// The launch the options ask for; `default_budget` when --instructions is not given.
+sources::QemuLaunch qemu_launch(const QemuOptions& options, const std::string& elf, uint64_t default_budget);
+
+// Records the run (Ctrl-C ends it with an error) and copies its census to --census.
+std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& options, const std::string& elf,
+                                                     uint64_t default_budget);
+
+struct SamplingOptions;
+
+// record/top --qemu: the run recorded, then its replay sampled by instruction count with the
+// other sampling options (--samples, --interval, --stacks, ...).
+std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& options, const std::string& elf);
+
+} // namespace mcuprof::cli

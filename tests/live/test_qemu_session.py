@@ -1,0 +1,251 @@
+"""One command for an exact profile in QEMU: `record --qemu`, `top --qemu` and `truth --qemu`
+start QEMU themselves (record, then replay at exact instruction counts), and leave nothing
+running; and a wall-clock recording of QEMU's gdbstub carries the bias warning in every report.
+
+Shares are checked within 4 standard errors, sqrt(p(1-p)/N), of the truth plugin's census of
+the same run. A finite image runs to its exit (its length is counted in instructions); a
+never-ending one ends at an instruction budget (--instructions), so nothing depends on how
+fast QEMU runs."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "integration"))
+import fwtest  # noqa: E402
+import qemu_runner  # noqa: E402
+
+Z = 4.0
+MACHINE = "netduinoplus2"
+
+
+def children_of(pid: int) -> set[int]:
+    """The processes whose parent is `pid`, from the process table (/proc/*/stat)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if int(fields[1]) == pid:
+            found.add(int(entry))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+
+
+class Watched:
+    """mcuprof run with its children watched in the process table while it runs. Its output
+    goes to files: a pipe nobody reads while it runs would fill and stop it."""
+
+    def __init__(self, *args: str):
+        self.out = tempfile.TemporaryFile(mode="w+")
+        self.err = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([str(fwtest.CLI), *args], stdout=self.out, stderr=self.err, text=True)
+        self.children: set[int] = set()
+
+    def watch_until(self, done, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and not done():
+            self.children |= children_of(self.proc.pid)
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                raise AssertionError("mcuprof did not finish in time")
+            time.sleep(0.05)
+
+    def finish(self, timeout: float = 600) -> tuple[int, str, str]:
+        self.watch_until(lambda: False, timeout)
+        self.proc.wait(timeout=60)
+        with self.out, self.err:
+            self.out.seek(0)
+            self.err.seek(0)
+            return self.proc.returncode, self.out.read(), self.err.read()
+
+    def left_running(self) -> list[int]:
+        return [pid for pid in self.children if alive(pid)]
+
+
+def by_function(counts: dict[int, int], elf_name: str) -> dict[str, float]:
+    return dict(fwtest.by_function(counts, fwtest.symbols(elf_name)))
+
+
+def outside_4_se(observed: dict[str, float], truth: dict[str, float], n: int, min_share: float = 0.005):
+    total = sum(truth.values())
+    bad = []
+    for name, count in truth.items():
+        p = count / total
+        if p < min_share:
+            continue
+        q = observed.get(name, 0) / n
+        se = math.sqrt(p * (1 - p) / n)
+        if abs(q - p) > Z * se:
+            bad.append((name, round(100 * q, 2), round(100 * p, 2), round(100 * Z * se, 2)))
+    return bad
+
+
+def samples_by_function(doc: dict) -> dict[str, float]:
+    return {row["name"]: row["samples"] for row in doc["functions"]}
+
+
+class RecordInQemu(unittest.TestCase):
+    def setUp(self):
+        self.work = Path(tempfile.mkdtemp(prefix="mcuprof-qemu-test-"))
+
+    def record(self, elf: str, *extra: str) -> tuple[dict, dict[int, int], str]:
+        rec, census = self.work / f"{elf}.bin", self.work / f"{elf}.census"
+        run = Watched("record", "--qemu", MACHINE, "--elf", str(fwtest.elf_path(elf)), "-o", str(rec),
+                      "--census", str(census), "--format", "json", *extra)
+        rc, out, err = run.finish()
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(run.children, "mcuprof started no QEMU")
+        self.assertEqual(run.left_running(), [], "QEMU left running")
+        return json.loads(out), fwtest.read_counts(census), err
+
+    def test_finite_image_within_4_se_of_truth_qemu(self):
+        doc, census, err = self.record("mixed_m4", "--samples", "3000", "--seed", "1")
+        # truth --qemu runs the same firmware to its exit: the same run, instruction for instruction.
+        truth = Watched("truth", "--qemu", MACHINE, "--elf", str(fwtest.elf_path("mixed_m4")),
+                        "--census", str(self.work / "truth.census"), "--format", "json")
+        rc, out, terr = truth.finish()
+        self.assertEqual(rc, 0, terr)
+        self.assertEqual(truth.left_running(), [])
+        truth_counts = fwtest.read_counts(self.work / "truth.census")
+        self.assertEqual(truth_counts, census)
+        self.assertEqual(json.loads(out)["samples"], sum(census.values()))
+
+        n = doc["samples"]
+        self.assertGreater(n, 3000 - 5 * math.sqrt(3000))   # about --samples, over the whole run
+        self.assertLess(n, 3000 + 5 * math.sqrt(3000))
+        self.assertIn("end of the recorded run", doc["sampler"]["end"])
+        self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "mixed_m4"), n), [])
+        self.assertNotIn("wall clock", err)
+        self.assertNotIn("emulator-bias", fwtest.warning_kinds(doc))
+
+        # The same run by hand (docs/live.md's command lines, as scripts/demo.py runs them): the
+        # same seed and mean interval give the same samples.
+        elf = fwtest.elf_path("mixed_m4")
+        rr, rec = self.work / "run.rr", self.work / "by-hand.bin"
+        with qemu_runner.QemuRun(elf, record=rr, uart=None, timeout=300) as q:
+            self.assertEqual(q.wait(), 0)
+        with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=None, timeout=600) as q:
+            r = subprocess.run([str(fwtest.CLI), "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--pace", "icount",
+                                "--interval", str(round(sum(census.values()) / 3000)), "--samples", "30000",
+                                "--seed", "1", "--elf", str(elf), "-o", str(rec), "--format", "json"],
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            q.wait()
+        by_hand = samples_by_function(json.loads(r.stdout))
+        self.assertEqual(samples_by_function(doc), by_hand)
+
+    def test_never_ending_image_ends_at_the_budget_with_stacks(self):
+        budget = 20_000_000
+        doc, census, _ = self.record("calltree_forever_m4", "--instructions", "20M", "--samples", "1200",
+                                     "--seed", "7", "--stacks")
+        total = sum(census.values())
+        self.assertGreaterEqual(total, budget)
+        n = doc["samples"]
+        self.assertGreater(n, 1000)
+        self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "calltree_forever_m4"), n), [])
+        stacks = fwtest.cli_json("report", str(self.work / "calltree_forever_m4.bin"), "--elf",
+                                 str(fwtest.elf_path("calltree_forever_m4")), "--by", "stack")
+        self.assertTrue(any(";" in name for name in fwtest.rows(stacks)), "no unwound stacks")
+
+    def test_installed_tool_finds_its_plugin(self):
+        # cmake --install puts the plugin in lib/mcuprof; the installed tool finds it from its own path.
+        prefix = self.work / "prefix"
+        subprocess.run(["cmake", "--install", str(fwtest.CLI.parent), "--prefix", str(prefix)], check=True,
+                       capture_output=True, timeout=300)
+        census = self.work / "installed.census"
+        r = subprocess.run([str(prefix / "bin" / "mcuprof"), "truth", "--qemu", MACHINE, "--elf",
+                            str(fwtest.elf_path("mixed_m4")), "--census", str(census)],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("classify", r.stdout)
+        self.assertGreater(sum(fwtest.read_counts(census).values()), 0)
+
+    def test_top_qemu(self):
+        run = Watched("top", "--qemu", MACHINE, "--elf", str(fwtest.elf_path("loops_jit_m4")),
+                      "--samples", "300", "--interval", "20000", "--rows", "3")
+        rc, out, err = run.finish()
+        self.assertEqual(rc, 0, err)
+        self.assertIn("hot_a", out)
+        self.assertIn("300 samples", out.strip().split("\n\n")[-1])
+        self.assertEqual(run.left_running(), [])
+
+    def test_sigint_while_sampling_keeps_the_samples_and_stops_qemu(self):
+        rec = self.work / "int.bin"
+        run = Watched("record", "--qemu", MACHINE, "--elf", str(fwtest.elf_path("calltree_forever_m4")),
+                      "--instructions", "400M", "--interval", "2000", "--samples", "1000000", "-o", str(rec))
+        # The samples file appears once the replay is sampled: interrupt then.
+        run.watch_until(lambda: rec.exists() and rec.stat().st_size > 4096, 600)
+        run.proc.send_signal(signal.SIGINT)
+        rc, out, err = run.finish()
+        self.assertEqual(rc, 0, err)
+        self.assertIn("interrupted by a signal", err)
+        self.assertEqual(run.left_running(), [])
+
+    def test_qemu_failure_is_one_line_with_qemu_words(self):
+        run = Watched("record", "--qemu", "no-such-board", "--elf", str(fwtest.elf_path("loops_jit_m4")),
+                      "-o", str(self.work / "x.bin"))
+        rc, out, err = run.finish()
+        self.assertEqual(rc, 2, err)
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertIn("unsupported machine type", lines[0])   # QEMU's own words
+        self.assertEqual(run.left_running(), [])
+
+
+class WallClockBiasWarning(unittest.TestCase):
+    """QEMU's gdbstub is recognised; wall-clock halting of it is flagged in every report."""
+
+    def test_wall_clock_recording_of_qemu_warns_everywhere(self):
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-qemu-test-"))
+        elf = fwtest.elf_path("loops_forever_m4")
+        rec = work / "wall.bin"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=300) as q:
+            r = subprocess.run([str(fwtest.CLI), "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                                "--samples", "200", "--interval", "200us", "-o", str(rec)],
+                               capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: QEMU halted by wall clock", r.stderr)
+        self.assertIn("--qemu MACHINE", r.stderr)
+
+        def report(*args: str) -> str:
+            out = subprocess.run([str(fwtest.CLI), "report", str(rec), "--elf", str(elf), *args],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return out.stdout
+
+        self.assertIn("QEMU halted by wall clock", report())
+        self.assertIn("emulator-bias", fwtest.warning_kinds(json.loads(report("--format", "json"))))
+        self.assertIn("QEMU halted by wall clock", report("--format", "html"))
+
+        census = work / "census.txt"
+        with qemu_runner.QemuRun(elf, truth=census, uart=None, timeout=300) as q:
+            time.sleep(0.5)
+            q.stop(grace=60)
+        diff = subprocess.run([str(fwtest.CLI), "diff", str(rec), str(census), "--elf", str(elf)],
+                              capture_output=True, text=True, timeout=120)
+        self.assertIn("QEMU halted by wall clock", diff.stdout + diff.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
