@@ -3,14 +3,14 @@
 errors naming the file and the place, and reports whose numbers are computed here by hand
 from the symbols fixture (tests/data/elf/symbols_fixture.S: func_a 0x08000000 16 bytes,
 local_b 0x08000010 14 bytes, func_c 0x08000020 8 bytes)."""
-import argparse
 import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import unittest
+
+import cli_args
 
 ARGS = None
 
@@ -261,8 +261,4 @@ class Cli(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mcuprof", required=True)
-    parser.add_argument("--fixtures", required=True)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+    cli_args.main(globals())

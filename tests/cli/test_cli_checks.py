@@ -5,17 +5,17 @@ well under a second, and a server named on the command line is never contacted (
 listens here and must have no connection queued afterwards). Also: the help of every
 command fits 80 columns and lists only what the command takes, a mistyped command or option
 gets the nearest known one, and JSON numbers are rounded (counts are integers)."""
-import argparse
 import json
 import os
 import re
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import unittest
+
+import cli_args
 
 ARGS = None
 COMMANDS = ["record", "top", "report", "truth", "diff", "swo", "vprobe"]
@@ -245,8 +245,4 @@ def section(help_text: str, option: str) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mcuprof", required=True)
-    parser.add_argument("--fixtures", required=True)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+    cli_args.main(globals())

@@ -8,15 +8,15 @@ known by construction (symbols fixture: func_a 0x08000000, local_b 0x08000010, f
 0x08000020), and at the end PC sampling is turned off again (DWT_CTRL as it was, PCSAMPLENA
 clear) and the capture disabled.
 """
-import argparse
 import json
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import unittest
 from pathlib import Path
+
+import cli_args
 
 ARGS = None
 TERMINATOR = b"\x1a"
@@ -169,8 +169,4 @@ class SwoLive(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mcuprof", required=True)
-    parser.add_argument("--fixtures", required=True)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+    cli_args.main(globals())
