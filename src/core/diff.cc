@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/json_numbers.h"
+
 namespace mcuprof::core {
 
 ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, const SymbolTable* code)
@@ -104,15 +106,13 @@ nlohmann::json to_json(const ProfileDiff& diff)
 {
     nlohmann::json rows = nlohmann::json::array();
     for (const DiffRow& r : diff.rows) {
-        // JSON has no infinity: a share that moved from exactly 0 or 1 gets null.
-        nlohmann::json z = std::isfinite(r.z) ? nlohmann::json(r.z) : nlohmann::json(nullptr);
         rows.push_back({{"name", r.name},
-                        {"a_samples", r.a_samples},
-                        {"b_samples", r.b_samples},
-                        {"a_percent", r.a_percent},
-                        {"b_percent", r.b_percent},
-                        {"delta_pp", r.delta_pp},
-                        {"z", z},
+                        {"a_samples", json_numbers::count(r.a_samples)},
+                        {"b_samples", json_numbers::count(r.b_samples)},
+                        {"a_percent", json_numbers::percent(r.a_percent)},
+                        {"b_percent", json_numbers::percent(r.b_percent)},
+                        {"delta_pp", json_numbers::percent(r.delta_pp)},
+                        {"z", json_numbers::statistic(r.z)},
                         {"flagged", r.flagged}});
     }
     nlohmann::json hints = nlohmann::json::array();
@@ -120,8 +120,8 @@ nlohmann::json to_json(const ProfileDiff& diff)
         hints.push_back({{"kind", h.kind}, {"function", h.function}, {"message", h.message}});
     return {{"format", "mcuprof-diff"},
             {"version", 1},
-            {"a", {{"origin", diff.a_origin}, {"samples", diff.a_total}, {"exact", diff.a_exact}}},
-            {"b", {{"origin", diff.b_origin}, {"samples", diff.b_total}, {"exact", diff.b_exact}}},
+            {"a", {{"origin", diff.a_origin}, {"samples", json_numbers::count(diff.a_total)}, {"exact", diff.a_exact}}},
+            {"b", {{"origin", diff.b_origin}, {"samples", json_numbers::count(diff.b_total)}, {"exact", diff.b_exact}}},
             {"threshold", diff.threshold},
             {"rows", rows},
             {"hints", hints}};

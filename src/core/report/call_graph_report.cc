@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_numbers.h"
 #include "mcuprof/core/call_graph.h"
 
 namespace mcuprof::core {
@@ -89,21 +90,21 @@ nlohmann::json call_graph_json(const CallGraph& graph, const std::vector<std::st
                              {"line", f.line},
                              {"address", f.address},
                              {"calls", f.calls ? nlohmann::json(*f.calls) : nlohmann::json()},
-                             {"self", f.self_cost},
-                             {"inclusive", f.inclusive_cost}});
+                             {"self", json_numbers::count(f.self_cost)},
+                             {"inclusive", json_numbers::count(f.inclusive_cost)}});
     nlohmann::json edges = nlohmann::json::array();
     for (const CallGraphEdge& e : graph.edges)
         edges.push_back({{"caller", e.caller},
                          {"callee", e.callee},
                          {"calls", e.calls ? nlohmann::json(*e.calls) : nlohmann::json()},
-                         {"inclusive", e.inclusive_cost},
+                         {"inclusive", json_numbers::count(e.inclusive_cost)},
                          {"file", e.file},
                          {"line", e.line}});
     return {{"format", "mcuprof-call-graph"},
             {"version", 1},
             {"origin", graph.origin},
             {"event", graph.event},
-            {"total", total_of(graph)},
+            {"total", json_numbers::count(total_of(graph))},
             {"warnings", warnings},
             {"functions", functions},
             {"edges", edges}};

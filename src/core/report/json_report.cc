@@ -4,27 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/report.h"
+#include "json_numbers.h"
 
 namespace mcuprof::core {
 namespace {
 
-// Shares, standard errors and interval bounds in percent, to 8 decimal places: far finer
-// than any standard error, and free of binary noise such as 60.699999999999996.
-constexpr double percent_digits = 1e8;
-
-double percent_value(double percent)
-{
-    return std::round(percent * percent_digits) / percent_digits;
-}
-
-// A count as an integer when it is whole (every sample and instruction count); a fractional
-// one (a histogram bucket split between functions by bytes) to 4 decimal places.
-nlohmann::json count_value(double count)
-{
-    if (count == std::floor(count) && std::fabs(count) < 9e15)
-        return static_cast<int64_t>(count);
-    return std::round(count * 1e4) / 1e4;
-}
+double percent_value(double percent) { return json_numbers::percent(percent); }
+nlohmann::json count_value(double count) { return json_numbers::count(count); }
 
 } // namespace
 
