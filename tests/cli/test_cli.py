@@ -90,6 +90,9 @@ class Cli(unittest.TestCase):
         self.assertAlmostEqual(rows["func_a"]["z"], -1.8257, places=3)
         self.assertAlmostEqual(rows["func_a"]["delta_pp"], -40.0)
         self.assertFalse(rows["func_a"]["flagged"])
+        # Counts are integers in the text (6, not 6.0); z has its 4 decimals: -1.8257.
+        self.assertIn('"a_samples": 6,', result.stdout)
+        self.assertEqual(rows["func_a"]["z"], -1.8257)
         self.assert_one_line_error(run("diff", a, "--elf", self.elf), 1, "two inputs")
 
     def test_gmon_out_read_by_gprof_and_back(self):
