@@ -72,7 +72,11 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
     if (!line.parse(args))
         return false;
     line.require("gdb", "the GDB server of the target");
-    line.require_one_of({"port", "stlink-port"});
+    if (line.given("port") && line.given("stlink-port"))
+        throw UsageError("--port and --stlink-port do not go together: one of --port N (remote_bitbang) or "
+                         "--stlink-port N (st-link)");
+    if (!line.given("port") && !line.given("stlink-port"))
+        throw UsageError("one of --port N (remote_bitbang) or --stlink-port N (st-link) is required");
     o.stlink = line.given("stlink-port");
     if (const int chosen = o.stlink ? stlink_port : port; chosen < 0 || chosen > 65535)
         throw UsageError(std::string(o.stlink ? "--stlink-port" : "--port") + " takes 0 to 65535");

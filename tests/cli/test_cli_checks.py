@@ -122,7 +122,7 @@ class Checks(unittest.TestCase):
              "/etc/passwd"),
             (["vprobe", "--gdb", self.server.address, "--port", "1", "--stlink-port", "2"], 1,
              "--port and --stlink-port do not go together"),
-            (["vprobe", "--gdb", self.server.address], 1, "--port or --stlink-port is required"),
+            (["vprobe", "--gdb", self.server.address], 1, "one of --port N (remote_bitbang) or --stlink-port N"),
         ]
         for args, code, *fragments in mistakes:
             with self.subTest(args=" ".join(args)):
