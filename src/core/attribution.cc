@@ -594,8 +594,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
 
     for (const std::string& note : samples.notes)
         profile.warnings.push_back({"input", note});
-    for (const auto& [kind, message] : samples.warnings)
-        profile.warnings.push_back({kind, message});
+    profile.warnings.insert(profile.warnings.end(), samples.warnings.begin(), samples.warnings.end());
     if (!samples.exact && !samples.pcs.empty())
         check_sequences(profile, samples);
     check_straddling_buckets(profile, samples, symbols);

@@ -297,8 +297,8 @@ TEST_CASE("recording: a bias in the header is a warning of its kind with every r
     }
     const auto samples = to_samples(read_recording(f.path), std::nullopt);
     REQUIRE(samples.warnings.size() == 1);
-    CHECK(samples.warnings[0].first == "emulator-bias");
-    CHECK(samples.warnings[0].second == "halted by wall clock");
+    CHECK(samples.warnings[0].kind == "emulator-bias");
+    CHECK(samples.warnings[0].message == "halted by wall clock");
 
     write_three(f.path);   // no bias in its header
     CHECK(to_samples(read_recording(f.path), std::nullopt).warnings.empty());

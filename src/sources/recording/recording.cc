@@ -284,7 +284,7 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         }
     // A bias the sampler knew of when it started (wall-clock halts of an emulator).
     if (recording.header.contains("bias") && recording.header["bias"].is_string())
-        out.warnings.emplace_back("emulator-bias", recording.header["bias"].get<std::string>());
+        out.warnings.push_back({"emulator-bias", recording.header["bias"].get<std::string>()});
     if (recording.summary) {
         out.sampler = *recording.summary;
         // How the samples were taken, from the header, beside the figures (the HTML report

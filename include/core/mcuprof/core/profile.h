@@ -74,11 +74,6 @@ struct Truncation {
     bool inclusive_lower_bounds() const { return percent() > 1.0; }
 };
 
-struct Warning {
-    std::string kind;       // "lockstep", "unattributed", "outside-histogram", ...
-    std::string message;
-};
-
 struct Profile {
     std::string origin;
     Grouping by = Grouping::function;

@@ -53,6 +53,13 @@ struct CallStack {
     UnwindStop stop = UnwindStop::root;
 };
 
+// What a profile cannot be sure of, by kind, so that a diff can give its hint. A source may
+// carry some with its samples (a recording's "emulator-bias"); attribution adds its own.
+struct Warning {
+    std::string kind;       // "lockstep", "unattributed", "outside-histogram", "emulator-bias", ...
+    std::string message;
+};
+
 struct SampleSet {
     std::string origin;                       // e.g. "on-chip dump, raw ring"
     std::vector<uint32_t> pcs;                // sampled PCs, in the order taken
@@ -71,7 +78,7 @@ struct SampleSet {
     std::vector<std::string> notes;           // what the reader wants the user to know
     // Warnings stored with the samples, by kind (a recording's "emulator-bias"): the profile
     // carries them under that kind, so a diff can give its hint.
-    std::vector<std::pair<std::string, std::string>> warnings;
+    std::vector<Warning> warnings;
     std::optional<SamplerFigures> sampler;    // a live sampler's own figures (rate, duty, latency)
 };
 
