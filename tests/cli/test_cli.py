@@ -65,7 +65,7 @@ class Cli(unittest.TestCase):
         with open(out) as f:
             text = f.read()
         self.assertIn("samples 2, 2 distinct addresses, by function", text)
-        self.assertIn("   50.00   35.36          1.0  func_a", text)
+        self.assertIn("   50.00   35.36            1  func_a", text)
 
     def test_truth_command(self):
         counts = self.write("counts.txt", "0x08000000 3504\n0x08000010 1004\n0x08000020 504\n0x08000028 10\n")

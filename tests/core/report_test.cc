@@ -41,8 +41,18 @@ TEST_CASE("report: text is the seed's table with a standard-error column and the
     CHECK(text.find("samples 10000, 15 distinct addresses, by function") != std::string::npos);
     CHECK(text.find("warning: sampling is in lockstep") < text.find("hot_a"));
     // 69.89 %, se sqrt(.6989*.3011/10000) = 0.4587 points.
-    CHECK(text.find("   69.89    0.46       6989.0  hot_a\n") != std::string::npos);
+    CHECK(text.find("   69.89    0.46         6989  hot_a\n") != std::string::npos);
     CHECK(text.find("hot_a") < text.find("hot_b"));
+}
+
+TEST_CASE("report: counts print whole, weights (a decaying view) with their tenths")
+{
+    Profile p = sample_profile();
+    p.rows[1].samples = 1989.25;   // a weighted count
+    std::ostringstream out;
+    write_text(p, out);
+    CHECK(out.str().find("         6989  hot_a\n") != std::string::npos);
+    CHECK(out.str().find("       1989.2  hot_b\n") != std::string::npos);
 }
 
 TEST_CASE("report: --top keeps the first rows and says how many are left")

@@ -212,6 +212,20 @@ class RecordInQemu(unittest.TestCase):
         self.assertIn("unsupported machine type", lines[0])   # QEMU's own words
         self.assertEqual(run.left_running(), [])
 
+    def test_image_for_another_board_names_the_lockup_not_the_register_dump(self):
+        # mixed_m4 is linked for the STM32's flash at 0x08000000; the MPS2 board has none there,
+        # so the first vector fetch faults and QEMU aborts with "Lockup" and a register dump.
+        run = Watched("record", "--qemu", "mps2-an386", "--elf", str(fwtest.elf_path("mixed_m4")),
+                      "-o", str(self.work / "x.bin"))
+        rc, out, err = run.finish()
+        self.assertEqual(rc, 2, err)
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertIn("Lockup", lines[0])                  # QEMU's own words
+        self.assertIn("is -M/--qemu the board", lines[0])  # the likely cause
+        self.assertNotIn("R00=", lines[0])                 # not the register dump
+        self.assertEqual(run.left_running(), [])
+
 
 class WallClockBiasWarning(unittest.TestCase):
     """QEMU's gdbstub is recognised; wall-clock halting of it is flagged in every report."""

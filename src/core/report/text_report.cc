@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <ostream>
@@ -141,8 +142,11 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         }
         std::string detail = detail_of(profile, row);
         const std::string incl = inclusive ? format("%8.2f", row.inclusive.percent) : "";
-        out << format("%8.2f %7.2f %s%12.1f  %s%s%s\n", row.share.percent, row.share.stderr_pp, incl.c_str(),
-                      row.samples, row.name.c_str(), detail.empty() ? "" : "  ", detail.c_str());
+        // Counts are whole numbers except where samples are weighted (top's decaying view).
+        const std::string count = row.samples == std::floor(row.samples) ? format("%12.0f", row.samples)
+                                                                          : format("%12.1f", row.samples);
+        out << format("%8.2f %7.2f %s%s  %s%s%s\n", row.share.percent, row.share.stderr_pp, incl.c_str(),
+                      count.c_str(), row.name.c_str(), detail.empty() ? "" : "  ", detail.c_str());
     }
 }
 

@@ -279,16 +279,30 @@ std::string QemuProcess::how_it_ended() const
 
 std::string QemuProcess::stderr_text() const
 {
+    // QEMU's "qemu: fatal: ..." (a CPU lockup, say) is followed by a dump of every register,
+    // dozens of lines that say nothing to the user: the text keeps what comes before the
+    // dump ("R00=" starts it, target/arm/cpu.c's arm_cpu_dump_state).
     std::ifstream in(stderr_path_);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    std::string text = buffer.str();
-    std::replace(text.begin(), text.end(), '\n', ' ');
-    std::replace(text.begin(), text.end(), '\r', ' ');
+    std::string text, line;
+    bool lockup = false;
+    while (std::getline(in, line)) {
+        if (line.rfind("R00=", 0) == 0)
+            break;
+        if (line.find("Lockup") != std::string::npos)
+            lockup = true;
+        std::replace(line.begin(), line.end(), '\r', ' ');
+        if (line.find_first_not_of(' ') == std::string::npos)
+            continue;
+        text += (text.empty() ? "" : " ") + line;
+    }
     while (!text.empty() && text.back() == ' ')
         text.pop_back();
     if (text.size() > 400)
         text = "..." + text.substr(text.size() - 400);
+    if (lockup)
+        text += " (the core locked up: it faulted inside its fault handler, often at the first "
+                "instruction when the image was linked for another machine's memory map: is -M/--qemu "
+                "the board this ELF was built for?)";
     return text.empty() ? "(nothing on its standard error)" : text;
 }
 

@@ -55,7 +55,8 @@ public:
     void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
     // "exited with status 1" / "killed by signal 9" once it ended.
     std::string how_it_ended() const;
-    // QEMU's standard error on one line (the last 400 characters).
+    // QEMU's standard error on one line (the last 400 characters), without the register
+    // dump that follows a fatal error, with a hint when the core locked up.
     std::string stderr_text() const;
     int pid() const { return pid_; }
 
