@@ -1,5 +1,7 @@
 #include "inputs.h"
 
+#include <algorithm>
+
 #include "commands.h"
 #include "progress.h"
 #include "mcuprof/sources/dump_reader.h"
@@ -34,6 +36,13 @@ StandardInput look_at_standard_input(const InputSelection& selection)
     const std::span<const uint8_t> first = source->next(stop);
     in.bytes.assign(reinterpret_cast<const char*>(first.data()), first.size());
     in.kind = in.bytes.empty() ? sources::InputKind::unknown : sources::detect_input(in.bytes);
+    // Text that is none of the text kinds is no SWO stream either: every stream byte run holds
+    // a PC packet's 0x17 header or a sync packet's zeros, which text never has.
+    const bool text = in.bytes.size() >= 8 && std::all_of(in.bytes.begin(), in.bytes.end(), [](char c) {
+                          return (c >= 0x20 && c < 0x7F) || c == '\n' || c == '\r' || c == '\t';
+                      });
+    if (in.kind == sources::InputKind::unknown && text)
+        return in;
     if (in.kind == sources::InputKind::swo || in.kind == sources::InputKind::unknown) {
         // Too few bytes to tell, or packets: a live SWO stream, as before.
         in.kind = sources::InputKind::swo;
@@ -101,7 +110,7 @@ core::SampleSet load_samples(const std::string& input, const InputSelection& sel
     case sources::InputKind::unknown:
         break;
     }
-    throw sources::Error(input, "",
+    throw sources::Error(from_stdin ? stdin_name : input, "",
                          "not a recognised input: expected a recording (mcuprof record), an on-chip sampler dump "
                          "('prof raw n=' or 'prof hist base=' lines), truth counts ('0xADDRESS COUNT' lines), an "
                          "SWO capture (ITM/DWT packets) or a gmon.out");

@@ -185,7 +185,7 @@ class Cli(unittest.TestCase):
 
     def test_standard_input_of_any_kind(self):
         # '-' is read as what its bytes are: a text dump and truth counts give the same
-        # profile as the same file; bytes of no known kind are an SWO stream, as before.
+        # profile as the same file; binary bytes of no known kind are an SWO stream.
         dump = self.write("uart.txt", DUMP_6_3_1)
         truth = self.write("counts.txt", "0x08000000 6\n0x08000010 3\n0x08000020 1\n")
         for path in (dump, truth):
@@ -197,6 +197,11 @@ class Cli(unittest.TestCase):
                 doc = json.loads(piped.stdout)
                 self.assertEqual(doc["samples"], 10)
                 self.assertEqual(doc["functions"], from_file["functions"])
+        # Text of no known kind is not taken for an SWO stream ("samples 0", exit 0): it is the
+        # file's one-line error, exit 2, naming standard input.
+        piped = subprocess.run([ARGS.mcuprof, "report", "-", "--elf", self.elf], input="a UART log\nline two\n",
+                               capture_output=True, text=True, timeout=60)
+        self.assert_one_line_error(piped, 2, "standard input: not a recognised input")
 
     def test_unattributed_warning(self):
         # 2 of 3 samples in RAM: far over 5 %.
