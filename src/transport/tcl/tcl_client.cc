@@ -28,7 +28,7 @@ std::string excerpt(std::string_view script)
 TclClient::TclClient(const Endpoint& endpoint, Options options)
     : connection_(endpoint, options.timeout, "openocd tcl " + endpoint.text(),
                   "start OpenOCD first (its Tcl port is 6666 by default; -c \"tcl_port N\" sets it)"),
-      options_(options)
+      endpoint_(endpoint), options_(options)
 {
 }
 
@@ -66,14 +66,12 @@ std::string TclClient::quote(std::string_view word)
     return out;
 }
 
-// A GDB server (OpenOCD's port 3333, QEMU's -gdb) given a Tcl command answers nothing we can
-// read as Tcl: nothing at all, or GDB remote protocol frames ('+', '$...#xx').
+// A server that answers nothing at all within the time-out (GDB servers that do answer are
+// recognised at once, in exchange()).
 std::string TclClient::wrong_port_hint(const Error& e) const
 {
     if (e.kind() != Error::Kind::timeout || answered_)
         return "";
-    if (!buffer_.empty() && (buffer_[0] == '+' || buffer_[0] == '$'))
-        return "; the server speaks the GDB remote protocol: use --gdb for it (OpenOCD's Tcl port is 6666 by default)";
     return "; is this OpenOCD's Tcl port (6666 by default)? A GDB port (3333 by default, for --gdb) answers nothing "
            "here";
 }
@@ -91,7 +89,36 @@ std::string TclClient::exchange(const std::string& message, std::string_view wha
         } catch (const Error& e) {
             throw Error(e.kind(), connection_.peer(), excerpt(what), e.problem() + wrong_port_hint(e));
         }
+        if (!answered_ && (buffer_.front() == '+' || buffer_.front() == '$'))
+            throw Error(Error::Kind::protocol, connection_.peer(), excerpt(what), gdb_server_answered());
     }
+}
+
+// A GDB server acknowledges (or answers) the first bytes at once. OpenOCD's GDB server halts
+// the target when a client connects (startup.tcl's default gdb-attach handler, "halt 1000"),
+// and QEMU's stops the machine; neither resumes it when the client leaves. So mcuprof
+// leaves as a debugger would after `continue`: a fresh connection that sends the GDB
+// remote protocol's 'c' packet (ours is left with a half-read packet in the server's
+// parser), then closes.
+std::string TclClient::gdb_server_answered()
+{
+    connection_.close();
+    std::string resumed = "mcuprof resumed the target the server halted when mcuprof connected";
+    try {
+        TcpConnection again(endpoint_, options_.timeout, connection_.peer());
+        again.write("+$c#63", options_.timeout);   // '+': the ack a client sends first; 'c' = 0x63
+        // The server acks the packet ('+') and resumes in the same turn of its loop; a close
+        // that arrived with the packet was seen first (measured on OpenOCD 0.12: the target
+        // stayed halted), so the ack is waited for.
+        std::string ack;
+        while (ack.find('+') == std::string::npos)
+            again.read_some(ack, options_.timeout);
+    } catch (const Error& e) {
+        resumed = "the server halts the target when a client connects, and mcuprof could not resume it (" +
+                  e.problem() + ")";
+    }
+    return "the server speaks the GDB remote protocol: use --gdb for it (OpenOCD's Tcl port is 6666 by default); " +
+           resumed;
 }
 
 std::string TclClient::eval(std::string_view script)

@@ -48,8 +48,10 @@ public:
 private:
     std::string exchange(const std::string& message, std::string_view what);
     std::string wrong_port_hint(const Error& e) const;
+    std::string gdb_server_answered();
 
     TcpConnection connection_;
+    Endpoint endpoint_;
     Options options_;
     std::string buffer_;
     bool answered_ = false;   // a whole Tcl reply came once: the port is right
