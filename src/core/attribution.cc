@@ -387,6 +387,195 @@ void check_straddling_buckets(Profile& profile, const SampleSet& samples, const 
                                  "blocks or functions aligned to the block size remove the doubt"});
 }
 
+// ---------------------------------------------------------------- the rows of each grouping
+
+struct RowContext {
+    const SampleSet& samples;
+    const SymbolTable& symbols;
+    RowBuilder& rows;
+    const std::vector<SourceFrame>* frames;   // the address's source frames, when wanted
+    bool inline_frames;
+};
+
+Row& function_row(const RowContext& c, const Weighted& item, const Function* f)
+{
+    Row& row = c.rows.row(function_name(f, c.inline_frames ? c.frames : nullptr));
+    if (f != nullptr && !c.inline_frames) {
+        row.address = f->start;
+        row.size = f->size;
+    }
+    return row;
+}
+
+Row& line_row(const RowContext& c, const Weighted&, const Function* f)
+{
+    const std::string line = c.frames != nullptr ? SourceLocator::line_of(*c.frames) : std::string();
+    std::string function = function_name(f, c.frames);
+    Row& row = c.rows.row(line.empty() ? function + " (no line information)" : line);
+    row.function = std::move(function);
+    return row;
+}
+
+Row& address_row(const RowContext& c, const Weighted& item, const Function* f)
+{
+    if (item.bucket != nullptr) {
+        // A histogram bucket is one row, named by its range and the functions it covers.
+        const Bucket& b = *item.bucket;
+        Row& row = c.rows.row(hex(b.start) + "-" + hex(b.start + b.size - 1));
+        row.address = b.start;
+        row.size = b.size;
+        std::string owners;
+        for (uint64_t a = b.start; a < uint64_t(b.start) + b.size; a += 2) {
+            const Function* owner = c.symbols.find(uint32_t(a));
+            if (owner != nullptr && owners.find(owner->name) == std::string::npos)
+                owners += (owners.empty() ? "" : ", ") + owner->name;
+        }
+        row.function = owners.empty() ? unknown_function : owners;
+        return row;
+    }
+    Row& row = c.rows.row(hex(item.pc));
+    row.address = item.pc;
+    row.function = offset_in(f, item.pc);
+    if (c.frames != nullptr) {
+        row.location = SourceLocator::line_of(*c.frames);
+        row.inlined_into.clear();
+        for (size_t i = 1; i < c.frames->size(); ++i)
+            row.inlined_into.push_back((*c.frames)[i].function);
+    }
+    return row;
+}
+
+Row& task_row(const RowContext& c, const Weighted& item, const Function*)
+{
+    std::string name = untagged;
+    if (item.tagged) {
+        auto known = c.samples.tag_names.find(item.tag);
+        name = known != c.samples.tag_names.end() ? known->second : hex(item.tag);
+    }
+    Row& row = c.rows.row(name);
+    if (item.tagged)
+        row.address = item.tag;
+    return row;
+}
+
+using RowMaker = Row& (*)(const RowContext&, const Weighted&, const Function*);
+
+RowMaker row_maker(Grouping by)
+{
+    switch (by) {
+    case Grouping::stack:      // rows made from the stacks later; the function rows go
+    case Grouping::function: return function_row;
+    case Grouping::line: return line_row;
+    case Grouping::address: return address_row;
+    case Grouping::task: return task_row;
+    }
+    return function_row;
+}
+
+// Samples counted without an address: a histogram's reads outside its range, and the
+// named rows some inputs carry (the SWO stream's sleep samples).
+void add_rows_without_address(RowBuilder& rows, const SampleSet& samples)
+{
+    if (samples.outside_buckets > 0)
+        rows.row(outside_histogram).samples += double(samples.outside_buckets);
+    for (const auto& [name, count] : samples.without_address)
+        rows.row(name).samples += double(count);
+}
+
+RowBuilder group_rows(Profile& profile, const std::vector<Weighted>& items, const SampleSet& samples,
+                      const SymbolTable& symbols, SourceLocator* locator, const AttributionOptions& options)
+{
+    const bool want_frames = locator != nullptr &&
+                             (options.inline_frames || options.by == Grouping::line || options.by == Grouping::address);
+    const RowMaker make_row = row_maker(options.by);
+    RowBuilder rows;
+    std::unordered_map<uint32_t, bool> seen_addresses;
+    std::unordered_map<std::string, std::unordered_map<uint32_t, bool>> row_addresses;
+    for (const Weighted& item : items) {
+        const Function* f = symbols.find(item.pc);
+        if (f == nullptr)
+            profile.unattributed += item.weight;
+        seen_addresses[item.pc] = true;
+        const RowContext context{samples, symbols, rows, want_frames ? &locator->frames(item.pc) : nullptr,
+                                 options.inline_frames};
+        Row& row = make_row(context, item, f);
+        row.samples += item.weight;
+        if (row_addresses[row.name].emplace(item.pc, true).second)
+            ++row.distinct_addresses;
+    }
+    profile.unattributed += double(samples.outside_buckets);
+    profile.distinct_addresses = seen_addresses.size();
+    add_rows_without_address(rows, samples);
+    return rows;
+}
+
+// By stack: one row per distinct chain, root first, a truncated chain under `[truncated]`
+// as in the stack formats.
+RowBuilder stack_rows(const Profile& profile, const SampleSet& samples)
+{
+    RowBuilder rows;
+    for (const StackRow& stack : profile.stacks) {
+        std::string name;
+        for (const StackFrame& f : shown_frames(stack))
+            name += (name.empty() ? "" : ";") + f.function;
+        Row& row = rows.row(name);
+        row.samples += stack.samples;
+        row.distinct_addresses = 0;
+    }
+    add_rows_without_address(rows, samples);
+    return rows;
+}
+
+void compute_shares(Profile& profile, std::vector<Row> rows, const SampleSet& samples, bool inclusive_known)
+{
+    // The total from the integer counts, not from the (fractional) bucket shares added up.
+    uint64_t total = samples.pcs.size() + samples.outside_buckets;
+    for (const AddressCount& c : samples.counts)
+        total += c.count;
+    for (const Bucket& b : samples.buckets)
+        total += b.count;
+    for (const auto& [name, count] : samples.without_address)
+        total += count;
+    profile.total = double(total);
+    profile.rows = std::move(rows);
+    for (Row& row : profile.rows) {
+        row.share = share_of(row.samples, profile.total, samples.exact);
+        if (!inclusive_known)
+            row.inclusive_samples = row.samples;
+        row.inclusive = share_of(row.inclusive_samples, profile.total, samples.exact);
+    }
+    std::sort(profile.rows.begin(), profile.rows.end(), [](const Row& a, const Row& b) {
+        return a.samples != b.samples ? a.samples > b.samples : a.name < b.name;
+    });
+}
+
+void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable& symbols,
+                  const AttributionOptions& options, bool stripped)
+{
+    // In the order a reader needs them: a stripped ELF first, then the stacks' warnings
+    // (already in profile.warnings), the input's notes and the sampler's warnings.
+    if (stripped)
+        profile.warnings.insert(profile.warnings.begin(),
+                                {"stripped", (symbols.path().empty() ? std::string("the ELF") : symbols.path()) +
+                                                 " has no function symbols (stripped?): the profile is by address; "
+                                                 "give the ELF before stripping for function names"});
+    for (const std::string& note : samples.notes)
+        profile.warnings.push_back({"input", note});
+    profile.warnings.insert(profile.warnings.end(), samples.warnings.begin(), samples.warnings.end());
+    if (!samples.exact && !samples.pcs.empty())
+        check_sequences(profile, samples);
+    check_straddling_buckets(profile, samples, symbols);
+    if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
+        char text[256];
+        std::snprintf(text, sizeof text,
+                      "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware "
+                      "that ran?",
+                      profile.unattributed, profile.total, 100.0 * profile.unattributed / profile.total,
+                      symbols.path().empty() ? "the symbol table" : symbols.path().c_str());
+        profile.warnings.push_back({"unattributed", text});
+    }
+}
+
 } // namespace
 
 std::vector<StackFrame> frames_at(uint32_t address, const SymbolTable& symbols, SourceLocator* locator)
@@ -442,171 +631,34 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     const bool stripped = symbols.functions().empty() && options.by == Grouping::function;
     if (stripped)
         options.by = Grouping::address;
+    if (!samples.stacks.empty() && samples.stacks.size() != samples.pcs.size())
+        throw Error(samples.origin, "", "the call stacks (" + std::to_string(samples.stacks.size()) +
+                                            ") do not match the samples (" + std::to_string(samples.pcs.size()) + ")");
 
     Profile profile;
-    if (stripped)
-        profile.warnings.push_back({"stripped", (symbols.path().empty() ? std::string("the ELF") : symbols.path()) +
-                                                    " has no function symbols (stripped?): the profile is by address; "
-                                                    "give the ELF before stripping for function names"});
     profile.origin = samples.origin;
     profile.by = options.by;
     profile.exact = samples.exact;
     profile.sampler = samples.sampler;
 
-    const bool want_frames = locator != nullptr &&
-                             (options.inline_frames || options.by == Grouping::line || options.by == Grouping::address);
-    RowBuilder rows;
-    std::unordered_map<uint32_t, bool> seen_addresses;
-    std::unordered_map<std::string, std::unordered_map<uint32_t, bool>> row_addresses;
-
-    if (!samples.stacks.empty() && samples.stacks.size() != samples.pcs.size())
-        throw Error(samples.origin, "", "the call stacks (" + std::to_string(samples.stacks.size()) +
-                                            ") do not match the samples (" + std::to_string(samples.pcs.size()) + ")");
+    // 1. Equal samples counted once; 2. a row for each, by the grouping; 3. stacks;
+    // 4. shares; 5. what the reader should doubt.
     const std::vector<Weighted> items = aggregate(samples, symbols, options.by);
-    for (const Weighted& item : items) {
-        profile.total += item.weight;
-        const Function* f = symbols.find(item.pc);
-        if (f == nullptr)
-            profile.unattributed += item.weight;
-        seen_addresses[item.pc] = true;
-        const std::vector<SourceFrame>* frames = want_frames ? &locator->frames(item.pc) : nullptr;
-
-        Row* row = nullptr;
-        switch (options.by) {
-        case Grouping::stack:      // rows made from the stacks below; these go
-        case Grouping::function: {
-            row = &rows.row(function_name(f, options.inline_frames ? frames : nullptr));
-            if (f != nullptr && !options.inline_frames) {
-                row->address = f->start;
-                row->size = f->size;
-            }
-            break;
-        }
-        case Grouping::line: {
-            std::string line = frames != nullptr ? SourceLocator::line_of(*frames) : std::string();
-            std::string function = function_name(f, frames);
-            row = &rows.row(line.empty() ? function + " (no line information)" : line);
-            row->function = function;
-            break;
-        }
-        case Grouping::address: {
-            if (item.bucket != nullptr) {
-                const Bucket& b = *item.bucket;
-                row = &rows.row(hex(b.start) + "-" + hex(b.start + b.size - 1));
-                row->address = b.start;
-                row->size = b.size;
-                std::string owners;
-                for (uint64_t a = b.start; a < uint64_t(b.start) + b.size; a += 2) {
-                    const Function* owner = symbols.find(uint32_t(a));
-                    if (owner != nullptr && owners.find(owner->name) == std::string::npos)
-                        owners += (owners.empty() ? "" : ", ") + owner->name;
-                }
-                row->function = owners.empty() ? unknown_function : owners;
-                break;
-            }
-            row = &rows.row(hex(item.pc));
-            row->address = item.pc;
-            row->function = offset_in(f, item.pc);
-            if (frames != nullptr) {
-                row->location = SourceLocator::line_of(*frames);
-                row->inlined_into.clear();
-                for (size_t i = 1; i < frames->size(); ++i)
-                    row->inlined_into.push_back((*frames)[i].function);
-            }
-            break;
-        }
-        case Grouping::task: {
-            std::string name = untagged;
-            if (item.tagged) {
-                auto known = samples.tag_names.find(item.tag);
-                name = known != samples.tag_names.end() ? known->second : hex(item.tag);
-            }
-            row = &rows.row(name);
-            if (item.tagged)
-                row->address = item.tag;
-            break;
-        }
-        }
-        row->samples += item.weight;
-        if (!row_addresses[row->name].emplace(item.pc, true).second)
-            continue;
-        ++row->distinct_addresses;
-    }
-    if (samples.outside_buckets > 0) {
-        Row& row = rows.row(outside_histogram);
-        row.samples += double(samples.outside_buckets);
-        profile.total += double(samples.outside_buckets);
-        profile.unattributed += double(samples.outside_buckets);
-    }
-    for (const auto& [name, count] : samples.without_address) {
-        Row& row = rows.row(name);
-        row.samples += double(count);
-        profile.total += double(count);
-    }
-
+    RowBuilder rows = group_rows(profile, items, samples, symbols, locator, options);
     profile.unwound = !samples.stacks.empty();
     profile.truncation = truncation_of(samples);
-    const bool inclusive_known = profile.unwound && options.by == Grouping::function;
     if (options.stacks || profile.unwound || options.by == Grouping::stack)
         build_stacks(profile, samples, items, symbols, locator, options, rows);
-    if (options.by == Grouping::stack) {
-        rows = RowBuilder();
-        for (const StackRow& stack : profile.stacks) {
-            // Root first, a truncated chain under `[truncated]` as in the stack formats.
-            std::string name;
-            for (const StackFrame& f : shown_frames(stack))
-                name += (name.empty() ? "" : ";") + f.function;
-            Row& row = rows.row(name);
-            row.samples += stack.samples;
-            row.distinct_addresses = 0;
-        }
-        for (const auto& [name, count] : samples.without_address)
-            rows.row(name).samples += double(count);
-        if (samples.outside_buckets > 0)
-            rows.row(outside_histogram).samples += double(samples.outside_buckets);
-    }
-
-    // The total from the integer counts, not from the (fractional) bucket shares added up.
-    uint64_t total = samples.pcs.size() + samples.outside_buckets;
-    for (const AddressCount& c : samples.counts)
-        total += c.count;
-    for (const Bucket& b : samples.buckets)
-        total += b.count;
-    profile.total = double(total);
-    profile.rows = rows.take();
-    profile.distinct_addresses = seen_addresses.size();
-    for (Row& row : profile.rows) {
-        row.share = share_of(row.samples, profile.total, samples.exact);
-        if (!inclusive_known)
-            row.inclusive_samples = row.samples;
-        row.inclusive = share_of(row.inclusive_samples, profile.total, samples.exact);
-    }
-    std::sort(profile.rows.begin(), profile.rows.end(), [](const Row& a, const Row& b) {
-        return a.samples != b.samples ? a.samples > b.samples : a.name < b.name;
-    });
-
+    if (options.by == Grouping::stack)
+        rows = stack_rows(profile, samples);
+    compute_shares(profile, rows.take(), samples, profile.unwound && options.by == Grouping::function);
     // Function rows say where their hottest code is, when lines are known.
     if (locator != nullptr && options.by == Grouping::function && !options.inline_frames) {
         for (Row& row : profile.rows)
             if (row.address)
                 row.location = SourceLocator::line_of(locator->frames(*row.address));
     }
-
-    for (const std::string& note : samples.notes)
-        profile.warnings.push_back({"input", note});
-    profile.warnings.insert(profile.warnings.end(), samples.warnings.begin(), samples.warnings.end());
-    if (!samples.exact && !samples.pcs.empty())
-        check_sequences(profile, samples);
-    check_straddling_buckets(profile, samples, symbols);
-    if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
-        char text[256];
-        std::snprintf(text, sizeof text,
-                      "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware "
-                      "that ran?",
-                      profile.unattributed, profile.total, 100.0 * profile.unattributed / profile.total,
-                      symbols.path().empty() ? "the symbol table" : symbols.path().c_str());
-        profile.warnings.push_back({"unattributed", text});
-    }
+    add_warnings(profile, samples, symbols, options, stripped);
     return profile;
 }
 

@@ -95,6 +95,26 @@ TEST_CASE("attribution: a bucket of filler only, and samples outside the histogr
     CHECK(has_warning(p, "unattributed"));   // 15 / 110 > 5 %
 }
 
+TEST_CASE("attribution: samples without an address (SWO sleep) count in the total, shares add up to 100 %")
+{
+    // 2 in func_a, 1 in local_b, 1 sleep sample: 4 samples, 50 / 25 / 25 %, by every grouping.
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000002, 0x08000010};
+    s.without_address["(sleep)"] = 1;
+    for (const Grouping by : {Grouping::function, Grouping::line, Grouping::address, Grouping::task}) {
+        AttributionOptions options;
+        options.by = by;
+        const Profile p = attribute(s, symbols, nullptr, options);
+        CHECK(p.total == 4);
+        CHECK(row_named(p, "(sleep)").share.percent == doctest::Approx(25.0));
+        double sum = 0;
+        for (const Row& r : p.rows)
+            sum += r.share.percent;
+        CHECK(sum == doctest::Approx(100.0));
+    }
+}
+
 TEST_CASE("attribution: by address, histogram buckets stay whole rows")
 {
     const SymbolTable symbols = SymbolTable::load(fixture);
