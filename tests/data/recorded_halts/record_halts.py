@@ -10,16 +10,21 @@ length), then the recording replayed under gdb-multiarch, stopped by QEMU's repl
 instruction counts drawn with a fixed seed (so the same halts come back on every machine).
 At each halt gdb saves what a sampler can read there and what gdb itself makes of it:
 
-  registers  r0-r12, sp, lr, pc, xPSR and the banked MSP and PSP;
-  memory     every stack the halt's SP, MSP or PSP lies in, from 512 bytes below that
-             pointer to the stack's top (the main stack is __stack_limit..__stack_top; a task's stack
-             is the .bss/.data object holding the pointer), and every smaller .bss/.data
-             object whole (the kernel's current-task pointer, its started flag, the tasks'
-             control blocks);
+  registers  r0-r12, sp, lr, pc and xPSR; in handler mode also MSP (= SP) and PSP, read by
+             running one MRS instruction (QEMU 7.2's gdbstub describes neither). That
+             instruction was not in the recorded run, so the replay ends after such a halt
+             and a new one takes the next halts;
+  memory     every stack the halt's SP or PSP lies in, from 512 bytes below that pointer to
+             the stack's top (the main stack is __stack_limit..__stack_top; a task's stack is
+             the .bss/.data object holding the pointer), and every smaller .bss/.data object
+             whole (the kernel's current-task pointer, its started flag, the tasks' control
+             blocks);
   oracle     gdb's own backtrace (`set backtrace past-main on`): each frame's pc and
-             function, exception frames ("<signal handler called>") and inlined calls marked; and, when the
-             image has a FreeRTOS-shaped kernel, xSchedulerRunning and
-             pxCurrentTCB->pcTaskName as gdb evaluates them from the DWARF.
+             function, exception frames ("<signal handler called>") and inlined calls marked
+             (for a handler that interrupted code on PSP, the interrupted registers are popped
+             from PSP by hand first, since gdb cannot read PSP here); and, when the image has a
+             FreeRTOS-shaped kernel, pxCurrentTCB->pcTaskName as gdb evaluates it from the
+             DWARF, or null while xSchedulerRunning is 0.
 
 Output: IMAGE.json beside this script (layout in docs/testing.md, "Recorded halts") and a
 copy of the ELF the halts belong to (addresses must match it), IMAGE.elf.
