@@ -1,9 +1,10 @@
-// The sampling loop, the stack reader and the unwinder over halts recorded from QEMU runs of
-// two reference images (tests/data/recorded_halts/: the call-tree scenario at -O2, and the
-// FPU tasks under the FreeRTOS-shaped kernel at -O2), replayed through fakes::RecordedTarget.
-// Each chain is checked against gdb-multiarch's own backtrace at the same halt, and each task
-// tag against pxCurrentTCB->pcTaskName as gdb evaluated it; both were saved by the recorder,
-// not computed by mcuprof.
+// The sampling loop, the stack reader, the task reader and the unwinder over halts recorded
+// from QEMU runs of three reference images (tests/data/recorded_halts/: the call-tree
+// scenario at -O2, the FPU tasks under the FreeRTOS-shaped kernel at -O2, the threads of the
+// Zephyr-shaped kernel), replayed through fakes::RecordedTarget. Each chain is checked against
+// gdb-multiarch's own backtrace at the same halt, and each task tag against the running task's
+// name as gdb evaluated it from the DWARF; both were saved by the recorder, not computed by
+// mcuprof.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -122,6 +123,20 @@ HaltExtras with_stacks(const std::string& elf)
     return extras;
 }
 
+// Every sample is its halt, in order, and its task is the one gdb read (when the kernel runs).
+void check_tasks(const fakes::RecordedHalts& recording, const Collect& sink)
+{
+    REQUIRE(sink.samples.size() == recording.halts.size());
+    for (size_t i = 0; i < recording.halts.size(); ++i) {
+        CAPTURE(i);
+        const nlohmann::json& task = recording.halts[i].oracle.at("task");
+        const LiveSample& s = sink.samples[i];
+        CHECK(s.tagged == !task.is_null());
+        if (s.tagged && !task.is_null())
+            CHECK(sink.names.at(s.tag) == task.get<std::string>());
+    }
+}
+
 // Every sample is its halt, in order, and its chain is gdb's.
 void check_chains(const fakes::RecordedHalts& recording, const Collect& sink, const std::set<std::string>& outermost)
 {
@@ -186,15 +201,30 @@ TEST_CASE("recorded halts: FPU tasks at -O2, chains through SysTick's FP frame o
         CHECK(stats.samples == recording.halts.size());
         check_chains(recording, sink, {"Reset_Handler", "task_fir", "task_iir"});
         CHECK(target.stack_pointer_reads == (banked_in_halt ? 0u : handler_halts));
-        for (size_t i = 0; i < recording.halts.size(); ++i) {
-            CAPTURE(i);
-            const nlohmann::json& task = recording.halts[i].oracle.at("task");
-            const LiveSample& s = sink.samples[i];
-            CHECK(s.tagged == !task.is_null());
-            if (s.tagged && !task.is_null())
-                CHECK(sink.names[s.tag] == task.get<std::string>());
-        }
+        check_tasks(recording, sink);
     }
+}
+
+TEST_CASE("recorded halts: Zephyr-shaped threads, chains to z_thread_entry and thread names are gdb's")
+{
+    const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "zephyr_m4");
+    const std::optional<TaskLayout> threads = detect_rtos(recording.elf);
+    REQUIRE(threads);
+    CHECK(threads->kernel == "Zephyr");
+    fakes::RecordedTarget target(recording);
+    HaltExtras extras = with_stacks(recording.elf);
+    extras.tasks = threads;
+    Collect sink;
+    const std::atomic<bool> stop{false};
+    const SamplerStats stats = run(target, sink, recording.halts.size(), extras, stop);
+    CHECK(stats.samples == recording.halts.size());
+    // A thread starts in z_thread_entry, which calls its entry function.
+    check_chains(recording, sink, {"Reset_Handler", "z_thread_entry"});
+    check_tasks(recording, sink);
+    std::set<std::string> named;
+    for (const auto& [tcb, name] : sink.names)
+        named.insert(name);
+    CHECK(named.size() >= 2);   // more than one thread among the halts
 }
 
 TEST_CASE("recorded halts: the loop takes the plan's halts in order, ends on a lost link or a stop, leaves it running")

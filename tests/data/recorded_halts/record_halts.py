@@ -3,7 +3,8 @@
 (tests/sources/recorded_halts_test.cc). Run by hand after `make build`, not by the suite:
 
     export PYTHONPATH=$(sed "s|^|$PWD/|" tests/pylib/pythonpath | paste -sd:)
-    python3 tests/data/recorded_halts/record_halts.py calltree_o2_m4 fpu_o2_m4 [--halts 40]
+    python3 tests/data/recorded_halts/record_halts.py calltree_o2_m4 fpu_o2_m4 --halts 60
+    python3 tests/data/recorded_halts/record_halts.py zephyr_m4 --halts 30
 
 For each image: one QEMU run recorded (record/replay, with the truth plugin for the run's
 length), then the recording replayed under gdb-multiarch, stopped by QEMU's replay_break at
@@ -23,8 +24,9 @@ At each halt gdb saves what a sampler can read there and what gdb itself makes o
              function, exception frames ("<signal handler called>") and inlined calls marked
              (for a handler that interrupted code on PSP, the interrupted registers are popped
              from PSP by hand first, since gdb cannot read PSP here); and, when the image has a
-             FreeRTOS-shaped kernel, pxCurrentTCB->pcTaskName as gdb evaluates it from the
-             DWARF, or null while xSchedulerRunning is 0.
+             FreeRTOS- or Zephyr-shaped kernel, the running task's name as gdb evaluates it
+             from the DWARF (pxCurrentTCB->pcTaskName, _kernel.cpus[0].current->name), or
+             null while the kernel has not started (xSchedulerRunning, z_sys_post_kernel 0).
 
 Output: IMAGE.json beside this script (layout in docs/testing.md, "Recorded halts") and a
 copy of the ELF the halts belong to (addresses must match it), IMAGE.elf.
@@ -49,6 +51,10 @@ HERE = Path(__file__).resolve().parent
 BELOW_SP = 512          # bytes below a stack pointer kept (the sampler's window reaches below SP)
 SMALL_OBJECT = 512      # .bss/.data objects under this size are saved whole; larger ones are stacks
 SEED = 20261130
+# The running task as gdb reads it from the DWARF, by a symbol only that kernel has: (the
+# "scheduler started" flag, the running task's name).
+KERNELS = {"pxCurrentTCB": ("xSchedulerRunning", "pxCurrentTCB->pcTaskName"),            # FreeRTOS-shaped
+           "_kernel": ("z_sys_post_kernel", "_kernel.cpus[0].current->name")}            # Zephyr-shaped
 
 # Runs inside gdb-multiarch (-x): drives the halts and prints one JSON document.
 GDB_SCRIPT = r'''
@@ -145,9 +151,9 @@ for icount in plan["icounts"]:
         gdb.execute("set $sp = %d" % (regs["psp"] + size), to_string=True)
         frames = frames[:exception + 1] + backtrace()
     oracle = {"frames": frames}
-    if plan["freertos"]:
-        running = int(gdb.parse_and_eval("xSchedulerRunning"))
-        oracle["task"] = gdb.parse_and_eval("pxCurrentTCB->pcTaskName").string() if running else None
+    if plan["kernel"]:
+        started, name = plan["kernel"]
+        oracle["task"] = gdb.parse_and_eval(name).string() if int(gdb.parse_and_eval(started)) else None
     halts.append({"icount": icount, "registers": regs, "memory": memory, "oracle": oracle})
     if handler:
         break
@@ -182,9 +188,9 @@ def record(name: str, halts: int) -> Path:
         draw = random.Random(f"{SEED}:{name}")
         icounts = sorted(draw.sample(range(total // 10, total - 1000), halts))
         objects, stacks = memory_plan(elf)
-        freertos = any(s.name == "pxCurrentTCB" for s in nm_symbols(elf))
-        plan = {"icounts": icounts, "objects": objects, "stacks": stacks, "below_sp": BELOW_SP,
-                "freertos": freertos}
+        names = {s.name for s in nm_symbols(elf)}
+        kernel = next((k for symbol, k in KERNELS.items() if symbol in names), None)
+        plan = {"icounts": icounts, "objects": objects, "stacks": stacks, "below_sp": BELOW_SP, "kernel": kernel}
         script = work / "halts.py"
         script.write_text(GDB_SCRIPT)
         recorded = []
