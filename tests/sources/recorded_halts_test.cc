@@ -123,6 +123,18 @@ HaltExtras with_stacks(const std::string& elf)
     return extras;
 }
 
+// Every recorded halt sampled once, with stacks and the kernel's tasks (when the ELF has one).
+void sample_every_halt(fakes::RecordedTarget& target, const fakes::RecordedHalts& recording, Collect& sink)
+{
+    HaltExtras extras = with_stacks(recording.elf);
+    extras.tasks = detect_rtos(recording.elf);
+    const std::atomic<bool> stop{false};
+    const SamplerStats stats = run(target, sink, recording.halts.size(), extras, stop);
+    CHECK(stats.samples == recording.halts.size());
+    CHECK(stats.end_reason == "sample count reached");
+    CHECK(target.left_running == std::vector<bool>{false});
+}
+
 // Every sample is its halt, in order, and its task is the one gdb read (when the kernel runs).
 void check_tasks(const fakes::RecordedHalts& recording, const Collect& sink)
 {
@@ -163,12 +175,10 @@ TEST_CASE("recorded halts: the call-tree chains at -O2 are gdb's backtraces, the
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "calltree_o2_m4");
     REQUIRE(recording.halts.size() >= 40);
+    REQUIRE_FALSE(detect_rtos(recording.elf));
     fakes::RecordedTarget target(recording);
     Collect sink;
-    const std::atomic<bool> stop{false};
-    const SamplerStats stats = run(target, sink, recording.halts.size(), with_stacks(recording.elf), stop);
-    CHECK(stats.samples == recording.halts.size());
-    CHECK(stats.end_reason == "sample count reached");
+    sample_every_halt(target, recording, sink);
     check_chains(recording, sink, {"Reset_Handler"});
     // The recording has both kinds: chains to Reset_Handler, and smash's overwritten frame.
     size_t truncated = 0;
@@ -176,14 +186,12 @@ TEST_CASE("recorded halts: the call-tree chains at -O2 are gdb's backtraces, the
         truncated += s.stack->truncated;
     CHECK(truncated > 0);
     CHECK(truncated < sink.samples.size());
-    CHECK(target.left_running == std::vector<bool>{false});
 }
 
 TEST_CASE("recorded halts: FPU tasks at -O2, chains through SysTick's FP frame on PSP and task tags are gdb's")
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "fpu_o2_m4");
-    const std::optional<TaskLayout> tasks = detect_rtos(recording.elf);
-    REQUIRE(tasks);
+    REQUIRE(detect_rtos(recording.elf));
     size_t handler_halts = 0;
     for (const fakes::RecordedHalt& h : recording.halts)
         handler_halts += (h.registers.xpsr & 0x1FF) != 0;
@@ -193,12 +201,8 @@ TEST_CASE("recorded halts: FPU tasks at -O2, chains through SysTick's FP frame o
         CAPTURE(banked_in_halt);
         fakes::RecordedTarget target(recording);
         target.banked_in_halt = banked_in_halt;
-        HaltExtras extras = with_stacks(recording.elf);
-        extras.tasks = tasks;
         Collect sink;
-        const std::atomic<bool> stop{false};
-        const SamplerStats stats = run(target, sink, recording.halts.size(), extras, stop);
-        CHECK(stats.samples == recording.halts.size());
+        sample_every_halt(target, recording, sink);
         check_chains(recording, sink, {"Reset_Handler", "task_fir", "task_iir"});
         CHECK(target.stack_pointer_reads == (banked_in_halt ? 0u : handler_halts));
         check_tasks(recording, sink);
@@ -212,12 +216,8 @@ TEST_CASE("recorded halts: Zephyr-shaped threads, chains to z_thread_entry and t
     REQUIRE(threads);
     CHECK(threads->kernel == "Zephyr");
     fakes::RecordedTarget target(recording);
-    HaltExtras extras = with_stacks(recording.elf);
-    extras.tasks = threads;
     Collect sink;
-    const std::atomic<bool> stop{false};
-    const SamplerStats stats = run(target, sink, recording.halts.size(), extras, stop);
-    CHECK(stats.samples == recording.halts.size());
+    sample_every_halt(target, recording, sink);
     // A thread starts in z_thread_entry, which calls its entry function.
     check_chains(recording, sink, {"Reset_Handler", "z_thread_entry"});
     check_tasks(recording, sink);
