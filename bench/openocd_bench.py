@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-import test_vprobe_openocd as rig_support  # noqa: E402
+import openocd_rig as rig_support  # noqa: E402
 
 COUNTERS = re.compile(r"mcuprof vprobe: counters after [\d.]+ s; (\d+) JTAG clocks, (\d+) DP/AP scans, "
                       r"(\d+) MEM-AP transfers, (\d+) register transfers, (\d+) PCSR samples")

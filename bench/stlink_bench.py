@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-import test_vprobe_openocd as rig_support  # noqa: E402
+import openocd_rig as rig_support  # noqa: E402
 import openocd_bench  # noqa: E402
 from openocd_bench import Rig, median  # noqa: E402
 

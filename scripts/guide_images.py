@@ -3,9 +3,10 @@
 firmware: runs the images in QEMU (the on-chip dump and the truth plugin's counts; a live
 recording with call stacks over QEMU's gdbstub), writes the reports with mcuprof and takes
 screenshots of them in headless Chromium. What a person would click (zoom, search, merge) is
-done by a script added to a copy of the page, as the tests do (tests/integration/
-test_report_formats.py, flame_graph_actions).
+done by a script added to a copy of the page, as the tests do (tests/pylib/chromium_page.py,
+flame_graph_actions).
 
+    export PYTHONPATH=$(sed "s|^|$PWD/|" tests/pylib/pythonpath | paste -sd:)
     python3 scripts/guide_images.py [BUILD_DIR]      # after make build; BUILD_DIR: build
 
 Needs chromium and go (go tool pprof draws its graph with graphviz's dot)."""
@@ -20,8 +21,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "firmware-ref" / "runner"))
-import qemu_runner  # noqa: E402
+import qemu_runner
 
 IMAGES = ROOT / "docs" / "images"
 

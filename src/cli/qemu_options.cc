@@ -77,15 +77,6 @@ std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& o, const
 
 std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& o, const std::string& elf)
 {
-    if (!o.gdb.empty() || !o.openocd.empty())
-        throw UsageError("--qemu starts its own QEMU: leave out --gdb and --openocd");
-    if (o.pace != "wall" && o.pace != "icount")   // wall is the default; any other is a typo
-        throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
-    if (!o.duration.empty())
-        throw UsageError("--qemu ends by instructions, not by time: use --samples or --instructions, not --duration");
-    if (!o.qmp.empty())
-        throw UsageError("--qmp goes with --gdb: --qemu reads the replay's count over the gdbstub");
-
     const uint64_t samples = o.samples != 0 ? o.samples : default_samples;
     const double interval = o.interval.empty() ? 0 : parse_count(o.interval, "--interval");
     // Room for N exponential intervals: their sum is N +- sqrt(N) means, so with 5 standard

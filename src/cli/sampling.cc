@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include <unistd.h>
 
@@ -72,57 +74,74 @@ const std::vector<std::string>& sampling_option_names()
 
 void check_sampling_options(const CommandLine& line, const SamplingOptions& o)
 {
+    const bool qemu = !o.qemu.machine.empty();
+    line.require_one_of({"gdb", "openocd", "qemu"});
+    line.not_with({"duration"}, qemu, "--qemu MACHINE, which ends by instructions: use --samples or --instructions");
+    line.not_with({"qmp"}, qemu, "--qemu MACHINE, which reads the replay's count over the gdbstub");
+    if (o.pace != "wall" && o.pace != "icount")
+        throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
-    line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, !o.qemu.machine.empty(), "--qemu MACHINE");
+    line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
+    line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST:PORT --mode pcsr");
+    line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
+                   "halting at wall-clock pacing (--pace wall, --mode halt)");
+    line.not_with({"stacks"}, o.mode == "pcsr", "--mode pcsr: it needs halts (--mode halt)");
+    line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, qemu, "--qemu MACHINE");
     line.only_with({"jitter"}, o.shape == "uniform", "--shape uniform");
     line.only_with({"stack-bytes"}, o.stacks, "--stacks");
 }
 
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const std::string& elf)
-{
-    if (!o.qemu.machine.empty())
-        return make_qemu_sample_source(o, elf);
-    if (o.gdb.empty() == o.openocd.empty())
-        throw UsageError("exactly one of --gdb HOST:PORT, --openocd HOST:PORT and --qemu MACHINE is required");
-    if (o.openocd.empty() && !o.mode.empty())
-        throw UsageError("--mode goes with --openocd");
-    if (!o.batch.empty() && o.mode != "pcsr")
-        throw UsageError("--batch goes with --openocd HOST:PORT --mode pcsr");
+namespace {
 
+// The number `text` spells in full, if it is one.
+std::optional<double> plain_number(const std::string& text)
+{
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
+        return std::nullopt;
+    return value;
+}
+
+sources::PacingOptions pacing_options(const SamplingOptions& o)
+{
     sources::PacingOptions pacing;
     if (o.pace == "icount") {
         pacing.pacing = sources::Pacing::icount;
         if (!o.qmp.empty())
             pacing.qmp = transport::Endpoint::parse(o.qmp, "--qmp");
         pacing.interval = o.interval.empty() ? 20000.0 : parse_count(o.interval, "--interval");
-    } else if (o.pace == "wall") {
+    } else {
         if (!o.interval.empty() && o.interval.find_first_not_of("0123456789.") == std::string::npos)
             throw UsageError("--interval takes a time with wall pacing (100us, 2ms), not '" + o.interval +
                              "'; a count of instructions goes with --pace icount");
         pacing.interval =
             o.interval.empty() ? 1e-3 : std::chrono::duration<double>(parse_duration(o.interval, "--interval")).count();
-    } else {
-        throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
     }
-    if (o.shape == "exponential")
-        pacing.shape = sources::IntervalGenerator::Shape::exponential;
-    else if (o.shape == "uniform")
-        pacing.shape = sources::IntervalGenerator::Shape::uniform;
-    else if (o.shape == "fixed")
-        pacing.shape = sources::IntervalGenerator::Shape::fixed;
-    else
+    static const std::map<std::string, sources::IntervalGenerator::Shape> shapes{
+        {"exponential", sources::IntervalGenerator::Shape::exponential},
+        {"uniform", sources::IntervalGenerator::Shape::uniform},
+        {"fixed", sources::IntervalGenerator::Shape::fixed}};
+    const auto shape = shapes.find(o.shape);
+    if (shape == shapes.end())
         throw UsageError("--shape takes exponential, uniform or fixed, not '" + o.shape + "'");
+    pacing.shape = shape->second;
     pacing.jitter = o.jitter;
     pacing.seed = o.seed;
     if (!o.max_halted.empty()) {
-        const double percent = parse_count(o.max_halted, "--max-halted");
-        if (!(percent > 0 && percent < 100))
-            throw UsageError("--max-halted takes a percentage above 0 and below 100, not '" + o.max_halted + "'");
-        if (o.pace != "wall" || o.mode == "pcsr")
-            throw UsageError("--max-halted goes with halting at wall-clock pacing (--pace wall, --mode halt)");
-        pacing.max_halted = percent / 100;
+        const std::optional<double> percent = plain_number(o.max_halted);
+        if (!percent || !(*percent > 0 && *percent < 100))
+            throw UsageError("--max-halted takes a percentage above 0 and below 100 (50 for half the time), not '" +
+                             o.max_halted + "'");
+        pacing.max_halted = *percent / 100;
     }
+    return pacing;
+}
+
+// --stacks: the unwinder from the ELF's call-frame information; the RTOS, when its DWARF shows one.
+sources::HaltExtras halt_extras(const SamplingOptions& o, const std::string& elf)
+{
     sources::HaltExtras extras;
     if (o.stacks) {
         if (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0)
@@ -133,26 +152,23 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
         extras.stacks = stacks;
     }
     extras.tasks = sources::detect_rtos(elf);
+    return extras;
+}
 
-    if (o.openocd.empty()) {
-        sources::RspSamplerOptions gdb;
-        gdb.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
-        gdb.pacing = pacing;
-        gdb.extras = extras;
-        return std::make_unique<sources::RspHaltingSampler>(gdb);
-    }
+std::unique_ptr<sources::SampleSource> make_openocd_sample_source(const SamplingOptions& o,
+                                                                  const sources::PacingOptions& pacing,
+                                                                  const sources::HaltExtras& extras)
+{
     if (o.pace != "wall")
         throw UsageError("--pace icount goes with --gdb");
+    if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
+        throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
     sources::OpenocdSamplerOptions tcl;
     tcl.tcl = transport::Endpoint::parse(o.openocd, "--openocd");
     tcl.pacing = pacing;
     tcl.extras = extras;
     if (o.mode == "pcsr")
         tcl.pacing.pacing = sources::Pacing::pcsr;
-    else if (!o.mode.empty() && o.mode != "halt")
-        throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
-    if (o.stacks && o.mode == "pcsr")
-        throw UsageError("--stacks needs halts: --mode halt");
     if (!o.batch.empty()) {
         const double reads = parse_count(o.batch, "--batch");
         if (reads != std::floor(reads) || reads > 10000)
@@ -167,6 +183,23 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions&
     } else if (!o.pcsr_read.empty() && !(o.pcsr_read == "read_memory" && o.mode == "pcsr"))
         throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     return std::make_unique<sources::OpenocdSampler>(tcl);
+}
+
+} // namespace
+
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const std::string& elf)
+{
+    if (!o.qemu.machine.empty())
+        return make_qemu_sample_source(o, elf);
+    const sources::PacingOptions pacing = pacing_options(o);
+    const sources::HaltExtras extras = halt_extras(o, elf);
+    if (!o.openocd.empty())
+        return make_openocd_sample_source(o, pacing, extras);
+    sources::RspSamplerOptions gdb;
+    gdb.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
+    gdb.pacing = pacing;
+    gdb.extras = extras;
+    return std::make_unique<sources::RspHaltingSampler>(gdb);
 }
 
 sources::SamplingPlan sampling_plan(const SamplingOptions& o, uint64_t default_samples)

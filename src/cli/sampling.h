@@ -46,11 +46,12 @@ void add_sampling_options(boost::program_options::options_description& descripti
 
 // The options above but --gdb: those that mean nothing when no sampling is done.
 const std::vector<std::string>& sampling_option_names();
-// The options that apply only with another one's value (--jitter with --shape uniform...).
-// The rest make_sample_source checks; neither touches the link.
+// One link (--gdb, --openocd or --qemu), and the options that go only with another one or its
+// value (--jitter with --shape uniform, --qmp with --pace icount, not --duration with --qemu...).
+// The values themselves make_sample_source checks; neither touches the link.
 void check_sampling_options(const CommandLine& line, const SamplingOptions& options);
 
-// Checks the options (UsageError) and builds the sampler they ask for, for the firmware in
+// Checks the options' values (UsageError) and builds the sampler they ask for, for the firmware in
 // `elf`: its DWARF gives the unwinder (--stacks) and the RTOS whose tasks tag the samples.
 std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const std::string& elf);
 

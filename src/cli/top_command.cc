@@ -223,7 +223,7 @@ struct TopOptions {
 };
 
 const char* const top_usage =
-    "usage: mcuprof top --gdb HOST:PORT --elf ELF [--decay HALF_LIFE] [options]\n"
+    "usage: mcuprof top --gdb HOST:PORT|DEVICE --elf ELF [--decay HALF_LIFE]\n"
     "       mcuprof top --openocd HOST:PORT --mode halt|pcsr --elf ELF [options]\n"
     "       mcuprof top --qemu MACHINE --elf ELF [--qemu-arg ARG ...] [options]\n\n"
     "Samples running firmware as record does and shows the hottest functions live,\n"

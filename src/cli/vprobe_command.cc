@@ -23,7 +23,7 @@ namespace mcuprof::cli {
 namespace {
 
 const char* const vprobe_usage =
-    "usage: mcuprof vprobe --gdb HOST:PORT (--port N | --stlink-port N)\n"
+    "usage: mcuprof vprobe --gdb HOST:PORT|DEVICE (--port N | --stlink-port N)\n"
     "                      [--latency DURATION]\n\n"
     "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers\n"
     "of the core behind the GDB server, so the real OpenOCD debugs and profiles it as\n"

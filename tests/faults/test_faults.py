@@ -23,7 +23,7 @@ from pathlib import Path
 
 import qemu_runner  # noqa: E402
 from fault_proxy import FaultProxy, Faults  # noqa: E402
-from test_vprobe_openocd import CLI, FW_DIR, OPENOCD, STRICT, guest_running, start_rig, stop_rig  # noqa: E402
+from openocd_rig import CLI, FW_DIR, OPENOCD, STRICT, guest_running, start_rig, stop_rig
 
 ELF = FW_DIR / "mixed_forever_m4.elf"
 SAID = re.compile(r"^mcuprof record: (\d+) samples in ", re.M)

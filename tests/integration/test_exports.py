@@ -324,7 +324,7 @@ class Timeline(unittest.TestCase):
     own times and PCs, named by arm-none-eabi-nm."""
 
     def test_shares_per_slice_from_the_recording(self):
-        from test_report_formats import load_in_chromium
+        from chromium_page import load_in_chromium
         r = recorded()
         work = Path(tempfile.mkdtemp(prefix="mcuprof-timeline-"))
         self.addCleanup(shutil.rmtree, work, True)
@@ -361,7 +361,7 @@ class FlameGraph(unittest.TestCase):
         boxes whose name holds the text and counts their samples; merging a function gives one
         root as wide as its inclusive samples; [truncated] boxes are grey. Every count comes
         from the JSON report of the same recording."""
-        from test_report_formats import console_messages, flame_graph_actions
+        from chromium_page import console_messages, flame_graph_actions
         r = recorded()
         work = Path(tempfile.mkdtemp(prefix="mcuprof-flame-"))
         self.addCleanup(shutil.rmtree, work, True)

@@ -13,16 +13,13 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "integration"))
-import fwtest  # noqa: E402
-import qemu_runner  # noqa: E402
+import fwtest
+import qemu_runner
 
 Z = 4.0
 MACHINE = "netduinoplus2"

@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 import fwtest
 import qemu_runner
-from test_live_rsp import mcuprof, stopped_with_truth, three_loops_within_4_se
+from live_runs import mcuprof, stopped_with_truth, three_loops_within_4_se
 
 
 class PtyBridge:

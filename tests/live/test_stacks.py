@@ -22,91 +22,10 @@ from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from test_live_rsp import replayed_recording  # noqa: E402
+from live_runs import replayed_recording
+from stack_checks import HANDLER, Z, check_chains_reach_reset, check_tasks_against_stacks, inclusive_beyond_bound
 
-Z = 4.0
 SAMPLES = 4000
-HANDLER = {"SysTick_Handler", "isr_work"}
-CHAIN = ["deep1", "deep2", "deep3", "deep4", "deep5", "deep_leaf"]
-
-
-def expected_inclusive(self_counts: dict[str, int]) -> dict[str, float]:
-    s = lambda name: self_counts.get(name, 0)  # noqa: E731
-    incl = {name: sum(s(c) for c in CHAIN[i:]) for i, name in enumerate(CHAIN)}
-    incl["recurse"] = s("recurse")
-    incl["shared"] = s("shared")
-    incl["path_a"] = s("path_a") + 0.75 * s("shared")
-    incl["path_b"] = s("path_b") + 0.25 * s("shared")
-    incl["big_frame"] = s("big_frame") + s("frame_leaf")
-    incl["frame_leaf"] = s("frame_leaf")
-    incl["smash"] = s("smash")
-    return incl
-
-
-def check_tasks_against_stacks(test: unittest.TestCase, stacks: list[dict], hot_a_calls: int, hot_b_calls: int,
-                               min_hot_a: int) -> None:
-    """The RTOS scenario's stacks (--by task: each starts with its task): the task read at the
-    halt and the unwound stack's task entry agree, and hot_a's samples split between the tasks
-    as the truth's call counts say (motor runs hot_a(600) per turn, link hot_a(300) and
-    hot_b(100), so hot_b's calls are link's turns), within Z standard errors over at least
-    `min_hot_a` samples in hot_a."""
-    entry = {"motor": "task_motor", "link": "task_link"}
-    hot_a = {"motor": 0.0, "link": 0.0}
-    for s in stacks:
-        names = [f["function"] for f in s["frames"]]
-        task = names[0]
-        if task not in entry:   # before the scheduler starts: no task yet
-            test.assertEqual(task, "(no task)", names)
-            continue
-        if len(names) > 1 and names[1] in entry.values():
-            test.assertEqual(names[1], entry[task], names)
-            test.assertFalse(s["truncated"], names)
-        if names[-1] == "hot_a":
-            hot_a[task] += s["samples"]
-    link_turns = hot_b_calls
-    motor_turns = hot_a_calls - link_turns
-    motor, link = motor_turns * (5 * 600 + 4), link_turns * (5 * 300 + 4)   # hot_a(n): 5n + 4
-    n = hot_a["motor"] + hot_a["link"]
-    p = motor / (motor + link)
-    test.assertGreater(n, min_hot_a)
-    test.assertLess(abs(hot_a["motor"] / n - p), Z * math.sqrt(p * (1 - p) / n), (hot_a, p))
-
-
-def inclusive_beyond_bound(stacks: list[dict], self_counts: dict[str, int]) -> tuple[list[tuple], int]:
-    """The call-tree functions whose inclusive share among the stacks outside the handler is
-    more than Z standard errors from the truth's (expected_inclusive), as (function, sampled %,
-    true %, bound %); and the number of those stacks' samples."""
-    outside = [s for s in stacks if not HANDLER & {f["function"] for f in s["frames"]}]
-    n = sum(s["samples"] for s in outside)
-    true_total = sum(c for f, c in self_counts.items() if f not in HANDLER)
-    bad = []
-    for function, incl in expected_inclusive(self_counts).items():
-        p = incl / true_total
-        q = sum(s["samples"] for s in outside if function in {f["function"] for f in s["frames"]}) / n
-        se = math.sqrt(p * (1 - p) / n)
-        if abs(q - p) > Z * se:
-            bad.append((function, round(100 * q, 2), round(100 * p, 2), round(100 * Z * se, 2)))
-    return bad, n
-
-
-def check_chains_reach_reset(test: unittest.TestCase, stacks: list[dict]) -> int:
-    """Every call-tree stack outside smash reaches Reset_Handler through main, also across the
-    SysTick exception frame, whose interrupted function sits right below the handler. Returns
-    the samples in the handler."""
-    isr = 0
-    for s in stacks:
-        names = [f["function"] for f in s["frames"]]
-        if "smash" in names:
-            continue
-        test.assertFalse(s["truncated"], names)
-        if names != ["Reset_Handler"]:   # start-up code before main
-            test.assertEqual(names[:2], ["Reset_Handler", "main"], names)
-        handler = [i for i, f in enumerate(names) if f in HANDLER]
-        if handler:
-            isr += s["samples"]
-            # (at -Os and -O2 SysTick_Handler tail-calls isr_work: no frame of its own)
-            test.assertIn(names[handler[0] - 1], set(expected_inclusive({})) | {"main", "work"}, names)
-    return isr
 
 
 class Replayed(unittest.TestCase):

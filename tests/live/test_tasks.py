@@ -12,39 +12,14 @@ interrupt run on behalf of whichever task they interrupt, and widen the bounds b
 counts. Every bound is 4 standard errors, sqrt(p(1-p)/N)."""
 from __future__ import annotations
 
-import collections
-import math
-import sys
 import unittest
 
 import fwtest
-from test_live_rsp import replayed_recording
-from test_stacks import check_tasks_against_stacks
+from live_runs import replayed_recording
+from stack_checks import (NO_TASK, ZEPHYR_BEFORE, ZEPHYR_EDGE, ZEPHYR_OWN, assert_share_between,
+                          check_tasks_against_stacks, tagged_leaves)
 
-Z = 4.0
 SAMPLES = 4000
-NO_TASK = "(no task)"
-
-
-def tagged_leaves(doc: dict) -> collections.Counter:
-    """(task, function the PC was in) -> samples, from a `--stacks --by task` report: each
-    stack starts with its task and ends with the sampled function."""
-    pairs = collections.Counter()
-    for s in doc["stacks"]:
-        names = [f["function"] for f in s["frames"]]
-        pairs[(names[0], names[-1])] += s["samples"]
-    return pairs
-
-
-def assert_share_between(test: unittest.TestCase, what: str, observed: float, n: float, lo: float, hi: float):
-    """observed / n within Z standard errors of [lo, hi] (true shares)."""
-    p = (lo + hi) / 2
-    se = math.sqrt(p * (1 - p) / n)
-    q = observed / n
-    print(f"\n{test.id().split('.')[-2]}: {what}: {observed:.0f} of {n:.0f} samples = {100 * q:.2f} %, "
-          f"truth {100 * lo:.2f}..{100 * hi:.2f} %, 4 SE = {100 * Z * se:.2f}", file=sys.stderr)
-    test.assertTrue(lo - Z * se <= q <= hi + Z * se,
-                    f"{what}: {100 * q:.2f} % sampled, truth {100 * lo:.2f}..{100 * hi:.2f} % ± {100 * Z * se:.2f}")
 
 
 class FreeRtosBeforeTheScheduler(unittest.TestCase):
@@ -87,15 +62,7 @@ class ZephyrThreads(unittest.TestCase):
     the running thread through _kernel.cpus[0].current and its k_thread name, (no task) until
     z_sys_post_kernel, found from the ELF's DWARF alone."""
 
-    BEFORE = {"Reset_Handler", "main", "con_init", "z_dummy_thread_init", "k_thread_create",
-              "k_thread_name_set", "hot_c"}
-    # The switch into the main thread (before z_sys_post_kernel turns), the thread start, the
-    # context switch and the time-slice interrupt: on behalf of whichever thread they interrupt.
-    EDGE = {"z_switch_to_main_thread", "SVC_Handler", "z_thread_entry", "PendSV_Handler", "z_swap_next",
-            "SysTick_Handler"}
-    OWN = {"main": {"bg_thread_main", "hot_a", "z_time_slice_start", "semihost_exit"},
-           "sensor": {"sensor_entry", "hot_b"},
-           "logger": {"logger_entry", "log_flush"}}
+    BEFORE, EDGE, OWN = ZEPHYR_BEFORE, ZEPHYR_EDGE, ZEPHYR_OWN
 
     def test_thread_shares_and_tags_against_the_truth(self):
         name = "zephyr_m4"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from test_live_rsp import mcuprof, recorded_run, still_running, stopped_with_truth, within  # noqa: E402
+from live_runs import mcuprof, recorded_run, still_running, stopped_with_truth, within
 
 Z = 4.0
 TABLE_IMAGE = "phase_topn_m4"

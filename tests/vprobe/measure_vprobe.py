@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-import test_vprobe_openocd as t  # noqa: E402  (its process and Tcl helpers)
+import openocd_rig as t  # its process and Tcl helpers
+import qemu_runner
 
 
 def timed(tcl: t.TclRpc, script: str) -> float:
@@ -54,7 +55,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=3, help="length of the profile run")
     args = ap.parse_args()
 
-    with t.qemu_runner.QemuRun(t.ELF, gdb=True, halted=True, uart=None, timeout=600) as q:
+    with qemu_runner.QemuRun(t.ELF, gdb=True, halted=True, uart=None, timeout=600) as q:
         vprobe = subprocess.Popen([str(t.CLI), "vprobe", "--gdb", f"127.0.0.1:{q.gdb_port}", "--port", "0"],
                                   stderr=subprocess.PIPE, text=True)
         try:
@@ -68,7 +69,7 @@ def main() -> int:
 
         vprobe = subprocess.Popen([str(t.CLI), "vprobe", "--gdb", f"127.0.0.1:{q.gdb_port}", "--port", "0"],
                                   stderr=subprocess.PIPE, text=True)
-        tcl_port = t.qemu_runner.free_port()
+        tcl_port = qemu_runner.free_port()
         openocd = None
         try:
             port = int(re.search(r":(\d+),", vprobe.stderr.readline()).group(1))

@@ -24,9 +24,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import test_record_openocd as jtag  # noqa: E402  (as a module: its classes are not collected here)
-from fault_proxy import FaultProxy, Faults  # noqa: E402
-from test_vprobe_openocd import guest_running, require, shut_down_openocd, start_rig, stop_rig  # noqa: E402
+import openocd_record_suite  # as a module: its classes are not collected here
+from fault_proxy import FaultProxy, Faults
+from openocd_rig import CLI, ELF, OPENOCD, elf_functions, guest_running, require, shut_down_openocd, start_rig, stop_rig
 
 
 def record_against_truth(rig, mode_and_options: tuple[str, ...], timeout: float,
@@ -34,30 +34,30 @@ def record_against_truth(rig, mode_and_options: tuple[str, ...], timeout: float,
     """One recording through the rig's ST-Link (-singlestep, the truth plugin), then OpenOCD
     and QEMU shut down. Sets on `rig`: result (the record run), state (OpenOCD's curstate
     after it), truth (instructions by function)."""
-    require((jtag.OPENOCD, "arm-none-eabi-nm"), (jtag.CLI, jtag.ELF))
+    require((OPENOCD, "arm-none-eabi-nm"), (CLI, ELF))
     rig.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
     try:
         truth = rig.work / "truth.txt"
-        start_rig(rig, jtag.ELF, truth=truth, singlestep=True, vprobe_options=vprobe_options)
-        rig.result = subprocess.run(jtag.record(rig.tcl_port, *mode_and_options, rec=rig.work / "samples.rec"),
+        start_rig(rig, ELF, truth=truth, singlestep=True, vprobe_options=vprobe_options)
+        rig.result = subprocess.run(openocd_record_suite.record(rig.tcl_port, *mode_and_options, rec=rig.work / "samples.rec"),
                                     capture_output=True, text=True, timeout=timeout)
         rig.state = rig.tcl.run("[target current] curstate").strip()
         shut_down_openocd(rig)
         rig.qemu.stop()
-        rig.truth = jtag.by_function(jtag.read_truth(truth), jtag.elf_functions(jtag.ELF))
+        rig.truth = openocd_record_suite.by_function(openocd_record_suite.read_truth(truth), elf_functions(ELF))
     finally:
         stop_rig(rig)
 
 
-class RecordThroughStlinkDapDirect(jtag.RecordThroughOpenOCD):
+class RecordThroughStlinkDapDirect(openocd_record_suite.RecordThroughOpenOCD):
     stlink_transport = "dapdirect_swd"
 
 
-class RecordThroughStlinkHla(jtag.RecordThroughOpenOCD):
+class RecordThroughStlinkHla(openocd_record_suite.RecordThroughOpenOCD):
     stlink_transport = "hla_swd"
 
 
-class WithoutPcsrThenOpenOCDKilledStlink(jtag.WithoutPcsrThenOpenOCDKilled):
+class WithoutPcsrThenOpenOCDKilledStlink(openocd_record_suite.WithoutPcsrThenOpenOCDKilled):
     stlink_transport = "dapdirect_swd"
 
 
@@ -81,7 +81,7 @@ class PcsrThroughProfileChunks(unittest.TestCase):
         # Every sample inside a function the truth saw execute. No share bound: the 1024 reads
         # of a chunk follow one another back to back, so the chunks (2 here), not the reads,
         # are the independent samples (see test_record_openocd.py's pcsr bounds).
-        jtag.observed_shares(self, json.loads(r.stdout), self.SAMPLES, self.truth)
+        openocd_record_suite.observed_shares(self, json.loads(r.stdout), self.SAMPLES, self.truth)
         reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", r.stderr)
         self.assertIsNotNone(reads, r.stderr)
         total, outside, unused = map(int, reads.groups())
@@ -128,7 +128,7 @@ class HaltedShareBudget(unittest.TestCase):
         self.assertIn(f"halted {100 * (1 - sampler['run_duty']):.1f} %, budget {100 * self.BUDGET:.1f} %", last)
 
     def test_shares_within_4_se_of_the_truth(self):
-        jtag.halt_profile_checks(self, jtag.observed_shares(self, json.loads(self.result.stdout), self.SAMPLES,
+        openocd_record_suite.halt_profile_checks(self, openocd_record_suite.observed_shares(self, json.loads(self.result.stdout), self.SAMPLES,
                                                             self.truth), self.truth, self.SAMPLES)
 
 
@@ -138,7 +138,7 @@ class ProbeLinkDropped(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require((jtag.OPENOCD,), (jtag.CLI, jtag.ELF))
+        require((OPENOCD,), (CLI, ELF))
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
         cls.proxy = None
         try:
@@ -155,19 +155,19 @@ class ProbeLinkDropped(unittest.TestCase):
 
     @classmethod
     def _run(cls):
-        start_rig(cls, jtag.ELF)
+        start_rig(cls, ELF)
         rec = cls.work / "dropped.rec"
-        p = subprocess.Popen(jtag.record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
+        p = subprocess.Popen(openocd_record_suite.record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            jtag.wait_for_samples(p, rec, 20)
+            openocd_record_suite.wait_for_samples(p, rec, 20)
             cls.proxy.close()   # both connections close: the probe is gone for OpenOCD
             out, err = p.communicate(timeout=60)
         finally:
             if p.poll() is None:
                 p.kill()
                 p.communicate()
-        cls.dropped = (p.returncode, out, err, jtag.report_json(rec))
+        cls.dropped = (p.returncode, out, err, openocd_record_suite.report_json(rec))
         print(f"\nprobe link dropped during a recording: exit {p.returncode}\n{err}", file=sys.stderr)
         cls.vprobe_code = cls.vprobe.wait(timeout=10)
         cls.vprobe_reader.join(timeout=5)

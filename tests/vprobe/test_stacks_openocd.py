@@ -30,12 +30,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from test_record_openocd import by_function, read_truth  # noqa: E402
-from test_stacks import (CHAIN, check_chains_reach_reset, check_tasks_against_stacks,  # noqa: E402
-                         inclusive_beyond_bound)
-from test_tasks import NO_TASK, ZephyrThreads, assert_share_between, tagged_leaves  # noqa: E402
-from test_vprobe_openocd import (CLI, FW_DIR, OPENOCD, elf_functions, require, shut_down_openocd,  # noqa: E402
-                                 start_rig, stop_rig)
+from openocd_record_suite import by_function, read_truth
+from openocd_rig import CLI, FW_DIR, OPENOCD, elf_functions, require, shut_down_openocd, start_rig, stop_rig
+from stack_checks import (CHAIN, NO_TASK, ZEPHYR_EDGE, ZEPHYR_OWN, assert_share_between, check_chains_reach_reset,
+                          check_tasks_against_stacks, inclusive_beyond_bound, tagged_leaves)
 
 STACK_SAMPLES = 400
 TASK_SAMPLES = 400
@@ -161,13 +159,13 @@ class ZephyrThreadsThroughOpenOCD(Rig):
         self.assertEqual(self.state, "running")
         pairs = tagged_leaves(json.loads(self.record.stdout))
         self.assertEqual(sum(pairs.values()), TASK_SAMPLES)
-        owner = {f: task for task, fs in ZephyrThreads.OWN.items() for f in fs}
+        owner = {f: task for task, fs in ZEPHYR_OWN.items() for f in fs}
         # Sampling starts long after start-up: every sample of a thread's code has its thread.
         wrong = {k: v for k, v in pairs.items() if k[1] in owner and k[0] != owner[k[1]]}
         self.assertEqual(wrong, {})
         # The truth after the start: the threads' own functions and the switch between them.
-        own = {task: sum(self.self_counts.get(f, 0) for f in fs) for task, fs in ZephyrThreads.OWN.items()}
-        edge = sum(self.self_counts.get(f, 0) for f in ZephyrThreads.EDGE)
+        own = {task: sum(self.self_counts.get(f, 0) for f in fs) for task, fs in ZEPHYR_OWN.items()}
+        edge = sum(self.self_counts.get(f, 0) for f in ZEPHYR_EDGE)
         total = sum(own.values()) + edge
         tagged = sum(v for (task, _), v in pairs.items() if task != NO_TASK)
         for task in own:

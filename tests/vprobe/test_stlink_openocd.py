@@ -4,7 +4,7 @@
 part of the real STM32F4 boards) debugs it over SWD, once through the probe's DAP commands
 (dapdirect_swd) and once through its high-level commands (hla_swd).
 
-Every check of the JTAG rig (test_vprobe_openocd.py) runs again on each transport: examine,
+Every check of the JTAG rig (tests/pylib/vprobe_suite.py) runs again on each transport: examine,
 halt, reg, step, resume, mdw/read_memory against the ELF image, a hardware breakpoint,
 `reset halt` at the reset vector, `profile` with mcuprof's report of its gmon.out,
 gdb-multiarch through OpenOCD's GDB port, mcuprof's Tcl client, and `shutdown` leaving the
@@ -14,12 +14,12 @@ Ports are chosen at run time; every process started here is stopped on every pat
 """
 from __future__ import annotations
 
-import re
+import shutil
 import subprocess
-import time
 import unittest
 
-import test_vprobe_openocd as jtag  # noqa: E402  (as a module: its classes are not collected here)
+import vprobe_suite  # as a module: its classes are not collected here
+from openocd_rig import CLI, OPENOCD, REPO
 
 
 class StlinkRig:
@@ -35,7 +35,7 @@ class StlinkRig:
         self.assertNotIn("Error", log)
 
 
-class StlinkDapDirect(StlinkRig, jtag.VprobeWithOpenOCD):
+class StlinkDapDirect(StlinkRig, vprobe_suite.VprobeWithOpenOCD):
     """dapdirect_swd: OpenOCD's own ADIv5 code over the probe's DAP register and memory commands."""
     stlink_transport = "dapdirect_swd"
 
@@ -44,7 +44,7 @@ class StlinkDapDirect(StlinkRig, jtag.VprobeWithOpenOCD):
         self.assertIn("SWD DPIDR 0x2ba01477", (self.work / "openocd.log").read_text())
 
 
-class StlinkHla(StlinkRig, jtag.VprobeWithOpenOCD):
+class StlinkHla(StlinkRig, vprobe_suite.VprobeWithOpenOCD):
     """hla_swd: run control, registers and memory through the probe's high-level commands."""
     stlink_transport = "hla_swd"
 
@@ -61,14 +61,14 @@ class StlinkConfigs(unittest.TestCase):
     names, without a probe (`shutdown` before `init`)."""
 
     def test_both_files_both_transports(self):
-        if jtag.shutil.which(jtag.OPENOCD) is None:
+        if shutil.which(OPENOCD) is None:
             self.skipTest("no openocd")
         probe = 'echo "CHECK [adapter name] [transport select] [target names]"; shutdown'
         for name in ("qemu-stlink.cfg", "stm32f4-stlink.cfg"):
             for transport, adapter in (("hla_swd", "hla"), ("dapdirect_swd", "st-link"), (None, "hla")):
                 with self.subTest(config=name, transport=transport):
                     preset = ["-c", f"set STLINK_TRANSPORT {transport}"] if transport else []
-                    r = subprocess.run([jtag.OPENOCD, *preset, "-f", str(jtag.REPO / "configs" / "openocd" / name),
+                    r = subprocess.run([OPENOCD, *preset, "-f", str(REPO / "configs" / "openocd" / name),
                                         "-c", probe], capture_output=True, text=True, timeout=30)
                     self.assertEqual(r.returncode, 0, r.stderr)
                     check = next(line for line in r.stderr.splitlines() if line.startswith("CHECK"))
@@ -77,11 +77,11 @@ class StlinkConfigs(unittest.TestCase):
 
 class StlinkCommandLine(unittest.TestCase):
     def run_vprobe(self, *args):
-        return subprocess.run([str(jtag.CLI), "vprobe", *args], capture_output=True, text=True, timeout=30)
+        return subprocess.run([str(CLI), "vprobe", *args], capture_output=True, text=True, timeout=30)
 
     def test_one_front_end_and_a_bounded_latency(self):
-        if not jtag.CLI.is_file():
-            self.skipTest(f"{jtag.CLI} is missing")
+        if not CLI.is_file():
+            self.skipTest(f"{CLI} is missing")
         for args, message in (
                 (("--gdb", "127.0.0.1:1", "--port", "0", "--stlink-port", "0"), "one of --port N"),
                 (("--gdb", "127.0.0.1:1"), "one of --port N"),

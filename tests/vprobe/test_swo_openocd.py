@@ -15,19 +15,19 @@ import re
 import subprocess
 import unittest
 
-import test_vprobe_openocd as rig  # noqa: E402  (as a module: its test class is not run again here)
-from test_vprobe_openocd import CLI, ELF, stop_rig  # noqa: E402
-import qemu_runner  # noqa: E402  (put on the path by test_vprobe_openocd)
+import qemu_runner
+import vprobe_suite  # as a module: its test class is not run again here
+from openocd_rig import CLI, ELF, stop_rig
 
 DEMCR, ITM_TCR, DWT_CTRL = 0xE000EDFC, 0xE0000E80, 0xE0001000
 
 
 class SwoSetupThroughOpenOCD(unittest.TestCase):
-    # The same rig as test_vprobe_openocd: QEMU, the vprobe, OpenOCD with its Tcl port
+    # The same rig as vprobe_suite's checks: QEMU, the vprobe, OpenOCD with its Tcl port
     # (attributes tcl, tcl_port), started and stopped by its class methods.
-    setUpClass = rig.VprobeWithOpenOCD.__dict__["setUpClass"]
-    _start = rig.VprobeWithOpenOCD.__dict__["_start"]
-    _stop = rig.VprobeWithOpenOCD.__dict__["_stop"]
+    setUpClass = vprobe_suite.VprobeWithOpenOCD.__dict__["setUpClass"]
+    _start = vprobe_suite.VprobeWithOpenOCD.__dict__["_start"]
+    _stop = vprobe_suite.VprobeWithOpenOCD.__dict__["_stop"]
 
     @classmethod
     def tearDownClass(cls):

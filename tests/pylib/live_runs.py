@@ -1,0 +1,114 @@
+"""Live recordings of the reference firmware under QEMU that the live tests share: mcuprof
+run and its JSON report read, a run recorded with the truth plugin and replayed under
+`mcuprof record --pace icount`, a never-ending image stopped so that the truth is written,
+and shares checked within z standard errors, sqrt(p(1-p)/N), of the truth's."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import fwtest
+import qemu_runner
+
+Z = 4.0
+
+
+def mcuprof(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(fwtest.CLI), *args], capture_output=True, text=True, timeout=600)
+
+
+def report_json(path: Path, elf: Path, *extra: str) -> dict:
+    r = mcuprof("report", str(path), "--elf", str(elf), "--format", "json", *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def counts_of(doc: dict) -> dict[str, float]:
+    return {row["name"]: row["samples"] for row in doc["functions"]}
+
+
+def truth_by_function(run_name: str, counts: dict[int, int]) -> dict[str, float]:
+    return dict(fwtest.by_function(counts, fwtest.symbols(run_name)))
+
+
+def within(observed: dict[str, float], truth: dict[str, float], names, n: float, z: float = Z):
+    """(name, observed share, true share, bound) for every name outside z standard errors."""
+    total_truth = sum(truth.get(k, 0) for k in names)
+    bad = []
+    for k in names:
+        p = truth.get(k, 0) / total_truth
+        q = observed.get(k, 0) / n
+        se = math.sqrt(p * (1 - p) / n)
+        if abs(q - p) > z * se:
+            bad.append((k, round(100 * q, 3), round(100 * p, 3), round(100 * z * se, 3)))
+    return bad
+
+
+def recorded_run(test: unittest.TestCase, elf: Path, work: Path, uart: bool,
+                 truth_args: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Runs the image to its end under QEMU's record mode with the truth plugin (and its
+    `truth_args`); returns the record/replay log and the truth's counts file. A replay must have
+    the devices the recording had: with `uart`, both write the UART to a file (the replay's gets
+    the same text)."""
+    rr, truth = work / "rr.bin", work / "truth.txt"
+    with qemu_runner.QemuRun(elf, record=rr, truth=truth, truth_args=truth_args,
+                             uart=work / "recorded-uart.txt" if uart else None, timeout=300) as q:
+        test.assertEqual(q.wait(), 0)
+    return rr, truth
+
+
+def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, seed: str, *extra: str,
+                       uart: Path | None = None, truth_args: tuple[str, ...] = ()):
+    """Runs the image once, recording it (QEMU record/replay) with the truth plugin, then
+    replays it under `mcuprof record --pace icount` with about `samples_wanted` samples over
+    the whole run (the replay writes the firmware's UART to `uart` when given: the same
+    output as the recorded run). Returns the JSON report and the truth's per-address counts.
+    The run's length is counted in instructions, so the sample count does not depend on how
+    fast QEMU runs."""
+    elf = fwtest.elf_path(name)
+    work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+    rr, truth = recorded_run(test, elf, work, uart=uart is not None, truth_args=truth_args)
+    counts = fwtest.read_counts(truth)
+    total = sum(counts.values())
+    rec = work / "rec.bin"
+    with qemu_runner.QemuRun(elf, replay=rr, gdb=True, halted=True, uart=uart, timeout=600) as q:
+        r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}",
+                    "--pace", "icount", "--interval", str(total // samples_wanted),
+                    "--samples", str(10 * samples_wanted), "--seed", seed,
+                    "--elf", str(elf), "-o", str(rec), "--format", "json", *extra)
+        test.assertEqual(r.returncode, 0, r.stderr)
+        q.wait()
+    test.assertIn("the target exited", r.stderr)   # the samples cover the whole run
+    return json.loads(r.stdout), counts
+
+
+def stopped_with_truth(test: unittest.TestCase, q: qemu_runner.QemuRun, truth: Path) -> dict[int, int]:
+    """Stops a never-ending image's QEMU politely, so that the truth plugin writes the counts
+    of the run so far, and reads them."""
+    q.stop(grace=60)
+    test.assertTrue(truth.is_file(), f"QEMU wrote no truth file at SIGTERM: {q.stderr_text()[-400:]}")
+    return fwtest.read_counts(truth)
+
+
+def still_running(q: qemu_runner.QemuRun) -> bool:
+    """QEMU's own word (QMP query-status) that the guest runs: not halted by a debugger."""
+    return q.qmp("query-status")["running"]
+
+
+def three_loops_within_4_se(test: unittest.TestCase, result: subprocess.CompletedProcess, name: str,
+                            counts: dict[int, int]) -> None:
+    """A wall-clock recording of 5000 samples of the three-loop image, printed as JSON: ended by
+    its count, and each loop's share within 4 standard errors of the truth's census."""
+    test.assertEqual(result.returncode, 0, result.stderr)
+    doc = json.loads(result.stdout)
+    test.assertEqual(doc["samples"], 5000)
+    test.assertEqual(doc["sampler"]["end"], "sample count reached")
+    loops = ["hot_a", "hot_b", "hot_c"]
+    observed = counts_of(doc)
+    n = sum(observed.get(k, 0) for k in loops)
+    test.assertGreater(n, 4000)
+    test.assertEqual(within(observed, truth_by_function(name, counts), loops, n), [])

@@ -1,0 +1,327 @@
+"""mcuprof record --openocd through the OpenOCD rig (openocd_rig), checked against the truth
+plugin: the test classes each probe's test module runs on its own rig (test_record_openocd:
+JTAG; test_record_stlink: an ST-Link over SWD), and the helpers they share (the truth read per
+function, the 4-standard-error checks, the command line, waiting for samples). The bounds are
+explained in test_record_openocd's docstring."""
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import re
+import unittest
+from pathlib import Path
+
+from openocd_rig import (CLI, ELF, OPENOCD, elf_functions, guest_running, require, shut_down_openocd, start_rig,
+                         stop_rig)
+
+Z = 4.0
+SAMPLES = {"halt": 200, "pcsr": 1000}
+# Halt mode's mean interval. The binomial bound needs samples that are independent draws
+# from the whole workload: between two samples the guest must run many rounds of it (about
+# 15 000 instructions each), whatever the machine's speed. At the default 1 ms a loaded
+# machine let the single-stepped guest run only a few thousand instructions between halts, and
+# 200 samples covered a few dozen rounds (copy_scale 49 % against 27 % true). 20 ms gives
+# tens of rounds per sample even at a tenth of this machine's idle speed.
+HALT_INTERVAL = ("--interval", "20ms")
+PCSR_BATCH = 16
+
+
+def by_function(counts: dict[int, int], functions: dict[str, tuple[int, int]]) -> dict[str, int]:
+    ranges = sorted((start, end, name) for name, (start, end) in functions.items())
+    out: dict[str, int] = {}
+    for pc, n in counts.items():
+        for start, end, name in ranges:
+            if start <= pc < end:
+                out[name] = out.get(name, 0) + n
+                break
+    return out
+
+
+def read_truth(path: Path) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith("0x"):
+            counts[int(parts[0], 16)] = counts.get(int(parts[0], 16), 0) + int(parts[1])
+    return counts
+
+
+def hottest(shares: dict[str, float], n: int) -> list[str]:
+    return [k for k, _ in sorted(shares.items(), key=lambda kv: -kv[1])[:n]]
+
+
+def shares(counts: dict[str, int]) -> dict[str, float]:
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()}
+
+
+def beyond_z_se(observed: dict[str, float], truth: dict[str, float], names, n: int) -> list[tuple]:
+    """The functions among `names` whose observed share is more than Z standard errors of a
+    sample of n from the truth's share away from it."""
+    bad = []
+    for name in names:
+        p = truth[name]
+        se = math.sqrt(p * (1 - p) / n)
+        if abs(observed.get(name, 0) - p) > Z * se:
+            bad.append((name, observed.get(name, 0), p, Z * se))
+    return bad
+
+
+def halt_profile_checks(test: unittest.TestCase, observed: dict[str, float], truth_counts: dict[str, int],
+                        samples: int) -> None:
+    """A halting profile of `samples` samples against the truth (-singlestep: close to uniform
+    over instructions). The three hot functions (27-38 % each in the truth, the rest under
+    2 %) are the truth's three, in any order: 200 samples do not separate shares 6 points
+    apart reliably; every function of 5 % or more is within Z standard errors."""
+    truth = shares(truth_counts)
+    print(f"\nobserved {json.dumps({k: round(v, 3) for k, v in observed.items()})}\n"
+          f"truth {json.dumps({k: round(v, 3) for k, v in truth.items() if v > 0.005})}", file=sys.stderr)
+    test.assertEqual(set(hottest(observed, 3)), set(hottest(truth, 3)))
+    test.assertEqual(beyond_z_se(observed, truth, [k for k, p in truth.items() if p >= 0.05], samples), [])
+
+
+def observed_shares(test: unittest.TestCase, report: dict, samples: int, truth_counts: dict[str, int]):
+    """The shares of a JSON report of `samples` samples, each PC inside a function of the ELF."""
+    test.assertEqual(report["samples"], samples)
+    rows = {row["name"]: row["samples"] for row in report["functions"]}
+    test.assertEqual(sum(rows.values()), samples, rows)   # nothing left unattributed
+    test.assertTrue(all(name in truth_counts for name, n in rows.items() if n), (rows, truth_counts))
+    return {k: v / samples for k, v in rows.items() if v}
+
+
+def record(tcl_port: int, mode: str, *options: str, rec: Path) -> list[str]:
+    """The command line of a recording through OpenOCD of ELF into `rec`, JSON profile."""
+    return [str(CLI), "record", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", mode, *options, "--elf", str(ELF),
+            "-o", str(rec), "--format", "json"]
+
+
+class RecordThroughOpenOCD(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require((OPENOCD, "arm-none-eabi-nm"), (CLI, ELF))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-openocd-"))
+        try:
+            cls._run()
+        finally:
+            cls._stop()
+
+    @classmethod
+    def _run(cls):
+        truth = cls.work / "truth.txt"
+        start_rig(cls, ELF, truth=truth, singlestep=True)
+        tcl_port = cls.tcl_port
+
+        cls.results = {}
+        for mode, options in (("halt", HALT_INTERVAL), ("pcsr", ("--batch", str(PCSR_BATCH)))):
+            rec = cls.work / f"{mode}.rec"
+            r = subprocess.run(record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options, rec=rec),
+                               capture_output=True, text=True, timeout=600)
+            state = cls.tcl.run("[target current] curstate").strip()
+            cls.results[mode] = (r, rec, state)
+            print(f"\nrecord --openocd --mode {mode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}",
+                  file=sys.stderr)
+
+        # mcuprof top through the same OpenOCD (the record command's sources): plain tables.
+        cls.top = subprocess.run([str(CLI), "top", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "pcsr",
+                                  "--samples", "1000", "--refresh", "200ms", "--rows", "0", "--elf", str(ELF)],
+                                 capture_output=True, text=True, timeout=600)
+        cls.top_state = cls.tcl.run("[target current] curstate").strip()
+
+        # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
+        rec = cls.work / "sigint.rec"
+        p = subprocess.Popen(record(tcl_port, "halt", "--samples", "10000000", rec=rec),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_samples(p, rec, 5)
+        p.send_signal(signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        cls.sigint = (p.returncode, out, err, cls.tcl.run("[target current] curstate").strip(), report_json(rec))
+
+        # OpenOCD and the vprobe leave; QEMU then says whether its guest runs.
+        shut_down_openocd(cls)
+        cls.guest_running = guest_running(cls.qemu.gdb_port)
+        cls.qemu.stop()
+        cls.truth = by_function(read_truth(truth), elf_functions(ELF))
+
+    @classmethod
+    def _stop(cls):
+        stop_rig(cls)
+
+    def profile(self, mode: str) -> dict[str, float]:
+        r, rec, state = self.results[mode]
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(state, "running", f"OpenOCD sees the target {state} after --mode {mode}")
+        return observed_shares(self, json.loads(r.stdout), SAMPLES[mode], self.truth)
+
+    def test_top_through_openocd(self):
+        self.assertEqual(self.top.returncode, 0, self.top.stderr)
+        self.assertEqual(self.top_state, "running")
+        last = [l for l in self.top.stdout.splitlines() if l.startswith("top ")][-1]
+        self.assertIn("(end: sample count reached): 1000 samples", last)
+        rows = {}
+        for line in self.top.stdout.split(last)[1].strip().splitlines()[1:]:
+            pct, _, _, name = line.split(None, 3)
+            rows[name] = float(pct) / 100
+        total = sum(self.truth.values())
+        self.assertEqual(set(hottest(rows, 3)), set(hottest({k: v / total for k, v in self.truth.items()}, 3)))
+
+    def test_guest_still_running(self):
+        self.assertTrue(self.guest_running, "the guest is not running after the recordings")
+
+    def test_sigint_ends_the_recording_and_leaves_the_target_running(self):
+        code, out, err, state, doc = self.sigint
+        self.assertEqual(code, 0, err)
+        self.assertIn("interrupted by a signal", err)
+        self.assertGreater(json.loads(out)["samples"], 0)
+        self.assertEqual(state, "running")
+        # No sample lost: the file holds every sample the summary line announced.
+        said = int(re.search(r"mcuprof record: (\d+) samples in ", err).group(1))
+        self.assertEqual(doc["samples"], said)
+        self.assertEqual(json.loads(out)["samples"], said)
+
+    def test_halt_mode_within_4_se_of_the_truth(self):
+        halt_profile_checks(self, self.profile("halt"), self.truth, SAMPLES["halt"])
+
+    def test_pcsr_mode_hot_functions(self):
+        observed = self.profile("pcsr")
+        truth = shares(self.truth)
+        print(f"\npcsr: observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}", file=sys.stderr)
+        # Bounds that hold although the reads of a batch are correlated: each batch counted as
+        # one independent sample (the batches are separated by random waits), i.e. the 1000
+        # samples weigh as 63 (1000 / 16 reads per batch); a batch of identical reads is the
+        # worst case, and then the batches are the samples.
+        batches = math.ceil(SAMPLES["pcsr"] / PCSR_BATCH)
+        # The three hot functions are the truth's three, and hold what the truth gives them
+        # together (97 %), within Z standard errors (the fixed 90 % this replaces was 3.4 of
+        # them below, and failed once).
+        self.assertEqual(set(hottest(observed, 3)), set(hottest(truth, 3)))
+        hot = sum(truth[k] for k in hottest(truth, 3))
+        self.assertGreater(sum(observed[k] for k in hottest(truth, 3)), hot - Z * math.sqrt(hot * (1 - hot) / batches))
+        self.assertEqual(beyond_z_se(observed, truth, hottest(truth, 3), batches), [])
+
+    def test_pcsr_summary_tells_batches_not_halts(self):
+        # pcsr mode never halts: its figures are the batches' round trips and the reads that
+        # found the core halted, not a halt latency.
+        r, rec, _ = self.results["pcsr"]
+        summary = r.stderr.strip().splitlines()[-1]
+        self.assertIn(f"DWT_PCSR read {PCSR_BATCH} times per round trip", summary)
+        self.assertNotIn("halt latency", summary)
+        sampler = json.loads(r.stdout)["sampler"]
+        self.assertNotIn("halt_latency_us", sampler)
+        pcsr = sampler["pcsr"]
+        self.assertEqual(pcsr["batch"], PCSR_BATCH)
+        self.assertEqual(pcsr["halted_reads"], 0)   # nobody halted the core
+        self.assertEqual(pcsr["reads"] - pcsr["halted_reads"], SAMPLES["pcsr"])
+        self.assertEqual(pcsr["batches"], math.ceil(SAMPLES["pcsr"] / PCSR_BATCH))
+
+def report_json(rec: Path) -> dict:
+    r = subprocess.run([str(CLI), "report", str(rec), "--elf", str(ELF), "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError(f"mcuprof report {rec} failed ({r.returncode}): {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def samples_in(rec: Path) -> int:
+    """The samples of a recording being written (0 until it holds one)."""
+    r = subprocess.run([str(CLI), "report", str(rec), "--elf", str(ELF), "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    return json.loads(r.stdout)["samples"] if r.returncode == 0 else 0
+
+
+def wait_for_samples(p: subprocess.Popen, rec: Path, count: int, limit: float = 180.0) -> None:
+    """Until a recording that runs until stopped holds `count` samples. `limit` is far above
+    what a few dozen halt round trips through OpenOCD and the vprobe take on a slow, loaded
+    machine (about 25 ms each here)."""
+    deadline = time.monotonic() + limit
+    while samples_in(rec) < count:
+        if p.poll() is not None:
+            raise AssertionError(f"record ended before {count} samples: {p.stderr.read()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {count} samples in {rec} within {limit:.0f} s")
+        time.sleep(0.2)
+
+
+class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
+    """The vprobe models a core without DWT_PCSR (`--no-pcsr`: it reads 0, as on a
+    Cortex-M0/M0+): `record --mode pcsr` notices, says so, falls back to halting and still
+    gets the truth's profile. Then OpenOCD is killed (SIGKILL) in the middle of a recording:
+    mcuprof ends with one line and exit code 3, the samples file reads back with every sample
+    it said it wrote, and the guest runs on (the vprobe, left by OpenOCD, detaches)."""
+
+    @classmethod
+    def setUpClass(cls):
+        require((OPENOCD,), (CLI, ELF))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-openocd-"))
+        try:
+            cls._run()
+        finally:
+            stop_rig(cls)
+
+    @classmethod
+    def _run(cls):
+        truth = cls.work / "truth.txt"
+        start_rig(cls, ELF, truth=truth, singlestep=True, vprobe_options=("--no-pcsr",))
+        rec = cls.work / "fallback.rec"
+        cls.fallback = (subprocess.run(record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]), *HALT_INTERVAL,
+                                              rec=rec),
+                                       capture_output=True, text=True, timeout=600), rec)
+
+        # OpenOCD killed while a halt-mode recording runs: wait until the file holds samples.
+        rec = cls.work / "killed.rec"
+        p = subprocess.Popen(record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_samples(p, rec, 20)
+            cls.openocd.kill()   # SIGKILL
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        cls.killed = (p.returncode, out, err, report_json(rec))   # the rig's folder goes at the end
+        print(f"\nOpenOCD killed during a recording: exit {p.returncode}\n{err}", file=sys.stderr)
+        cls.tcl.close()
+        cls.tcl = None
+        cls.openocd.wait(timeout=10)
+        cls.vprobe_code = cls.vprobe.wait(timeout=10)
+        cls.vprobe_reader.join(timeout=5)
+        cls.guest_running = guest_running(cls.qemu.gdb_port)
+        cls.qemu.stop()
+        cls.truth = by_function(read_truth(truth), elf_functions(ELF))
+
+    def test_pcsr_absent_falls_back_to_halting_with_a_notice(self):
+        r, rec = self.fallback
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("DWT_PCSR reads 0", r.stderr)
+        self.assertIn("sampling in halt mode instead", r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertIn("halt_latency_us", doc["sampler"])   # it halted
+        self.assertNotIn("pcsr", doc["sampler"])
+        halt_profile_checks(self, observed_shares(self, doc, SAMPLES["halt"], self.truth), self.truth,
+                            SAMPLES["halt"])
+
+    def test_openocd_killed_leaves_a_readable_file_and_one_line(self):
+        code, out, err, doc = self.killed
+        self.assertEqual(code, 3, err)
+        last = err.strip().splitlines()[-1]
+        self.assertRegex(last, r"^mcuprof record: stopped early, the link was lost: .*; the \d+ samples recorded "
+                               r"are in ")
+        said = int(re.search(r"the (\d+) samples recorded", last).group(1))
+        self.assertGreater(said, 0)
+        self.assertEqual(doc["samples"], said)   # no sample lost between mcuprof and its file
+        self.assertEqual(json.loads(out)["samples"], said)
+        self.assertTrue(doc["sampler"]["link_lost"])
+
+    def test_the_guest_runs_after_openocd_was_killed(self):
+        self.assertEqual(self.vprobe_code, 0, "".join(self.vprobe_log))
+        self.assertIn("OpenOCD disconnected", "".join(self.vprobe_log))
+        self.assertTrue(self.guest_running, "the guest is not running after OpenOCD was killed")

@@ -1,0 +1,249 @@
+"""The OpenOCD rig the vprobe tests share: QEMU running a reference image, `mcuprof vprobe`
+in front of its gdbstub (remote_bitbang or ST-Link), the real OpenOCD on the probe, and a
+client for OpenOCD's Tcl RPC port; the ELF read with binutils; processes started and stopped.
+
+Environment (set by the CMakeLists.txt of the tests that use it, under ctest):
+  MCUPROF_CLI, MCUPROF_FW_DIR   the mcuprof executable and the reference ELFs
+  MCUPROF_OPENOCD               the openocd executable (default: openocd on PATH)
+  MCUPROF_UNIT_TESTS            the unit-test executable
+  MCUPROF_UNDER_CTEST           set: a missing tool or file fails instead of skipping
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import threading
+import time
+import unittest
+from pathlib import Path
+
+import qemu_runner
+from elf_symbols import nm_symbols
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = Path(os.environ.get("MCUPROF_CLI", REPO / "build" / "mcuprof"))
+FW_DIR = Path(os.environ.get("MCUPROF_FW_DIR", REPO / "build" / "firmware-ref"))
+OPENOCD = os.environ.get("MCUPROF_OPENOCD", "openocd")
+UNIT_TESTS = Path(os.environ.get("MCUPROF_UNIT_TESTS", REPO / "build" / "tests" / "mcuprof_tests"))
+CONFIG = REPO / "configs" / "openocd" / "qemu-vprobe.cfg"
+STLINK_CONFIG = REPO / "configs" / "openocd" / "qemu-stlink.cfg"
+# The image the rigs debug unless a test names another: it never ends.
+ELF = FW_DIR / "mixed_forever_m4.elf"
+STRICT = bool(os.environ.get("MCUPROF_UNDER_CTEST"))
+
+
+# ---------------------------------------------------------------- the ELF, read with binutils
+
+def elf_functions(elf: Path) -> dict[str, tuple[int, int]]:
+    """name -> (start, end) of every function symbol with a size (Thumb bit cleared)."""
+    return {s.name: (s.start, s.start + s.size) for s in nm_symbols(elf, "Tt") if s.size > 0}
+
+
+def elf_symbol(elf: Path, name: str) -> int:
+    for s in nm_symbols(elf):
+        if s.name == name:
+            return s.address
+    raise AssertionError(f"{name} not in {elf}")
+
+
+def elf_flash_image(elf: Path, work: Path) -> bytes:
+    """The bytes loaded at 0x08000000 (the first LOAD segment), by objcopy."""
+    headers = subprocess.run(["arm-none-eabi-readelf", "-lW", str(elf)], capture_output=True, text=True,
+                             check=True).stdout
+    first_load = next(line.split() for line in headers.splitlines() if line.strip().startswith("LOAD"))
+    assert int(first_load[2], 16) == 0x08000000, first_load
+    image = work / "flash.bin"
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".vectors", "-j", ".text", "-j", ".rodata",
+                    str(elf), str(image)], check=True)
+    return image.read_bytes()
+
+
+def read_gmon(path: Path) -> tuple[int, int, list[int]]:
+    """(low_pc, high_pc, buckets) of OpenOCD's gmon.out (src/target/target.c, write_gmon):
+    'gmon', version, 3 padding words, tag 0, low_pc, high_pc, bucket count, rate, the
+    dimension "seconds" in 15 bytes and "s", then one 16-bit count per bucket."""
+    data = path.read_bytes()
+    assert data[:4] == b"gmon", data[:16]
+    low, high, count, _rate = struct.unpack_from("<IIII", data, 21)
+    buckets = list(struct.unpack_from(f"<{count}H", data, 53))
+    return low, high, buckets
+
+
+# ---------------------------------------------------------------- OpenOCD's Tcl RPC port
+
+class TclRpc:
+    """OpenOCD's Tcl server (doc: "Tcl RPC server"): a command, then 0x1a; the result, then
+    0x1a. Each command runs inside `catch` and `capture`, so errors come back as text and
+    printed output is part of the result."""
+
+    # A bound for a hang. `profile 1` queues 1024-read batches whose every JTAG bit crosses the
+    # vprobe's socket: one batch took over 30 s with both cores loaded four times over.
+    def __init__(self, port: int, timeout: float = 600.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buffer = b""
+
+    def raw(self, script: str) -> str:
+        self.sock.sendall(script.encode() + b"\x1a")
+        while b"\x1a" not in self.buffer:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("OpenOCD closed its Tcl port")
+            self.buffer += chunk
+        reply, self.buffer = self.buffer.split(b"\x1a", 1)
+        return reply.decode(errors="replace")
+
+    def run(self, command: str) -> str:
+        """The command's printed output and result; AssertionError when it failed."""
+        reply = self.raw("format \"%d\\x1e%s\" [catch {capture {" + command + "}} _mcuprof_r] $_mcuprof_r")
+        code, _, text = reply.partition("\x1e")
+        if code != "0":
+            raise AssertionError(f"openocd: {command!r} failed: {text.strip()}")
+        return text
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def require(tools, paths) -> None:
+    """Skips the test class when a tool or a built file is missing; under ctest that is a
+    failure instead (the suite must not pass by skipping)."""
+    missing = [f"{t} is not installed" for t in tools if shutil.which(t) is None]
+    missing += [f"{p} is missing (make build)" for p in paths if not Path(p).is_file()]
+    if missing:
+        if STRICT:
+            raise AssertionError(missing[0])
+        raise unittest.SkipTest(missing[0])
+
+
+def wait_port(port: int, process: subprocess.Popen, what: str, timeout: float = 120.0) -> None:
+    """Until `process` listens on `port`. OpenOCD's init through the vprobe takes about a
+    second here; `timeout` is a bound for a slow, loaded machine, not an expectation."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what} exited early ({process.returncode})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"{what} did not listen on port {port}")
+
+
+def stop_process(process: subprocess.Popen | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
+              vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False) -> None:
+    """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
+    truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
+    OpenOCD on the vprobe, on ports chosen now. Sets on `rig` (whose `work` folder exists):
+    qemu, vprobe, vprobe_log (its stderr lines, read as they come so the pipe never fills),
+    vprobe_reader, bitbang_port (the probe's port, either protocol), openocd, openocd_log,
+    tcl_port, gdb_port (OpenOCD's, None unless `openocd_gdb`), tcl. What started is stopped by
+    stop_rig(rig), also on failure.
+
+    The probe is remote_bitbang (JTAG, qemu-vprobe.cfg), or, when `rig.stlink_transport` is
+    "dapdirect_swd" or "hla_swd", an ST-Link over SWD (vprobe --stlink-port, qemu-stlink.cfg);
+    `rig.probe_link`, when set, is called with the probe's port and returns the port OpenOCD
+    connects to (a proxy in between)."""
+    rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
+    rig.vprobe_log = []
+    stlink = getattr(rig, "stlink_transport", None)
+    rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=singlestep, truth=truth, uart=None,
+                                   timeout=600).start()
+    rig.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
+                                   "--stlink-port" if stlink else "--port", "0", *vprobe_options],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True)
+    first = rig.vprobe.stderr.readline()
+    rig.vprobe_log.append(first)
+    match = re.search(r"(?:remote_bitbang|st-link) on 127\.0\.0\.1:(\d+)", first)
+    if not match:
+        raise AssertionError(f"vprobe did not start: {first!r} {rig.vprobe.stderr.read()}")
+    rig.bitbang_port = int(match.group(1))
+    rig.vprobe_reader = threading.Thread(target=lambda: rig.vprobe_log.extend(rig.vprobe.stderr), daemon=True)
+    rig.vprobe_reader.start()
+    link = getattr(rig, "probe_link", None)
+    probe_port = link(rig.bitbang_port) if link else rig.bitbang_port
+
+    rig.tcl_port = qemu_runner.free_port()
+    rig.gdb_port = qemu_runner.free_port() if openocd_gdb else None
+    rig.openocd_log = open(rig.work / "openocd.log", "w")
+    if stlink:
+        backend = "st-link backend" if stlink == "dapdirect_swd" else "hla_stlink_backend"
+        probe = ["-c", f"set STLINK_TRANSPORT {stlink}", "-f", str(STLINK_CONFIG),
+                 "-c", f"{backend} tcp {probe_port}"]
+    else:
+        probe = ["-f", str(CONFIG), "-c", f"remote_bitbang port {probe_port}"]
+    rig.openocd = subprocess.Popen(
+        [OPENOCD, *probe,
+         "-c", f"gdb_port {rig.gdb_port}" if openocd_gdb else "gdb_port disabled", "-c", "telnet_port disabled",
+         "-c", f"tcl_port {rig.tcl_port}", "-c", "init"],
+        stdin=subprocess.DEVNULL, stdout=rig.openocd_log, stderr=subprocess.STDOUT, cwd=rig.work)
+    wait_port(rig.tcl_port, rig.openocd, "openocd")
+    rig.tcl = TclRpc(rig.tcl_port)
+
+
+def shut_down_openocd(rig) -> None:
+    """Asks OpenOCD to shut down and waits for it and for the vprobe, which then detaches and
+    leaves QEMU running (to be asked whether its guest runs, or stopped for the truth)."""
+    rig.tcl.raw("shutdown")
+    rig.tcl.close()
+    rig.tcl = None
+    rig.openocd.wait(timeout=10)
+    rig.vprobe.wait(timeout=10)
+
+
+def stop_rig(rig) -> None:
+    """Stops what a test class started (attributes tcl, openocd, vprobe, qemu, openocd_log,
+    work, each possibly None): OpenOCD asked to shut down, then waited for or killed, the
+    vprobe likewise, QEMU closed, the work folder removed."""
+    if getattr(rig, "tcl", None) is not None:
+        try:
+            rig.tcl.raw("shutdown")
+        except OSError:
+            pass
+        rig.tcl.close()
+    for process in (getattr(rig, "openocd", None), getattr(rig, "vprobe", None)):
+        if process is not None:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                stop_process(process)
+    if getattr(rig, "vprobe", None) is not None:
+        rig.vprobe.stderr.close()
+    if getattr(rig, "qemu", None) is not None:
+        rig.qemu.close()
+    if getattr(rig, "openocd_log", None):
+        rig.openocd_log.close()
+    shutil.rmtree(rig.work, ignore_errors=True)
+
+
+def guest_running(gdb_port: int) -> bool:
+    """QEMU tells a new client that a running guest stopped, unasked (docs/live.md); a guest
+    that was stopped already gets no such packet."""
+    with socket.create_connection(("127.0.0.1", gdb_port), timeout=5) as s:
+        s.settimeout(2)
+        got = b""
+        try:
+            while b"#" not in got:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+        except socket.timeout:
+            return False
+        return b"$T02" in got
