@@ -43,8 +43,10 @@ enum class UnwindStop : uint8_t {
 constexpr uint32_t unwind_stop_count = 8;
 std::string_view describe(UnwindStop stop);
 
-// The callers of one sampled PC, as an unwinder found them: return addresses (Thumb bit
-// clear), innermost caller first. `truncated`: the unwinder stopped before the outermost
+// The callers of one sampled PC, as an unwinder found them, innermost caller first (Thumb
+// bit clear): for a call, its return address minus 2, an address inside the call
+// instruction, so that lines and inlined frames are those of the call; across an exception
+// frame, the interrupted instruction itself. `truncated`: the unwinder stopped before the outermost
 // frame (depth limit, a corrupted stack, memory it could not read, an unknown frame), for
 // the reason `stop` gives.
 struct CallStack {
