@@ -18,6 +18,7 @@ Real QEMU, the real `mcuprof vprobe`, the real OpenOCD (JTAG front end), on fpu_
     It prints the cost: a halt's round trip through OpenOCD (its debug entry reads every
     register, so it includes one stub run), and one stub run alone (the forced read of MSP
     against the same sequence for SP, which needs none).
+  StackPointersAtHaltsOverStlink  the same through the ST-Link front end (OpenOCD's hla_swd).
   HandlerChainsThroughGdbPort  `mcuprof record --gdb` through OpenOCD's GDB port with --stacks
       (msp and psp from OpenOCD's target description): the completeness goal of
       tests/live/test_stacks.py's FpuTasks (>= 99 % of Thread-mode stacks complete to their
@@ -47,7 +48,12 @@ from test_vprobe_openocd import CLI, FW_DIR, OPENOCD, require, start_rig, stop_r
 
 ELF = FW_DIR / "fpu_forever_o2_m4.elf"
 HALTS = 300
-SAMPLES = 600
+# Wall-clock halts land in PendSV's switch window, where minirtos holds EXC_RETURN in r12 and
+# the chain is marked truncated (docs/stacks.md, Limits), more often than exact pacing does:
+# 7 of 152 Handler-mode samples (4.6 %) in a run of 1500, against 2 of 413 under
+# live.stacks' FpuTasks. With about a tenth of the samples in Handler mode, 2500 samples put
+# the goal's 90 % more than 4 standard errors below the expected 95 %.
+SAMPLES = 2500
 DCRSR, DCRDR = 0xE000EDF4, 0xE000EDF8
 REGWNR = 1 << 16
 REGSEL_R0, REGSEL_SP, REGSEL_MSP, REGSEL_PSP, REGSEL_SPECIAL = 0, 13, 17, 18, 20
@@ -154,6 +160,12 @@ class StackPointersAtHalts(unittest.TestCase):
               f"{ms(plain_s):.2f} for SP)", file=sys.stderr)
 
 
+class StackPointersAtHaltsOverStlink(StackPointersAtHalts):
+    """The same through the ST-Link front end with OpenOCD's hla target, which reads registers
+    with the ST-Link's own commands (READREG by REGSEL) instead of the MEM-AP."""
+    stlink_transport = "hla_swd"
+
+
 class HandlerChainsThroughGdbPort(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -164,7 +176,7 @@ class HandlerChainsThroughGdbPort(unittest.TestCase):
             cls.record = subprocess.run(
                 [str(CLI), "record", "--gdb", f"127.0.0.1:{cls.gdb_port}", "--stacks", "--interval", "20ms",
                  "--samples", str(SAMPLES), "--elf", str(ELF), "-o", str(cls.work / "chains.rec"), "--format", "json"],
-                capture_output=True, text=True, timeout=900)
+                capture_output=True, text=True, timeout=1500)
         finally:
             stop_rig(cls)
 
