@@ -35,16 +35,6 @@ struct Fixture {
             core.memory[a] = uint8_t(a * 7);
     }
     HaltedCore halted() const { return {core.r[13], core.r[15], core.xpsr}; }
-    long count(const std::string& payload)
-    {
-        const auto got = server.received();
-        return std::count(got.begin(), got.end(), payload);
-    }
-    long count_prefix(const std::string& prefix)
-    {
-        const auto got = server.received();
-        return std::count_if(got.begin(), got.end(), [&](const std::string& p) { return p.rfind(prefix, 0) == 0; });
-    }
 };
 
 const std::vector<SpecialRegister> all_six = {SpecialRegister::msp,     SpecialRegister::psp,
@@ -67,13 +57,13 @@ TEST_CASE("special register stub: six registers in one run, a step each, everyth
     CHECK(read.values[4] == 0u);
     CHECK(read.values[5] == 2u);
     CHECK(read.steps == 6);
-    CHECK(f.count("s") == 6);
+    CHECK(f.server.count("s") == 6);
     CHECK(std::to_array(f.core.r) == r_before);
     CHECK(f.core.xpsr == 0x01000000u);
     CHECK(f.core.memory == memory_before);
     // Six MRS and two branches: 28 bytes just below SP, read before and written back after.
-    CHECK(f.count("m200007e4,1c") == 1);
-    CHECK(f.count_prefix("M200007e4,1c:") == 2);
+    CHECK(f.server.count("m200007e4,1c") == 1);
+    CHECK(f.server.count_prefix("M200007e4,1c:") == 2);
 }
 
 TEST_CASE("special register stub: unprivileged Thread mode reads MSP and PSP as unknown, CONTROL checked")

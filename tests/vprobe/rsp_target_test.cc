@@ -64,16 +64,8 @@ struct Fixture {
     RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
 
     Fixture() { client.handshake(); }
-    long count(const std::string& payload)
-    {
-        const auto got = server.received();
-        return std::count(got.begin(), got.end(), payload);
-    }
-    long count_prefix(const std::string& prefix)
-    {
-        const auto got = server.received();
-        return std::count_if(got.begin(), got.end(), [&](const std::string& p) { return p.rfind(prefix, 0) == 0; });
-    }
+    long count(const std::string& payload) { return server.count(payload); }
+    long count_prefix(const std::string& prefix) { return server.count_prefix(prefix); }
     // The fake answers in its own thread: let it see what was sent last.
     void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
 };
@@ -214,10 +206,7 @@ TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the ser
     core.xpsr = 0x01000000;
     core.control = 2;
     core.basepri = 0x20;
-    auto steps = [&] {
-        const auto got = server.received();
-        return std::count(got.begin(), got.end(), "s");
-    };
+    auto steps = [&] { return server.count("s"); };
 
     RspTarget target(client, true);
     CHECK_FALSE(target.has_register("msp"));
