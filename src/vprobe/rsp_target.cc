@@ -318,6 +318,15 @@ std::optional<transport::SpecialRegister> special_register(const std::string& na
     return std::nullopt;
 }
 
+// The registers the stub places itself by and puts back (six MRS write r0-r5).
+bool stub_can_run(const transport::TargetDescription& target)
+{
+    for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "sp", "pc", "xpsr"})
+        if (target.find(name) == nullptr)
+            return false;
+    return true;
+}
+
 } // namespace
 
 transport::HaltedCore RspTarget::halted_core()
@@ -330,7 +339,7 @@ transport::HaltedCore RspTarget::halted_core()
 std::optional<uint32_t> RspTarget::read_special_register(const std::string& name)
 {
     return unless_gone(std::optional<uint32_t>(), [&]() -> std::optional<uint32_t> {
-        if (core_ != Core::halted || has_register(name) || !special_register(name))
+        if (core_ != Core::halted || has_register(name) || !special_register(name) || !stub_can_run(rsp_.target()))
             return std::nullopt;
         if (special_.empty()) {
             // OpenOCD reads every register at each debug entry (REGSEL 17, 18 and 20): all six
@@ -352,7 +361,7 @@ bool RspTarget::write_special_register(const std::string& name, uint32_t value)
 {
     return unless_gone(false, [&]() -> bool {
         const std::optional<transport::SpecialRegister> sysm = special_register(name);
-        if (core_ != Core::halted || has_register(name) || !sysm)
+        if (core_ != Core::halted || has_register(name) || !sysm || !stub_can_run(rsp_.target()))
             return false;
         unsigned steps = 0;
         const bool written = transport::write_special_register(rsp_, halted_core(), *sysm, value, steps);
