@@ -23,6 +23,7 @@ struct TinyCortexM {
     uint32_t control = 0, primask = 0, basepri = 0, faultmask = 0;
     std::map<uint32_t, uint8_t> memory;
     bool refuse_writes = false;
+    int unreadable = -1;   // a register number whose 'p' gets an error
 
     static std::string word_hex(uint32_t v)
     {
@@ -125,6 +126,8 @@ struct TinyCortexM {
         }
         if (p[0] == 'p') {
             const unsigned n = unsigned(std::stoul(p.substr(1), nullptr, 16));
+            if (int(n) == unreadable)
+                return frame("E01");
             return frame(word_hex(n == 25 ? xpsr : r[n]));
         }
         if (p[0] == 'P') {

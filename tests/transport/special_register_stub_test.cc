@@ -6,6 +6,7 @@
 
 #include "../fakes/fake_gdb_server.h"
 #include "../fakes/tiny_cortex_m.h"
+#include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
 #include "mcuprof/transport/special_register_stub.h"
 
@@ -115,5 +116,18 @@ TEST_CASE("special register stub: a refused write or no memory below SP gives no
     CHECK(std::none_of(refused.values.begin(), refused.values.end(), [](auto v) { return v.has_value(); }));
     CHECK(f.core.memory == memory_before);
     CHECK(f.core.r[15] == 0x08000120u);
+    CHECK(f.core.r[0] == 0x1000u);
+}
+
+TEST_CASE("special register stub: a register it must put back that cannot be read: nothing runs, the rest put back, an error")
+{
+    Fixture f;
+    f.core.unreadable = 1;
+    const auto memory_before = f.core.memory;
+    CHECK_THROWS_AS(read_special_registers(f.client, f.halted(), {SpecialRegister::msp, SpecialRegister::psp}), Error);
+    CHECK(f.server.count("s") == 0);
+    CHECK(f.core.memory == memory_before);
+    CHECK(f.core.r[15] == 0x08000120u);
+    CHECK(f.core.xpsr == 0x01000000u);
     CHECK(f.core.r[0] == 0x1000u);
 }
