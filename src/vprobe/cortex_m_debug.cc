@@ -212,12 +212,13 @@ std::optional<uint32_t> CortexMDebug::read_core_register(uint32_t regsel)
     }
     if (regsel == regsel_msp || regsel == regsel_psp) {
         // QEMU 7.2's gdbstub has no MSP or PSP (newer ones have them, then they are used):
-        // both read as the current SP, which is what a debugger shows as SP with CONTROL
-        // read as 0 (see docs/vprobe.md).
+        // the target reads them by other means (RspTarget: a stub of MRS instructions), with
+        // CONTROL from the same halt, so SP is the one CONTROL.SPSEL and the mode select.
+        // Where it cannot, both read as the current SP, which is what a debugger shows as SP
+        // with CONTROL read as 0 (see docs/vprobe.md).
         const char* name = regsel == regsel_msp ? "msp" : "psp";
-        if (target_.has_register(name))
-            if (auto v = target_.read_register(name))
-                return uint32_t(*v);
+        if (auto v = read_special(name))
+            return *v;
         if (auto v = target_.read_register("sp"))
             return uint32_t(*v);
         return std::nullopt;
@@ -226,9 +227,8 @@ std::optional<uint32_t> CortexMDebug::read_core_register(uint32_t regsel)
         uint32_t word = 0;
         for (const char* name : special_registers) {
             word <<= 8;
-            if (target_.has_register(name))
-                if (auto v = target_.read_register(name))
-                    word |= uint32_t(*v) & 0xFF;
+            if (auto v = read_special(name))
+                word |= *v & 0xFF;
         }
         return word;
     }
@@ -250,17 +250,18 @@ void CortexMDebug::write_core_register(uint32_t regsel, uint32_t value)
     }
     if (regsel == regsel_msp || regsel == regsel_psp) {
         const char* name = regsel == regsel_msp ? "msp" : "psp";
-        if (target_.has_register(name))
-            target_.write_register(name, value);
-        else if (regsel == regsel_msp)
-            target_.write_register("sp", value);   // the SP that MSP reads as
+        if (!write_special(name, value) && regsel == regsel_msp && !read_special(name))
+            target_.write_register("sp", value);   // the SP that MSP reads as where there is no other
         return;
     }
     if (regsel == regsel_special) {
+        // Only the bytes that change are written: on QEMU 7.2 each write is a stub run (an
+        // MSR; in Handler mode it ignores CONTROL.SPSEL, as the instruction does).
         unsigned shift = 24;
         for (const char* name : special_registers) {
-            if (target_.has_register(name))
-                target_.write_register(name, (value >> shift) & 0xFF);
+            const uint32_t byte = (value >> shift) & 0xFF;
+            if (read_special(name).value_or(0) != byte)
+                write_special(name, byte);
             shift -= 8;
         }
         return;
@@ -274,6 +275,23 @@ void CortexMDebug::write_core_register(uint32_t regsel, uint32_t value)
             target_.write_register(d, merged);
         }
     }
+}
+
+std::optional<uint32_t> CortexMDebug::read_special(const char* name)
+{
+    if (target_.has_register(name)) {
+        if (auto v = target_.read_register(name))
+            return uint32_t(*v);
+        return std::nullopt;
+    }
+    return target_.read_special_register(name);
+}
+
+bool CortexMDebug::write_special(const char* name, uint32_t value)
+{
+    if (target_.has_register(name))
+        return target_.write_register(name, value);
+    return target_.write_special_register(name, value);
 }
 
 void CortexMDebug::transfer_register(uint32_t request)

@@ -96,6 +96,7 @@ template <class Result, class Body> Result RspTarget::unless_gone(Result if_gone
 void RspTarget::invalidate()
 {
     registers_.clear();
+    special_.clear();
     lines_.clear();
 }
 
@@ -292,7 +293,84 @@ bool RspTarget::write_register(const std::string& name, uint64_t value)
         }
         if (!registers_.empty())
             registers_[info->name] = bytes;
+        special_.clear();   // SP written: MSP or PSP with it
         return true;
+    });
+}
+
+namespace {
+
+// The special registers the stub reads and writes, with their SYSm numbers.
+const std::pair<const char*, transport::SpecialRegister> special_registers[] = {
+    {"msp", transport::SpecialRegister::msp},
+    {"psp", transport::SpecialRegister::psp},
+    {"primask", transport::SpecialRegister::primask},
+    {"basepri", transport::SpecialRegister::basepri},
+    {"faultmask", transport::SpecialRegister::faultmask},
+    {"control", transport::SpecialRegister::control},
+};
+
+std::optional<transport::SpecialRegister> special_register(const std::string& name)
+{
+    for (const auto& [known, sysm] : special_registers)
+        if (name == known)
+            return sysm;
+    return std::nullopt;
+}
+
+// The registers the stub places itself by and puts back (six MRS write r0-r5).
+bool stub_can_run(const transport::TargetDescription& target)
+{
+    for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "sp", "pc", "xpsr"})
+        if (target.find(name) == nullptr)
+            return false;
+    return true;
+}
+
+} // namespace
+
+transport::HaltedCore RspTarget::halted_core()
+{
+    load_registers();
+    auto value = [&](const char* name) { return uint32_t(from_little_endian(registers_.at(rsp_.target().find(name)->name))); };
+    return {value("sp"), value("pc"), value("xpsr")};
+}
+
+std::optional<uint32_t> RspTarget::read_special_register(const std::string& name)
+{
+    return unless_gone(std::optional<uint32_t>(), [&]() -> std::optional<uint32_t> {
+        if (core_ != Core::halted || has_register(name) || !special_register(name) || !stub_can_run(rsp_.target()))
+            return std::nullopt;
+        if (special_.empty()) {
+            // OpenOCD reads every register at each debug entry (REGSEL 17, 18 and 20): all six
+            // in one run, kept until the core runs or a register is written.
+            std::vector<transport::SpecialRegister> all;
+            for (const auto& [known, sysm] : special_registers)
+                all.push_back(sysm);
+            const transport::StubReads read = transport::read_special_registers(rsp_, halted_core(), all);
+            ++stats_.stub_runs;
+            stats_.stub_steps += read.steps;
+            for (size_t i = 0; i < all.size(); ++i)
+                special_[special_registers[i].first] = read.values[i];
+        }
+        return special_.at(name);
+    });
+}
+
+bool RspTarget::write_special_register(const std::string& name, uint32_t value)
+{
+    return unless_gone(false, [&]() -> bool {
+        const std::optional<transport::SpecialRegister> sysm = special_register(name);
+        if (core_ != Core::halted || has_register(name) || !sysm || !stub_can_run(rsp_.target()))
+            return false;
+        unsigned steps = 0;
+        const bool written = transport::write_special_register(rsp_, halted_core(), *sysm, value, steps);
+        ++stats_.stub_runs;
+        stats_.stub_steps += steps;
+        // Writing MSP or PSP may move SP, CONTROL may switch it: everything is read again.
+        registers_.clear();
+        special_.clear();
+        return written;
     });
 }
 

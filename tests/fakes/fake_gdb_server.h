@@ -2,6 +2,7 @@
 // A GDB remote server on loopback for the transport's unit tests: it acknowledges each
 // packet, hands its payload to a script, and sends back whatever raw bytes the script
 // returns (framed packets, stray acks, NAKs). Only for tests of the RSP layer.
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -27,6 +28,18 @@ public:
     }
 
     ~FakeGdbServer() override { stop(); }
+
+    // How many received payloads are `payload`, or start with `prefix`.
+    long count(const std::string& payload)
+    {
+        const auto got = received();
+        return std::count(got.begin(), got.end(), payload);
+    }
+    long count_prefix(const std::string& prefix)
+    {
+        const auto got = received();
+        return std::count_if(got.begin(), got.end(), [&](const std::string& p) { return p.rfind(prefix, 0) == 0; });
+    }
 
 private:
     void answer(const mcuprof::transport::rsp::Frame& frame)

@@ -1,4 +1,5 @@
-// Drives the stack-pointer stub (src/sources/live/stack_pointer_stub.cc) against a real GDB
+// Drives the stack-pointer stub (src/transport/rsp/special_register_stub.cc, through the
+// sampler's wrapper src/sources/live/stack_pointer_stub.cc) against a real GDB
 // server for tests/live/test_stacks.py: halts the target at random moments and, at each
 // halt, reads every register the server describes and the memory around SP, runs the stub
 // for MSP and for PSP, and reads them all again. One JSON object per halt on stdout:

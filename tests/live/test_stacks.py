@@ -175,7 +175,7 @@ def all_symbols(elf: Path) -> dict[str, tuple[int, int]]:
 
 class StackPointerStub(unittest.TestCase):
     """QEMU 7.2's gdbstub describes no MSP or PSP: they are read by one MRS instruction run in
-    the free stack below SP (src/sources/live/stack_pointer_stub.cc). At 1000 halts at random
+    the free stack below SP (src/transport/rsp/special_register_stub.cc). At 1000 halts at random
     moments of the FPU task scenario, the helper (stack_pointer_stub_check) reads every
     register the server describes (r0-r15, xPSR, d0-d15, FPSCR) and 512 bytes around SP,
     reads MSP and PSP through the stub, and reads them all again: nothing may differ. The

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "mcuprof/vprobe/cortex_m_debug.h"
 #include "mcuprof/vprobe/rom_table.h"
 #include "vprobe_test_support.h"
@@ -93,6 +95,35 @@ TEST_CASE("cortex-m: DCRSR/DCRDR move registers by REGSEL, S_REGRDY says done")
     f.target.registers["primask"] = 1;
     f.target.registers["control"] = 2;
     CHECK(read_reg(20) == 0x02000001);
+}
+
+TEST_CASE("cortex-m: MSP, PSP and the special word by the target's other means where it describes none")
+{
+    Fixture f;
+    // A task on PSP: SP is PSP, CONTROL.SPSEL set, as the target reports them at this halt.
+    f.target.registers["sp"] = 0x20000800;
+    f.target.special = {{"msp", 0x20000400}, {"psp", 0x20000800}, {"control", 2},
+                        {"primask", 1},      {"basepri", 0x40},   {"faultmask", 0}};
+    f.halt();
+    auto read_reg = [&](uint32_t regsel) {
+        f.wr(dcrsr, regsel);
+        return f.rd(dcrdr);
+    };
+    CHECK(read_reg(13) == 0x20000800);
+    CHECK(read_reg(17) == 0x20000400);
+    CHECK(read_reg(18) == 0x20000800);
+    CHECK(read_reg(20) == 0x02004001);
+
+    f.wr(dcrdr, 0x20000700);
+    f.wr(dcrsr, dcrsr_regwnr | 18);
+    CHECK(f.target.special["psp"] == 0x20000700);
+    CHECK(f.target.registers["sp"] == 0x20000800);   // written by the target's means, not as SP
+    // The special word: only the byte that changed is written.
+    f.wr(dcrdr, 0x02004000);
+    f.wr(dcrsr, dcrsr_regwnr | 20);
+    CHECK(f.target.special["primask"] == 0);
+    CHECK(std::count(f.target.log.begin(), f.target.log.end(), "write primask") == 1);
+    CHECK(std::count(f.target.log.begin(), f.target.log.end(), "write control") == 0);
 }
 
 TEST_CASE("cortex-m: a register transfer while running does nothing, S_REGRDY stays 0")

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "../fakes/fake_gdb_server.h"
+#include "../fakes/tiny_cortex_m.h"
 #include "mcuprof/transport/rsp_client.h"
 #include "mcuprof/vprobe/error.h"
 #include "mcuprof/vprobe/rsp_target.h"
@@ -63,16 +64,8 @@ struct Fixture {
     RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
 
     Fixture() { client.handshake(); }
-    long count(const std::string& payload)
-    {
-        const auto got = server.received();
-        return std::count(got.begin(), got.end(), payload);
-    }
-    long count_prefix(const std::string& prefix)
-    {
-        const auto got = server.received();
-        return std::count_if(got.begin(), got.end(), [&](const std::string& p) { return p.rfind(prefix, 0) == 0; });
-    }
+    long count(const std::string& payload) { return server.count(payload); }
+    long count_prefix(const std::string& prefix) { return server.count_prefix(prefix); }
     // The fake answers in its own thread: let it see what was sent last.
     void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
 };
@@ -197,4 +190,52 @@ TEST_CASE("rsp target: a target that exits is gone: every access fails, nothing 
     target.detach();
     CHECK(server.received().size() == sent);
     CHECK(told == "the target exited with code 0");   // told once
+}
+
+TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the server has none, one run per halt")
+{
+    fakes::TinyCortexM core;
+    fakes::FakeGdbServer server{[&](const std::string& p) { return core.answer(p); }};
+    RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
+    client.handshake();
+    for (uint32_t i = 0; i < 16; ++i)
+        core.r[i] = 0x1000 + i;
+    core.r[13] = 0x20000800;   // a task on PSP
+    core.msp = 0x20000400;
+    core.r[15] = 0x08000120;
+    core.xpsr = 0x01000000;
+    core.control = 2;
+    core.basepri = 0x20;
+    auto steps = [&] { return server.count("s"); };
+
+    RspTarget target(client, true);
+    CHECK_FALSE(target.has_register("msp"));
+    CHECK(target.read_special_register("msp") == 0x20000400u);
+    CHECK(target.read_special_register("psp") == 0x20000800u);
+    CHECK(target.read_special_register("control") == 2u);
+    CHECK(target.read_special_register("basepri") == 0x20u);
+    CHECK(target.read_special_register("primask") == 0u);
+    CHECK_FALSE(target.read_special_register("r0"));
+    CHECK(steps() == 6);   // one run for all six
+    CHECK(target.stats().stub_runs == 1);
+    CHECK(target.read_register("sp") == 0x20000800u);
+    CHECK(core.r[0] == 0x1000u);
+
+    // A register written: read again.
+    CHECK(target.write_register("r0", 0x1000));
+    CHECK(target.read_special_register("psp") == 0x20000800u);
+    CHECK(steps() == 12);
+
+    // Written by MSR: the active SP moves, and is read so.
+    CHECK(target.write_special_register("psp", 0x20000700));
+    CHECK(target.read_register("sp") == 0x20000700u);
+    CHECK(target.read_special_register("psp") == 0x20000700u);
+    CHECK(target.stats().stub_runs == 4);
+
+    // Running, nothing is read; after the next halt, a new run.
+    target.resume();
+    CHECK_FALSE(target.read_special_register("msp"));
+    target.halt();
+    CHECK(target.read_special_register("msp") == 0x20000400u);
+    CHECK(target.stats().stub_runs == 5);
 }

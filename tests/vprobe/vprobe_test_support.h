@@ -117,6 +117,23 @@ public:
         registers[name] = value;
         return true;
     }
+    // Special registers the target has without describing them (QEMU 7.2 through the stub).
+    std::map<std::string, uint32_t> special;
+    std::optional<uint32_t> read_special_register(const std::string& name) override
+    {
+        auto r = special.find(name);
+        if (!halted || r == special.end())
+            return std::nullopt;
+        return r->second;
+    }
+    bool write_special_register(const std::string& name, uint32_t value) override
+    {
+        if (!halted || special.count(name) == 0)
+            return false;
+        special[name] = value;
+        log.push_back("write " + name);
+        return true;
+    }
     std::optional<uint32_t> sample_pc() override
     {
         if (halted)

@@ -124,7 +124,7 @@ public:
         if (gdb_->target().find(name) != nullptr)
             return gdb_->read_registers({name})[0];
         const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, which);
-        stepped_ += read.stepped ? 1 : 0;
+        stepped_ += read.stepped;
         return read.value;
     }
     uint64_t instructions_stepped() const override { return stepped_; }

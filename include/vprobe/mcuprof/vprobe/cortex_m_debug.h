@@ -130,6 +130,10 @@ private:
     void transfer_register(uint32_t dcrsr);
     std::optional<uint32_t> read_core_register(uint32_t regsel);
     void write_core_register(uint32_t regsel, uint32_t value);
+    // MSP, PSP, CONTROL and the masks: by name where the target describes them, else by the
+    // target's other means (DebugTarget::read_special_register).
+    std::optional<uint32_t> read_special(const char* name);
+    bool write_special(const char* name, uint32_t value);
     void reset(bool from_pin);
     uint32_t cyccnt() const;
     void update_breakpoints();

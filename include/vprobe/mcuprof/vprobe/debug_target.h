@@ -36,6 +36,12 @@ public:
     virtual std::optional<uint64_t> read_register(const std::string& name) = 0;
     virtual bool write_register(const std::string& name, uint64_t value) = 0;
 
+    // The special-purpose registers ("msp", "psp", "primask", "basepri", "faultmask",
+    // "control") of a target that has them but does not give them as registers (QEMU 7.2):
+    // read and written by other means, while halted. nullopt / false where it cannot.
+    virtual std::optional<uint32_t> read_special_register(const std::string& /*name*/) { return std::nullopt; }
+    virtual bool write_special_register(const std::string& /*name*/, uint32_t /*value*/) { return false; }
+
     // Running: the PC of an instruction the core has just executed (QEMU: a brief halt).
     // nullopt when the core halted meanwhile (a breakpoint).
     virtual std::optional<uint32_t> sample_pc() = 0;

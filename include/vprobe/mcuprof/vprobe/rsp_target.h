@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/transport/special_register_stub.h"
 #include "mcuprof/vprobe/debug_target.h"
 
 namespace mcuprof::vprobe {
@@ -27,6 +28,8 @@ public:
         uint64_t cache_hits = 0;        // memory reads answered from a cached line
         uint64_t pc_samples = 0;
         uint64_t register_loads = 0;    // register sets read ('g' + 'p' in one round trip)
+        uint64_t stub_runs = 0;         // special registers read or written by the stub
+        uint64_t stub_steps = 0;        // single steps those took
     };
 
     // `rsp` has done its handshake; `halted` is the core's state now.
@@ -42,6 +45,10 @@ public:
     bool has_register(const std::string& name) const override;
     std::optional<uint64_t> read_register(const std::string& name) override;
     bool write_register(const std::string& name, uint64_t value) override;
+    // Where the server does not describe them: MRS/MSR instructions run below SP
+    // (transport/special_register_stub.h), all six read in one run, once per halt.
+    std::optional<uint32_t> read_special_register(const std::string& name) override;
+    bool write_special_register(const std::string& name, uint32_t value) override;
     std::optional<uint32_t> sample_pc() override;
     void set_breakpoints(const std::set<uint32_t>& addresses) override;
 
@@ -72,6 +79,7 @@ private:
     void release_hold();
     void invalidate();
     bool load_registers();
+    transport::HaltedCore halted_core();
     const std::string* cached_line(uint32_t line_address);
 
     transport::RspClient& rsp_;
@@ -80,6 +88,9 @@ private:
     enum class Core { running, halted, held, gone };
     Core core_;
     std::map<std::string, std::string> registers_;   // name -> little-endian bytes, while halted
+    // The special registers read by the stub at this halt (each nullopt where it could not);
+    // empty until read, cleared with registers_ and by any register write.
+    std::map<std::string, std::optional<uint32_t>> special_;
     std::unordered_map<uint32_t, std::string> lines_; // line address -> bytes ("" = not readable)
     std::set<uint32_t> breakpoints_;
     Stats stats_;

@@ -1,0 +1,48 @@
+#pragma once
+// The special-purpose registers of a halted ARMv7-M core (MSP, PSP, PRIMASK, BASEPRI,
+// FAULTMASK, CONTROL) through a GDB server that does not describe them (QEMU 7.2's gdbstub:
+// its system-register feature is empty): MRS (or MSR) instructions written into the free
+// stack memory below SP, single-stepped, then every register and byte they touched put back.
+// Two users: the sampler over QEMU directly (sources) and the virtual probe's DCRSR (vprobe).
+// docs/stacks.md says what it touches and costs.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace mcuprof::transport {
+
+class RspClient;
+
+// The SYSm numbers of MRS and MSR (ARMv7-M ARM, DDI 0403, B5.1.1).
+enum class SpecialRegister : uint8_t { msp = 8, psp = 9, primask = 16, basepri = 17, faultmask = 19, control = 20 };
+
+// The core at this halt, as read by the caller: where the stub goes (below SP), and the PC
+// and xPSR it puts back.
+struct HaltedCore {
+    uint32_t sp = 0;
+    uint32_t pc = 0;
+    uint32_t xpsr = 0;
+};
+
+struct StubReads {
+    // One per register asked, in order; nullopt when it could not be read (the server
+    // refused a write, a step did not run the instruction, or MSP/PSP of unprivileged
+    // Thread mode, where MRS reads them as 0).
+    std::vector<std::optional<uint32_t>> values;
+    unsigned steps = 0;   // single steps the target took: its instruction count moved by this much
+};
+
+// Reads `which` (at most 6 registers) with one MRS each, into r0, r1, ...: one round trip to
+// set up, one step per register, one round trip to read and restore. The target is left as
+// it was. Throws transport::Error when the link fails, the target ends during a step, or
+// the restore is refused.
+StubReads read_special_registers(RspClient& gdb, const HaltedCore& halted, const std::vector<SpecialRegister>& which);
+
+// Writes `value` into `which` with MSR from r0, restoring everything else the stub touched
+// (writing the active stack pointer moves SP, as on silicon). True when the instruction ran
+// on a privileged core (in Thread mode CONTROL is read first: unprivileged, MSR is ignored);
+// the single steps taken are added to `steps`.
+bool write_special_register(RspClient& gdb, const HaltedCore& halted, SpecialRegister which, uint32_t value,
+                            unsigned& steps);
+
+} // namespace mcuprof::transport
