@@ -23,7 +23,8 @@ from pathlib import Path
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
 from live_runs import replayed_recording
-from stack_checks import HANDLER, Z, check_chains_reach_reset, check_tasks_against_stacks, inclusive_beyond_bound
+from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, HANDLER, Z, all_symbols, check_chains_reach_reset,
+                          check_tasks_against_stacks, inclusive_beyond_bound, stack_goal)
 
 SAMPLES = 4000
 
@@ -158,21 +159,6 @@ class Tasks(Replayed):
                                    fwtest.calls(counts, syms, "hot_b"), 500)
 
 
-def all_symbols(elf: Path) -> dict[str, tuple[int, int]]:
-    """Every defined symbol (functions, data, assembly labels) as name -> (address, size), from
-    arm-none-eabi-nm; labels have size 0."""
-    out = subprocess.run(["arm-none-eabi-nm", "-S", "--defined-only", str(elf)],
-                         capture_output=True, text=True, check=True).stdout
-    table = {}
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 4:
-            table[f[3]] = (int(f[0], 16) & ~1, int(f[1], 16))
-        elif len(f) == 3:
-            table[f[2]] = (int(f[0], 16) & ~1, 0)
-    return table
-
-
 class StackPointerStub(unittest.TestCase):
     """QEMU 7.2's gdbstub describes no MSP or PSP: they are read by one MRS instruction run in
     the free stack below SP (src/transport/rsp/special_register_stub.cc). At 1000 halts at random
@@ -217,27 +203,6 @@ class StackPointerStub(unittest.TestCase):
         stub = statistics.median(h["stub_us"] for h in halts) / 2
         print(f"\nstack pointer stub: {in_task} halts in tasks, {in_handler} in handlers; median halt "
               f"(interrupt + g) {halt:.0f} us, one stub read {stub:.0f} us", file=sys.stderr)
-
-
-FPU_ENTRIES = ("task_fir", "task_iir")
-FPU_HANDLERS = {"SysTick_Handler", "tick_smooth", "PendSV_Handler", "rtos_switch_context", "SVC_Handler"}
-FPU_TASK_CODE = {"task_fir": ("task_fir", "fir_block", "fir_tap_sum"),
-                 "task_iir": ("task_iir", "iir_cascade", "biquad")}
-
-
-def stack_goal(stacks: list[dict]) -> dict[str, tuple[float, float]]:
-    """The goal's two completeness figures, as (complete samples, samples): Thread-mode stacks
-    (no handler frame) that reach their task's entry (or, before the scheduler, the reset
-    handler), untruncated; Handler-mode stacks that cross into the interrupted task the same
-    way."""
-    figures = {"thread": [0.0, 0.0], "handler": [0.0, 0.0]}
-    for s in stacks:
-        names = [f["function"] for f in s["frames"]]
-        kind = "handler" if FPU_HANDLERS & set(names) else "thread"
-        figures[kind][1] += s["samples"]
-        if not s["truncated"] and names[0] in (*FPU_ENTRIES, "Reset_Handler"):
-            figures[kind][0] += s["samples"]
-    return {k: (v[0], v[1]) for k, v in figures.items()}
 
 
 class FpuTasks(unittest.TestCase):

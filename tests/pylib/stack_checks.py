@@ -9,6 +9,8 @@ import math
 import sys
 import unittest
 
+from elf_symbols import nm_symbols
+
 Z = 4.0
 NO_TASK = "(no task)"
 HANDLER = {"SysTick_Handler", "isr_work"}
@@ -125,3 +127,32 @@ def assert_share_between(test: unittest.TestCase, what: str, observed: float, n:
           f"truth {100 * lo:.2f}..{100 * hi:.2f} %, 4 SE = {100 * Z * se:.2f}", file=sys.stderr)
     test.assertTrue(lo - Z * se <= q <= hi + Z * se,
                     f"{what}: {100 * q:.2f} % sampled, truth {100 * lo:.2f}..{100 * hi:.2f} % ± {100 * Z * se:.2f}")
+
+
+# The FPU task scenario (fpu_o2_m4, firmware-ref/src/scen_fpu.c): its tasks' entries, the
+# handlers that run on their behalf, and each task's own code.
+FPU_ENTRIES = ("task_fir", "task_iir")
+FPU_HANDLERS = {"SysTick_Handler", "tick_smooth", "PendSV_Handler", "rtos_switch_context", "SVC_Handler"}
+FPU_TASK_CODE = {"task_fir": ("task_fir", "fir_block", "fir_tap_sum"),
+                 "task_iir": ("task_iir", "iir_cascade", "biquad")}
+
+
+def stack_goal(stacks: list[dict]) -> dict[str, tuple[float, float]]:
+    """The goal's two completeness figures, as (complete samples, samples): Thread-mode stacks
+    (no handler frame) that reach their task's entry (or, before the scheduler, the reset
+    handler), untruncated; Handler-mode stacks that cross into the interrupted task the same
+    way."""
+    figures = {"thread": [0.0, 0.0], "handler": [0.0, 0.0]}
+    for s in stacks:
+        names = [f["function"] for f in s["frames"]]
+        kind = "handler" if FPU_HANDLERS & set(names) else "thread"
+        figures[kind][1] += s["samples"]
+        if not s["truncated"] and names[0] in (*FPU_ENTRIES, "Reset_Handler"):
+            figures[kind][0] += s["samples"]
+    return {k: (v[0], v[1]) for k, v in figures.items()}
+
+
+def all_symbols(elf) -> dict[str, tuple[int, int]]:
+    """Every defined symbol (functions, data, assembly labels) as name -> (address without the
+    Thumb bit, size); labels have size 0."""
+    return {s.name: (s.start, s.size) for s in nm_symbols(elf)}

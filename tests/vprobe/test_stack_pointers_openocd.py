@@ -42,9 +42,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-import qemu_runner  # noqa: E402
-from test_stacks import FPU_HANDLERS, all_symbols, stack_goal  # noqa: E402
-from test_vprobe_openocd import CLI, FW_DIR, OPENOCD, require, start_rig, stop_rig  # noqa: E402
+import qemu_runner
+from stack_checks import FPU_HANDLERS, all_symbols, stack_goal
+from openocd_rig import CLI, FW_DIR, OPENOCD, require, start_rig, stop_rig
 
 ELF = FW_DIR / "fpu_forever_o2_m4.elf"
 HALTS = 300
@@ -177,8 +177,15 @@ class HandlerChainsThroughGdbPort(unittest.TestCase):
                 [str(CLI), "record", "--gdb", f"127.0.0.1:{cls.gdb_port}", "--stacks", "--interval", "20ms",
                  "--samples", str(SAMPLES), "--elf", str(ELF), "-o", str(cls.work / "chains.rec"), "--format", "json"],
                 capture_output=True, text=True, timeout=1500)
+            # OpenOCD halted the target when mcuprof attached and would leave it halted on 'D'.
+            cls.tcl.run("poll")
+            cls.state_after = cls.tcl.run("[target current] curstate").strip()
         finally:
             stop_rig(cls)
+
+    def test_the_target_is_left_running(self):
+        self.assertEqual(self.record.returncode, 0, self.record.stderr)
+        self.assertEqual(self.state_after, "running")
 
     def test_handler_chains_cross_into_the_interrupted_task(self):
         self.assertEqual(self.record.returncode, 0, self.record.stderr)

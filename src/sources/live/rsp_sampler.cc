@@ -150,13 +150,31 @@ public:
             if (running_)
                 gdb_->interrupt();
             running_ = false;
-            gdb_->detach();
+            detach_leaving_running(*gdb_);
             return;
         }
         resume_over_a_new_link(sink);
     }
 
 private:
+    // OpenOCD halts the target when a GDB client connects (startup.tcl's default gdb-attach
+    // handler, "halt 1000") and leaves it halted when the client detaches (there is no default
+    // gdb-detach handler), so a plain 'D' would leave the target halted. OpenOCD names itself
+    // in `monitor version`; it is told to `resume` before the detach. QEMU resumes on 'D'.
+    void detach_leaving_running(transport::RspClient& gdb) const
+    {
+        if (!qemu_) {
+            try {
+                if (gdb.monitor("version").find("Open On-Chip Debugger") != std::string::npos)
+                    gdb.monitor("resume");
+            } catch (const transport::Error& e) {
+                if (e.kind() != transport::Error::Kind::protocol)
+                    throw;   // a server without these monitor commands refuses them: not OpenOCD
+            }
+        }
+        gdb.detach();
+    }
+
     std::unique_ptr<transport::RspClient> connect() const
     {
         transport::RspClient::Options rsp;
@@ -177,7 +195,7 @@ private:
             try {
                 std::unique_ptr<transport::RspClient> fresh = connect();
                 fresh->handshake();
-                fresh->detach();
+                detach_leaving_running(*fresh);
                 sink.event("resume", "reconnected to " + options_.gdb.text() + " and detached: the target runs");
                 return;
             } catch (const transport::Error& e) {
