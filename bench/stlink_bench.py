@@ -29,6 +29,7 @@ import argparse
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,55 @@ DWT_PCSR = 0xE000101C
 
 def counters(rig) -> dict[str, int]:
     return openocd_bench.counters(rig, COUNTERS, ("usb", "scans", "transfers", "registers", "pcsr"))
+
+
+KINDS = re.compile(r"mcuprof vprobe: USB commands by kind: (.*)$")
+
+
+def command_kinds(rig) -> dict[str, int]:
+    """The vprobe's USB commands by kind so far: SIGUSR1, then its next "by kind" line."""
+    seen = len(rig.vprobe_log)
+    rig.vprobe.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in rig.vprobe_log[seen:]:
+            m = KINDS.search(line.rstrip())
+            if m:
+                kinds = {}
+                for item in filter(None, m.group(1).split(", ")):
+                    name, count = item.rsplit(" ", 1)
+                    kinds[name] = int(count)
+                return kinds
+        time.sleep(0.01)
+    raise RuntimeError("the vprobe printed no USB commands by kind")
+
+
+def account(rig, label, tcl_command):
+    """The USB commands one Tcl command sends, by kind, printed (no other traffic meanwhile:
+    OpenOCD's background polling is what comes between)."""
+    before = command_kinds(rig)
+    started = time.perf_counter()
+    said = rig.tcl.run(tcl_command)
+    elapsed = time.perf_counter() - started
+    after = command_kinds(rig)
+    diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    diff = {k: v for k, v in sorted(diff.items(), key=lambda kv: -kv[1]) if v}
+    reads = re.search(r"Profiling completed\. (\d+) samples", said)
+    print(f"  {label}: `{tcl_command}` {elapsed:.3f} s, {sum(diff.values())} USB commands"
+          f"{', ' + reads.group(1) + ' reads' if reads else ''}")
+    for kind, count in diff.items():
+        print(f"    {count:6d}  {kind}")
+
+
+def account_profile(rig, seconds):
+    """What each `profile` call costs, command by command: an idle pause (OpenOCD's background
+    polling alone), one `profile 0` (one pass of 1024 reads), one `profile SECONDS` (up to
+    the 10000-read cap), and `poll off` around the same."""
+    gmon = rig.work / "account.gmon"
+    account(rig, "idle 1 s (background polling)", "sleep 1000")
+    account(rig, "one pass", f"capture {{profile 0 {gmon}}}")
+    account(rig, "one long call", f"capture {{profile {seconds} {gmon}}}")
+    account(rig, "one pass inside `poll off`", f"capture {{poll off; profile 0 {gmon}; poll on}}")
 
 
 def measured(rig, run):
@@ -134,6 +184,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--methods", default="profile,halt,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
                         help="which to run (profile always runs: it is the reference)")
+    parser.add_argument("--account", action="store_true",
+                        help="instead: the USB commands of one `profile 0` and one long `profile` call, by kind")
     args = parser.parse_args()
     build = Path(args.build)
     cli = build / "mcuprof"
@@ -150,6 +202,10 @@ def main():
         results = {m: [] for m in methods}
         try:
             rig_support.start_rig(rig, elf, vprobe_options=("--latency", latency))
+            if args.account:
+                print(f"probe latency {latency}, {args.transport}:")
+                account_profile(rig, args.profile_seconds)
+                continue
             for _ in range(args.runs):
                 results["profile"].append(openocd_profile(rig, args.profile_seconds, rig.work))
                 if "halt" in results:
