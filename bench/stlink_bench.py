@@ -71,12 +71,12 @@ def command_kinds(rig) -> dict[str, int]:
     raise RuntimeError("the vprobe printed no USB commands by kind")
 
 
-def account(rig, label, tcl_command):
-    """The USB commands one Tcl command sends, by kind, printed (no other traffic meanwhile:
-    OpenOCD's background polling is what comes between)."""
+def account(rig, label, tcl_command, raw=False):
+    """The USB commands one Tcl request sends, by kind, printed. `raw`: the request as it is
+    (else inside `capture`, as mcuprof sends its commands)."""
     before = command_kinds(rig)
     started = time.perf_counter()
-    said = rig.tcl.run(tcl_command)
+    said = rig.tcl.raw(tcl_command) if raw else rig.tcl.run(tcl_command)
     elapsed = time.perf_counter() - started
     after = command_kinds(rig)
     diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
@@ -89,14 +89,21 @@ def account(rig, label, tcl_command):
 
 
 def account_profile(rig, seconds):
-    """What each `profile` call costs, command by command: an idle pause (OpenOCD's background
-    polling alone), one `profile 0` (one pass of 1024 reads), one `profile SECONDS` (up to
-    the 10000-read cap), and `poll off` around the same."""
+    """What each `profile` call costs, command by command: OpenOCD's background polling alone
+    (a `sleep` outside `capture`), one `profile 0` (one pass of 1024 reads) and one
+    `profile SECONDS` (up to the 10000-read cap) inside `capture`, then the same two with
+    background polling off (`poll off` in a request of its own before them)."""
     gmon = rig.work / "account.gmon"
-    account(rig, "idle 1 s (background polling)", "sleep 1000")
-    account(rig, "one pass", f"capture {{profile 0 {gmon}}}")
-    account(rig, "one long call", f"capture {{profile {seconds} {gmon}}}")
-    account(rig, "one pass inside `poll off`", f"capture {{poll off; profile 0 {gmon}; poll on}}")
+    account(rig, "idle 1 s, outside capture (background polling)", "sleep 1000", raw=True)
+    account(rig, "one pass", f"profile 0 {gmon}")
+    account(rig, "one long call", f"profile {seconds} {gmon}")
+    rig.tcl.run("poll off")
+    try:
+        account(rig, "idle 1 s, polling off", "sleep 1000", raw=True)
+        account(rig, "one pass, polling off", f"profile 0 {gmon}")
+        account(rig, "one long call, polling off", f"profile {seconds} {gmon}")
+    finally:
+        rig.tcl.run("poll on")
 
 
 def measured(rig, run):
