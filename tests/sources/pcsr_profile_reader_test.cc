@@ -21,7 +21,8 @@ void put32(std::string& out, uint32_t value)
 }
 
 // A gmon.out as OpenOCD's write_gmon lays it out (src/target/target.c), written by hand.
-std::string gmon(uint32_t low, uint32_t high, const std::map<uint32_t, uint16_t>& counts, uint32_t buckets)
+std::string gmon(uint32_t low, uint32_t high, const std::map<uint32_t, uint16_t>& counts, uint32_t buckets,
+                 uint32_t rate = 1000)
 {
     std::string out = "gmon";
     put32(out, 1);
@@ -30,7 +31,7 @@ std::string gmon(uint32_t low, uint32_t high, const std::map<uint32_t, uint16_t>
     put32(out, low);
     put32(out, high);
     put32(out, buckets);
-    put32(out, 1000);      // rate
+    put32(out, rate);      // reads per second
     std::string dimension = "seconds";
     dimension.resize(15, '\0');
     out += dimension + "s";
@@ -122,19 +123,25 @@ TEST_CASE("pcsr profile reader: each call sized by time to gather up to the 1000
 {
     using R = PcsrProfileReader;
     // The rate not known yet, or a pass (1024) enough: `profile 0`, one pass.
-    CHECK(R::seconds_for(20000, 0) == 0);
-    CHECK(R::seconds_for(1024, 3000) == 0);
-    CHECK(R::seconds_for(500, 1e6) == 0);
+    CHECK(R::seconds_for(20000, 0, 1024) == 0);
+    CHECK(R::seconds_for(1024, 3000, 1024) == 0);
+    CHECK(R::seconds_for(500, 1e6, 1024) == 0);
     // 10000 or more wanted: the fewest seconds that reach the cap; 1 at a real probe's speed.
-    CHECK(R::seconds_for(10000, 3000) == 4);     // 10000 / 3000 = 3.3
-    CHECK(R::seconds_for(50000, 2500) == 4);     // exactly 4
-    CHECK(R::seconds_for(1000000, 500000) == 1);
-    // Fewer: the most seconds whose reads stay within what is wanted.
-    CHECK(R::seconds_for(7168, 3000) == 2);      // 7168 / 3000 = 2.4
-    CHECK(R::seconds_for(2000, 3000) == 0);      // one second would read 3000
+    CHECK(R::seconds_for(10000, 3000, 1024) == 4);     // 10000 / 3000 = 3.3
+    CHECK(R::seconds_for(50000, 2500, 1024) == 4);     // exactly 4
+    CHECK(R::seconds_for(1000000, 500000, 1024) == 1);
+    // Fewer: the most seconds whose passes (the last one ends after them) stay within.
+    CHECK(R::seconds_for(7168, 3000, 1024) == 2);      // passes end at 0.34 s, 0.68 s ...: 2 s read 6 (6144)
+    CHECK(R::seconds_for(7168, 3700, 1024) == 1);      // 2 s would read 8 passes (8192)
+    CHECK(R::seconds_for(6144, 3072, 1024) == 1);      // 2 s would read 7 passes (7168), 1 s reads 4
+    CHECK(R::seconds_for(2000, 3000, 1024) == 0);      // one second would read 3 passes
     // A slow target: at most 10 s a call (Ctrl-C waits for one call).
-    CHECK(R::seconds_for(10000, 100) == 10);
-    CHECK(R::seconds_for(9000, 500) == 10);
+    CHECK(R::seconds_for(10000, 100, 1024) == 10);
+    CHECK(R::seconds_for(9000, 500, 1024) == 10);
+    // One read a pass (hla): at least a second, never a call per read.
+    CHECK(R::seconds_for(500, 1900, 1) == 1);
+    CHECK(R::seconds_for(5000, 1900, 1) == 2);         // about 3800 reads
+    CHECK(R::seconds_for(1, 1900, 1) == 0);
 }
 
 TEST_CASE("pcsr profile reader: placed by a read made elsewhere; a long call's reads, delivered as wanted")
@@ -143,13 +150,15 @@ TEST_CASE("pcsr profile reader: placed by a read made elsewhere; a long call's r
         (std::filesystem::temp_directory_path() / ("mcuprof-test-pcsr-calls-" + std::to_string(::getpid()) + ".gmon"))
             .string();
     std::vector<std::string> asked;
-    // A probe faster than 10000 reads a second: `profile 0` reads one pass of 1024, any
-    // longer call the cap of 10000. Of each call's reads, 24 fall outside the window.
+    // A probe that reads 20000 words a second (what OpenOCD writes into gmon.out): `profile 0`
+    // reads one pass of 1024, a second the cap of 10000. Of each call's reads, 24 fall
+    // outside the window.
     fakes::FakeTclServer server([&](const std::string& message) -> std::optional<std::vector<std::string>> {
         asked.push_back(message);
         const uint16_t reads = seconds_asked(message) == 0 ? 1024 : 10000;
         std::ofstream out(path, std::ios::binary);
-        out << gmon(0x08000000, 0x08040000, {{0x100 / 2, uint16_t(reads - 124)}, {0x2000 / 2, 100}}, 128 * 1024);
+        out << gmon(0x08000000, 0x08040000, {{0x100 / 2, uint16_t(reads - 124)}, {0x2000 / 2, 100}}, 128 * 1024,
+                    20000);
         return std::vector<std::string>{"0 Profiling completed. " + std::to_string(reads) + " samples.\nWrote " + path +
                                         "\n"};
     });
@@ -161,7 +170,7 @@ TEST_CASE("pcsr profile reader: placed by a read made elsewhere; a long call's r
 
     // The first call: its rate is not known yet, one pass.
     CHECK(reader.read(tcl, 10000).size() == 1000);
-    // Then a call of at least a second: the cap, of which 9976 in the window; 9000 wanted.
+    // Then at 20000 a second, a second reaches the cap: 9976 of the reads in the window.
     const std::vector<uint32_t> pcs = reader.read(tcl, 9000 + 1024);
     CHECK(pcs.size() == 9976);
     CHECK(std::count(pcs.begin(), pcs.end(), 0x08002000u) == 100);
@@ -170,7 +179,7 @@ TEST_CASE("pcsr profile reader: placed by a read made elsewhere; a long call's r
 
     REQUIRE(asked.size() == 3);   // no read_memory: the window was placed
     CHECK(seconds_asked(asked[0]) == 0);
-    CHECK(seconds_asked(asked[1]) >= 1);
+    CHECK(seconds_asked(asked[1]) == 1);
     CHECK(seconds_asked(asked[2]) == 0);
     CHECK(reader.calls() == 3);
     CHECK(reader.reads_per_call() == (1024 + 10000 + 1024 + 1) / 3);

@@ -1,6 +1,7 @@
 #include "mcuprof/sources/pcsr_profile_reader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -47,6 +48,7 @@ PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& by
     h.low = le32(bytes, 21);
     h.high = le32(bytes, 25);
     const uint32_t count = le32(bytes, 29);
+    h.rate = le32(bytes, 33);
     if (bytes.size() < header + 2 * size_t(count))
         throw bad("cut short: " + std::to_string(count) + " buckets announced");
     h.buckets.resize(count);
@@ -55,13 +57,22 @@ PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& by
     return h;
 }
 
-unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second)
+unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads)
 {
-    if (reads_per_second <= 0 || wanted <= chunk_reads)
+    pass_reads = std::max<uint64_t>(1, pass_reads);
+    if (reads_per_second <= 0 || wanted <= pass_reads)
         return 0;
-    const double seconds = wanted >= most_reads_per_call
-                               ? std::max(1.0, std::ceil(most_reads_per_call / reads_per_second))
-                               : std::floor(double(wanted) / reads_per_second);
+    double seconds = 0;
+    if (wanted >= most_reads_per_call) {
+        seconds = std::max(1.0, std::ceil(most_reads_per_call / reads_per_second));
+    } else {
+        // N seconds read the passes that end by N, and the one that ends after: stay within
+        // the whole passes wanted.
+        const double passes_wanted = double(wanted / pass_reads * pass_reads);
+        seconds = std::max(0.0, std::ceil(passes_wanted / reads_per_second) - 1);
+        if (seconds == 0 && pass_reads == 1)
+            seconds = 1;
+    }
     return unsigned(std::min(seconds, longest_call_seconds));
 }
 
@@ -115,14 +126,18 @@ void PcsrProfileReader::place_window(transport::TclClient& tcl)
 
 std::vector<uint32_t> PcsrProfileReader::read(transport::TclClient& tcl, uint64_t wanted)
 {
-    using Seconds = std::chrono::duration<double>;
     if (!placed_)
         place_window(tcl);
-    const double rate = profile_time_.count() > 0 ? double(profile_reads_) / Seconds(profile_time_).count() : 0.0;
+    const unsigned seconds = seconds_for(wanted, last_rate_, pass_reads_ ? pass_reads_ : chunk_reads);
     uint64_t read_count = 0;
     const auto asked = std::chrono::steady_clock::now();
-    const Histogram h = profile_chunk(tcl, seconds_for(wanted, rate), read_count);
-    profile_time_ += std::chrono::steady_clock::now() - asked;
+    const Histogram h = profile_chunk(tcl, seconds, read_count);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    // OpenOCD's rate (its reads over its own clock, in whole ms): a call shorter than a
+    // millisecond has none worth the name (0, or the float's overflow), then the round trip's.
+    last_rate_ = h.rate > 0 && h.rate < 100'000'000 ? double(h.rate) : took > 0 ? double(read_count) / took : 0.0;
+    if (seconds == 0 && !pass_reads_)
+        pass_reads_ = read_count;
     profile_reads_ += read_count;
     ++calls_;
     if (h.low != low_ || h.buckets.size() != window_bytes / 2)

@@ -15,7 +15,6 @@
 // The window: 256 KiB (with 2-byte buckets, the most `profile` writes: 128 Ki, so each bucket
 // is one halfword, one Thumb instruction address): the 256 KiB-aligned block that holds the
 // PC of a single DWT_PCSR read (place, or place_window when none was given).
-#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -37,13 +36,15 @@ public:
     static constexpr unsigned most_reads_per_call = 10000;
 
     // The SECONDS of the next `profile` call for `wanted` reads at `reads_per_second` (the
-    // rate of the calls so far, fixed costs included; 0 when none was made). `profile` checks
-    // the time after each pass of 1024 and stops at 10000 reads, so N seconds give about
-    // N x rate reads, rounded up to a pass, at most 10000: when 10000 are wanted, the fewest
-    // seconds that reach them; else the most seconds whose reads stay within `wanted` (the
-    // last pass past it is all that is read in vain); 0 (one pass) when a second is too much
-    // or the rate is not known yet.
-    static unsigned seconds_for(uint64_t wanted, double reads_per_second);
+    // last call's rate as OpenOCD wrote it into gmon.out; 0 when not known yet), where a
+    // `profile 0` call makes `pass_reads` (1024 where OpenOCD drives the DAP; 1 under hla,
+    // where profile reads one word at a time). `profile` checks the time after each pass and
+    // stops at 10000 reads, so N seconds give the passes of N x rate reads and one more, at
+    // most 10000: when 10000 are wanted, the fewest seconds that reach them; else the most
+    // seconds whose passes stay within `wanted`, so no pass is read in vain (0: one pass; but
+    // at least a second when a pass is a single read: a call per read would cost more).
+    // At most 10 seconds.
+    static unsigned seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads);
 
     // The window placed at the PC of a DWT_PCSR read made elsewhere (counted here as this
     // reader's placing read); 0xFFFFFFFF (halted) leaves it to the first chunk.
@@ -68,6 +69,7 @@ public:
     struct Histogram {
         uint32_t low = 0;
         uint32_t high = 0;
+        uint32_t rate = 0;   // reads per second of the call (reads / its duration in ms)
         std::vector<uint16_t> buckets;
     };
     static Histogram parse_gmon(const std::string& bytes, const std::string& path);
@@ -86,8 +88,9 @@ private:
     uint64_t outside_ = 0;
     uint64_t unused_ = 0;
     uint64_t calls_ = 0;
-    uint64_t profile_reads_ = 0;                          // the calls' reads, for their rate
-    std::chrono::steady_clock::duration profile_time_{};  // the calls' round trips
+    uint64_t profile_reads_ = 0;
+    double last_rate_ = 0;          // reads per second of the last call
+    uint64_t pass_reads_ = 0;       // the reads of a `profile 0` call, once one was made
 };
 
 } // namespace mcuprof::sources
