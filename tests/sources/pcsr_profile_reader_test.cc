@@ -122,25 +122,28 @@ TEST_CASE("pcsr profile reader: one read places the 256 KiB window; then each ch
 TEST_CASE("pcsr profile reader: each call sized by time to gather up to the 10000 reads a profile call makes")
 {
     using R = PcsrProfileReader;
-    // The rate not known yet, or a pass (1024) enough: `profile 0`, one pass.
-    CHECK(R::seconds_for(20000, 0, 1024) == 0);
+    // The rate not known yet: a second when the cap is wanted, else one pass (`profile 0`).
+    CHECK(R::seconds_for(20000, 0, 1024) == 1);
+    CHECK(R::seconds_for(5000, 0, 1024) == 0);
+    // A pass (1024) enough: one pass.
     CHECK(R::seconds_for(1024, 3000, 1024) == 0);
     CHECK(R::seconds_for(500, 1e6, 1024) == 0);
     // 10000 or more wanted: the fewest seconds that reach the cap; 1 at a real probe's speed.
     CHECK(R::seconds_for(10000, 3000, 1024) == 4);     // 10000 / 3000 = 3.3
     CHECK(R::seconds_for(50000, 2500, 1024) == 4);     // exactly 4
     CHECK(R::seconds_for(1000000, 500000, 1024) == 1);
-    // Fewer: the most seconds whose passes (the last one ends after them) stay within.
-    CHECK(R::seconds_for(7168, 3000, 1024) == 2);      // passes end at 0.34 s, 0.68 s ...: 2 s read 6 (6144)
-    CHECK(R::seconds_for(7168, 3700, 1024) == 1);      // 2 s would read 8 passes (8192)
-    CHECK(R::seconds_for(6144, 3072, 1024) == 1);      // 2 s would read 7 passes (7168), 1 s reads 4
+    // Fewer: the most seconds whose passes (the last one ends after them) stay within, at
+    // a rate 1.25 times the last call's.
+    CHECK(R::seconds_for(9216, 2000, 1024) == 3);      // at 2500/s: passes end at 0.41 s, 0.82 s ...: 3 s read 8
+    CHECK(R::seconds_for(7168, 3000, 1024) == 1);      // at 3750/s 2 s would read 8 passes (8192)
+    CHECK(R::seconds_for(6144, 2000, 1024) == 2);      // at 2500/s 2 s read 5 passes (5120), 3 s 8
     CHECK(R::seconds_for(2000, 3000, 1024) == 0);      // one second would read 3 passes
     // A slow target: at most 10 s a call (Ctrl-C waits for one call).
     CHECK(R::seconds_for(10000, 100, 1024) == 10);
     CHECK(R::seconds_for(9000, 500, 1024) == 10);
     // One read a pass (hla): at least a second, never a call per read.
     CHECK(R::seconds_for(500, 1900, 1) == 1);
-    CHECK(R::seconds_for(5000, 1900, 1) == 2);         // about 3800 reads
+    CHECK(R::seconds_for(5000, 1600, 1) == 2);         // about 4000 reads at 2000/s
     CHECK(R::seconds_for(1, 1900, 1) == 0);
 }
 
@@ -168,8 +171,8 @@ TEST_CASE("pcsr profile reader: placed by a read made elsewhere; a long call's r
     reader.place(0x08000200);
     CHECK(reader.window_low() == 0x08000000);
 
-    // The first call: its rate is not known yet, one pass.
-    CHECK(reader.read(tcl, 10000).size() == 1000);
+    // The first call: its rate is not known yet, one pass for 1000.
+    CHECK(reader.read(tcl, 1000).size() == 1000);
     // Then at 20000 a second, a second reaches the cap: 9976 of the reads in the window.
     const std::vector<uint32_t> pcs = reader.read(tcl, 9000 + 1024);
     CHECK(pcs.size() == 9976);

@@ -93,6 +93,52 @@ class PcsrThroughProfileChunks(unittest.TestCase):
         self.assertIn(f"{outside + unused} of {total} reads unused", r.stderr.strip().splitlines()[-1])
 
 
+class PcsrThroughLongProfileCalls(unittest.TestCase):
+    """`--mode pcsr --pcsr-read profile` with the chunks sized by time (the default): each
+    `profile` call gathers up to the 10000 reads OpenOCD allows a call, so a call's fixed
+    commands are a small share. The recording ends by sample count with exactly the samples
+    asked for, the calls were longer than a pass of 1024, the reads are accounted for, and the
+    shares are within 4 standard errors of the truth's with each chunk counted as one sample
+    (a chunk's share is a number in [0, 1] whose mean is the truth's share p, so its variance
+    is at most p(1 - p) whatever the correlation of the reads inside it)."""
+    stlink_transport = "dapdirect_swd"
+    SAMPLES = 30000
+
+    @classmethod
+    def setUpClass(cls):
+        record_against_truth(cls, ("pcsr", "--pcsr-read", "profile", "--interval", "1ns",
+                                   "--samples", str(cls.SAMPLES)), timeout=600)
+
+    def test_long_calls_end_by_sample_count(self):
+        r = self.result
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.state, "running")
+        print(f"\n{r.stderr.strip()}", file=sys.stderr)
+        last = r.stderr.strip().splitlines()[-1]
+        self.assertIn(f"mcuprof record: {self.SAMPLES} samples in ", last)
+        self.assertIn("sample count reached", last)
+        pcsr = json.loads(r.stdout)["sampler"]["pcsr"]
+        reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", r.stderr)
+        self.assertIsNotNone(reads, r.stderr)
+        total, outside, unused = map(int, reads.groups())
+        self.assertEqual(total - outside - unused, self.SAMPLES)
+        self.assertEqual((pcsr["reads"], pcsr["unused_reads"]), (total, outside + unused))
+        # Sized by time: fewer calls than passes of 1024, each at most OpenOCD's 10000.
+        self.assertLess(pcsr["batches"], self.SAMPLES / 1024)
+        self.assertGreater(pcsr["batch"], 1024)
+        self.assertLessEqual(pcsr["batch"], 10000)
+
+    def test_shares_within_4_se_of_the_truth_per_chunk(self):
+        report = json.loads(self.result.stdout)
+        observed = jtag.observed_shares(self, report, self.SAMPLES, self.truth)
+        truth = jtag.shares(self.truth)
+        chunks = report["sampler"]["pcsr"]["batches"]
+        print(f"\nprofile chunks ({chunks}): observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}",
+              file=sys.stderr)
+        self.assertEqual(set(jtag.hottest(observed, 3)), set(jtag.hottest(truth, 3)))
+        self.assertEqual(jtag.beyond_z_se(observed, truth, [k for k, p in truth.items() if p >= 0.05], chunks), [])
+
+
 class HaltedShareBudget(unittest.TestCase):
     """`--mode halt --max-halted 50` through dapdirect_swd with the probe's latency at 125 us a
     command (an STLINK-V3 at USB high speed), where a halt costs OpenOCD hundreds of commands:

@@ -19,6 +19,10 @@ constexpr uint32_t window_bytes = 2 * 128 * 1024;
 // 10000 reads a call rather than a call so long that Ctrl-C waits for it.
 constexpr double longest_call_seconds = 10;
 
+// How much faster than the last call's rate the next call is planned for, when it must not
+// read more than wanted.
+constexpr double rate_margin = 1.25;
+
 uint32_t le32(const std::string& bytes, size_t at)
 {
     uint32_t value = 0;
@@ -60,19 +64,22 @@ PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& by
 unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads)
 {
     pass_reads = std::max<uint64_t>(1, pass_reads);
+    if (wanted >= most_reads_per_call) {
+        // Any call long enough reads the cap and stops there; not knowing the rate yet, a
+        // second (the cap on a real probe, a few passes on the emulation).
+        const double seconds = reads_per_second > 0 ? std::ceil(most_reads_per_call / reads_per_second) : 1.0;
+        return unsigned(std::clamp(seconds, 1.0, longest_call_seconds));
+    }
     if (reads_per_second <= 0 || wanted <= pass_reads)
         return 0;
-    double seconds = 0;
-    if (wanted >= most_reads_per_call) {
-        seconds = std::max(1.0, std::ceil(most_reads_per_call / reads_per_second));
-    } else {
-        // N seconds read the passes that end by N, and the one that ends after: stay within
-        // the whole passes wanted.
-        const double passes_wanted = double(wanted / pass_reads * pass_reads);
-        seconds = std::max(0.0, std::ceil(passes_wanted / reads_per_second) - 1);
-        if (seconds == 0 && pass_reads == 1)
-            seconds = 1;
-    }
+    // N seconds read the passes that end by N and the one that ends after: stay within the
+    // whole passes wanted, with a margin for a rate a quarter faster than the last call's
+    // (the host's load moves it from call to call); a pass read in vain costs far more than
+    // one more call's fixed commands.
+    const double passes_wanted = double(wanted / pass_reads * pass_reads);
+    double seconds = std::max(0.0, std::ceil(passes_wanted / (rate_margin * reads_per_second)) - 1);
+    if (seconds == 0 && pass_reads == 1)
+        seconds = 1;
     return unsigned(std::min(seconds, longest_call_seconds));
 }
 
