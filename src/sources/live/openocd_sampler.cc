@@ -162,6 +162,8 @@ public:
 
     bool enable_pcsr(SampleSink& sink) override
     {
+        if (profile_reader_)
+            hold_off_polling(sink);   // first: the polls it saves start with the next command
         // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
         const std::vector<uint32_t> words =
             OpenocdSampler::parse_words(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(),
@@ -177,12 +179,11 @@ public:
             // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
             sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
                                        " (not implemented): sampling in halt mode instead");
+            restore_polling();
             return false;
         }
-        if (profile_reader_) {
+        if (profile_reader_)
             profile_reader_->place(probe[0]);
-            hold_off_polling(sink);
-        }
         return true;
     }
     // OpenOCD polls the target (a DHCSR read, 3 USB commands through an ST-Link) before each
@@ -197,6 +198,12 @@ public:
         tcl_->eval("poll off");
         polling_held_off_ = true;
         sink.event("poll", "OpenOCD's background polling off while profile chunks run; on again at the end");
+    }
+    void restore_polling()
+    {
+        if (polling_held_off_)
+            tcl_->eval("poll on");
+        polling_held_off_ = false;
     }
     std::vector<uint32_t> read_pcsr(unsigned count) override
     {
@@ -232,10 +239,7 @@ public:
                 tcl_.reset();
                 tcl_ = connect();
             }
-            if (polling_held_off_) {
-                tcl_->eval("poll on");   // before curstate: its dispatch then polls the target
-                polling_held_off_ = false;
-            }
+            restore_polling();   // before curstate: its dispatch then polls the target
             if (tcl_->eval("[target current] curstate") == "halted") {
                 tcl_->eval("resume");
                 sink.event("resume", "the target " + target_ + " was halted at the end; resumed");
