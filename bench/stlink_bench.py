@@ -16,7 +16,8 @@ default). For each latency:
   pcsr-plain     the same batch without `capture` (mcuprof's script before it), run by this
                  script
   pcsr-profile   mcuprof record --mode pcsr --pcsr-read profile: the same, each batch one
-                 `profile 0` chunk (1024 non-incrementing reads in one USB command)
+                 `profile` call sized by time to up to 10000 reads (each 1024 non-incrementing
+                 reads one USB command)
   apreg          DWT_PCSR as MEM-AP banked data register BD3 through `$dap apreg` in a Tcl loop
                  (measured here by the script itself, not a mode of mcuprof)
 
@@ -24,7 +25,9 @@ Figures: samples/s; USB commands per sample (each one USB round trip on a real p
 by the vprobe, which prints its counters on SIGUSR1, before and after each phase); the share of
 the time the debugger kept the core halted (halt mode: its halt round trips; the PCSR readers
 never halt it). Reported as ratios to `profile` at the same latency. Each figure is the median
-of --runs runs. Benchmarks report; they assert nothing."""
+of --runs runs; the last column is each run's rate over that of the `profile` run just before it
+(the pair saw about the same load), their median and range. --account instead prints the USB
+commands of single `profile` calls by kind. Benchmarks report; they assert nothing."""
 import argparse
 import json
 import re
@@ -233,19 +236,26 @@ def main():
             rig_support.stop_rig(rig)
         table[latency] = {}
         for method, rows in results.items():
+            # Each run's ratio to the `profile` run just before it: under a changing load the
+            # pair saw about the same machine, where medians of separate runs may not have.
+            paired = [r["rate"] / p["rate"] for r, p in zip(rows, results["profile"]) if r is not None and p is not None]
             rows = [r for r in rows if r is not None]
             if rows:
                 table[latency][method] = {k: median([r[k] for r in rows]) for k in rows[0]}
+                table[latency][method]["paired"] = paired
 
     print(f"sampling through an ST-Link ({args.transport}) over mcuprof vprobe --stlink-port (QEMU 7.2, "
           f"mixed_forever_m4), OpenOCD 0.12, median of {args.runs} runs")
     for latency, rows in table.items():
         base = rows["profile"]["rate"] if "profile" in rows else float("nan")
         print(f"  probe latency {latency}:")
-        print("    %-14s %10s %12s %14s %12s" % ("", "samples/s", "/ profile", "USB cmds/sample", "halted"))
+        print("    %-14s %10s %12s %14s %12s   %s" % ("", "samples/s", "/ profile", "USB cmds/sample", "halted",
+                                                    "each run / its profile run: median (min-max)"))
         for method, r in rows.items():
-            print("    %-14s %10.0f %12.2f %14.3f %11.1f%%" % (method, r["rate"], r["rate"] / base, r["usb_per_sample"],
-                                                              100 * r["halted_share"]))
+            paired = r["paired"]
+            print("    %-14s %10.0f %12.2f %14.3f %11.1f%%   %.2f (%.2f-%.2f)" % (
+                method, r["rate"], r["rate"] / base, r["usb_per_sample"], 100 * r["halted_share"],
+                median(paired), min(paired), max(paired)))
     print(json.dumps(table), file=sys.stderr)
 
 
