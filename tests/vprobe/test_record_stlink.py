@@ -49,6 +49,14 @@ def record_against_truth(rig, mode_and_options: tuple[str, ...], timeout: float,
         stop_rig(rig)
 
 
+def profile_reads(test: unittest.TestCase, stderr: str) -> tuple[int, int, int]:
+    """The closing event of a `--pcsr-read profile` recording: the DWT_PCSR reads OpenOCD's
+    profile made, those outside the window, those placing it or past the count."""
+    reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", stderr)
+    test.assertIsNotNone(reads, stderr)
+    return tuple(map(int, reads.groups()))
+
+
 class RecordThroughStlinkDapDirect(jtag.RecordThroughOpenOCD):
     stlink_transport = "dapdirect_swd"
 
@@ -82,9 +90,7 @@ class PcsrThroughProfileChunks(unittest.TestCase):
         # of a chunk follow one another back to back, so the chunks (2 here), not the reads,
         # are the independent samples (see test_record_openocd.py's pcsr bounds).
         jtag.observed_shares(self, json.loads(r.stdout), self.SAMPLES, self.truth)
-        reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", r.stderr)
-        self.assertIsNotNone(reads, r.stderr)
-        total, outside, unused = map(int, reads.groups())
+        total, outside, unused = profile_reads(self, r.stderr)
         self.assertEqual(total - outside - unused, self.SAMPLES)
         # The summary tells the chunks as they are: 1024 reads a round trip, the same reads.
         pcsr = json.loads(r.stdout)["sampler"]["pcsr"]
@@ -118,9 +124,7 @@ class PcsrThroughLongProfileCalls(unittest.TestCase):
         self.assertIn(f"mcuprof record: {self.SAMPLES} samples in ", last)
         self.assertIn("sample count reached", last)
         pcsr = json.loads(r.stdout)["sampler"]["pcsr"]
-        reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", r.stderr)
-        self.assertIsNotNone(reads, r.stderr)
-        total, outside, unused = map(int, reads.groups())
+        total, outside, unused = profile_reads(self, r.stderr)
         self.assertEqual(total - outside - unused, self.SAMPLES)
         self.assertEqual((pcsr["reads"], pcsr["unused_reads"]), (total, outside + unused))
         # Sized by time: fewer calls than passes of 1024, each at most OpenOCD's 10000.
