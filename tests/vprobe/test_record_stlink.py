@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,50 @@ class PcsrThroughLongProfileCalls(unittest.TestCase):
               file=sys.stderr)
         self.assertEqual(set(jtag.hottest(observed, 3)), set(jtag.hottest(truth, 3)))
         self.assertEqual(jtag.beyond_z_se(observed, truth, [k for k, p in truth.items() if p >= 0.05], chunks), [])
+
+
+class PcsrProfileChunksInterrupted(unittest.TestCase):
+    """Ctrl-C in the middle of a `--pcsr-read profile` recording: it ends when the running
+    `profile` call returns (within one chunk), exit code 0, every sample it announced in its
+    file, the target running and OpenOCD's background polling, held off during the recording,
+    on again."""
+    stlink_transport = "dapdirect_swd"
+
+    @classmethod
+    def setUpClass(cls):
+        require((jtag.OPENOCD,), (jtag.CLI, jtag.ELF))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
+        try:
+            start_rig(cls, jtag.ELF)
+            rec = cls.work / "sigint.rec"
+            p = subprocess.Popen(jtag.record(cls.tcl_port, "pcsr", "--pcsr-read", "profile", "--samples", "100000000",
+                                             rec=rec), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                jtag.wait_for_samples(p, rec, 1)   # a chunk is in: the next call runs
+                p.send_signal(signal.SIGINT)
+                # Generous: a call lasts at most 10 s and a pass beyond (docs/live.md).
+                out, err = p.communicate(timeout=120)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.communicate()
+            cls.interrupted = (p.returncode, out, err, jtag.report_json(rec))
+            cls.state = cls.tcl.run("[target current] curstate").strip()
+            cls.polling = cls.tcl.run("poll")
+        finally:
+            stop_rig(cls)
+
+    def test_it_ends_with_every_sample_and_openocd_as_found(self):
+        code, out, err, doc = self.interrupted
+        print(f"\n{err.strip()}", file=sys.stderr)
+        self.assertEqual(code, 0, err)
+        self.assertIn("interrupted by a signal", err)
+        said = int(re.search(r"mcuprof record: (\d+) samples in ", err).group(1))
+        self.assertGreater(said, 0)
+        self.assertEqual(doc["samples"], said)
+        self.assertEqual(json.loads(out)["samples"], said)
+        self.assertEqual(self.state, "running")
+        self.assertIn("background polling: on", self.polling)
 
 
 class HaltedShareBudget(unittest.TestCase):
