@@ -16,7 +16,8 @@ default). For each latency:
   pcsr-plain     the same batch without `capture` (mcuprof's script before it), run by this
                  script
   pcsr-profile   mcuprof record --mode pcsr --pcsr-read profile: the same, each batch one
-                 `profile 0` chunk (1024 non-incrementing reads in one USB command)
+                 `profile` call sized by time to up to 10000 reads (each 1024 non-incrementing
+                 reads one USB command)
   apreg          DWT_PCSR as MEM-AP banked data register BD3 through `$dap apreg` in a Tcl loop
                  (measured here by the script itself, not a mode of mcuprof)
 
@@ -24,11 +25,14 @@ Figures: samples/s; USB commands per sample (each one USB round trip on a real p
 by the vprobe, which prints its counters on SIGUSR1, before and after each phase); the share of
 the time the debugger kept the core halted (halt mode: its halt round trips; the PCSR readers
 never halt it). Reported as ratios to `profile` at the same latency. Each figure is the median
-of --runs runs. Benchmarks report; they assert nothing."""
+of --runs runs; the last column is each run's rate over that of the `profile` run just before it
+(the pair saw about the same load), their median and range. --account instead prints the USB
+commands of single `profile` calls by kind. Benchmarks report; they assert nothing."""
 import argparse
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +51,62 @@ DWT_PCSR = 0xE000101C
 
 def counters(rig) -> dict[str, int]:
     return openocd_bench.counters(rig, COUNTERS, ("usb", "scans", "transfers", "registers", "pcsr"))
+
+
+KINDS = re.compile(r"mcuprof vprobe: USB commands by kind: (.*)$")
+
+
+def command_kinds(rig) -> dict[str, int]:
+    """The vprobe's USB commands by kind so far: SIGUSR1, then its next "by kind" line."""
+    seen = len(rig.vprobe_log)
+    rig.vprobe.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in rig.vprobe_log[seen:]:
+            m = KINDS.search(line.rstrip())
+            if m:
+                kinds = {}
+                for item in filter(None, m.group(1).split(", ")):
+                    name, count = item.rsplit(" ", 1)
+                    kinds[name] = int(count)
+                return kinds
+        time.sleep(0.01)
+    raise RuntimeError("the vprobe printed no USB commands by kind")
+
+
+def account(rig, label, tcl_command, raw=False):
+    """The USB commands one Tcl request sends, by kind, printed. `raw`: the request as it is
+    (else inside `capture`, as mcuprof sends its commands)."""
+    before = command_kinds(rig)
+    started = time.perf_counter()
+    said = rig.tcl.raw(tcl_command) if raw else rig.tcl.run(tcl_command)
+    elapsed = time.perf_counter() - started
+    after = command_kinds(rig)
+    diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    diff = {k: v for k, v in sorted(diff.items(), key=lambda kv: -kv[1]) if v}
+    reads = re.search(r"Profiling completed\. (\d+) samples", said)
+    print(f"  {label}: `{tcl_command}` {elapsed:.3f} s, {sum(diff.values())} USB commands"
+          f"{', ' + reads.group(1) + ' reads' if reads else ''}")
+    for kind, count in diff.items():
+        print(f"    {count:6d}  {kind}")
+
+
+def account_profile(rig, seconds):
+    """What each `profile` call costs, command by command: OpenOCD's background polling alone
+    (a `sleep` outside `capture`), one `profile 0` (one pass of 1024 reads) and one
+    `profile SECONDS` (up to the 10000-read cap) inside `capture`, then the same two with
+    background polling off (`poll off` in a request of its own before them)."""
+    gmon = rig.work / "account.gmon"
+    account(rig, "idle 1 s, outside capture (background polling)", "sleep 1000", raw=True)
+    account(rig, "one pass", f"profile 0 {gmon}")
+    account(rig, "one long call", f"profile {seconds} {gmon}")
+    rig.tcl.run("poll off")
+    try:
+        account(rig, "idle 1 s, polling off", "sleep 1000", raw=True)
+        account(rig, "one pass, polling off", f"profile 0 {gmon}")
+        account(rig, "one long call, polling off", f"profile {seconds} {gmon}")
+    finally:
+        rig.tcl.run("poll on")
 
 
 def measured(rig, run):
@@ -134,6 +194,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--methods", default="profile,halt,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
                         help="which to run (profile always runs: it is the reference)")
+    parser.add_argument("--account", action="store_true",
+                        help="instead: the USB commands of one `profile 0` and one long `profile` call, by kind")
     args = parser.parse_args()
     build = Path(args.build)
     cli = build / "mcuprof"
@@ -150,6 +212,10 @@ def main():
         results = {m: [] for m in methods}
         try:
             rig_support.start_rig(rig, elf, vprobe_options=("--latency", latency))
+            if args.account:
+                print(f"probe latency {latency}, {args.transport}:")
+                account_profile(rig, args.profile_seconds)
+                continue
             for _ in range(args.runs):
                 results["profile"].append(openocd_profile(rig, args.profile_seconds, rig.work))
                 if "halt" in results:
@@ -170,19 +236,26 @@ def main():
             rig_support.stop_rig(rig)
         table[latency] = {}
         for method, rows in results.items():
+            # Each run's ratio to the `profile` run just before it: under a changing load the
+            # pair saw about the same machine, where medians of separate runs may not have.
+            paired = [r["rate"] / p["rate"] for r, p in zip(rows, results["profile"]) if r is not None and p is not None]
             rows = [r for r in rows if r is not None]
             if rows:
                 table[latency][method] = {k: median([r[k] for r in rows]) for k in rows[0]}
+                table[latency][method]["paired"] = paired
 
     print(f"sampling through an ST-Link ({args.transport}) over mcuprof vprobe --stlink-port (QEMU 7.2, "
           f"mixed_forever_m4), OpenOCD 0.12, median of {args.runs} runs")
     for latency, rows in table.items():
         base = rows["profile"]["rate"] if "profile" in rows else float("nan")
         print(f"  probe latency {latency}:")
-        print("    %-14s %10s %12s %14s %12s" % ("", "samples/s", "/ profile", "USB cmds/sample", "halted"))
+        print("    %-14s %10s %12s %14s %12s   %s" % ("", "samples/s", "/ profile", "USB cmds/sample", "halted",
+                                                    "each run / its profile run: median (min-max)"))
         for method, r in rows.items():
-            print("    %-14s %10.0f %12.2f %14.3f %11.1f%%" % (method, r["rate"], r["rate"] / base, r["usb_per_sample"],
-                                                              100 * r["halted_share"]))
+            paired = r["paired"]
+            print("    %-14s %10.0f %12.2f %14.3f %11.1f%%   %.2f (%.2f-%.2f)" % (
+                method, r["rate"], r["rate"] / base, r["usb_per_sample"], 100 * r["halted_share"],
+                median(paired), min(paired), max(paired)))
     print(json.dumps(table), file=sys.stderr)
 
 

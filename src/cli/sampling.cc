@@ -39,8 +39,9 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                                          "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
         ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
-         "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, 1024 "
-         "reads per chunk, one non-incrementing block read; OpenOCD on this machine; order kept between chunks only)")
+         "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, each "
+         "chunk one call sized by time to up to 10000 reads or --batch, 1024 per non-incrementing block read; "
+         "OpenOCD on this machine; order kept between chunks only)")
         ("samples", whole_number(o.samples, "samples")->value_name("N"), "stop after N samples")
         ("duration", po::value(&o.duration)->value_name("TIME"), "stop after this long (100ms, 10s, 2min)")
         ("interval", po::value(&o.interval)->value_name("TIME|N"),
@@ -178,8 +179,8 @@ std::unique_ptr<sources::SampleSource> make_openocd_sample_source(const Sampling
     if (o.pcsr_read == "profile" && o.mode == "pcsr") {
         tcl.pcsr_profile_gmon =
             (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon")).string();
-        if (o.batch.empty())   // a batch is one `profile` pass: all its reads are used
-            tcl.pacing.batch = sources::PcsrProfileReader::chunk_reads;
+        if (o.batch.empty())   // a batch is one `profile` call: up to all the reads it may make
+            tcl.pacing.batch = sources::PcsrProfileReader::most_reads_per_call;
     } else if (!o.pcsr_read.empty() && !(o.pcsr_read == "read_memory" && o.mode == "pcsr"))
         throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     return std::make_unique<sources::OpenocdSampler>(tcl);

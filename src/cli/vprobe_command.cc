@@ -113,6 +113,9 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
                  static_cast<unsigned long long>(stats.cache_hits),
                  static_cast<unsigned long long>(stats.access_halts),
                  target.gone_reason().empty() ? state : "the target is gone");
+    if (stlink_server)   // which OpenOCD code sent them (docs/live.md, "What a `profile` call costs")
+        std::fprintf(stderr, "mcuprof vprobe: USB commands by kind: %s\n",
+                     stlink_server->protocol().usb_command_kinds_text().c_str());
 }
 
 } // namespace

@@ -1,7 +1,10 @@
 #include "mcuprof/vprobe/stlink_server.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace mcuprof::vprobe {
 
@@ -155,9 +158,86 @@ bool StlinkServerProtocol::perform(std::string_view request, std::string& replie
     }
 }
 
+std::string StlinkServerProtocol::kind_of(const uint8_t* command)
+{
+    static const std::map<uint8_t, const char*> top_level = {
+        {get_version, "GET_VERSION"},       {dfu_command, "DFU_COMMAND"},         {get_current_mode, "GET_CURRENT_MODE"},
+        {get_target_voltage, "GET_TARGET_VOLTAGE"}, {get_version_ex, "GET_VERSION_EX"}};
+    static const std::map<uint8_t, const char*> debug = {
+        {readmem_32bit, "READMEM_32BIT"},
+        {writemem_32bit, "WRITEMEM_32BIT"},
+        {readmem_8bit, "READMEM_8BIT"},
+        {writemem_8bit, "WRITEMEM_8BIT"},
+        {exit_debug, "EXIT"},
+        {enter, "ENTER"},
+        {read_idcodes, "READ_IDCODES"},
+        {reset_system, "RESETSYS"},
+        {read_register, "READREG"},
+        {write_register, "WRITEREG"},
+        {write_debug_register, "WRITEDEBUGREG"},
+        {read_debug_register, "READDEBUGREG"},
+        {last_rw_status, "GETLASTRWSTATUS"},
+        {drive_nrst, "DRIVE_NRST"},
+        {last_rw_status2, "GETLASTRWSTATUS2"},
+        {start_trace_rx, "START_TRACE_RX"},
+        {stop_trace_rx, "STOP_TRACE_RX"},
+        {get_trace_count, "GET_TRACE_NB"},
+        {read_dap_register, "READ_DAP_REG"},
+        {write_dap_register, "WRITE_DAP_REG"},
+        {readmem_16bit, "READMEM_16BIT"},
+        {writemem_16bit, "WRITEMEM_16BIT"},
+        {init_ap, "INIT_AP"},
+        {close_ap, "CLOSE_AP_DBG"},
+        {writemem_32bit_no_increment, "WRITEMEM_32BIT_NO_ADDR_INC"},
+        {readmem_32bit_no_increment, "READMEM_32BIT_NO_ADDR_INC"},
+        {set_com_frequency, "SET_COM_FREQ"},
+        {get_com_frequency, "GET_COM_FREQ"}};
+    // The Cortex-M debug registers whose accesses tell OpenOCD's code paths apart: DHCSR is
+    // its poll, DCRSR/DCRDR its core register transfers, DWT_PCSR a PC sample.
+    static const std::map<uint32_t, const char*> registers = {
+        {cortex_m::dhcsr, "DHCSR"}, {cortex_m::dcrsr, "DCRSR"},       {cortex_m::dcrdr, "DCRDR"},
+        {cortex_m::demcr, "DEMCR"}, {cortex_m::dwt_pcsr, "DWT_PCSR"}, {cortex_m::aircr, "AIRCR"}};
+    if (command[0] != debug_command) {
+        const auto name = top_level.find(command[0]);
+        return name != top_level.end() ? name->second : "unknown";
+    }
+    const auto name = debug.find(command[1]);
+    if (name == debug.end())
+        return "DEBUG unknown";
+    std::string kind = name->second;
+    switch (command[1]) {
+    case read_dap_register:
+    case write_dap_register: {
+        char where[24];
+        const uint32_t port = le16(command + 2);
+        std::snprintf(where, sizeof where, port == debug_port ? " DP 0x%X" : " AP 0x%X", unsigned(le16(command + 4)));
+        return kind + where;
+    }
+    case readmem_8bit: case readmem_16bit: case readmem_32bit: case readmem_32bit_no_increment:
+    case writemem_8bit: case writemem_16bit: case writemem_32bit: case writemem_32bit_no_increment:
+    case read_debug_register: case write_debug_register: {
+        const auto reg = registers.find(le32(command + 2));
+        return kind + " " + (reg != registers.end() ? reg->second : "memory");
+    }
+    default:
+        return kind;
+    }
+}
+
+std::string StlinkServerProtocol::usb_command_kinds_text() const
+{
+    std::vector<std::pair<std::string, uint64_t>> kinds(usb_command_kinds_.begin(), usb_command_kinds_.end());
+    std::stable_sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string text;
+    for (const auto& [kind, count] : kinds)
+        text += (text.empty() ? "" : ", ") + kind + " " + std::to_string(count);
+    return text;
+}
+
 void StlinkServerProtocol::usb_command(const uint8_t* command, std::string_view data_out, std::string& reply)
 {
     ++usb_commands_;
+    ++usb_command_kinds_[kind_of(command)];
     switch (command[0]) {
     case get_version:
         // Version word (big-endian): V3 with J and S 0, which tells the host to ask

@@ -21,7 +21,8 @@ void put32(std::string& out, uint32_t value)
 }
 
 // A gmon.out as OpenOCD's write_gmon lays it out (src/target/target.c), written by hand.
-std::string gmon(uint32_t low, uint32_t high, const std::map<uint32_t, uint16_t>& counts, uint32_t buckets)
+std::string gmon(uint32_t low, uint32_t high, const std::map<uint32_t, uint16_t>& counts, uint32_t buckets,
+                 uint32_t rate = 1000)
 {
     std::string out = "gmon";
     put32(out, 1);
@@ -30,7 +31,7 @@ std::string gmon(uint32_t low, uint32_t high, const std::map<uint32_t, uint16_t>
     put32(out, low);
     put32(out, high);
     put32(out, buckets);
-    put32(out, 1000);      // rate
+    put32(out, rate);      // reads per second
     std::string dimension = "seconds";
     dimension.resize(15, '\0');
     out += dimension + "s";
@@ -40,6 +41,20 @@ std::string gmon(uint32_t low, uint32_t high, const std::map<uint32_t, uint16_t>
         data[2 * bucket + 1] = char(n >> 8);
     }
     return out + data;
+}
+
+// The SECONDS of the `profile` call in a message (its words escaped by TclClient's quoting);
+// -1 when there is none.
+long seconds_asked(const std::string& message)
+{
+    size_t at = message.find("profile");
+    if (at == std::string::npos)
+        return -1;
+    at += 7;
+    while (at < message.size() && (message[at] == '\\' || message[at] == ' '))
+        ++at;
+    const size_t digits = message.find_first_not_of("0123456789", at);
+    return digits == at ? -1 : std::stol(message.substr(at, digits - at));
 }
 
 } // namespace
@@ -101,5 +116,78 @@ TEST_CASE("pcsr profile reader: one read places the 256 KiB window; then each ch
     PcsrProfileReader next(path, 7);
     CHECK(next.read(tcl, 100).empty());
     CHECK(next.window_low() == 0x08040000);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("pcsr profile reader: each call sized by time to gather up to the 10000 reads a profile call makes")
+{
+    using R = PcsrProfileReader;
+    // The rate not known yet: a second when the cap is wanted, else one pass (`profile 0`).
+    CHECK(R::seconds_for(20000, 0, 1024) == 1);
+    CHECK(R::seconds_for(5000, 0, 1024) == 0);
+    // A pass (1024) enough: one pass.
+    CHECK(R::seconds_for(1024, 3000, 1024) == 0);
+    CHECK(R::seconds_for(500, 1e6, 1024) == 0);
+    // 10000 or more wanted: the fewest seconds that reach the cap; 1 at a real probe's speed.
+    CHECK(R::seconds_for(10000, 3000, 1024) == 4);     // 10000 / 3000 = 3.3
+    CHECK(R::seconds_for(50000, 2500, 1024) == 4);     // exactly 4
+    CHECK(R::seconds_for(1000000, 500000, 1024) == 1);
+    // Fewer: the most seconds whose passes (the last one ends after them) stay within, at
+    // a rate 1.25 times the last call's.
+    CHECK(R::seconds_for(9216, 2000, 1024) == 3);      // at 2500/s: passes end at 0.41 s, 0.82 s ...: 3 s read 8
+    CHECK(R::seconds_for(7168, 3000, 1024) == 1);      // at 3750/s 2 s would read 8 passes (8192)
+    CHECK(R::seconds_for(6144, 2000, 1024) == 2);      // at 2500/s 2 s read 5 passes (5120), 3 s 8
+    CHECK(R::seconds_for(2000, 3000, 1024) == 0);      // one second would read 3 passes
+    // A slow target: at most 10 s a call (Ctrl-C waits for one call).
+    CHECK(R::seconds_for(10000, 100, 1024) == 10);
+    CHECK(R::seconds_for(9000, 500, 1024) == 10);
+    // One read a pass (hla): at least a second, never a call per read.
+    CHECK(R::seconds_for(500, 1900, 1) == 1);
+    CHECK(R::seconds_for(5000, 1600, 1) == 2);         // about 4000 reads at 2000/s
+    CHECK(R::seconds_for(1, 1900, 1) == 0);
+}
+
+TEST_CASE("pcsr profile reader: placed by a read made elsewhere; a long call's reads, delivered as wanted")
+{
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("mcuprof-test-pcsr-calls-" + std::to_string(::getpid()) + ".gmon"))
+            .string();
+    std::vector<std::string> asked;
+    // A probe that reads 20000 words a second (what OpenOCD writes into gmon.out): `profile 0`
+    // reads one pass of 1024, a second the cap of 10000. Of each call's reads, 24 fall
+    // outside the window.
+    fakes::FakeTclServer server([&](const std::string& message) -> std::optional<std::vector<std::string>> {
+        asked.push_back(message);
+        const uint16_t reads = seconds_asked(message) == 0 ? 1024 : 10000;
+        std::ofstream out(path, std::ios::binary);
+        out << gmon(0x08000000, 0x08040000, {{0x100 / 2, uint16_t(reads - 124)}, {0x2000 / 2, 100}}, 128 * 1024,
+                    20000);
+        return std::vector<std::string>{"0 Profiling completed. " + std::to_string(reads) + " samples.\nWrote " + path +
+                                        "\n"};
+    });
+    mcuprof::transport::TclClient tcl({"127.0.0.1", server.port()}, {});
+    PcsrProfileReader reader(path, 7);
+    reader.place(0xFFFFFFFF);   // halted: not placed by it, but counted
+    reader.place(0x08000200);
+    CHECK(reader.window_low() == 0x08000000);
+
+    // The first call: its rate is not known yet, one pass for 1000.
+    CHECK(reader.read(tcl, 1000).size() == 1000);
+    // Then at 20000 a second, a second reaches the cap: 9976 of the reads in the window.
+    const std::vector<uint32_t> pcs = reader.read(tcl, 9000 + 1024);
+    CHECK(pcs.size() == 9976);
+    CHECK(std::count(pcs.begin(), pcs.end(), 0x08002000u) == 100);
+    // A pass is enough for what is left.
+    CHECK(reader.read(tcl, 600).size() == 600);
+
+    REQUIRE(asked.size() == 3);   // no read_memory: the window was placed
+    CHECK(seconds_asked(asked[0]) == 0);
+    CHECK(seconds_asked(asked[1]) == 1);
+    CHECK(seconds_asked(asked[2]) == 0);
+    CHECK(reader.calls() == 3);
+    CHECK(reader.reads_per_call() == (1024 + 10000 + 1024 + 1) / 3);
+    CHECK(reader.reads() == 2 + 1024 + 10000 + 1024);
+    CHECK(reader.outside() == 3 * 24);
+    CHECK(reader.unused() == 2 + (1000 - 600));   // the two placing reads, the last call's surplus
     std::remove(path.c_str());
 }

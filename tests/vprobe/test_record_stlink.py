@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,14 @@ def record_against_truth(rig, mode_and_options: tuple[str, ...], timeout: float,
         rig.truth = openocd_record_suite.by_function(openocd_record_suite.read_truth(truth), elf_functions(ELF))
     finally:
         stop_rig(rig)
+
+
+def profile_reads(test: unittest.TestCase, stderr: str) -> tuple[int, int, int]:
+    """The closing event of a `--pcsr-read profile` recording: the DWT_PCSR reads OpenOCD's
+    profile made, those outside the window, those placing it or past the count."""
+    reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", stderr)
+    test.assertIsNotNone(reads, stderr)
+    return tuple(map(int, reads.groups()))
 
 
 class RecordThroughStlinkDapDirect(openocd_record_suite.RecordThroughOpenOCD):
@@ -82,15 +91,101 @@ class PcsrThroughProfileChunks(unittest.TestCase):
         # of a chunk follow one another back to back, so the chunks (2 here), not the reads,
         # are the independent samples (see test_record_openocd.py's pcsr bounds).
         openocd_record_suite.observed_shares(self, json.loads(r.stdout), self.SAMPLES, self.truth)
-        reads = re.search(r"OpenOCD's profile read DWT_PCSR (\d+) times: (\d+) outside .*, (\d+) placing", r.stderr)
-        self.assertIsNotNone(reads, r.stderr)
-        total, outside, unused = map(int, reads.groups())
+        total, outside, unused = profile_reads(self, r.stderr)
         self.assertEqual(total - outside - unused, self.SAMPLES)
         # The summary tells the chunks as they are: 1024 reads a round trip, the same reads.
         pcsr = json.loads(r.stdout)["sampler"]["pcsr"]
         self.assertEqual((pcsr["batch"], pcsr["reads"], pcsr["unused_reads"]), (1024, total, outside + unused))
         self.assertIn(f"DWT_PCSR read 1024 times per round trip", r.stderr.strip().splitlines()[-1])
         self.assertIn(f"{outside + unused} of {total} reads unused", r.stderr.strip().splitlines()[-1])
+
+
+class PcsrThroughLongProfileCalls(unittest.TestCase):
+    """`--mode pcsr --pcsr-read profile` with the chunks sized by time (the default): each
+    `profile` call gathers up to the 10000 reads OpenOCD allows a call, so a call's fixed
+    commands are a small share. The recording ends by sample count with exactly the samples
+    asked for, the calls were longer than a pass of 1024, the reads are accounted for, and the
+    shares are within 4 standard errors of the truth's with each chunk counted as one sample
+    (a chunk's share is a number in [0, 1] whose mean is the truth's share p, so its variance
+    is at most p(1 - p) whatever the correlation of the reads inside it)."""
+    stlink_transport = "dapdirect_swd"
+    SAMPLES = 30000
+
+    @classmethod
+    def setUpClass(cls):
+        record_against_truth(cls, ("pcsr", "--pcsr-read", "profile", "--interval", "1ns",
+                                   "--samples", str(cls.SAMPLES)), timeout=600)
+
+    def test_long_calls_end_by_sample_count(self):
+        r = self.result
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.state, "running")
+        print(f"\n{r.stderr.strip()}", file=sys.stderr)
+        last = r.stderr.strip().splitlines()[-1]
+        self.assertIn(f"mcuprof record: {self.SAMPLES} samples in ", last)
+        self.assertIn("sample count reached", last)
+        pcsr = json.loads(r.stdout)["sampler"]["pcsr"]
+        total, outside, unused = profile_reads(self, r.stderr)
+        self.assertEqual(total - outside - unused, self.SAMPLES)
+        self.assertEqual((pcsr["reads"], pcsr["unused_reads"]), (total, outside + unused))
+        # Sized by time: fewer calls than passes of 1024, each at most OpenOCD's 10000.
+        self.assertLess(pcsr["batches"], self.SAMPLES / 1024)
+        self.assertGreater(pcsr["batch"], 1024)
+        self.assertLessEqual(pcsr["batch"], 10000)
+
+    def test_shares_within_4_se_of_the_truth_per_chunk(self):
+        report = json.loads(self.result.stdout)
+        observed = openocd_record_suite.observed_shares(self, report, self.SAMPLES, self.truth)
+        truth = openocd_record_suite.shares(self.truth)
+        chunks = report["sampler"]["pcsr"]["batches"]
+        print(f"\nprofile chunks ({chunks}): observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}",
+              file=sys.stderr)
+        self.assertEqual(set(openocd_record_suite.hottest(observed, 3)), set(openocd_record_suite.hottest(truth, 3)))
+        self.assertEqual(openocd_record_suite.beyond_z_se(observed, truth, [k for k, p in truth.items() if p >= 0.05], chunks), [])
+
+
+class PcsrProfileChunksInterrupted(unittest.TestCase):
+    """Ctrl-C in the middle of a `--pcsr-read profile` recording: it ends when the running
+    `profile` call returns (within one chunk), exit code 0, every sample it announced in its
+    file, the target running and OpenOCD's background polling, held off during the recording,
+    on again."""
+    stlink_transport = "dapdirect_swd"
+
+    @classmethod
+    def setUpClass(cls):
+        require((OPENOCD,), (CLI, ELF))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-"))
+        try:
+            start_rig(cls, ELF)
+            rec = cls.work / "sigint.rec"
+            p = subprocess.Popen(openocd_record_suite.record(cls.tcl_port, "pcsr", "--pcsr-read", "profile", "--samples", "100000000",
+                                             rec=rec), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                openocd_record_suite.wait_for_samples(p, rec, 1)   # a chunk is in: the next call runs
+                p.send_signal(signal.SIGINT)
+                # Generous: a call lasts at most 10 s and a pass beyond (docs/live.md).
+                out, err = p.communicate(timeout=120)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.communicate()
+            cls.interrupted = (p.returncode, out, err, openocd_record_suite.report_json(rec))
+            cls.state = cls.tcl.run("[target current] curstate").strip()
+            cls.polling = cls.tcl.run("poll")
+        finally:
+            stop_rig(cls)
+
+    def test_it_ends_with_every_sample_and_openocd_as_found(self):
+        code, out, err, doc = self.interrupted
+        print(f"\n{err.strip()}", file=sys.stderr)
+        self.assertEqual(code, 0, err)
+        self.assertIn("interrupted by a signal", err)
+        said = int(re.search(r"mcuprof record: (\d+) samples in ", err).group(1))
+        self.assertGreater(said, 0)
+        self.assertEqual(doc["samples"], said)
+        self.assertEqual(json.loads(out)["samples"], said)
+        self.assertEqual(self.state, "running")
+        self.assertIn("background polling: on", self.polling)
 
 
 class HaltedShareBudget(unittest.TestCase):

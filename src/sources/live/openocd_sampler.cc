@@ -162,6 +162,8 @@ public:
 
     bool enable_pcsr(SampleSink& sink) override
     {
+        if (profile_reader_)
+            hold_off_polling(sink);   // first: the polls it saves start with the next command
         // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
         const std::vector<uint32_t> words =
             OpenocdSampler::parse_words(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(),
@@ -171,27 +173,49 @@ public:
                                    "read_memory gave " + std::to_string(words.size()) + " words, not 1");
         if (!(words[0] & trcena))
             tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(words[0] | trcena));
-        // One plain read, outside the samples (and outside --pcsr-read profile's accounting).
+        // One plain read, outside the samples; with --pcsr-read profile it places the window.
         const std::vector<uint32_t> probe = read_memory_pcsr(1);
         if (probe.empty() || probe[0] == 0) {
             // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
             sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
                                        " (not implemented): sampling in halt mode instead");
+            restore_polling();
             return false;
         }
+        if (profile_reader_)
+            profile_reader_->place(probe[0]);
         return true;
+    }
+    // OpenOCD polls the target (a DHCSR read, 3 USB commands through an ST-Link) before each
+    // command it runs and 10 times a second while idle (OpenOCD 0.12's command.c, exec_command
+    // -> target_call_timer_callbacks_now; target.c, handle_target), which comes on top of a
+    // `profile` call's own three polls. `poll off` stops that until the end (leave_running
+    // turns it back on); `profile` still polls, so OpenOCD's idea of the target stays fresh.
+    void hold_off_polling(SampleSink& sink)
+    {
+        if (tcl_->command({"poll"}).find("background polling: on") == std::string::npos)
+            return;
+        tcl_->eval("poll off");
+        polling_held_off_ = true;
+        sink.event("poll", "OpenOCD's background polling off while profile chunks run; on again at the end");
+    }
+    void restore_polling()
+    {
+        if (polling_held_off_)
+            tcl_->eval("poll on");
+        polling_held_off_ = false;
     }
     std::vector<uint32_t> read_pcsr(unsigned count) override
     {
         return profile_reader_ ? profile_reader_->read(*tcl_, count) : read_memory_pcsr(count);
     }
-    // OpenOCD's profile chunks: each round trip is one `profile 0` pass of 1024 reads, and
-    // the reads no sample came from are the reader's to count.
+    // OpenOCD's profile chunks: each round trip is one `profile` call (the batch figure is
+    // their mean reads), and the reads no sample came from are the reader's to count.
     void account_pcsr(PcsrStats& stats) const override
     {
         if (!profile_reader_)
             return;
-        stats.batch = PcsrProfileReader::chunk_reads;
+        stats.batch = profile_reader_->reads_per_call();
         stats.reads = profile_reader_->reads();
         stats.unused_reads = profile_reader_->outside() + profile_reader_->unused();
     }
@@ -215,6 +239,7 @@ public:
                 tcl_.reset();
                 tcl_ = connect();
             }
+            restore_polling();   // before curstate: its dispatch then polls the target
             if (tcl_->eval("[target current] curstate") == "halted") {
                 tcl_->eval("resume");
                 sink.event("resume", "the target " + target_ + " was halted at the end; resumed");
@@ -285,6 +310,7 @@ private:
     size_t target_count_ = 0;
     std::string initial_state_;
     std::optional<PcsrProfileReader> profile_reader_;   // --pcsr-read profile
+    bool polling_held_off_ = false;                      // `poll off` sent, `poll on` owed
 };
 
 } // namespace

@@ -1,6 +1,8 @@
 #include "mcuprof/sources/pcsr_profile_reader.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -12,6 +14,14 @@ namespace {
 
 // 128 Ki buckets of 2 bytes: write_gmon's bucket limit at one bucket per halfword.
 constexpr uint32_t window_bytes = 2 * 128 * 1024;
+
+// The longest `profile` call asked for: a slow target (hla_swd, a loaded host) gets fewer than
+// 10000 reads a call rather than a call so long that Ctrl-C waits for it.
+constexpr double longest_call_seconds = 10;
+
+// How much faster than the last call's rate the next call is planned for, when it must not
+// read more than wanted.
+constexpr double rate_margin = 1.25;
 
 uint32_t le32(const std::string& bytes, size_t at)
 {
@@ -42,6 +52,7 @@ PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& by
     h.low = le32(bytes, 21);
     h.high = le32(bytes, 25);
     const uint32_t count = le32(bytes, 29);
+    h.rate = le32(bytes, 33);
     if (bytes.size() < header + 2 * size_t(count))
         throw bad("cut short: " + std::to_string(count) + " buckets announced");
     h.buckets.resize(count);
@@ -50,13 +61,35 @@ PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& by
     return h;
 }
 
-PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, uint64_t& read_count)
+unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads)
 {
-    // `profile 0`: one pass of cortex_m_profiling's loop, 1024 reads, then the file. The
-    // read count is only in its log line, which `capture` (TclClient::command) returns.
+    pass_reads = std::max<uint64_t>(1, pass_reads);
+    if (wanted >= most_reads_per_call) {
+        // Any call long enough reads the cap and stops there; not knowing the rate yet, a
+        // second (the cap on a real probe, a few passes on the emulation).
+        const double seconds = reads_per_second > 0 ? std::ceil(most_reads_per_call / reads_per_second) : 1.0;
+        return unsigned(std::clamp(seconds, 1.0, longest_call_seconds));
+    }
+    if (reads_per_second <= 0 || wanted <= pass_reads)
+        return 0;
+    // N seconds read the passes that end by N and the one that ends after: stay within the
+    // whole passes wanted, with a margin for a rate a quarter faster than the last call's
+    // (the host's load moves it from call to call); a pass read in vain costs far more than
+    // one more call's fixed commands.
+    const double passes_wanted = double(wanted / pass_reads * pass_reads);
+    double seconds = std::max(0.0, std::ceil(passes_wanted / (rate_margin * reads_per_second)) - 1);
+    if (seconds == 0 && pass_reads == 1)
+        seconds = 1;
+    return unsigned(std::min(seconds, longest_call_seconds));
+}
+
+PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, unsigned seconds,
+                                                             uint64_t& read_count)
+{
+    // The read count is only in its log line, which `capture` (TclClient::command) returns.
     const std::string low = std::to_string(low_);
     const std::string high = std::to_string(uint64_t(low_) + window_bytes);
-    const std::string said = tcl.command({"profile", "0", gmon_path_, low, high});
+    const std::string said = tcl.command({"profile", std::to_string(seconds), gmon_path_, low, high});
     static const std::regex completed(R"(Profiling completed\. (\d+) samples)");
     std::smatch m;
     if (!std::regex_search(said, m, completed))
@@ -68,39 +101,52 @@ PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClie
     return parse_gmon(bytes, gmon_path_);
 }
 
+void PcsrProfileReader::place(uint32_t pc)
+{
+    // The 256 KiB-aligned block that holds the PC, so firmware of up to 256 KiB that starts
+    // on such a boundary (flash at 0x08000000 on an STM32, 0 elsewhere) is covered from its
+    // first byte wherever the PC falls.
+    ++reads_;
+    ++unused_;
+    if (pc == 0xFFFFFFFF)
+        return;   // halted just now
+    low_ = pc & ~(window_bytes - 1);
+    placed_ = true;
+}
+
 void PcsrProfileReader::place_window(transport::TclClient& tcl)
 {
-    // One PC from a single read (the core may be halted by someone for a moment: a few
-    // tries), then the window: the 256 KiB-aligned block that holds it, so firmware of up to
-    // 256 KiB that starts on such a boundary (flash at 0x08000000 on an STM32, 0 elsewhere)
-    // is covered from its first byte wherever the first PC falls.
-    for (int attempt = 0; attempt < 16; ++attempt) {
+    // One PC from a single read (the core may be halted by someone for a moment: a few tries).
+    for (int attempt = 0; attempt < 16 && !placed_; ++attempt) {
         const std::string word = tcl.eval("read_memory 0xE000101C 32 1");
-        ++reads_;
-        ++unused_;
-        uint32_t pc = 0;
         try {
-            pc = uint32_t(std::stoul(word, nullptr, 0));
+            place(uint32_t(std::stoul(word, nullptr, 0)));
         } catch (const std::exception&) {
             throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
                                    "not a 32-bit word: '" + word + "'");
         }
-        if (pc == 0xFFFFFFFF)
-            continue;   // halted just now
-        low_ = pc & ~(window_bytes - 1);
-        placed_ = true;
-        return;
     }
-    throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
-                           "reads 0xFFFFFFFF (core halted) 16 times: no PC to place the profile window at");
+    if (!placed_)
+        throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
+                               "reads 0xFFFFFFFF (core halted) 16 times: no PC to place the profile window at");
 }
 
 std::vector<uint32_t> PcsrProfileReader::read(transport::TclClient& tcl, uint64_t wanted)
 {
     if (!placed_)
         place_window(tcl);
+    const unsigned seconds = seconds_for(wanted, last_rate_, pass_reads_ ? pass_reads_ : chunk_reads);
     uint64_t read_count = 0;
-    const Histogram h = profile_chunk(tcl, read_count);
+    const auto asked = std::chrono::steady_clock::now();
+    const Histogram h = profile_chunk(tcl, seconds, read_count);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    // OpenOCD's rate (its reads over its own clock, in whole ms): a call shorter than a
+    // millisecond has none worth the name (0, or the float's overflow), then the round trip's.
+    last_rate_ = h.rate > 0 && h.rate < 100'000'000 ? double(h.rate) : took > 0 ? double(read_count) / took : 0.0;
+    if (seconds == 0 && !pass_reads_)
+        pass_reads_ = read_count;
+    profile_reads_ += read_count;
+    ++calls_;
     if (h.low != low_ || h.buckets.size() != window_bytes / 2)
         throw transport::Error(transport::Error::Kind::protocol, gmon_path_, "gmon.out",
                                "not the window asked for (" + std::to_string(h.buckets.size()) + " buckets from " +

@@ -17,6 +17,7 @@
 //                                            -> status, then the data when the probe sends it
 //   0x06 server version       4 bytes        -> API, major, minor, build
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -104,6 +105,12 @@ public:
     // be sent over USB, each one bus round trip), requests of the server protocol itself.
     uint64_t usb_commands() const { return usb_commands_; }
     uint64_t server_requests() const { return server_requests_; }
+    // The USB commands by kind, named as OpenOCD's stlink_usb.c names them; a memory command
+    // with the debug register it touches ("READMEM_32BIT DHCSR"), a DAP register command with
+    // the register ("READ_DAP_REG DP 0x4"): what tells which OpenOCD code sent it.
+    const std::map<std::string, uint64_t>& usb_command_kinds() const { return usb_command_kinds_; }
+    // Those counts on one line, "NAME N, NAME N, ...", most frequent first.
+    std::string usb_command_kinds_text() const;
 
 private:
     // The length of the request at the start of `pending`, or 0 while it is incomplete.
@@ -114,6 +121,7 @@ private:
     // the probe sends back (the caller pads or cuts it to the length the host reads).
     void usb_command(const uint8_t* command, std::string_view data_out, std::string& reply);
     void perform_debug_command(const uint8_t* command, std::string_view data_out, std::string& reply);
+    static std::string kind_of(const uint8_t* command);
 
     // The firmware's sequences of DP/AP transactions.
     bool ap_read(uint8_t apsel, uint8_t address, uint32_t& value);
@@ -140,6 +148,7 @@ private:
     uint32_t com_frequency_khz_ = 1000;
     uint64_t usb_commands_ = 0;
     uint64_t server_requests_ = 0;
+    std::map<std::string, uint64_t> usb_command_kinds_;
 };
 
 // Listens on TCP, accepts one OpenOCD connection and serves it as stlink-server would.
