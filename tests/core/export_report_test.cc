@@ -309,11 +309,11 @@ TEST_CASE("diff gate and markdown: only rows that grew beyond both bounds fail")
     diff.b_origin = "b";
     diff.a_total = diff.b_total = 1000;
     diff.threshold = 3;
-    //            name   a_s  b_s  a%  b%  delta   z     flagged
-    diff.rows = {{"grew", 100, 200, 10, 20, 10, 6.0, true},
-                 {"grew_little", 100, 130, 10, 13, 3, 3.5, true},
-                 {"noisy", 100, 160, 10, 16, 6, 2.0, false},
-                 {"shrank", 300, 100, 30, 10, -20, -9.0, true}};
+    //            name   a_s  b_s  a%  b%  delta   z     flagged  distinct  function
+    diff.rows = {{"grew", 100, 200, 10, 20, 10, 6.0, true, 0, 0, ""},
+                 {"grew_little", 100, 130, 10, 13, 3, 3.5, true, 0, 0, ""},
+                 {"noisy", 100, 160, 10, 16, 6, 2.0, false, 0, 0, ""},
+                 {"shrank", 300, 100, 30, 10, -20, -9.0, true, 0, 0, ""}};
     const std::vector<DiffRow> failed = regressions(diff, 5);
     REQUIRE(failed.size() == 1);
     CHECK(failed[0].name == "grew");
