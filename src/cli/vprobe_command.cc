@@ -104,7 +104,7 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
     std::fprintf(stderr,
                  "mcuprof vprobe: %s after %.1f s; %s%llu DP/AP scans, %llu MEM-AP transfers, "
                  "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits), "
-                 "%llu halts for accesses; %s\n",
+                 "%llu halts for accesses, %llu special-register stub runs (%llu steps); %s\n",
                  when, seconds, front_end.c_str(), static_cast<unsigned long long>(probe.dp().scans()),
                  static_cast<unsigned long long>(probe.ap().transfers()),
                  static_cast<unsigned long long>(probe.cortex().register_transfers()),
@@ -112,6 +112,7 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
                  static_cast<unsigned long long>(stats.memory_requests),
                  static_cast<unsigned long long>(stats.cache_hits),
                  static_cast<unsigned long long>(stats.access_halts),
+                 static_cast<unsigned long long>(stats.stub_runs), static_cast<unsigned long long>(stats.stub_steps),
                  target.gone_reason().empty() ? state : "the target is gone");
     if (stlink_server)   // which OpenOCD code sent them (docs/live.md, "What a `profile` call costs")
         std::fprintf(stderr, "mcuprof vprobe: USB commands by kind: %s\n",
