@@ -89,7 +89,7 @@ std::string TclClient::exchange(const std::string& message, std::string_view wha
         } catch (const Error& e) {
             throw Error(e.kind(), connection_.peer(), excerpt(what), e.problem() + wrong_port_hint(e));
         }
-        if (!answered_ && (buffer_.front() == '+' || buffer_.front() == '$'))
+        if (!answered_ && !buffer_.empty() && (buffer_.front() == '+' || buffer_.front() == '$'))
             throw Error(Error::Kind::protocol, connection_.peer(), excerpt(what), gdb_server_answered());
     }
 }
