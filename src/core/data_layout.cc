@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/BinaryFormat/Dwarf.h>
 #include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/DebugInfo/DWARF/DWARFDie.h>
@@ -108,7 +109,7 @@ struct DataLayout::Impl {
     std::map<std::string, DWARFDie, std::less<>> types;   // "struct x", "union x", typedef and base names
     std::map<std::string, std::string, std::less<>> tags; // bare tag "x" -> "struct x"
 
-    // Layouts built so far, by DIE offset; structures being laid out, to stop at cycles.
+    // Layouts built so far, by DIE offset; types being laid out, to stop at cycles.
     mutable std::map<uint64_t, std::shared_ptr<const TypeLayout>> built;
     mutable std::set<uint64_t> in_progress;
 
@@ -176,6 +177,18 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::layout(const DWARFDie& die) 
     const uint64_t offset = die.getOffset();
     if (auto found = built.find(offset); found != built.end())
         return found->second;
+    if (die.getTag() == dw::DW_TAG_structure_type || die.getTag() == dw::DW_TAG_class_type)
+        return aggregate(die, TypeLayout::Kind::structure);
+    if (die.getTag() == dw::DW_TAG_union_type)
+        return aggregate(die, TypeLayout::Kind::union_);
+    // Other types refer to others only through DW_AT_type; a chain of them that comes back to
+    // itself (a pointer to itself, a typedef of itself: corrupt DWARF, never a compiler's)
+    // ends at a nameless stub instead of recursing until the stack runs out.
+    if (!in_progress.insert(offset).second) {
+        auto cycle = std::make_shared<TypeLayout>();
+        cycle->name = "(cyclic type at DIE 0x" + llvm::utohexstr(offset) + ")";
+        return cycle;
+    }
 
     std::shared_ptr<const TypeLayout> result;
     switch (die.getTag()) {
@@ -212,9 +225,6 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::layout(const DWARFDie& die) 
         result = pointer;
         break;
     }
-    case dw::DW_TAG_structure_type:
-    case dw::DW_TAG_class_type: return aggregate(die, TypeLayout::Kind::structure);
-    case dw::DW_TAG_union_type: return aggregate(die, TypeLayout::Kind::union_);
     case dw::DW_TAG_array_type: result = array(die); break;
     default: {
         auto other = std::make_shared<TypeLayout>();
@@ -224,6 +234,7 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::layout(const DWARFDie& die) 
         break;
     }
     }
+    in_progress.erase(offset);
     built[offset] = result;
     return result;
 }
