@@ -123,14 +123,16 @@ TEST_CASE("pcsr profile reader: each call sized by time to gather up to the 1000
 {
     using R = PcsrProfileReader;
     // The rate not known yet: a second when the cap is wanted, else one pass (`profile 0`).
-    CHECK(R::seconds_for(20000, 0, 1024) == 1);
+    CHECK(R::seconds_for(20000, 0, 1024) == 10);       // the longest: a call stops at the cap
     CHECK(R::seconds_for(5000, 0, 1024) == 0);
     // A pass (1024) enough: one pass.
     CHECK(R::seconds_for(1024, 3000, 1024) == 0);
     CHECK(R::seconds_for(500, 1e6, 1024) == 0);
-    // 10000 or more wanted: the fewest seconds that reach the cap; 1 at a real probe's speed.
-    CHECK(R::seconds_for(10000, 3000, 1024) == 4);     // 10000 / 3000 = 3.3
-    CHECK(R::seconds_for(50000, 2500, 1024) == 4);     // exactly 4
+    // 10000 or more wanted: seconds that reach the cap at a rate 1.25 times lower; 1 at a
+    // real probe's speed.
+    CHECK(R::seconds_for(10000, 3000, 1024) == 5);     // 12500 / 3000 = 4.2
+    CHECK(R::seconds_for(50000, 2500, 1024) == 5);     // exactly 5
+    CHECK(R::seconds_for(50000, 2400, 1024) == 6);     // 5.2
     CHECK(R::seconds_for(1000000, 500000, 1024) == 1);
     // Fewer: the most seconds whose passes (the last one ends after them) stay within, at
     // a rate 1.25 times the last call's.

@@ -105,9 +105,10 @@ class PcsrThroughLongProfileCalls(unittest.TestCase):
     `profile` call gathers up to the 10000 reads OpenOCD allows a call, so a call's fixed
     commands are a small share. The recording ends by sample count with exactly the samples
     asked for, the calls were longer than a pass of 1024, the reads are accounted for, and the
-    shares are within 4 standard errors of the truth's with each chunk counted as one sample
-    (a chunk's share is a number in [0, 1] whose mean is the truth's share p, so its variance
-    is at most p(1 - p) whatever the correlation of the reads inside it)."""
+    three hottest functions are the truth's. No share bound: a chunk's reads follow one another
+    back to back, so only the chunks are independent samples, and a recording of 30000 reads
+    is three chunks of 10000 when each call reaches the cap; a bound with n = 3 could not fail
+    (what `profile` reads is OpenOCD's, the same reads as a hand-run `profile`)."""
     stlink_transport = "dapdirect_swd"
     SAMPLES = 30000
 
@@ -133,15 +134,14 @@ class PcsrThroughLongProfileCalls(unittest.TestCase):
         self.assertGreater(pcsr["batch"], 1024)
         self.assertLessEqual(pcsr["batch"], 10000)
 
-    def test_shares_within_4_se_of_the_truth_per_chunk(self):
+    def test_the_hot_functions_are_the_truths(self):
         report = json.loads(self.result.stdout)
         observed = openocd_record_suite.observed_shares(self, report, self.SAMPLES, self.truth)
         truth = openocd_record_suite.shares(self.truth)
         chunks = report["sampler"]["pcsr"]["batches"]
-        print(f"\nprofile chunks ({chunks}): observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}",
-              file=sys.stderr)
+        print(f"\nprofile chunks ({chunks}): observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}, "
+              f"truth {json.dumps({k: round(v, 3) for k, v in truth.items() if v >= 0.01})}", file=sys.stderr)
         self.assertEqual(set(openocd_record_suite.hottest(observed, 3)), set(openocd_record_suite.hottest(truth, 3)))
-        self.assertEqual(openocd_record_suite.beyond_z_se(observed, truth, [k for k, p in truth.items() if p >= 0.05], chunks), [])
 
 
 class PcsrProfileChunksInterrupted(unittest.TestCase):

@@ -19,8 +19,8 @@ constexpr uint32_t window_bytes = 2 * 128 * 1024;
 // 10000 reads a call rather than a call so long that Ctrl-C waits for it.
 constexpr double longest_call_seconds = 10;
 
-// How much faster than the last call's rate the next call is planned for, when it must not
-// read more than wanted.
+// How much faster (or slower) than the last call's rate the next call is planned for: the
+// host's load moves it from call to call.
 constexpr double rate_margin = 1.25;
 
 uint32_t le32(const std::string& bytes, size_t at)
@@ -65,9 +65,14 @@ unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second
 {
     pass_reads = std::max<uint64_t>(1, pass_reads);
     if (wanted >= most_reads_per_call) {
-        // Any call long enough reads the cap and stops there; not knowing the rate yet, a
-        // second (the cap on a real probe, a few passes on the emulation).
-        const double seconds = reads_per_second > 0 ? std::ceil(most_reads_per_call / reads_per_second) : 1.0;
+        // Any call long enough reads the cap and stops there, so a call asked for too long
+        // costs nothing and one too short breaks the run into more calls than needed (each
+        // with its fixed commands, and a tail of short calls at the end of a --samples run):
+        // long enough at a rate a fifth below the last call's (1 / 1.25), the longest while the rate
+        // is not known (on a real probe the cap comes within a tenth of a second anyway).
+        const double seconds = reads_per_second > 0
+                                   ? std::ceil(rate_margin * most_reads_per_call / reads_per_second)
+                                   : longest_call_seconds;
         return unsigned(std::clamp(seconds, 1.0, longest_call_seconds));
     }
     if (reads_per_second <= 0 || wanted <= pass_reads)
@@ -89,7 +94,13 @@ PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClie
     // The read count is only in its log line, which `capture` (TclClient::command) returns.
     const std::string low = std::to_string(low_);
     const std::string high = std::to_string(uint64_t(low_) + window_bytes);
-    const std::string said = tcl.command({"profile", std::to_string(seconds), gmon_path_, low, high});
+    // The call lasts SECONDS and the pass that ends after them: at a slow rate (a loaded host,
+    // a slow probe) that pass alone can take seconds, beyond the client's time-out.
+    const double pass_seconds =
+        last_rate_ > 0 ? double(pass_reads_ ? pass_reads_ : chunk_reads) / last_rate_ : longest_call_seconds;
+    const auto runs_for = std::chrono::duration_cast<transport::Duration>(
+        std::chrono::duration<double>(seconds + std::max(longest_call_seconds, 2 * pass_seconds)));
+    const std::string said = tcl.command({"profile", std::to_string(seconds), gmon_path_, low, high}, runs_for);
     static const std::regex completed(R"(Profiling completed\. (\d+) samples)");
     std::smatch m;
     if (!std::regex_search(said, m, completed))

@@ -76,7 +76,7 @@ std::string TclClient::wrong_port_hint(const Error& e) const
            "here";
 }
 
-std::string TclClient::exchange(const std::string& message, std::string_view what)
+std::string TclClient::exchange(const std::string& message, std::string_view what, Duration timeout)
 {
     connection_.write(message, options_.timeout);
     for (;;) {
@@ -85,7 +85,7 @@ std::string TclClient::exchange(const std::string& message, std::string_view wha
             return *reply;
         }
         try {
-            connection_.read_some(buffer_, options_.timeout);
+            connection_.read_some(buffer_, timeout);
         } catch (const Error& e) {
             throw Error(e.kind(), connection_.peer(), excerpt(what), e.problem() + wrong_port_hint(e));
         }
@@ -121,7 +121,7 @@ std::string TclClient::gdb_server_answered()
            resumed;
 }
 
-std::string TclClient::eval(std::string_view script)
+std::string TclClient::eval(std::string_view script, Duration runs_for)
 {
     if (script.find(terminator) != std::string_view::npos)
         throw Error(Error::Kind::protocol, connection_.peer(), excerpt(script), "a script cannot contain the byte 0x1a");
@@ -136,7 +136,7 @@ std::string TclClient::eval(std::string_view script)
     message += "] $";
     message += result_variable;
     message += terminator;
-    return result_of(exchange(message, script), connection_.peer(), script);
+    return result_of(exchange(message, script, options_.timeout + runs_for), connection_.peer(), script);
 }
 
 std::optional<std::string> TclClient::take_message(std::string& buffer)
@@ -164,7 +164,7 @@ std::string TclClient::result_of(const std::string& reply, const std::string& pe
     throw Error(Error::Kind::protocol, peer, excerpt(script), "OpenOCD: " + text);
 }
 
-std::string TclClient::command(std::initializer_list<std::string_view> words)
+std::string TclClient::command(std::initializer_list<std::string_view> words, Duration runs_for)
 {
     std::string line;
     for (std::string_view word : words) {
@@ -172,7 +172,7 @@ std::string TclClient::command(std::initializer_list<std::string_view> words)
             line += ' ';
         line += quote(word);
     }
-    return eval("capture " + quote(line));
+    return eval("capture " + quote(line), runs_for);
 }
 
 } // namespace mcuprof::transport

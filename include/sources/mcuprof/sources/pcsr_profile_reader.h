@@ -40,8 +40,9 @@ public:
     // `profile 0` call makes `pass_reads` (1024 where OpenOCD drives the DAP; 1 under hla,
     // where profile reads one word at a time). `profile` checks the time after each pass and
     // stops at 10000 reads, so N seconds give the passes of N x rate reads and one more, at
-    // most 10000: when 10000 are wanted, the fewest seconds that reach them (1 while the rate
-    // is not known); else the most seconds whose passes stay within `wanted` even at a
+    // most 10000: when 10000 are wanted, enough seconds to reach them at a rate a fifth
+    // below the last call's (10 while the rate is not known; a call stops at the cap, so a
+    // generous call costs nothing); else the most seconds whose passes stay within `wanted` even at a
     // quarter above the rate, so no pass is read in vain (0: one pass; but at least a second
     // when a pass is a single read: a call per read would cost more). At most 10 seconds.
     static unsigned seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads);

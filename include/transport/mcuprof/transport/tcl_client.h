@@ -24,11 +24,13 @@ public:
     TclClient(const Endpoint& endpoint, Options options);
 
     // Runs a Tcl script written by the caller and returns its result. Throws
-    // transport::Error (protocol) with OpenOCD's message when the script fails.
-    std::string eval(std::string_view script);
+    // transport::Error (protocol) with OpenOCD's message when the script fails, (timeout)
+    // when no answer comes within the time-out plus `runs_for`, the time a script that
+    // takes long on purpose (`profile SECONDS`) may take.
+    std::string eval(std::string_view script, Duration runs_for = Duration::zero());
     // Runs one command from its words, each quoted, and returns what it printed followed by
     // its result (OpenOCD's `capture`), e.g. command({"mdw", "0x08000000", "4"}).
-    std::string command(std::initializer_list<std::string_view> words);
+    std::string command(std::initializer_list<std::string_view> words, Duration runs_for = Duration::zero());
 
     // `word` as one Tcl word whatever it contains: every character Tcl treats specially
     // (space, $ [ ] { } " ; \ and the control characters) is escaped with a backslash or
@@ -46,7 +48,7 @@ public:
     static std::string result_of(const std::string& reply, const std::string& peer, std::string_view script);
 
 private:
-    std::string exchange(const std::string& message, std::string_view what);
+    std::string exchange(const std::string& message, std::string_view what, Duration timeout);
     std::string wrong_port_hint(const Error& e) const;
     std::string gdb_server_answered();
 
