@@ -7,6 +7,7 @@
 #include <map>
 
 #include "../fakes/fake_tcl_server.h"
+#include "mcuprof/sources/error.h"
 #include "mcuprof/sources/pcsr_profile_reader.h"
 #include "mcuprof/transport/error.h"
 
@@ -61,16 +62,21 @@ long seconds_asked(const std::string& message)
 
 TEST_CASE("pcsr profile reader: the gmon.out histogram of OpenOCD's profile, read back")
 {
-    const auto h = PcsrProfileReader::parse_gmon(gmon(0x08000000, 0x08000010, {{1, 3}, {7, 300}}, 8), "g");
+    // Through the gmon.out reader that `mcuprof report gmon.out` uses.
+    const auto file = mcuprof::sources::parse_gmon_records(gmon(0x08000000, 0x08000010, {{1, 3}, {7, 300}}, 8, 2500), "g");
+    REQUIRE(file.histograms.size() == 1);
+    const auto& h = file.histograms[0];
     CHECK(h.low == 0x08000000);
     CHECK(h.high == 0x08000010);
-    REQUIRE(h.buckets.size() == 8);
-    CHECK(h.buckets[1] == 3);
-    CHECK(h.buckets[7] == 300);
-    CHECK_THROWS_AS(PcsrProfileReader::parse_gmon("gmon", "g"), mcuprof::transport::Error);
+    CHECK(h.rate == 2500);
+    REQUIRE(h.counts.size() == 8);
+    CHECK(h.counts[1] == 3);
+    CHECK(h.counts[7] == 300);
+    CHECK_THROWS_AS(mcuprof::sources::parse_gmon_records("gmon", "g"), mcuprof::sources::Error);
     std::string cut = gmon(0, 16, {}, 8);
     cut.resize(cut.size() - 1);
-    CHECK_THROWS_AS(PcsrProfileReader::parse_gmon(cut, "g"), mcuprof::transport::Error);
+    CHECK_THROWS_WITH_AS(mcuprof::sources::parse_gmon_records(cut, "g"),
+                         doctest::Contains("the file ends inside a histogram count"), mcuprof::sources::Error);
 }
 
 TEST_CASE("pcsr profile reader: one read places the 256 KiB window; then each chunk's PCs, outside reads counted")
@@ -116,6 +122,24 @@ TEST_CASE("pcsr profile reader: one read places the 256 KiB window; then each ch
     PcsrProfileReader next(path, 7);
     CHECK(next.read(tcl, 100).empty());
     CHECK(next.window_low() == 0x08040000);
+
+    // A file OpenOCD wrote wrong (another window; cut short) ends the chunk as a protocol
+    // error of the link, which the sampling loop survives with its samples kept.
+    std::string written;
+    fakes::FakeTclServer wrong_files([&](const std::string&) -> std::optional<std::vector<std::string>> {
+        std::ofstream(path, std::ios::binary) << written;
+        return std::vector<std::string>{"0 Profiling completed. 10 samples.\n"};
+    });
+    mcuprof::transport::TclClient wrong_tcl({"127.0.0.1", wrong_files.port()}, {});
+    PcsrProfileReader wrong(path, 7);
+    wrong.place(0x08052344);   // the window at 0x08040000
+    written = gmon(0x08000000, 0x08040000, {}, 128 * 1024);
+    CHECK_THROWS_WITH_AS(wrong.read(wrong_tcl, 100), doctest::Contains("not the window asked for"),
+                         mcuprof::transport::Error);
+    written = gmon(0x08040000, 0x08080000, {}, 128 * 1024);
+    written.resize(written.size() / 2);
+    CHECK_THROWS_WITH_AS(wrong.read(wrong_tcl, 100), doctest::Contains("the file ends inside a histogram count"),
+                         mcuprof::transport::Error);
     std::remove(path.c_str());
 }
 

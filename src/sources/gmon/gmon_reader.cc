@@ -1,5 +1,7 @@
 #include "mcuprof/sources/gmon_reader.h"
 
+#include <algorithm>
+
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
 
@@ -40,6 +42,7 @@ public:
         at_ += n;
     }
     bool done() const { return at_ >= bytes_.size(); }
+    size_t left() const { return bytes_.size() - at_; }
     size_t at() const { return at_; }
     [[noreturn]] void fail(size_t offset, const std::string& problem) const
     {
@@ -64,7 +67,7 @@ bool is_gmon(std::string_view head)
     return head.substr(0, 4) == "gmon";
 }
 
-core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
+GmonFile parse_gmon_records(std::string_view bytes, const std::string& path)
 {
     Reader r(bytes, path);
     if (!is_gmon(bytes))
@@ -77,39 +80,29 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
         r.fail(4, "gmon.out version " + std::to_string(version) + ", not 1");
     r.skip(12, "the header");
 
-    core::SampleSet out;
-    out.origin = "gmon.out histogram: " + path;
-    size_t arcs = 0;
-    size_t saturated = 0;
+    GmonFile file;
     while (!r.done()) {
         const size_t record = r.at();
         switch (r.u8()) {
         case time_histogram: {
-            const uint32_t low = r.u32();
-            const uint32_t high = r.u32();
+            GmonFile::Histogram h;
+            h.low = r.u32();
+            h.high = r.u32();
             const uint32_t bins = r.u32();
-            const uint32_t rate = r.u32();
+            h.rate = r.u32();
             r.skip(16, "the histogram header");
-            if (high <= low || bins == 0 || bins > (high - low))
-                r.fail(record, "histogram of " + std::to_string(bins) + " bins over [" + std::to_string(low) + ", " +
-                                   std::to_string(high) + ") makes no sense");
-            // Bin k covers [low + k * span / bins, low + (k + 1) * span / bins), as gprof
-            // divides the range.
-            const uint64_t span = uint64_t(high) - low;
-            for (uint32_t k = 0; k < bins; ++k) {
-                const uint16_t count = r.u16();
-                const uint32_t start = low + uint32_t(span * k / bins);
-                const uint32_t end = low + uint32_t(span * (k + 1) / bins);
-                if (count != 0)
-                    out.buckets.push_back({start, end - start, count});
-                saturated += count == 0xFFFF;
-            }
-            out.origin += " (" + std::to_string(bins) + " bins, " + std::to_string(rate) + " samples/s)";
+            if (h.high <= h.low || bins == 0 || bins > (h.high - h.low))
+                r.fail(record, "histogram of " + std::to_string(bins) + " bins over [" + std::to_string(h.low) + ", " +
+                                   std::to_string(h.high) + ") makes no sense");
+            h.counts.reserve(std::min<size_t>(bins, r.left() / 2));   // a corrupt count fails at the end, not here
+            for (uint32_t k = 0; k < bins; ++k)
+                h.counts.push_back(r.u16());
+            file.histograms.push_back(std::move(h));
             break;
         }
         case call_arc:
             r.skip(12, "a call-graph arc");
-            ++arcs;
+            ++file.arcs;
             break;
         case basic_block_counts: {
             const uint32_t n = r.u32();
@@ -120,14 +113,38 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
             r.fail(record, "unknown record tag " + std::to_string(uint8_t(bytes[record])));
         }
     }
+    return file;
+}
+
+core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
+{
+    const GmonFile file = parse_gmon_records(bytes, path);
+    core::SampleSet out;
+    out.origin = "gmon.out histogram: " + path;
+    size_t saturated = 0;
+    for (const GmonFile::Histogram& h : file.histograms) {
+        // Bin k covers [low + k * span / bins, low + (k + 1) * span / bins), as gprof
+        // divides the range.
+        const uint64_t span = uint64_t(h.high) - h.low;
+        const uint64_t bins = h.counts.size();
+        for (uint64_t k = 0; k < bins; ++k) {
+            const uint16_t count = h.counts[k];
+            const uint32_t start = h.low + uint32_t(span * k / bins);
+            const uint32_t end = h.low + uint32_t(span * (k + 1) / bins);
+            if (count != 0)
+                out.buckets.push_back({start, end - start, count});
+            saturated += count == 0xFFFF;
+        }
+        out.origin += " (" + std::to_string(bins) + " bins, " + std::to_string(h.rate) + " samples/s)";
+    }
     if (out.buckets.empty())
-        r.fail(r.at(), "no histogram samples in the file");
+        throw Error(path, "offset " + std::to_string(bytes.size()), "no histogram samples in the file");
     if (saturated > 0)
         out.notes.push_back(std::to_string(saturated) +
                             " histogram bin(s) saturated at 65535 (gmon counts are 16-bit): their shares are lower "
                             "bounds");
-    if (arcs > 0)
-        out.origin += ", " + std::to_string(arcs) + " call arcs not used";
+    if (file.arcs > 0)
+        out.origin += ", " + std::to_string(file.arcs) + " call arcs not used";
     return out;
 }
 

@@ -165,14 +165,10 @@ public:
         if (profile_reader_)
             hold_off_polling(sink);   // first: the polls it saves start with the next command
         // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
-        const std::vector<uint32_t> words =
-            OpenocdSampler::parse_words(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(),
-                                        "DEMCR");
-        if (words.size() != 1)
-            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DEMCR",
-                                   "read_memory gave " + std::to_string(words.size()) + " words, not 1");
-        if (!(words[0] & trcena))
-            tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(words[0] | trcena));
+        const uint32_t demcr_value =
+            OpenocdSampler::parse_word(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
+        if (!(demcr_value & trcena))
+            tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(demcr_value | trcena));
         // One plain read, outside the samples; with --pcsr-read profile it places the window.
         const std::vector<uint32_t> probe = read_memory_pcsr(1);
         if (probe.empty() || probe[0] == 0) {
@@ -333,6 +329,15 @@ std::vector<uint32_t> OpenocdSampler::parse_words(const std::string& text, const
         }
     }
     return words;
+}
+
+uint32_t OpenocdSampler::parse_word(const std::string& text, const std::string& peer, const std::string& what)
+{
+    const std::vector<uint32_t> words = parse_words(text, peer, what);
+    if (words.size() != 1)
+        throw transport::Error(transport::Error::Kind::protocol, peer, what,
+                               "read_memory gave " + std::to_string(words.size()) + " words, not 1");
+    return words[0];
 }
 
 // get_reg's answer: "pc 0x0800033e lr 0x080003bd sp 0x2001ffd8 xPSR 0x01000000".

@@ -7,6 +7,8 @@
 #include <iterator>
 #include <regex>
 
+#include "mcuprof/sources/error.h"
+#include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/transport/error.h"
 
 namespace mcuprof::sources {
@@ -23,42 +25,11 @@ constexpr double longest_call_seconds = 10;
 // host's load moves it from call to call.
 constexpr double rate_margin = 1.25;
 
-uint32_t le32(const std::string& bytes, size_t at)
-{
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i)
-        value |= uint32_t(uint8_t(bytes[at + i])) << (8 * i);
-    return value;
-}
-
 } // namespace
 
 PcsrProfileReader::PcsrProfileReader(std::string gmon_path, uint64_t seed)
     : gmon_path_(std::move(gmon_path)), random_(seed)
 {
-}
-
-PcsrProfileReader::Histogram PcsrProfileReader::parse_gmon(const std::string& bytes, const std::string& path)
-{
-    // "gmon", version, 3 padding words, tag 0 (GMON_TAG_TIME_HIST), low_pc, high_pc, bucket
-    // count, rate, the dimension (15 bytes) and its abbreviation (1), then 16-bit counts.
-    constexpr size_t header = 4 + 4 + 12 + 1 + 16 + 16;
-    auto bad = [&](const std::string& what) {
-        return transport::Error(transport::Error::Kind::protocol, path, "gmon.out", what);
-    };
-    if (bytes.size() < header || bytes.compare(0, 4, "gmon") != 0 || bytes[20] != 0)
-        throw bad("not a gmon.out histogram written by OpenOCD's profile");
-    Histogram h;
-    h.low = le32(bytes, 21);
-    h.high = le32(bytes, 25);
-    const uint32_t count = le32(bytes, 29);
-    h.rate = le32(bytes, 33);
-    if (bytes.size() < header + 2 * size_t(count))
-        throw bad("cut short: " + std::to_string(count) + " buckets announced");
-    h.buckets.resize(count);
-    for (uint32_t i = 0; i < count; ++i)
-        h.buckets[i] = uint16_t(uint8_t(bytes[header + 2 * i]) | uint8_t(bytes[header + 2 * i + 1]) << 8);
-    return h;
 }
 
 unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads)
@@ -88,7 +59,7 @@ unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second
     return unsigned(std::min(seconds, longest_call_seconds));
 }
 
-PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, unsigned seconds,
+GmonFile::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, unsigned seconds,
                                                              uint64_t& read_count)
 {
     // The read count is only in its log line, which `capture` (TclClient::command) returns.
@@ -109,7 +80,18 @@ PcsrProfileReader::Histogram PcsrProfileReader::profile_chunk(transport::TclClie
     read_count = std::stoull(m[1].str());
     std::ifstream in(gmon_path_, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return parse_gmon(bytes, gmon_path_);
+    // OpenOCD's answer, as the link's other answers: a file it wrote wrong ends the recording
+    // as a protocol error (the samples kept, the target left running), not as bad input.
+    GmonFile file;
+    try {
+        file = parse_gmon_records(bytes, gmon_path_);
+    } catch (const Error& e) {
+        throw transport::Error(transport::Error::Kind::protocol, e.file(), e.place(), e.problem());
+    }
+    if (file.histograms.size() != 1)
+        throw transport::Error(transport::Error::Kind::protocol, gmon_path_, "gmon.out",
+                               std::to_string(file.histograms.size()) + " histograms, not the one profile writes");
+    return std::move(file.histograms.front());
 }
 
 void PcsrProfileReader::place(uint32_t pc)
@@ -129,13 +111,7 @@ void PcsrProfileReader::place_window(transport::TclClient& tcl)
 {
     // One PC from a single read (the core may be halted by someone for a moment: a few tries).
     for (int attempt = 0; attempt < 16 && !placed_; ++attempt) {
-        const std::string word = tcl.eval("read_memory 0xE000101C 32 1");
-        try {
-            place(uint32_t(std::stoul(word, nullptr, 0)));
-        } catch (const std::exception&) {
-            throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
-                                   "not a 32-bit word: '" + word + "'");
-        }
+        place(OpenocdSampler::parse_word(tcl.eval("read_memory 0xE000101C 32 1"), tcl.peer(), "DWT_PCSR"));
     }
     if (!placed_)
         throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "DWT_PCSR",
@@ -149,7 +125,7 @@ std::vector<uint32_t> PcsrProfileReader::read(transport::TclClient& tcl, uint64_
     const unsigned seconds = seconds_for(wanted, last_rate_, pass_reads_ ? pass_reads_ : chunk_reads);
     uint64_t read_count = 0;
     const auto asked = std::chrono::steady_clock::now();
-    const Histogram h = profile_chunk(tcl, seconds, read_count);
+    const GmonFile::Histogram h = profile_chunk(tcl, seconds, read_count);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     // OpenOCD's rate (its reads over its own clock, in whole ms): a call shorter than a
     // millisecond has none worth the name (0, or the float's overflow), then the round trip's.
@@ -158,13 +134,13 @@ std::vector<uint32_t> PcsrProfileReader::read(transport::TclClient& tcl, uint64_
         pass_reads_ = read_count;
     profile_reads_ += read_count;
     ++calls_;
-    if (h.low != low_ || h.buckets.size() != window_bytes / 2)
+    if (h.low != low_ || h.high != uint64_t(low_) + window_bytes || h.counts.size() != window_bytes / 2)
         throw transport::Error(transport::Error::Kind::protocol, gmon_path_, "gmon.out",
-                               "not the window asked for (" + std::to_string(h.buckets.size()) + " buckets from " +
+                               "not the window asked for (" + std::to_string(h.counts.size()) + " buckets from " +
                                    std::to_string(h.low) + ", not " + std::to_string(low_) + ")");
     std::vector<uint32_t> pcs;
-    for (uint32_t i = 0; i < h.buckets.size(); ++i)
-        pcs.insert(pcs.end(), h.buckets[i], low_ + 2 * i);
+    for (uint32_t i = 0; i < h.counts.size(); ++i)
+        pcs.insert(pcs.end(), h.counts[i], low_ + 2 * i);
     reads_ += read_count;
     outside_ += read_count - std::min<uint64_t>(read_count, pcs.size());
     std::shuffle(pcs.begin(), pcs.end(), random_);

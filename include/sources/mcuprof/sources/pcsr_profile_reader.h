@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "mcuprof/sources/gmon_reader.h"
 #include "mcuprof/transport/tcl_client.h"
 
 namespace mcuprof::sources {
@@ -65,21 +66,11 @@ public:
     unsigned reads_per_call() const { return calls_ ? unsigned((profile_reads_ + calls_ / 2) / calls_) : 0; }
     uint32_t window_low() const { return low_; }
 
-    // The gmon.out OpenOCD writes (src/target/target.c, write_gmon): low_pc, high_pc and
-    // the bucket counts; public for tests.
-    struct Histogram {
-        uint32_t low = 0;
-        uint32_t high = 0;
-        uint32_t rate = 0;   // reads per second of the call (reads / its duration in ms)
-        std::vector<uint16_t> buckets;
-    };
-    static Histogram parse_gmon(const std::string& bytes, const std::string& path);
-
 private:
     void place_window(transport::TclClient& tcl);
     // Runs `profile SECONDS` over the window; returns the histogram OpenOCD wrote and, in
     // `read_count`, the reads it reports.
-    Histogram profile_chunk(transport::TclClient& tcl, unsigned seconds, uint64_t& read_count);
+    GmonFile::Histogram profile_chunk(transport::TclClient& tcl, unsigned seconds, uint64_t& read_count);
 
     std::string gmon_path_;
     std::mt19937_64 random_;
