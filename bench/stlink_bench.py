@@ -25,11 +25,14 @@ Figures: samples/s; USB commands per sample (each one USB round trip on a real p
 by the vprobe, which prints its counters on SIGUSR1, before and after each phase); the share of
 the time the debugger kept the core halted (halt mode: its halt round trips; the PCSR readers
 never halt it). Reported as ratios to `profile` at the same latency. Each figure is the median
-of --runs runs; the last column is each run's rate over that of the `profile` run just before it
-(the pair saw about the same load), their median and range. --account instead prints the USB
+of --runs runs; the last column is each run's rate over that of the `profile` run of the same
+round (the pair saw about the same load; `profile` runs first in even rounds and last in odd
+ones, so a drift over the session weighs on both sides alike): their median and range, and
+their geometric mean with a 95 % t interval, which tells a real gap from the emulation's spread. --account instead prints the USB
 commands of single `profile` calls by kind. Benchmarks report; they assert nothing."""
 import argparse
 import json
+import math
 import re
 import shutil
 import signal
@@ -183,6 +186,24 @@ def script_loop(rig, script, samples):
     return measured(rig, run)
 
 
+# Student's t, 97.5th percentile, by degrees of freedom (1-30; beyond, the normal's 1.96).
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
+    """The geometric mean of paired rate ratios and its 95 % confidence interval (a t interval
+    on their logarithms: the pairs are independent, each ratio is noisy in proportion)."""
+    logs = [math.log(r) for r in ratios]
+    n = len(logs)
+    mean = sum(logs) / n
+    if n < 2:
+        return math.exp(mean), float("nan"), float("nan")
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = (T_975[n - 2] if n - 1 <= len(T_975) else 1.96) * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=str(REPO / "build"))
@@ -216,22 +237,24 @@ def main():
                 print(f"probe latency {latency}, {args.transport}:")
                 account_profile(rig, args.profile_seconds)
                 continue
-            for _ in range(args.runs):
-                results["profile"].append(openocd_profile(rig, args.profile_seconds, rig.work))
-                if "halt" in results:
-                    results["halt"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work))
-                if "pcsr" in results:
-                    results["pcsr"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work))
-                if "halt-budget" in results:
-                    results["halt-budget"].append(mcuprof_record(cli, elf, rig, "halt", args.halt_samples // 4,
-                                                                 rig.work, "--max-halted", "25"))
-                if "pcsr-plain" in results:
-                    results["pcsr-plain"].append(plain_loop(rig, args.pcsr_samples // 4))
-                if "pcsr-profile" in results:
-                    results["pcsr-profile"].append(mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work,
-                                                                  "--pcsr-read", "profile"))
-                if "apreg" in results and args.transport == "dapdirect_swd":
-                    results["apreg"].append(apreg_loop(rig, args.pcsr_samples // 8))
+            runners = {
+                "profile": lambda: openocd_profile(rig, args.profile_seconds, rig.work),
+                "halt": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work),
+                "pcsr": lambda: mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work),
+                "halt-budget": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples // 4, rig.work,
+                                                      "--max-halted", "25"),
+                "pcsr-plain": lambda: plain_loop(rig, args.pcsr_samples // 4),
+                "pcsr-profile": lambda: mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work,
+                                                       "--pcsr-read", "profile"),
+                "apreg": lambda: apreg_loop(rig, args.pcsr_samples // 8) if args.transport == "dapdirect_swd" else None,
+            }
+            for run in range(args.runs):
+                # `profile` first in even runs, last in odd ones: a drift of the emulation's
+                # speed over the session (the guest's state, the host's load) then weighs on
+                # both sides of each pair alike instead of always on the later one.
+                order = methods if run % 2 == 0 else methods[1:] + methods[:1]
+                for method in order:
+                    results[method].append(runners[method]())
         finally:
             rig_support.stop_rig(rig)
         table[latency] = {}
@@ -250,12 +273,14 @@ def main():
         base = rows["profile"]["rate"] if "profile" in rows else float("nan")
         print(f"  probe latency {latency}:")
         print("    %-14s %10s %12s %14s %12s   %s" % ("", "samples/s", "/ profile", "USB cmds/sample", "halted",
-                                                    "each run / its profile run: median (min-max)"))
+                                                    "each run / its profile run: median (min-max); "
+                                                    "geometric mean [95 % CI]"))
         for method, r in rows.items():
             paired = r["paired"]
-            print("    %-14s %10.0f %12.2f %14.3f %11.1f%%   %.2f (%.2f-%.2f)" % (
+            mean, low, high = ratio_interval(paired)
+            print("    %-14s %10.0f %12.2f %14.3f %11.1f%%   %.2f (%.2f-%.2f); %.3f [%.3f, %.3f]" % (
                 method, r["rate"], r["rate"] / base, r["usb_per_sample"], 100 * r["halted_share"],
-                median(paired), min(paired), max(paired)))
+                median(paired), min(paired), max(paired), mean, low, high))
     print(json.dumps(table), file=sys.stderr)
 
 
