@@ -5,8 +5,9 @@ leaves L after its command arrived: 0, 125 us for a V3 at USB high speed, 1 ms f
 speed), OpenOCD 0.12's st-link driver on it (configs/openocd/qemu-stlink.cfg, dapdirect_swd by
 default). For each latency:
 
-  profile        OpenOCD's `profile SECONDS gmon.out`: DWT_PCSR read 1024 times per
-                 non-incrementing memory command (READMEM_32BIT_NO_ADDR_INC)
+  profile        OpenOCD's `profile SECONDS gmon.out` (--profile-calls of them in a row):
+                 DWT_PCSR read 1024 times per non-incrementing memory command
+                 (READMEM_32BIT_NO_ADDR_INC), at most 10000 reads a call
   halt           mcuprof record --mode halt --interval 1ns: halt, get_reg, resume per sample
   halt-budget    the same with --max-halted 25: the halted share held under 25 % (a quarter of
                  --halt-samples: each sample then takes four halts' time)
@@ -142,15 +143,21 @@ def mcuprof_record(cli, elf, rig, mode, samples, work, *options):
     return measured(rig, run)
 
 
-def openocd_profile(rig, seconds, work):
+def openocd_profile(rig, seconds, work, calls=1):
+    """`calls` calls of `profile SECONDS` one after the other, as a user gathers more than one
+    call's 10000 reads by hand; their samples over their time."""
     def run():
         gmon = work / "gmon.out"
-        # Timed here: profile checks its time only after each block of 1024 reads.
-        started = time.perf_counter()
-        rig.tcl.run(f"profile {seconds} {gmon}")
-        elapsed = time.perf_counter() - started
-        _, _, buckets = rig_support.read_gmon(gmon)
-        return sum(buckets), elapsed, 0.0
+        samples = 0
+        elapsed = 0.0
+        for _ in range(calls):
+            # Timed here: profile checks its time only after each block of 1024 reads.
+            started = time.perf_counter()
+            rig.tcl.run(f"profile {seconds} {gmon}")
+            elapsed += time.perf_counter() - started
+            _, _, buckets = rig_support.read_gmon(gmon)
+            samples += sum(buckets)
+        return samples, elapsed, 0.0
     return measured(rig, run)
 
 
@@ -212,6 +219,9 @@ def main():
     parser.add_argument("--pcsr-samples", type=int, default=8192)
     parser.add_argument("--halt-samples", type=int, default=100)
     parser.add_argument("--profile-seconds", type=int, default=2)
+    parser.add_argument("--profile-calls", type=int, default=1,
+                        help="`profile` calls per run, one after the other (3 x `profile 10` against 30000 samples: "
+                             "the same number of calls as mcuprof makes)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--methods", default="profile,halt,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
                         help="which to run (profile always runs: it is the reference)")
@@ -238,7 +248,7 @@ def main():
                 account_profile(rig, args.profile_seconds)
                 continue
             runners = {
-                "profile": lambda: openocd_profile(rig, args.profile_seconds, rig.work),
+                "profile": lambda: openocd_profile(rig, args.profile_seconds, rig.work, args.profile_calls),
                 "halt": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work),
                 "pcsr": lambda: mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work),
                 "halt-budget": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples // 4, rig.work,
@@ -268,7 +278,8 @@ def main():
                 table[latency][method]["paired"] = paired
 
     print(f"sampling through an ST-Link ({args.transport}) over mcuprof vprobe --stlink-port (QEMU 7.2, "
-          f"mixed_forever_m4), OpenOCD 0.12, median of {args.runs} runs")
+          f"mixed_forever_m4), OpenOCD 0.12, median of {args.runs} runs; profile: {args.profile_calls} x "
+          f"`profile {args.profile_seconds}`; {args.pcsr_samples} PCSR samples")
     for latency, rows in table.items():
         base = rows["profile"]["rate"] if "profile" in rows else float("nan")
         print(f"  probe latency {latency}:")
