@@ -23,7 +23,7 @@ from pathlib import Path
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
 from live_runs import replayed_recording
-from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, HANDLER, Z, all_symbols, check_chains_reach_reset,
+from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, FREERTOS_SHAPE_SWITCH, HANDLER, Z, all_symbols, check_chains_reach_reset,
                           check_tasks_against_stacks, inclusive_beyond_bound, stack_goal)
 
 SAMPLES = 4000
@@ -213,8 +213,9 @@ class FpuTasks(unittest.TestCase):
     Handler-mode stacks complete into the interrupted task, and each task entry's inclusive
     share within 4 standard errors of the task's exact share."""
 
-    def test_goal_against_per_task_truth(self):
-        name = "fpu_o2_m4"
+    def check_goal(self, name: str):
+        """Records `name` against the per-task truth and asserts the goal; returns the report,
+        the truth's counts by task control block and by address, and each task entry's block."""
         syms = all_symbols(fwtest.elf_path(name))
         taskfile = Path(tempfile.mkdtemp(prefix="mcuprof-tasks-")) / "tasks.txt"
         truth_args = (f"taskfile={taskfile}",
@@ -256,7 +257,7 @@ class FpuTasks(unittest.TestCase):
             q = sum(s["samples"] for s in stacks if entry in {f["function"] for f in s["frames"]}) / n
             se = math.sqrt(p * (1 - p) / n)
             rows.append((entry, p, q, se))
-        print(f"\nfpu_o2_m4: {n:.0f} samples; thread-mode stacks complete {goal['thread'][0]:.0f} of "
+        print(f"\n{name}: {n:.0f} samples; thread-mode stacks complete {goal['thread'][0]:.0f} of "
               f"{goal['thread'][1]:.0f}; handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; "
               f"truncated {doc['truncation']}", file=sys.stderr)
         for entry, p, q, se in rows:
@@ -267,6 +268,43 @@ class FpuTasks(unittest.TestCase):
         self.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
         for entry, p, q, se in rows:
             self.assertLess(abs(q - p), Z * se, (entry, p, q))
+        return doc, per_task, counts, tcb_of
+
+    def test_goal_against_per_task_truth(self):
+        self.check_goal("fpu_o2_m4")
+
+    def test_goal_under_freertos_shaped_switch(self):
+        """The same tasks under a PendSV in the shape of FreeRTOS's Cortex-M4F port
+        (MINIRTOS_SWITCH_FREERTOS_SHAPE in minirtos.c): EXC_RETURN saved on the task's stack
+        with r4-r11, only {r0, r3} on the main stack while rtos_select_next (and its callee
+        rtos_stack_headroom) picks the next task. Besides the goal: the samples inside those
+        two functions are those of the task being switched out, so for each task the share of
+        samples in them whose complete chain leads into that task must match the truth's
+        count of their instructions under that task (the truth splits at the switch's msr psp,
+        not from any stack), within 4 SE; and no complete chain through PendSV passes
+        through the scheduler's start or leads anywhere but into a task."""
+        name = "fpu_frshape_o2_m4"
+        doc, per_task, counts, tcb_of = self.check_goal(name)
+        funcs = fwtest.symbols(name)
+        stacks = doc["stacks"]
+        n = sum(s["samples"] for s in stacks)
+        total = sum(counts.values())
+        in_switch = sum(c for a, c in counts.items() if funcs.lookup(a) in FREERTOS_SHAPE_SWITCH)
+        self.assertGreater(in_switch / total * n, 100)   # enough samples expected inside the switch
+        for entry in FPU_ENTRIES:
+            p = sum(c for a, c in per_task[tcb_of[entry]].items() if funcs.lookup(a) in FREERTOS_SHAPE_SWITCH) / total
+            q = sum(s["samples"] for s in stacks
+                    if not s["truncated"] and s["frames"][-1]["function"] in FREERTOS_SHAPE_SWITCH
+                    and s["frames"][0]["function"] == entry) / n
+            se = math.sqrt(p * (1 - p) / n)
+            print(f"  inside the switch, out of {entry}: true {100 * p:.2f} %, sampled {100 * q:.2f} %, "
+                  f"SE {100 * se:.2f}, z {(q - p) / se:+.1f}", file=sys.stderr)
+            self.assertLess(abs(q - p), Z * se, (entry, p, q))
+        for s in stacks:
+            names = [f["function"] for f in s["frames"]]
+            if "PendSV_Handler" in names and not s["truncated"]:
+                self.assertIn(names[0], FPU_ENTRIES, names)
+                self.assertNotIn("rtos_start", names)
 
 
 if __name__ == "__main__":

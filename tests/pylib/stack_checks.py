@@ -132,7 +132,10 @@ def assert_share_between(test: unittest.TestCase, what: str, observed: float, n:
 # The FPU task scenario (fpu_o2_m4, firmware-ref/src/scen_fpu.c): its tasks' entries, the
 # handlers that run on their behalf, and each task's own code.
 FPU_ENTRIES = ("task_fir", "task_iir")
-FPU_HANDLERS = {"SysTick_Handler", "tick_smooth", "PendSV_Handler", "rtos_switch_context", "SVC_Handler"}
+# fpu_frshape_o2_m4's PendSV calls rtos_select_next, which calls rtos_stack_headroom.
+FREERTOS_SHAPE_SWITCH = {"rtos_select_next", "rtos_stack_headroom"}
+FPU_HANDLERS = {"SysTick_Handler", "tick_smooth", "PendSV_Handler", "rtos_switch_context", "SVC_Handler",
+                *FREERTOS_SHAPE_SWITCH}
 FPU_TASK_CODE = {"task_fir": ("task_fir", "fir_block", "fir_tap_sum"),
                  "task_iir": ("task_iir", "iir_cascade", "biquad")}
 
