@@ -22,7 +22,7 @@ from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from live_runs import replayed_recording
+from live_runs import mcuprof, replayed_recording
 from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, FREERTOS_SHAPE_SWITCH, HANDLER, Z, all_symbols, check_chains_reach_reset,
                           check_tasks_against_stacks, inclusive_beyond_bound, stack_goal)
 
@@ -283,7 +283,7 @@ class FpuTasks(unittest.TestCase):
         count of their instructions under that task (the truth splits at the switch's msr psp,
         not from any stack), within 4 SE; and no complete chain through PendSV passes
         through the scheduler's start, leads anywhere but into a task, or holds a frame
-        above PendSV that is not one of its calls."""
+        above PendSV that is not one of its calls (check_freertos_shaped_chains)."""
         name = "fpu_frshape_o2_m4"
         doc, per_task, counts, tcb_of = self.check_goal(name)
         funcs = fwtest.symbols(name)
@@ -301,18 +301,47 @@ class FpuTasks(unittest.TestCase):
             print(f"  inside the switch, out of {entry}: true {100 * p:.2f} %, sampled {100 * q:.2f} %, "
                   f"SE {100 * se:.2f}, z {(q - p) / se:+.1f}", file=sys.stderr)
             self.assertLess(abs(q - p), Z * se, (entry, p, q))
-        # From PendSV on, a complete chain is PendSV's own calls, or SysTick preempting it:
-        # never a frame taken from a stale LR (after the call LR still points into
-        # rtos_select_next, which a chain gone wrong shows as PendSV's caller).
-        above_pendsv = (["PendSV_Handler", "rtos_select_next", "rtos_stack_headroom"],
-                        ["PendSV_Handler", "SysTick_Handler", "tick_smooth"])
-        for s in stacks:
-            names = [f["function"] for f in s["frames"]]
-            if "PendSV_Handler" in names and not s["truncated"]:
-                self.assertIn(names[0], FPU_ENTRIES, names)
-                self.assertNotIn("rtos_start", names)
-                tail = names[names.index("PendSV_Handler"):]
-                self.assertTrue(any(tail == shape[:len(tail)] for shape in above_pendsv), names)
+        check_freertos_shaped_chains(self, stacks)
+
+    def test_freertos_shaped_switch_at_wall_clock_moments(self):
+        """fpu_frshape_forever_o2_m4 halted at wall-clock moments (3000 halts, ended by their
+        count), where halts land in proportion to QEMU's time per instruction, not to the
+        instruction count: the goal's two completeness figures, and the same shape of every
+        complete chain through PendSV."""
+        name = "fpu_frshape_forever_o2_m4"
+        elf = fwtest.elf_path(name)
+        rec = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "rec.bin"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, timeout=600) as q:
+            r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--samples", "3000", "--seed", "5",
+                        "--elf", str(elf), "--stacks", "-o", str(rec), "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["sampler"]["end"], "sample count reached")
+        goal = stack_goal(doc["stacks"])
+        print(f"\n{name} (wall clock): thread-mode stacks complete {goal['thread'][0]:.0f} of "
+              f"{goal['thread'][1]:.0f}; handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; "
+              f"truncated {doc['truncation']}", file=sys.stderr)
+        self.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
+        self.assertGreater(goal["handler"][1], 0)
+        self.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
+        check_freertos_shaped_chains(self, doc["stacks"])
+
+
+def check_freertos_shaped_chains(test: unittest.TestCase, stacks: list[dict]) -> None:
+    """Under the FreeRTOS-shaped switch, a complete chain through PendSV starts at a task's
+    entry, never passes through the scheduler's start, and holds from PendSV on only
+    PendSV's own calls or SysTick preempting it: never a frame taken from the stale LR
+    (after the call LR still points into rtos_select_next, which a chain gone wrong shows as
+    PendSV's caller)."""
+    above_pendsv = (["PendSV_Handler", "rtos_select_next", "rtos_stack_headroom"],
+                    ["PendSV_Handler", "SysTick_Handler", "tick_smooth"])
+    for s in stacks:
+        names = [f["function"] for f in s["frames"]]
+        if "PendSV_Handler" in names and not s["truncated"]:
+            test.assertIn(names[0], FPU_ENTRIES, names)
+            test.assertNotIn("rtos_start", names)
+            tail = names[names.index("PendSV_Handler"):]
+            test.assertTrue(any(tail == shape[:len(tail)] for shape in above_pendsv), names)
 
 
 if __name__ == "__main__":
