@@ -69,6 +69,23 @@ void rtos_task_create(TCB_t *tcb, void (*fn)(void *), void *arg, uint32_t *stack
         pxCurrentTCB = tcb; /* as FreeRTOS's prvAddNewTaskToReadyList: the first task created */
 }
 
+#if defined(__ARM_FP)
+/* Both FPU builds' PendSV save the outgoing task alike: s16-s31 when it had an FP context
+ * (EXC_RETURN bit 4 clear: the hardware stacked an extended frame), then r4-r11 and EXC_RETURN
+ * on its stack (EXC_RETURN at r0 + 32), the new top in its control block. Leaves r0: that top,
+ * r3: &pxCurrentTCB. */
+#define RTOS_SAVE_OUTGOING_FP                                                                 \
+    "mrs   r0, psp                \n"                                                          \
+    "isb                          \n"                                                          \
+    "ldr   r3, =pxCurrentTCB      \n"                                                          \
+    "ldr   r2, [r3]               \n"                                                          \
+    "tst   lr, #0x10              \n"                                                          \
+    "it    eq                     \n"                                                          \
+    "vstmdbeq r0!, {s16-s31}      \n"                                                          \
+    "stmdb r0!, {r4-r11, lr}      \n"                                                          \
+    "str   r0, [r2]               \n" /* pxCurrentTCB->pxTopOfStack */
+#endif
+
 #if defined(MINIRTOS_SWITCH_FREERTOS_SHAPE)
 /* Each task's least headroom seen so far: the words at the bottom of its stack that still hold
  * the fill pattern (as FreeRTOS's stack high-water mark). */
@@ -116,15 +133,7 @@ __attribute__((used)) void rtos_select_next(void)
 __attribute__((naked)) void PendSV_Handler(void)
 {
     __asm volatile(
-        "mrs   r0, psp                \n"
-        "isb                          \n"
-        "ldr   r3, =pxCurrentTCB      \n"
-        "ldr   r2, [r3]               \n"
-        "tst   lr, #0x10              \n" /* EXC_RETURN bit 4 clear: an extended frame */
-        "it    eq                     \n"
-        "vstmdbeq r0!, {s16-s31}      \n"
-        "stmdb r0!, {r4-r11, lr}      \n" /* EXC_RETURN on the task's stack, at r0 + 32 */
-        "str   r0, [r2]               \n" /* pxCurrentTCB->pxTopOfStack */
+        RTOS_SAVE_OUTGOING_FP
         "stmdb sp!, {r0, r3}          \n" /* all the main stack holds across the call */
         "mov   r0, #" RTOS_SWITCH_BASEPRI " \n"
         "msr   basepri, r0            \n"
@@ -169,15 +178,7 @@ __attribute__((used)) TCB_t *rtos_switch_context(void)
 __attribute__((naked)) void PendSV_Handler(void)
 {
     __asm volatile(
-        "mrs   r0, psp                \n"
-        "isb                          \n"
-        "ldr   r3, =pxCurrentTCB      \n"
-        "ldr   r2, [r3]               \n"
-        "tst   lr, #0x10              \n" /* EXC_RETURN bit 4 clear: an extended frame */
-        "it    eq                     \n"
-        "vstmdbeq r0!, {s16-s31}      \n"
-        "stmdb r0!, {r4-r11, lr}      \n"
-        "str   r0, [r2]               \n" /* pxCurrentTCB->pxTopOfStack */
+        RTOS_SAVE_OUTGOING_FP
         "push  {r3, lr}               \n"
         "bl    rtos_switch_context    \n" /* r0: the next task's control block */
         "pop   {r3, r12}              \n"

@@ -299,6 +299,18 @@ uint32_t after_call_of(const std::string& elf, const std::string& callee)
     return uint32_t(std::stoul(line, nullptr, 16));
 }
 
+// A halt in PendSV (IPSR 14) on the main stack at `msp`, with the task's stack at `psp`.
+CoreRegisters pendsv_halt(uint32_t msp, uint32_t pc, uint32_t lr, uint32_t psp)
+{
+    CoreRegisters regs;
+    regs.r[13] = msp;
+    regs.r[15] = pc;
+    regs.r[14] = lr;
+    regs.xpsr = 14;
+    regs.psp = psp;
+    return regs;
+}
+
 } // namespace
 
 TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it pushed, into the task on PSP")
@@ -322,12 +334,8 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
     memory.words[msp + 4] = 0xFFFFFFED;   // the pushed lr: Thread mode, PSP, extended frame
     // The task's frame: interrupted at task_fir's first instruction, LR its exit hook.
     memory.frame(psp, task_returned | 1u, task_fir, 0x01000000);
-    CoreRegisters regs;
-    regs.r[13] = msp;
-    regs.xpsr = 14;   // PendSV
-    regs.r[15] = switch_context;   // halted at rtos_switch_context's first instruction
-    regs.r[14] = after_call | 1u;
-    regs.psp = psp;
+    // Halted at rtos_switch_context's first instruction.
+    CoreRegisters regs = pendsv_halt(msp, switch_context, after_call | 1u, psp);
 
     SUBCASE("halted at rtos_switch_context's first instruction")
     {
@@ -395,12 +403,8 @@ TEST_CASE("unwinder: a context switch that saves EXC_RETURN on the task's stack 
     memory.words[msp] = saved_top;      // the pushed r0
     memory.words[msp + 4] = 0x200011E4; // the pushed r3: &pxCurrentTCB
     memory.frame(psp, task_returned | 1u, task_fir, 0x01000000);   // at task_fir's first instruction
-    CoreRegisters regs;
-    regs.r[13] = msp;
-    regs.xpsr = 14;   // PendSV
-    regs.r[15] = select_next;   // halted at rtos_select_next's first instruction
-    regs.r[14] = pendsv_after_call | 1u;
-    regs.psp = psp;
+    // Halted at rtos_select_next's first instruction.
+    CoreRegisters regs = pendsv_halt(msp, select_next, pendsv_after_call | 1u, psp);
 
     auto crossed = [&](const std::vector<uint32_t>& callers) {
         const UnwindResult r = unwinder.unwind(regs, memory);

@@ -23,8 +23,9 @@ from pathlib import Path
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
 from live_runs import mcuprof, replayed_recording
-from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, FREERTOS_SHAPE_SWITCH, HANDLER, Z, all_symbols, check_chains_reach_reset,
-                          check_tasks_against_stacks, inclusive_beyond_bound, stack_goal)
+from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, FREERTOS_SHAPE_SWITCH, HANDLER, Z, all_symbols,
+                          assert_stack_goal, check_chains_reach_reset, check_tasks_against_stacks,
+                          inclusive_beyond_bound)
 
 SAMPLES = 4000
 
@@ -249,24 +250,14 @@ class FpuTasks(unittest.TestCase):
         stacks = doc["stacks"]
         n = sum(s["samples"] for s in stacks)
         self.assertEqual(n, doc["samples"])
-        goal = stack_goal(stacks)
+        assert_stack_goal(self, f"{name}, {n:.0f} samples", doc)
         total = sum(counts.values())
-        rows = []
         for entry in FPU_ENTRIES:
             p = sum(per_task[tcb_of[entry]].values()) / total
             q = sum(s["samples"] for s in stacks if entry in {f["function"] for f in s["frames"]}) / n
             se = math.sqrt(p * (1 - p) / n)
-            rows.append((entry, p, q, se))
-        print(f"\n{name}: {n:.0f} samples; thread-mode stacks complete {goal['thread'][0]:.0f} of "
-              f"{goal['thread'][1]:.0f}; handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; "
-              f"truncated {doc['truncation']}", file=sys.stderr)
-        for entry, p, q, se in rows:
             print(f"  {entry}: true {100 * p:.2f} %, sampled inclusive {100 * q:.2f} %, SE {100 * se:.2f}, "
                   f"z {(q - p) / se:+.1f}", file=sys.stderr)
-        self.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
-        self.assertGreater(goal["handler"][1], 0)
-        self.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
-        for entry, p, q, se in rows:
             self.assertLess(abs(q - p), Z * se, (entry, p, q))
         return doc, per_task, counts, tcb_of
 
@@ -317,13 +308,7 @@ class FpuTasks(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
         self.assertEqual(doc["sampler"]["end"], "sample count reached")
-        goal = stack_goal(doc["stacks"])
-        print(f"\n{name} (wall clock): thread-mode stacks complete {goal['thread'][0]:.0f} of "
-              f"{goal['thread'][1]:.0f}; handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; "
-              f"truncated {doc['truncation']}", file=sys.stderr)
-        self.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
-        self.assertGreater(goal["handler"][1], 0)
-        self.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
+        assert_stack_goal(self, f"{name} (wall clock)", doc)
         check_freertos_shaped_chains(self, doc["stacks"])
 
 

@@ -155,6 +155,20 @@ def stack_goal(stacks: list[dict]) -> dict[str, tuple[float, float]]:
     return {k: (v[0], v[1]) for k, v in figures.items()}
 
 
+def assert_stack_goal(test: unittest.TestCase, what: str, doc: dict) -> dict[str, tuple[float, float]]:
+    """The goal's two completeness figures of a report's stacks (stack_goal), printed, and
+    asserted: >= 99 % of the Thread-mode stacks and >= 90 % of the Handler-mode stacks
+    complete, with some Handler-mode stacks among them. Returns the figures."""
+    goal = stack_goal(doc["stacks"])
+    print(f"\n{what}: thread-mode stacks complete {goal['thread'][0]:.0f} of {goal['thread'][1]:.0f}; "
+          f"handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; truncated {doc.get('truncation')}",
+          file=sys.stderr)
+    test.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
+    test.assertGreater(goal["handler"][1], 0)
+    test.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
+    return goal
+
+
 def all_symbols(elf) -> dict[str, tuple[int, int]]:
     """Every defined symbol (functions, data, assembly labels) as name -> (address without the
     Thumb bit, size); labels have size 0."""
