@@ -6,6 +6,8 @@
  * pointer and which holds the task's name in pcTaskName[16], and the global pxCurrentTCB that
  * points at the running task's block. Tasks run in Thread mode on PSP; task_yield() pends
  * PendSV, whose handler saves r4-r11 on the task's stack and switches to the next task.
+ * MINIRTOS_SWITCH_FREERTOS_SHAPE (FPU builds) gives PendSV the register protocol of
+ * FreeRTOS's Cortex-M4F port instead (minirtos.c).
  *
  * As in FreeRTOS, pxCurrentTCB points at the first task created from then on, long before the
  * scheduler starts; xSchedulerRunning (file-static in minirtos.c, as in FreeRTOS's tasks.c)
@@ -19,6 +21,7 @@
 
 #define RTOS_NAME_LEN 16u /* configMAX_TASK_NAME_LEN in FreeRTOS */
 #define RTOS_MAX_TASKS 4u
+#define RTOS_STACK_FILL 0xA5A5A5A5u /* a task stack's words before it first uses them */
 
 typedef struct tskTaskControlBlock {
     volatile uint32_t *pxTopOfStack; /* must stay first: PendSV_Handler stores here */

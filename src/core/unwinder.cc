@@ -37,6 +37,27 @@ bool is_exc_return(uint32_t value)
     }
 }
 
+// A context switch that saves a task's registers on the task's own stack the way FreeRTOS's
+// Cortex-M4F port does (stmdb r0!, {r4-r11, lr}, with vstmdb r0!, {s16-s31} before it when
+// the task had an FP context) leaves r0 = `saved_top`, 9 words below the hardware frame at
+// PSP, or 9 + 16 words with the FP registers: the EXC_RETURN it saved, when `saved_top` is
+// such a save area for this PSP; the area's EXC_RETURN must return to Thread mode on PSP
+// (B1.5.8) with bit 4 matching the area's size.
+std::optional<uint32_t> save_area_exc_return(uint32_t saved_top, uint32_t psp, StackMemory& memory)
+{
+    constexpr uint32_t core_words = 9 * 4, fp_words = 16 * 4;
+    if (saved_top % 4 != 0 || saved_top >= psp)
+        return std::nullopt;
+    const uint32_t gap = psp - saved_top;
+    if (gap != core_words && gap != core_words + fp_words)
+        return std::nullopt;
+    const std::optional<uint32_t> exc_return = memory.read_word(saved_top + 8 * 4);
+    if (!exc_return || !is_exc_return(*exc_return) || (*exc_return & 0xCu) != 0xCu)   // Thread mode, PSP
+        return std::nullopt;
+    const bool extended = (*exc_return & 0x10u) == 0;
+    return extended == (gap == core_words + fp_words) ? exc_return : std::nullopt;
+}
+
 } // namespace
 
 std::string_view describe(UnwindStop stop)
@@ -343,18 +364,35 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
     };
 
     // A handler whose own frames cannot be undone (a naked context switch in assembly, whose
-    // call-frame information says nothing is saved although it pushed EXC_RETURN and called
-    // a function) is crossed through the EXC_RETURN it saved on the main stack: the first
-    // word at or above the handler's frame that is an EXC_RETURN value and names a frame that
-    // checks out (cross(), strict). A return to the main stack finds that frame right above
-    // the saved word (the handler's first push). The frames found inside the handler's
-    // function before the chain went wrong are dropped: they came from LR values that were
-    // no return addresses.
-    // Returns nothing once crossed; psp_unknown when the saved EXC_RETURN names the thread
-    // stack and PSP is not known; otherwise the reason the chain had stopped for.
+    // call-frame information says nothing is saved although it saved EXC_RETURN and called
+    // a function) is crossed through the EXC_RETURN it saved, found from the words at and
+    // above the handler's frame on the main stack (64 at most), the first that checks out:
+    // - the word is an EXC_RETURN value (minirtos, FreeRTOS's ports without an FPU push
+    //   {r3, lr}): a return to the thread stack finds the frame at PSP, a return to the main
+    //   stack right above the saved word (the handler's first push);
+    // - the word is the task's saved stack top (FreeRTOS's Cortex-M4F port: stmdb r0!,
+    //   {r4-r11, lr} on the task's stack, only r0 and r3 pushed on the main stack): PSP, which
+    //   the handler has not changed yet, lies 36 bytes above it, 100 when the 16 words of
+    //   s16-s31 sit between (EXC_RETURN bit 4 clear), and the word at +32 is an EXC_RETURN
+    //   into Thread mode on PSP whose bit 4 says just that (save_area_exc_return).
+    // The frame named must check out too (cross(), strict). The frames found inside the
+    // handler's function before the chain went wrong are dropped: they came from LR values
+    // that were no return addresses.
+    // Returns nothing once crossed; psp_unknown when a frame on the thread stack is in
+    // question (or nothing was found at all: the task's save area is found from PSP) and PSP
+    // is not known; otherwise the reason the chain had stopped for.
     auto search_handler_frame = [&](UnwindStop stopped) -> std::optional<UnwindStop> {
         searched_handler_frame = true;
         const HandlerFrame at = *handler_frame;
+        // Cross with the saved EXC_RETURN at `frame`, keeping the callers up to the handler's.
+        auto cross_saved = [&](uint32_t exc_return, uint32_t frame) {
+            const std::vector<uint32_t> before = callers;
+            callers.resize(at.callers);
+            if (!cross(exc_return, frame, true))
+                return true;
+            callers = before;   // (cross() changes nothing else when the frame does not check out)
+            return false;
+        };
         for (uint32_t offset = 0; offset < 4 * 64; offset += 4) {
             const uint32_t address = at.sp + offset;
             if (impl_->initial_sp && address + 4 > *impl_->initial_sp)
@@ -362,17 +400,19 @@ UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memor
             const std::optional<uint32_t> word = memory.read_word(address);
             if (!word)
                 break;
-            if (!is_exc_return(*word))
-                continue;
-            if ((*word & 0x4u) != 0 && !psp)
-                return UnwindStop::psp_unknown;
-            const uint32_t frame = (*word & 0x4u) ? *psp : address + 4;
-            const std::vector<uint32_t> before = callers;
-            callers.resize(at.callers);
-            if (!cross(*word, frame, true))
-                return std::nullopt;
-            callers = before;   // (cross() changes nothing else when the frame does not check out)
+            if (is_exc_return(*word)) {
+                if ((*word & 0x4u) != 0 && !psp)
+                    return UnwindStop::psp_unknown;
+                if (cross_saved(*word, (*word & 0x4u) ? *psp : address + 4))
+                    return std::nullopt;
+            } else if (psp) {
+                if (const std::optional<uint32_t> exc_return = save_area_exc_return(*word, *psp, memory))
+                    if (cross_saved(*exc_return, *psp))
+                        return std::nullopt;
+            }
         }
+        if (!psp)
+            return UnwindStop::psp_unknown;
         return stopped;
     };
 

@@ -279,25 +279,51 @@ TEST_CASE("exidx: the unwinding instructions of ARM IHI 0038 10.3, worked by han
     CHECK(run_exidx({0, false, {0xA8}}, caller, memory, restored) == ExidxResult::unreadable);
 }
 
+namespace {
+
+// A symbol's address (Thumb bit clear), from the peer tool (nm).
+uint32_t symbol_address(const std::string& elf, const std::string& name)
+{
+    const std::string line = tool_output("arm-none-eabi-nm '" + elf + "' | grep ' " + name + "$'");
+    return uint32_t(std::stoul(line.substr(0, 8), nullptr, 16)) & ~1u;
+}
+
+// The instruction after the first call of `callee`: where that call returns (objdump).
+uint32_t after_call_of(const std::string& elf, const std::string& callee)
+{
+    std::istringstream disassembly(
+        tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + elf + "' | grep -m1 -A1 'bl.*<" + callee + ">'"));
+    std::string line;
+    std::getline(disassembly, line);
+    std::getline(disassembly, line);
+    return uint32_t(std::stoul(line, nullptr, 16));
+}
+
+// A halt in PendSV (IPSR 14) on the main stack at `msp`, with the task's stack at `psp`.
+CoreRegisters pendsv_halt(uint32_t msp, uint32_t pc, uint32_t lr, uint32_t psp)
+{
+    CoreRegisters regs;
+    regs.r[13] = msp;
+    regs.r[15] = pc;
+    regs.r[14] = lr;
+    regs.xpsr = 14;
+    regs.psp = psp;
+    return regs;
+}
+
+} // namespace
+
 TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it pushed, into the task on PSP")
 {
     // fpu_o2_m4's PendSV_Handler (minirtos.c) is naked assembly: its call-frame rows say
     // nothing is saved, yet it pushes {r3, lr} (lr = EXC_RETURN) and calls
     // rtos_switch_context. The addresses come from the peer tools (nm, objdump).
     const std::string elf = std::string(FIRMWARE_DIR) + "/fpu_o2_m4.elf";
-    auto symbol = [&](const std::string& name) {
-        const std::string line = tool_output("arm-none-eabi-nm '" + elf + "' | grep ' " + name + "$'");
-        return uint32_t(std::stoul(line.substr(0, 8), nullptr, 16)) & ~1u;
-    };
-    const uint32_t pendsv = symbol("PendSV_Handler"), task_fir = symbol("task_fir");
-    const uint32_t switch_context = symbol("rtos_switch_context"), task_returned = symbol("task_returned");
+    const uint32_t pendsv = symbol_address(elf, "PendSV_Handler"), task_fir = symbol_address(elf, "task_fir");
+    const uint32_t switch_context = symbol_address(elf, "rtos_switch_context");
+    const uint32_t task_returned = symbol_address(elf, "task_returned");
     // The instruction after PendSV's call of rtos_switch_context: where that call returns.
-    std::istringstream disassembly(
-        tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + elf + "' | grep -A1 'bl.*<rtos_switch_context>'"));
-    std::string line;
-    std::getline(disassembly, line);
-    std::getline(disassembly, line);
-    const uint32_t after_call = uint32_t(std::stoul(line, nullptr, 16));
+    const uint32_t after_call = after_call_of(elf, "rtos_switch_context");
     REQUIRE(after_call > pendsv);
     REQUIRE(after_call < pendsv + 0x40);
 
@@ -308,12 +334,8 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
     memory.words[msp + 4] = 0xFFFFFFED;   // the pushed lr: Thread mode, PSP, extended frame
     // The task's frame: interrupted at task_fir's first instruction, LR its exit hook.
     memory.frame(psp, task_returned | 1u, task_fir, 0x01000000);
-    CoreRegisters regs;
-    regs.r[13] = msp;
-    regs.xpsr = 14;   // PendSV
-    regs.r[15] = switch_context;   // halted at rtos_switch_context's first instruction
-    regs.r[14] = after_call | 1u;
-    regs.psp = psp;
+    // Halted at rtos_switch_context's first instruction.
+    CoreRegisters regs = pendsv_halt(msp, switch_context, after_call | 1u, psp);
 
     SUBCASE("halted at rtos_switch_context's first instruction")
     {
@@ -342,5 +364,144 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
         memory.frame(psp, task_returned | 1u, task_fir, 0x0100000B);   // IPSR 11 in a Thread-mode frame
         const UnwindResult r = unwinder.unwind(regs, memory);
         CHECK(r.stack.truncated);
+    }
+}
+
+TEST_CASE("unwinder: a context switch that saves EXC_RETURN on the task's stack is crossed from PSP, and near-misses are not")
+{
+    // fpu_frshape_o2_m4's PendSV_Handler switches as FreeRTOS's Cortex-M4F port does:
+    // r0 = PSP; vstmdb r0!, {s16-s31} (extended frames); stmdb r0!, {r4-r11, lr}; then only
+    // {r0, r3} on the main stack around the call of rtos_select_next, which calls
+    // rtos_stack_headroom. EXC_RETURN is at r0 + 32, the task's frame at r0 + 36 (+ 64).
+    const std::string elf = std::string(FIRMWARE_DIR) + "/fpu_frshape_o2_m4.elf";
+    const uint32_t pendsv = symbol_address(elf, "PendSV_Handler"), task_fir = symbol_address(elf, "task_fir");
+    const uint32_t select_next = symbol_address(elf, "rtos_select_next");
+    const uint32_t headroom = symbol_address(elf, "rtos_stack_headroom");
+    const uint32_t task_returned = symbol_address(elf, "task_returned");
+    const uint32_t pendsv_after_call = after_call_of(elf, "rtos_select_next");
+    const uint32_t select_after_call = after_call_of(elf, "rtos_stack_headroom");
+    REQUIRE(pendsv_after_call > pendsv);
+    REQUIRE(pendsv_after_call < pendsv + 0x60);
+    REQUIRE(select_after_call > select_next);
+    REQUIRE(select_after_call < select_next + 0x20);
+    // rtos_select_next pushes {r3, r4, r5, lr} before its call (its call-frame rows say so;
+    // the frame below is laid out to match).
+    REQUIRE(tool_output("arm-none-eabi-objdump -d --no-show-raw-insn --start-address=" + std::to_string(select_next) +
+                        " --stop-address=" + std::to_string(select_next + 2) + " '" + elf + "'")
+                .find("push\t{r3, r4, r5, lr}") != std::string::npos);
+
+    const Unwinder unwinder(elf);
+    FakeMemory memory;
+    const uint32_t msp = 0x20001F00, psp = 0x20000800;
+    uint32_t saved_top = psp - 100;   // r4-r11, EXC_RETURN, s16-s31
+    auto save_area = [&](uint32_t top, uint32_t exc_return) {
+        for (uint32_t i = 0; i < 8; ++i)
+            memory.words[top + 4 * i] = 0x40 + i;   // r4-r11
+        memory.words[top + 32] = exc_return;
+    };
+    save_area(saved_top, 0xFFFFFFED);   // Thread mode, PSP, extended frame
+    memory.words[msp] = saved_top;      // the pushed r0
+    memory.words[msp + 4] = 0x200011E4; // the pushed r3: &pxCurrentTCB
+    memory.frame(psp, task_returned | 1u, task_fir, 0x01000000);   // at task_fir's first instruction
+    // Halted at rtos_select_next's first instruction.
+    CoreRegisters regs = pendsv_halt(msp, select_next, pendsv_after_call | 1u, psp);
+
+    auto crossed = [&](const std::vector<uint32_t>& callers) {
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
+        CHECK_FALSE(r.stack.truncated);
+        CHECK(r.stack.callers == callers);
+    };
+    auto refused = [&]() {
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stack.truncated);
+        CHECK(r.stop != UnwindStop::psp_unknown);
+        CHECK(std::find(r.stack.callers.begin(), r.stack.callers.end(), task_fir) == r.stack.callers.end());
+    };
+
+    SUBCASE("halted at rtos_select_next's first instruction, extended frame")
+    {
+        crossed({pendsv_after_call - 2, task_fir});
+    }
+    SUBCASE("a basic frame: no s16-s31 between, the save area 36 bytes below PSP")
+    {
+        saved_top = psp - 36;
+        save_area(saved_top, 0xFFFFFFFD);
+        memory.words[msp] = saved_top;
+        crossed({pendsv_after_call - 2, task_fir});
+    }
+    SUBCASE("halted in rtos_stack_headroom, called by rtos_select_next")
+    {
+        const uint32_t sp = msp - 16;   // rtos_select_next's push {r3, r4, r5, lr}
+        for (uint32_t i = 0; i < 3; ++i)
+            memory.words[sp + 4 * i] = 0x30 + i;
+        memory.words[sp + 12] = pendsv_after_call | 1u;
+        regs.r[13] = sp;
+        regs.r[15] = headroom;
+        regs.r[14] = select_after_call | 1u;
+        crossed({select_after_call - 2, pendsv_after_call - 2, task_fir});
+    }
+    SUBCASE("halted in PendSV after the call returned, {r0, r3} still on the main stack")
+    {
+        regs.r[15] = pendsv_after_call;
+        crossed({task_fir});
+    }
+    SUBCASE("without PSP the chain says so, for the link to read it")
+    {
+        regs.psp.reset();
+        CHECK(unwinder.unwind(regs, memory).stop == UnwindStop::psp_unknown);
+    }
+    SUBCASE("near-miss: the saved top 4 bytes off")
+    {
+        memory.words[msp] = saved_top + 4;
+        save_area(saved_top + 4, 0xFFFFFFED);
+        refused();
+    }
+    SUBCASE("near-miss: EXC_RETURN says a basic frame where the area has room for s16-s31")
+    {
+        save_area(saved_top, 0xFFFFFFFD);
+        refused();
+    }
+    SUBCASE("near-miss: EXC_RETURN says an extended frame where the area has none")
+    {
+        saved_top = psp - 36;
+        save_area(saved_top, 0xFFFFFFED);
+        memory.words[msp] = saved_top;
+        refused();
+    }
+    SUBCASE("near-miss: EXC_RETURN returns to Thread mode on MSP")
+    {
+        save_area(saved_top, 0xFFFFFFE9);
+        refused();
+    }
+    SUBCASE("near-miss: EXC_RETURN returns to Handler mode")
+    {
+        save_area(saved_top, 0xFFFFFFE1);
+        refused();
+    }
+    SUBCASE("near-miss: no EXC_RETURN value at +32")
+    {
+        save_area(saved_top, 0xFFFFFFFF);
+        refused();
+    }
+    SUBCASE("near-miss: the save area cannot be read")
+    {
+        memory.words.erase(saved_top + 32);
+        refused();
+    }
+    SUBCASE("near-miss: the frame at PSP has IPSR 11 for a return to Thread mode")
+    {
+        memory.frame(psp, task_returned | 1u, task_fir, 0x0100000B);
+        refused();
+    }
+    SUBCASE("near-miss: the frame at PSP has the Thumb bit clear")
+    {
+        memory.frame(psp, task_returned | 1u, task_fir, 0x00000000);
+        refused();
+    }
+    SUBCASE("near-miss: the frame at PSP returns outside the code")
+    {
+        memory.frame(psp, task_returned | 1u, 0x20000100, 0x01000000);
+        refused();
     }
 }

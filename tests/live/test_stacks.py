@@ -22,9 +22,10 @@ from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from live_runs import replayed_recording
-from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, HANDLER, Z, all_symbols, check_chains_reach_reset,
-                          check_tasks_against_stacks, inclusive_beyond_bound, stack_goal)
+from live_runs import mcuprof, replayed_recording
+from stack_checks import (FPU_ENTRIES, FPU_TASK_CODE, FREERTOS_SHAPE_SWITCH, HANDLER, Z, all_symbols,
+                          assert_stack_goal, check_chains_reach_reset, check_tasks_against_stacks,
+                          inclusive_beyond_bound)
 
 SAMPLES = 4000
 
@@ -213,8 +214,9 @@ class FpuTasks(unittest.TestCase):
     Handler-mode stacks complete into the interrupted task, and each task entry's inclusive
     share within 4 standard errors of the task's exact share."""
 
-    def test_goal_against_per_task_truth(self):
-        name = "fpu_o2_m4"
+    def check_goal(self, name: str):
+        """Records `name` against the per-task truth and asserts the goal; returns the report,
+        the truth's counts by task control block and by address, and each task entry's block."""
         syms = all_symbols(fwtest.elf_path(name))
         taskfile = Path(tempfile.mkdtemp(prefix="mcuprof-tasks-")) / "tasks.txt"
         truth_args = (f"taskfile={taskfile}",
@@ -248,25 +250,83 @@ class FpuTasks(unittest.TestCase):
         stacks = doc["stacks"]
         n = sum(s["samples"] for s in stacks)
         self.assertEqual(n, doc["samples"])
-        goal = stack_goal(stacks)
+        assert_stack_goal(self, f"{name}, {n:.0f} samples", doc)
         total = sum(counts.values())
-        rows = []
         for entry in FPU_ENTRIES:
             p = sum(per_task[tcb_of[entry]].values()) / total
             q = sum(s["samples"] for s in stacks if entry in {f["function"] for f in s["frames"]}) / n
             se = math.sqrt(p * (1 - p) / n)
-            rows.append((entry, p, q, se))
-        print(f"\nfpu_o2_m4: {n:.0f} samples; thread-mode stacks complete {goal['thread'][0]:.0f} of "
-              f"{goal['thread'][1]:.0f}; handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; "
-              f"truncated {doc['truncation']}", file=sys.stderr)
-        for entry, p, q, se in rows:
             print(f"  {entry}: true {100 * p:.2f} %, sampled inclusive {100 * q:.2f} %, SE {100 * se:.2f}, "
                   f"z {(q - p) / se:+.1f}", file=sys.stderr)
-        self.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
-        self.assertGreater(goal["handler"][1], 0)
-        self.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
-        for entry, p, q, se in rows:
             self.assertLess(abs(q - p), Z * se, (entry, p, q))
+        return doc, per_task, counts, tcb_of
+
+    def test_goal_against_per_task_truth(self):
+        self.check_goal("fpu_o2_m4")
+
+    def test_goal_under_freertos_shaped_switch(self):
+        """The same tasks under a PendSV in the shape of FreeRTOS's Cortex-M4F port
+        (MINIRTOS_SWITCH_FREERTOS_SHAPE in minirtos.c): EXC_RETURN saved on the task's stack
+        with r4-r11, only {r0, r3} on the main stack while rtos_select_next (and its callee
+        rtos_stack_headroom) picks the next task. Besides the goal: the samples inside those
+        two functions are those of the task being switched out, so for each task the share of
+        samples in them whose complete chain leads into that task must match the truth's
+        count of their instructions under that task (the truth splits at the switch's msr psp,
+        not from any stack), within 4 SE; and no complete chain through PendSV passes
+        through the scheduler's start, leads anywhere but into a task, or holds a frame
+        above PendSV that is not one of its calls (check_freertos_shaped_chains)."""
+        name = "fpu_frshape_o2_m4"
+        doc, per_task, counts, tcb_of = self.check_goal(name)
+        funcs = fwtest.symbols(name)
+        stacks = doc["stacks"]
+        n = sum(s["samples"] for s in stacks)
+        total = sum(counts.values())
+        in_switch = sum(c for a, c in counts.items() if funcs.lookup(a) in FREERTOS_SHAPE_SWITCH)
+        self.assertGreater(in_switch / total * n, 100)   # enough samples expected inside the switch
+        for entry in FPU_ENTRIES:
+            p = sum(c for a, c in per_task[tcb_of[entry]].items() if funcs.lookup(a) in FREERTOS_SHAPE_SWITCH) / total
+            q = sum(s["samples"] for s in stacks
+                    if not s["truncated"] and s["frames"][-1]["function"] in FREERTOS_SHAPE_SWITCH
+                    and s["frames"][0]["function"] == entry) / n
+            se = math.sqrt(p * (1 - p) / n)
+            print(f"  inside the switch, out of {entry}: true {100 * p:.2f} %, sampled {100 * q:.2f} %, "
+                  f"SE {100 * se:.2f}, z {(q - p) / se:+.1f}", file=sys.stderr)
+            self.assertLess(abs(q - p), Z * se, (entry, p, q))
+        check_freertos_shaped_chains(self, stacks)
+
+    def test_freertos_shaped_switch_at_wall_clock_moments(self):
+        """fpu_frshape_forever_o2_m4 halted at wall-clock moments (3000 halts, ended by their
+        count), where halts land in proportion to QEMU's time per instruction, not to the
+        instruction count: the goal's two completeness figures, and the same shape of every
+        complete chain through PendSV."""
+        name = "fpu_frshape_forever_o2_m4"
+        elf = fwtest.elf_path(name)
+        rec = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "rec.bin"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, timeout=600) as q:
+            r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--samples", "3000", "--seed", "5",
+                        "--elf", str(elf), "--stacks", "-o", str(rec), "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["sampler"]["end"], "sample count reached")
+        assert_stack_goal(self, f"{name} (wall clock)", doc)
+        check_freertos_shaped_chains(self, doc["stacks"])
+
+
+def check_freertos_shaped_chains(test: unittest.TestCase, stacks: list[dict]) -> None:
+    """Under the FreeRTOS-shaped switch, a complete chain through PendSV starts at a task's
+    entry, never passes through the scheduler's start, and holds from PendSV on only
+    PendSV's own calls or SysTick preempting it: never a frame taken from the stale LR
+    (after the call LR still points into rtos_select_next, which a chain gone wrong shows as
+    PendSV's caller)."""
+    above_pendsv = (["PendSV_Handler", "rtos_select_next", "rtos_stack_headroom"],
+                    ["PendSV_Handler", "SysTick_Handler", "tick_smooth"])
+    for s in stacks:
+        names = [f["function"] for f in s["frames"]]
+        if "PendSV_Handler" in names and not s["truncated"]:
+            test.assertIn(names[0], FPU_ENTRIES, names)
+            test.assertNotIn("rtos_start", names)
+            tail = names[names.index("PendSV_Handler"):]
+            test.assertTrue(any(tail == shape[:len(tail)] for shape in above_pendsv), names)
 
 
 if __name__ == "__main__":

@@ -132,7 +132,10 @@ def assert_share_between(test: unittest.TestCase, what: str, observed: float, n:
 # The FPU task scenario (fpu_o2_m4, firmware-ref/src/scen_fpu.c): its tasks' entries, the
 # handlers that run on their behalf, and each task's own code.
 FPU_ENTRIES = ("task_fir", "task_iir")
-FPU_HANDLERS = {"SysTick_Handler", "tick_smooth", "PendSV_Handler", "rtos_switch_context", "SVC_Handler"}
+# fpu_frshape_o2_m4's PendSV calls rtos_select_next, which calls rtos_stack_headroom.
+FREERTOS_SHAPE_SWITCH = {"rtos_select_next", "rtos_stack_headroom"}
+FPU_HANDLERS = {"SysTick_Handler", "tick_smooth", "PendSV_Handler", "rtos_switch_context", "SVC_Handler",
+                *FREERTOS_SHAPE_SWITCH}
 FPU_TASK_CODE = {"task_fir": ("task_fir", "fir_block", "fir_tap_sum"),
                  "task_iir": ("task_iir", "iir_cascade", "biquad")}
 
@@ -150,6 +153,20 @@ def stack_goal(stacks: list[dict]) -> dict[str, tuple[float, float]]:
         if not s["truncated"] and names[0] in (*FPU_ENTRIES, "Reset_Handler"):
             figures[kind][0] += s["samples"]
     return {k: (v[0], v[1]) for k, v in figures.items()}
+
+
+def assert_stack_goal(test: unittest.TestCase, what: str, doc: dict) -> dict[str, tuple[float, float]]:
+    """The goal's two completeness figures of a report's stacks (stack_goal), printed, and
+    asserted: >= 99 % of the Thread-mode stacks and >= 90 % of the Handler-mode stacks
+    complete, with some Handler-mode stacks among them. Returns the figures."""
+    goal = stack_goal(doc["stacks"])
+    print(f"\n{what}: thread-mode stacks complete {goal['thread'][0]:.0f} of {goal['thread'][1]:.0f}; "
+          f"handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; truncated {doc.get('truncation')}",
+          file=sys.stderr)
+    test.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
+    test.assertGreater(goal["handler"][1], 0)
+    test.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
+    return goal
 
 
 def all_symbols(elf) -> dict[str, tuple[int, int]]:

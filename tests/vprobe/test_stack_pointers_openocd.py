@@ -43,7 +43,7 @@ from pathlib import Path
 from unittest import mock
 
 import qemu_runner
-from stack_checks import FPU_HANDLERS, all_symbols, stack_goal
+from stack_checks import FPU_HANDLERS, all_symbols, assert_stack_goal
 from openocd_rig import CLI, FW_DIR, OPENOCD, require, start_rig, stop_rig
 
 ELF = FW_DIR / "fpu_forever_o2_m4.elf"
@@ -192,13 +192,7 @@ class HandlerChainsThroughGdbPort(unittest.TestCase):
         doc = json.loads(self.record.stdout)
         stacks = doc["stacks"]
         self.assertEqual(sum(s["samples"] for s in stacks), SAMPLES)
-        goal = stack_goal(stacks)
-        print(f"\nrecord --gdb through OpenOCD: thread-mode stacks complete {goal['thread'][0]:.0f} of "
-              f"{goal['thread'][1]:.0f}; handler-mode {goal['handler'][0]:.0f} of {goal['handler'][1]:.0f}; "
-              f"truncated {doc.get('truncation')}", file=sys.stderr)
-        self.assertGreaterEqual(goal["thread"][0] / goal["thread"][1], 0.99)
-        self.assertGreater(goal["handler"][1], 0)
-        self.assertGreaterEqual(goal["handler"][0] / goal["handler"][1], 0.90)
+        assert_stack_goal(self, "record --gdb through OpenOCD", doc)
         through_start = [s for s in stacks if not s["truncated"] and "rtos_start" in
                          (names := [f["function"] for f in s["frames"]]) and FPU_HANDLERS & set(names)]
         self.assertEqual(through_start, [])
