@@ -143,17 +143,21 @@ class EndsCleanly(unittest.TestCase):
                                  "--samples", "10000000", "--elf", str(q.elf), "-o", str(rec)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def wait_for_samples(self, p: subprocess.Popen, rec: Path, count: int, limit: float = 120.0):
-        """Until the recording holds more than `count` samples (it is flushed every 100 ms,
-        40 bytes a sample). `limit` seconds is far above the time a few hundred halts take
-        even on a slow, loaded machine."""
+    def wait_for_samples(self, p: subprocess.Popen, rec: Path, elf: Path, count: int, limit: float = 120.0):
+        """Until the recording (flushed every 100 ms) holds at least `count` samples, as `mcuprof
+        report` reads them (its size is no count: a sample's bytes vary with what it carries).
+        `limit` seconds is far above the time a few hundred halts take even on a slow, loaded
+        machine."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            if rec.exists() and rec.stat().st_size > 200 + 40 * count:
-                return
+            if rec.exists():
+                r = subprocess.run([str(fwtest.CLI), "report", str(rec), "--elf", str(elf), "--format", "json"],
+                                   capture_output=True, text=True, timeout=60)
+                if r.returncode == 0 and json.loads(r.stdout)["samples"] >= count:
+                    return
             if p.poll() is not None:
                 self.fail(f"record ended before {count} samples: {p.stderr.read()}")
-            time.sleep(0.05)
+            time.sleep(0.1)
         self.fail(f"no {count} samples in {rec} within {limit:.0f} s")
 
     def test_sigint_resumes_the_target_and_reports(self):
@@ -161,7 +165,7 @@ class EndsCleanly(unittest.TestCase):
         with qemu_runner.QemuRun(fwtest.elf_path("loops_forever_m4"), gdb=True, halted=True, qmp=True,
                                  singlestep=True, uart=None, timeout=300) as q:
             p = self.start_recording(q, rec)
-            self.wait_for_samples(p, rec, 100)
+            self.wait_for_samples(p, rec, q.elf, 100)
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=60)
             self.assertEqual(p.returncode, 0, err)
@@ -177,7 +181,7 @@ class EndsCleanly(unittest.TestCase):
         with qemu_runner.QemuRun(fwtest.elf_path("mixed_forever_m4"), gdb=True, halted=True, uart=None,
                                  timeout=300) as q:
             p = self.start_recording(q, rec)
-            self.wait_for_samples(p, rec, 100)
+            self.wait_for_samples(p, rec, q.elf, 100)
             q.kill()
             out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 3, err)   # cut short by a lost link (docs/usage.md)
