@@ -131,3 +131,35 @@ TEST_CASE("special register stub: a register it must put back that cannot be rea
     CHECK(f.core.xpsr == 0x01000000u);
     CHECK(f.core.r[0] == 0x1000u);
 }
+
+TEST_CASE("special register stub: the packets of one run, by kind, when the caller gives only SP, PC and xPSR")
+{
+    // Six registers in Thread mode (CONTROL among them): round trip 1 reads r0-r5 and the 28
+    // bytes, writes the code and PC; six steps; round trip 3 reads r0-r5 and PC, writes the
+    // bytes back and r0-r5, PC, xPSR.
+    Fixture f;
+    const size_t before = f.server.received().size();
+    read_special_registers(f.client, f.halted(), all_six);
+    const std::map<char, long> expected = {{'p', 6 + 7}, {'m', 1}, {'M', 2}, {'P', 1 + 8}, {'s', 6}};
+    CHECK(fakes::FakeGdbServer::kinds(f.server.packets_after(before)) == expected);
+}
+
+TEST_CASE("special register stub: the packet sequence of the sampler's read of PSP in Handler mode")
+{
+    Fixture f;
+    f.core.xpsr = 0x0100000F;   // SysTick, on MSP
+    f.core.psp = f.core.r[13];
+    f.core.r[13] = 0x20000400;
+    const size_t before = f.server.received().size();
+    const StubReads read = read_special_registers(f.client, f.halted(), {SpecialRegister::psp});
+    CHECK(read.values[0] == 0x20000800u);
+    // The stub at SP - 8: MRS r0, PSP (F3EF 8009) and B . (E7FE) twice, as little-endian
+    // halfwords; registers by number (r0 0, pc f, xpsr 19 in this description), values
+    // little-endian: PC 0x08000120, xPSR 0x0100000F, r0 0x1000; the old bytes were zeros.
+    const std::vector<std::string> expected = {
+        "p0", "m200003f8,8", "M200003f8,8:eff30980fee7fee7", "Pf=f8030020",
+        "s",
+        "p0", "pf", "M200003f8,8:0000000000000000", "P0=00100000", "Pf=20010008", "P19=0f000001"};
+    CHECK(f.server.packets_after(before) == expected);
+    CHECK(f.core.r[0] == 0x1000u);
+}
