@@ -68,6 +68,7 @@ public:
     {
         gdb_->resume();
         running_ = true;
+        general_registers_read_ = false;
     }
     std::optional<TargetEnd> poll_stop() override
     {
@@ -100,6 +101,7 @@ public:
     HaltState read_halt_state(const HaltRequest& request) override
     {
         HaltState state;
+        general_registers_read_ = request.all_registers;
         if (request.all_registers) {
             const std::vector<uint32_t> values = gdb_->read_registers(all_registers_, request.memory, state.memory);
             for (size_t i = 0; i < 16; ++i)
@@ -123,7 +125,7 @@ public:
         const char* name = which == StackPointer::main ? "msp" : "psp";
         if (gdb_->target().find(name) != nullptr)
             return gdb_->read_registers({name})[0];
-        const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, which);
+        const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, general_registers_read_, which);
         stepped_ += read.stepped;
         return read.value;
     }
@@ -213,6 +215,9 @@ private:
     std::unique_ptr<transport::RspClient> gdb_;
     std::vector<std::string> all_registers_;
     bool running_ = false;   // on our 'c', no stop reply since
+    // r0-r12 were read at this halt (a request with all_registers), and the core has not
+    // run since: the stub puts them back from the halt's values instead of reading them.
+    bool general_registers_read_ = false;
     uint64_t stepped_ = 0;   // single steps of the stack-pointer stub
     bool qemu_ = false;      // the server is QEMU's gdbstub
 };
