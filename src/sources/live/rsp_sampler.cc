@@ -45,11 +45,7 @@ public:
         for (const char* name : {"msp", "psp"})
             if (gdb_->target().find(name) != nullptr)
                 all_registers_.push_back(name);
-        // QEMU's gdbstub answers its own query qqemu.Supported ("sstepbits;sstep;PhyMemMode",
-        // QEMU 7.2); other servers answer a query they do not know with an empty packet (GDB
-        // RSP, "General Query Packets"). One round trip with no side effect: a monitor command
-        // would run on OpenOCD, and the qSupported features are not QEMU's alone.
-        qemu_ = gdb_->request("qqemu.Supported").find("sstep") != std::string::npos;
+        qemu_ = gdb_->is_qemu();
     }
 
     nlohmann::json describe() const override
@@ -152,31 +148,13 @@ public:
             if (running_)
                 gdb_->interrupt();
             running_ = false;
-            detach_leaving_running(*gdb_);
+            gdb_->detach();
             return;
         }
         resume_over_a_new_link(sink);
     }
 
 private:
-    // OpenOCD halts the target when a GDB client connects (startup.tcl's default gdb-attach
-    // handler, "halt 1000") and leaves it halted when the client detaches (there is no default
-    // gdb-detach handler), so a plain 'D' would leave the target halted. OpenOCD names itself
-    // in `monitor version`; it is told to `resume` before the detach. QEMU resumes on 'D'.
-    void detach_leaving_running(transport::RspClient& gdb) const
-    {
-        if (!qemu_) {
-            try {
-                if (gdb.monitor("version").find("Open On-Chip Debugger") != std::string::npos)
-                    gdb.monitor("resume");
-            } catch (const transport::Error& e) {
-                if (e.kind() != transport::Error::Kind::protocol)
-                    throw;   // a server without these monitor commands refuses them: not OpenOCD
-            }
-        }
-        gdb.detach();
-    }
-
     std::unique_ptr<transport::RspClient> connect() const
     {
         transport::RspClient::Options rsp;
@@ -197,7 +175,7 @@ private:
             try {
                 std::unique_ptr<transport::RspClient> fresh = connect();
                 fresh->handshake();
-                detach_leaving_running(*fresh);
+                fresh->detach();
                 sink.event("resume", "reconnected to " + options_.gdb.text() + " and detached: the target runs");
                 return;
             } catch (const transport::Error& e) {
