@@ -159,24 +159,31 @@ TEST_CASE("special register stub: the packets of one run, by kind, when the call
     CHECK(fakes::FakeGdbServer::kinds(f.server.packets_after(before)) == expected);
 }
 
-TEST_CASE("special register stub: the packet sequence of the sampler's read of PSP in Handler mode")
+TEST_CASE("special register stub: the packet sequence of the sampler's read of PSP in Handler mode, with r0 given and without")
 {
-    Fixture f;
-    f.core.xpsr = 0x0100000F;   // SysTick, on MSP
-    f.core.psp = f.core.r[13];
-    f.core.r[13] = 0x20000400;
-    const size_t before = f.server.received().size();
-    const StubReads read = read_special_registers(f.client, f.halted(), {SpecialRegister::psp});
-    CHECK(read.values[0] == 0x20000800u);
-    // The stub at SP - 8: MRS r0, PSP (F3EF 8009) and B . (E7FE) twice, as little-endian
-    // halfwords; registers by number (r0 0, pc f, xpsr 19 in this description), values
-    // little-endian: PC 0x08000120, xPSR 0x0100000F, r0 0x1000; the old bytes were zeros.
-    const std::vector<std::string> expected = {
-        "p0", "m200003f8,8", "M200003f8,8:eff30980fee7fee7", "Pf=f8030020",
-        "s",
-        "p0", "pf", "M200003f8,8:0000000000000000", "P0=00100000", "Pf=20010008", "P19=0f000001"};
-    CHECK(f.server.packets_after(before) == expected);
-    CHECK(f.core.r[0] == 0x1000u);
+    for (const bool r0_given : {false, true}) {
+        CAPTURE(r0_given);
+        Fixture f;
+        f.core.xpsr = 0x0100000F;   // SysTick, on MSP
+        f.core.psp = f.core.r[13];
+        f.core.r[13] = 0x20000400;
+        const size_t before = f.server.received().size();
+        const StubReads read =
+            read_special_registers(f.client, r0_given ? f.halted_with_registers() : f.halted(), {SpecialRegister::psp});
+        CHECK(read.values[0] == 0x20000800u);
+        // The stub at SP - 8: MRS r0, PSP (F3EF 8009) and B . (E7FE) twice, as little-endian
+        // halfwords; registers by number (r0 0, pc f, xpsr 19 in this description), values
+        // little-endian: PC 0x08000120, xPSR 0x0100000F, r0 0x1000; the old bytes were zeros.
+        // r0 is read first only when not given: 11 packets, or 10.
+        std::vector<std::string> expected = {
+            "m200003f8,8", "M200003f8,8:eff30980fee7fee7", "Pf=f8030020",
+            "s",
+            "p0", "pf", "M200003f8,8:0000000000000000", "P0=00100000", "Pf=20010008", "P19=0f000001"};
+        if (!r0_given)
+            expected.insert(expected.begin(), "p0");
+        CHECK(f.server.packets_after(before) == expected);
+        CHECK(f.core.r[0] == 0x1000u);
+    }
 }
 
 TEST_CASE("special register stub: with r0-r12 given, no register is read before the steps, and the values given are put back")
@@ -198,23 +205,6 @@ TEST_CASE("special register stub: with r0-r12 given, no register is read before 
     for (unsigned i = 2; i < 16; ++i)
         CHECK(f.core.r[i] == (i == 13 ? 0x20000800u : i == 15 ? 0x08000120u : 0x1000u + i));
     CHECK(f.core.xpsr == 0x01000000u);
-}
-
-TEST_CASE("special register stub: the sampler's PSP read in Handler mode with r0 given: 10 packets, no 'p' of r0 before the step")
-{
-    Fixture f;
-    f.core.xpsr = 0x0100000F;   // SysTick, on MSP
-    f.core.psp = f.core.r[13];
-    f.core.r[13] = 0x20000400;
-    const size_t before = f.server.received().size();
-    const StubReads read = read_special_registers(f.client, f.halted_with_registers(), {SpecialRegister::psp});
-    CHECK(read.values[0] == 0x20000800u);
-    const std::vector<std::string> expected = {
-        "m200003f8,8", "M200003f8,8:eff30980fee7fee7", "Pf=f8030020",
-        "s",
-        "p0", "pf", "M200003f8,8:0000000000000000", "P0=00100000", "Pf=20010008", "P19=0f000001"};
-    CHECK(f.server.packets_after(before) == expected);
-    CHECK(f.core.r[0] == 0x1000u);
 }
 
 TEST_CASE("special register stub: only the registers not given are read first")

@@ -70,6 +70,27 @@ struct Fixture {
     void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
 };
 
+// A task halted on PSP (CONTROL.SPSEL), privileged, behind a gdbstub that describes no MSP,
+// PSP or CONTROL (tests/fakes/tiny_cortex_m.h): r0-r12 0x1000 + n, MSP 0x20000400, PSP
+// (the active SP) 0x20000800.
+struct TaskOnPsp {
+    fakes::TinyCortexM core;
+    fakes::FakeGdbServer server{[this](const std::string& p) { return core.answer(p); }};
+    RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
+
+    TaskOnPsp()
+    {
+        client.handshake();
+        for (uint32_t i = 0; i < 16; ++i)
+            core.r[i] = 0x1000 + i;
+        core.r[13] = 0x20000800;
+        core.msp = 0x20000400;
+        core.r[15] = 0x08000120;
+        core.xpsr = 0x01000000;
+        core.control = 2;
+    }
+};
+
 } // namespace
 
 TEST_CASE("rsp target: the RspClient additions: registers of any width, 'P', 's'")
@@ -194,17 +215,8 @@ TEST_CASE("rsp target: a target that exits is gone: every access fails, nothing 
 
 TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the server has none, one run per halt")
 {
-    fakes::TinyCortexM core;
-    fakes::FakeGdbServer server{[&](const std::string& p) { return core.answer(p); }};
-    RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
-    client.handshake();
-    for (uint32_t i = 0; i < 16; ++i)
-        core.r[i] = 0x1000 + i;
-    core.r[13] = 0x20000800;   // a task on PSP
-    core.msp = 0x20000400;
-    core.r[15] = 0x08000120;
-    core.xpsr = 0x01000000;
-    core.control = 2;
+    TaskOnPsp rig;
+    auto& [core, server, client] = rig;
     core.basepri = 0x20;
     auto steps = [&] { return server.count("s"); };
 
@@ -242,17 +254,8 @@ TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the ser
 
 TEST_CASE("rsp target: the stub puts r0-r5 back from the halt's register set, never from a set of an earlier state")
 {
-    fakes::TinyCortexM core;
-    fakes::FakeGdbServer server{[&](const std::string& p) { return core.answer(p); }};
-    RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
-    client.handshake();
-    for (uint32_t i = 0; i < 16; ++i)
-        core.r[i] = 0x1000 + i;
-    core.r[13] = 0x20000800;
-    core.msp = 0x20000400;
-    core.r[15] = 0x08000120;
-    core.xpsr = 0x01000000;
-    core.control = 2;
+    TaskOnPsp rig;
+    auto& [core, server, client] = rig;
     RspTarget target(client, true);
     // The packets of the stub's run sent before its first step.
     auto setup_of_run = [&](auto&& run) {
