@@ -329,11 +329,26 @@ bool stub_can_run(const transport::TargetDescription& target)
 
 } // namespace
 
+// The registers of this halt, from the set read once per halt: the stub reads none of them
+// again. The set is the core's as it is now: it is dropped when the core runs, steps or
+// resets, or when a stub run writes MSP, PSP or CONTROL, and a register write updates it.
 transport::HaltedCore RspTarget::halted_core()
 {
     load_registers();
-    auto value = [&](const char* name) { return uint32_t(from_little_endian(registers_.at(rsp_.target().find(name)->name))); };
-    return {value("sp"), value("pc"), value("xpsr")};
+    auto value = [&](const std::string& name) -> std::optional<uint32_t> {
+        const transport::RegisterInfo* info = rsp_.target().find(name);
+        if (info == nullptr)
+            return std::nullopt;
+        auto found = registers_.find(info->name);
+        if (found == registers_.end())
+            return std::nullopt;
+        return uint32_t(from_little_endian(found->second));
+    };
+    // SP, PC and xPSR are in the description (stub_can_run), so in the set.
+    transport::HaltedCore core{value("sp").value(), value("pc").value(), value("xpsr").value()};
+    for (unsigned i = 0; i < core.r.size(); ++i)
+        core.r[i] = value("r" + std::to_string(i));
+    return core;
 }
 
 std::optional<uint32_t> RspTarget::read_special_register(const std::string& name)

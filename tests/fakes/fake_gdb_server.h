@@ -4,7 +4,9 @@
 // returns (framed packets, stray acks, NAKs). Only for tests of the RSP layer.
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "loopback_server.h"
 #include "mcuprof/transport/rsp_packet.h"
@@ -39,6 +41,27 @@ public:
     {
         const auto got = received();
         return std::count_if(got.begin(), got.end(), [&](const std::string& p) { return p.rfind(prefix, 0) == 0; });
+    }
+    // The packets received after the first `skip` payloads, acknowledgements left out: what
+    // one operation sent, when `skip` is received().size() from before it.
+    std::vector<std::string> packets_after(size_t skip)
+    {
+        const auto got = received();
+        std::vector<std::string> packets;
+        for (size_t i = skip; i < got.size(); ++i)
+            if (got[i] != "+" && got[i] != "-")
+                packets.push_back(got[i]);
+        return packets;
+    }
+    // How many of `packets` there are of each kind, the kind being the first byte ('p', 'M',
+    // 's', '\x03' for an interrupt).
+    static std::map<char, long> kinds(const std::vector<std::string>& packets)
+    {
+        std::map<char, long> count;
+        for (const std::string& p : packets)
+            if (!p.empty())
+                ++count[p[0]];
+        return count;
     }
 
 private:

@@ -72,8 +72,8 @@ int main(int argc, char** argv)
             regs.xpsr = all[16];
             const std::vector<std::string> before = snapshot(regs.r[13]);
             const Clock::time_point t2 = Clock::now();
-            const std::optional<uint32_t> msp = sources::read_stack_pointer_by_stub(gdb, regs, sources::StackPointer::main).value;
-            const std::optional<uint32_t> psp = sources::read_stack_pointer_by_stub(gdb, regs, sources::StackPointer::process).value;
+            const std::optional<uint32_t> msp = sources::read_stack_pointer_by_stub(gdb, regs, true, sources::StackPointer::main).value;
+            const std::optional<uint32_t> psp = sources::read_stack_pointer_by_stub(gdb, regs, true, sources::StackPointer::process).value;
             const Clock::time_point t3 = Clock::now();
             const std::vector<std::string> after = snapshot(regs.r[13]);
             nlohmann::json changed = nlohmann::json::array();

@@ -54,10 +54,10 @@ TEST_CASE("stack pointer stub: one MRS stepped below SP reads MSP and PSP; regis
     const std::map<uint32_t, uint8_t> memory_before = f.core.memory;
     const core::CoreRegisters before = f.halted();
 
-    const sources::StubRead psp = sources::read_stack_pointer_by_stub(f.client, before, sources::StackPointer::process);
+    const sources::StubRead psp = sources::read_stack_pointer_by_stub(f.client, before, true, sources::StackPointer::process);
     CHECK(psp.stepped);
     CHECK(psp.value == 0x20000800u);
-    const sources::StubRead msp = sources::read_stack_pointer_by_stub(f.client, before, sources::StackPointer::main);
+    const sources::StubRead msp = sources::read_stack_pointer_by_stub(f.client, before, true, sources::StackPointer::main);
     CHECK(msp.value == 0x20000400u);
 
     const core::CoreRegisters after = f.halted();
@@ -76,7 +76,7 @@ TEST_CASE("stack pointer stub: halted inside an IT block, the IT state is cleare
     Fixture f;
     f.core.xpsr = 0x0100040E | (1u << 25);   // IT bits set
     const core::CoreRegisters before = f.halted();
-    const sources::StubRead psp = sources::read_stack_pointer_by_stub(f.client, before, sources::StackPointer::process);
+    const sources::StubRead psp = sources::read_stack_pointer_by_stub(f.client, before, true, sources::StackPointer::process);
     CHECK(psp.value == 0x20000800u);
     CHECK(f.core.xpsr == before.xpsr);
     CHECK(f.core.r[0] == before.r[0]);
@@ -89,7 +89,7 @@ TEST_CASE("stack pointer stub: a refused write or no memory below SP gives no va
     f.core.refuse_writes = true;
     const std::map<uint32_t, uint8_t> memory_before = f.core.memory;
     const core::CoreRegisters before = f.halted();
-    const sources::StubRead refused = sources::read_stack_pointer_by_stub(f.client, before, sources::StackPointer::process);
+    const sources::StubRead refused = sources::read_stack_pointer_by_stub(f.client, before, true, sources::StackPointer::process);
     CHECK_FALSE(refused.value);
     CHECK_FALSE(refused.stepped);
     CHECK(f.halted().r == before.r);
@@ -97,7 +97,23 @@ TEST_CASE("stack pointer stub: a refused write or no memory below SP gives no va
 
     f.core.refuse_writes = false;
     f.core.r[13] = 0x20000000;   // SP at the bottom of RAM: the word below it does not exist
-    const sources::StubRead bottom = sources::read_stack_pointer_by_stub(f.client, f.halted(), sources::StackPointer::process);
+    const sources::StubRead bottom = sources::read_stack_pointer_by_stub(f.client, f.halted(), true, sources::StackPointer::process);
     CHECK_FALSE(bottom.value);
     CHECK(f.core.r[15] == 0x08000120u);
+}
+
+TEST_CASE("stack pointer stub: r0 is read before the step only when the halt's read did not give the general registers")
+{
+    Fixture f;
+    const core::CoreRegisters before = f.halted();
+    for (const bool general_registers_read : {true, false}) {
+        const size_t sent = f.server.received().size();
+        const sources::StubRead psp =
+            sources::read_stack_pointer_by_stub(f.client, before, general_registers_read, sources::StackPointer::process);
+        CHECK(psp.value == 0x20000800u);
+        const std::vector<std::string> packets = f.server.packets_after(sent);
+        const auto step = std::find(packets.begin(), packets.end(), "s");
+        CHECK(std::count(packets.begin(), step, "p0") == (general_registers_read ? 0 : 1));
+        CHECK(f.halted().r == before.r);
+    }
 }

@@ -235,3 +235,36 @@ TEST_CASE("rsp client: a detach refused as a plain 'D' (QEMU in multiprocess mod
     REQUIRE(retried != seen.end());
     CHECK(std::find(retried, seen.end(), "c") == seen.end());   // detached: no 'c' needed
 }
+
+TEST_CASE("rsp client: detaching from OpenOCD tells it to resume first; QEMU and other servers get the detach alone")
+{
+    // OpenOCD 0.12 answers qqemu.Supported with an empty packet and prints its banner for
+    // `monitor version` as console output; QEMU 7.2 answers its own query; a third server
+    // refuses the monitor command.
+    const std::string version = "qRcmd," + rsp::to_hex("version"), resume = "qRcmd," + rsp::to_hex("resume");
+    for (const std::string server_kind : {"openocd", "qemu", "other"}) {
+        CAPTURE(server_kind);
+        fakes::FakeGdbServer server([&](const std::string& p) -> std::string {
+            if (p == "qqemu.Supported")
+                return rsp::frame(server_kind == "qemu" ? "sstepbits;sstep;PhyMemMode" : "");
+            if (p == version)
+                return server_kind == "openocd"
+                           ? rsp::frame("O" + rsp::to_hex("Open On-Chip Debugger 0.12.0\n")) + rsp::frame("OK")
+                           : rsp::frame("E01");
+            if (p == resume || p == "D")
+                return rsp::frame("OK");
+            return standard_script(p);
+        });
+        RspClient client(local(server.port()), quick());
+        client.handshake();
+        CHECK(client.is_qemu() == (server_kind == "qemu"));
+        client.detach();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));   // anything sent after has arrived
+        const std::vector<std::string> seen = server.received();
+        const auto detached = std::find(seen.begin(), seen.end(), "D");
+        REQUIRE(detached != seen.end());
+        CHECK(std::count(seen.begin(), detached, resume) == (server_kind == "openocd" ? 1 : 0));
+        CHECK(std::count(seen.begin(), seen.end(), "qqemu.Supported") == 1);   // asked once
+        CHECK(std::count(seen.begin(), seen.end(), version) == (server_kind == "qemu" ? 0 : 1));
+    }
+}

@@ -36,6 +36,21 @@ struct Fixture {
             core.memory[a] = uint8_t(a * 7);
     }
     HaltedCore halted() const { return {core.r[13], core.r[15], core.xpsr}; }
+    // The same with r0-r12 as the caller read them at the halt.
+    HaltedCore halted_with_registers() const
+    {
+        HaltedCore h = halted();
+        for (unsigned i = 0; i < h.r.size(); ++i)
+            h.r[i] = core.r[i];
+        return h;
+    }
+    // The packets sent before the first step: the set-up round trip.
+    std::vector<std::string> setup_after(size_t skip)
+    {
+        std::vector<std::string> packets = server.packets_after(skip);
+        packets.erase(std::find(packets.begin(), packets.end(), "s"), packets.end());
+        return packets;
+    }
 };
 
 const std::vector<SpecialRegister> all_six = {SpecialRegister::msp,     SpecialRegister::psp,
@@ -130,4 +145,97 @@ TEST_CASE("special register stub: a register it must put back that cannot be rea
     CHECK(f.core.r[15] == 0x08000120u);
     CHECK(f.core.xpsr == 0x01000000u);
     CHECK(f.core.r[0] == 0x1000u);
+}
+
+TEST_CASE("special register stub: the packets of one run, by kind, when the caller gives only SP, PC and xPSR")
+{
+    // Six registers in Thread mode (CONTROL among them): round trip 1 reads r0-r5 and the 28
+    // bytes, writes the code and PC; six steps; round trip 3 reads r0-r5 and PC, writes the
+    // bytes back and r0-r5, PC, xPSR.
+    Fixture f;
+    const size_t before = f.server.received().size();
+    read_special_registers(f.client, f.halted(), all_six);
+    const std::map<char, long> expected = {{'p', 6 + 7}, {'m', 1}, {'M', 2}, {'P', 1 + 8}, {'s', 6}};
+    CHECK(fakes::FakeGdbServer::kinds(f.server.packets_after(before)) == expected);
+}
+
+TEST_CASE("special register stub: the packet sequence of the sampler's read of PSP in Handler mode, with r0 given and without")
+{
+    for (const bool r0_given : {false, true}) {
+        CAPTURE(r0_given);
+        Fixture f;
+        f.core.xpsr = 0x0100000F;   // SysTick, on MSP
+        f.core.psp = f.core.r[13];
+        f.core.r[13] = 0x20000400;
+        const size_t before = f.server.received().size();
+        const StubReads read =
+            read_special_registers(f.client, r0_given ? f.halted_with_registers() : f.halted(), {SpecialRegister::psp});
+        CHECK(read.values[0] == 0x20000800u);
+        // The stub at SP - 8: MRS r0, PSP (F3EF 8009) and B . (E7FE) twice, as little-endian
+        // halfwords; registers by number (r0 0, pc f, xpsr 19 in this description), values
+        // little-endian: PC 0x08000120, xPSR 0x0100000F, r0 0x1000; the old bytes were zeros.
+        // r0 is read first only when not given: 11 packets, or 10.
+        std::vector<std::string> expected = {
+            "m200003f8,8", "M200003f8,8:eff30980fee7fee7", "Pf=f8030020",
+            "s",
+            "p0", "pf", "M200003f8,8:0000000000000000", "P0=00100000", "Pf=20010008", "P19=0f000001"};
+        if (!r0_given)
+            expected.insert(expected.begin(), "p0");
+        CHECK(f.server.packets_after(before) == expected);
+        CHECK(f.core.r[0] == 0x1000u);
+    }
+}
+
+TEST_CASE("special register stub: with r0-r12 given, no register is read before the steps, and the values given are put back")
+{
+    Fixture f;
+    HaltedCore halted = f.halted_with_registers();
+    halted.r[1] = 0xB0B0B0B0;   // what the caller read at the halt is what goes back
+    const size_t before = f.server.received().size();
+    const StubReads read = read_special_registers(f.client, halted, all_six);
+    CHECK(read.values[1] == 0x20000800u);
+    CHECK(read.values[5] == 2u);
+    // Six packets fewer than without them: r0-r5 are not read first.
+    const std::map<char, long> expected = {{'p', 7}, {'m', 1}, {'M', 2}, {'P', 1 + 8}, {'s', 6}};
+    CHECK(fakes::FakeGdbServer::kinds(f.server.packets_after(before)) == expected);
+    const std::vector<std::string> setup = f.setup_after(before);
+    CHECK(std::none_of(setup.begin(), setup.end(), [](const std::string& p) { return p[0] == 'p'; }));
+    CHECK(f.core.r[0] == 0x1000u);
+    CHECK(f.core.r[1] == 0xB0B0B0B0u);
+    for (unsigned i = 2; i < 16; ++i)
+        CHECK(f.core.r[i] == (i == 13 ? 0x20000800u : i == 15 ? 0x08000120u : 0x1000u + i));
+    CHECK(f.core.xpsr == 0x01000000u);
+}
+
+TEST_CASE("special register stub: only the registers not given are read first")
+{
+    Fixture f;
+    HaltedCore halted = f.halted();
+    halted.r[0] = f.core.r[0];   // r1 not given: PSP into r0, CONTROL into r1 (Thread mode)
+    const size_t before = f.server.received().size();
+    const StubReads read = read_special_registers(f.client, halted, {SpecialRegister::psp});
+    CHECK(read.values[0] == 0x20000800u);
+    const std::vector<std::string> setup = f.setup_after(before);
+    CHECK(std::count_if(setup.begin(), setup.end(), [](const std::string& p) { return p[0] == 'p'; }) == 1);
+    CHECK(std::count(setup.begin(), setup.end(), "p1") == 1);
+    CHECK(f.core.r[0] == 0x1000u);
+    CHECK(f.core.r[1] == 0x1001u);
+}
+
+TEST_CASE("special register stub: a write with r0-r12 given reads none first and puts the values given back")
+{
+    Fixture f;
+    HaltedCore halted = f.halted_with_registers();
+    halted.r[0] = 0xA0A0A0A0;
+    const size_t before = f.server.received().size();
+    unsigned steps = 0;
+    CHECK(write_special_register(f.client, halted, SpecialRegister::psp, 0x20000700, steps));
+    CHECK(steps == 2);
+    CHECK(f.core.r[13] == 0x20000700u);
+    const std::vector<std::string> setup = f.setup_after(before);
+    CHECK(std::none_of(setup.begin(), setup.end(), [](const std::string& p) { return p[0] == 'p'; }));
+    CHECK(f.core.r[0] == 0xA0A0A0A0u);
+    CHECK(f.core.r[1] == 0x1001u);
+    CHECK(f.core.r[15] == 0x08000120u);
+    CHECK(f.core.xpsr == 0x01000000u);
 }

@@ -70,6 +70,27 @@ struct Fixture {
     void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
 };
 
+// A task halted on PSP (CONTROL.SPSEL), privileged, behind a gdbstub that describes no MSP,
+// PSP or CONTROL (tests/fakes/tiny_cortex_m.h): r0-r12 0x1000 + n, MSP 0x20000400, PSP
+// (the active SP) 0x20000800.
+struct TaskOnPsp {
+    fakes::TinyCortexM core;
+    fakes::FakeGdbServer server{[this](const std::string& p) { return core.answer(p); }};
+    RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
+
+    TaskOnPsp()
+    {
+        client.handshake();
+        for (uint32_t i = 0; i < 16; ++i)
+            core.r[i] = 0x1000 + i;
+        core.r[13] = 0x20000800;
+        core.msp = 0x20000400;
+        core.r[15] = 0x08000120;
+        core.xpsr = 0x01000000;
+        core.control = 2;
+    }
+};
+
 } // namespace
 
 TEST_CASE("rsp target: the RspClient additions: registers of any width, 'P', 's'")
@@ -194,17 +215,8 @@ TEST_CASE("rsp target: a target that exits is gone: every access fails, nothing 
 
 TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the server has none, one run per halt")
 {
-    fakes::TinyCortexM core;
-    fakes::FakeGdbServer server{[&](const std::string& p) { return core.answer(p); }};
-    RspClient client{Endpoint{"127.0.0.1", server.port()}, RspClient::Options{std::chrono::seconds(2)}};
-    client.handshake();
-    for (uint32_t i = 0; i < 16; ++i)
-        core.r[i] = 0x1000 + i;
-    core.r[13] = 0x20000800;   // a task on PSP
-    core.msp = 0x20000400;
-    core.r[15] = 0x08000120;
-    core.xpsr = 0x01000000;
-    core.control = 2;
+    TaskOnPsp rig;
+    auto& [core, server, client] = rig;
     core.basepri = 0x20;
     auto steps = [&] { return server.count("s"); };
 
@@ -238,4 +250,55 @@ TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the ser
     target.halt();
     CHECK(target.read_special_register("msp") == 0x20000400u);
     CHECK(target.stats().stub_runs == 5);
+}
+
+TEST_CASE("rsp target: the stub puts r0-r5 back from the halt's register set, never from a set of an earlier state")
+{
+    TaskOnPsp rig;
+    auto& [core, server, client] = rig;
+    RspTarget target(client, true);
+    // The packets of the stub's run sent before its first step.
+    auto setup_of_run = [&](auto&& run) {
+        const size_t sent = server.received().size();
+        run();
+        std::vector<std::string> packets = server.packets_after(sent);
+        packets.erase(std::find(packets.begin(), packets.end(), "s"), packets.end());
+        return packets;
+    };
+    auto reads_a_register = [](const std::vector<std::string>& packets) {
+        return std::any_of(packets.begin(), packets.end(), [](const std::string& p) { return p[0] == 'p'; });
+    };
+
+    // The halt's registers are read once ('g'), for the debugger and the stub alike.
+    const auto first = setup_of_run([&] { CHECK(target.read_special_register("psp") == 0x20000800u); });
+    CHECK(std::count(first.begin(), first.end(), "g") == 1);
+    CHECK_FALSE(reads_a_register(first));
+    CHECK(core.r[0] == 0x1000u);
+    CHECK(core.r[5] == 0x1005u);
+
+    // A register written by the debugger: the stub puts the new value back.
+    CHECK(target.write_register("r1", 0xB1B1B1B1));
+    const auto after_write = setup_of_run([&] { CHECK(target.read_special_register("msp") == 0x20000400u); });
+    CHECK_FALSE(reads_a_register(after_write));
+    CHECK(core.r[1] == 0xB1B1B1B1u);
+
+    // The core ran and changed r2: the next halt's set is read again and r2 goes back as it is now.
+    target.resume();
+    core.r[2] = 0xC2C2C2C2;
+    target.halt();
+    const auto after_run = setup_of_run([&] { CHECK(target.read_special_register("control") == 2u); });
+    CHECK(std::count(after_run.begin(), after_run.end(), "g") == 1);
+    CHECK(core.r[2] == 0xC2C2C2C2u);
+
+    // A step, likewise (the core runs a B . the test put at PC).
+    core.memory[0x20000100] = 0xFE;
+    core.memory[0x20000101] = 0xE7;
+    CHECK(target.write_register("pc", 0x20000100));
+    target.step();
+    core.r[3] = 0xD3D3D3D3;
+    const auto after_step = setup_of_run([&] { CHECK(target.read_special_register("primask") == 0u); });
+    CHECK(std::count(after_step.begin(), after_step.end(), "g") == 1);
+    CHECK(core.r[3] == 0xD3D3D3D3u);
+    CHECK(core.r[15] == 0x20000100u);
+    CHECK(target.stats().stub_runs == 4);
 }

@@ -45,11 +45,7 @@ public:
         for (const char* name : {"msp", "psp"})
             if (gdb_->target().find(name) != nullptr)
                 all_registers_.push_back(name);
-        // QEMU's gdbstub answers its own query qqemu.Supported ("sstepbits;sstep;PhyMemMode",
-        // QEMU 7.2); other servers answer a query they do not know with an empty packet (GDB
-        // RSP, "General Query Packets"). One round trip with no side effect: a monitor command
-        // would run on OpenOCD, and the qSupported features are not QEMU's alone.
-        qemu_ = gdb_->request("qqemu.Supported").find("sstep") != std::string::npos;
+        qemu_ = gdb_->is_qemu();
     }
 
     nlohmann::json describe() const override
@@ -68,6 +64,7 @@ public:
     {
         gdb_->resume();
         running_ = true;
+        general_registers_read_ = false;
     }
     std::optional<TargetEnd> poll_stop() override
     {
@@ -100,6 +97,7 @@ public:
     HaltState read_halt_state(const HaltRequest& request) override
     {
         HaltState state;
+        general_registers_read_ = request.all_registers;
         if (request.all_registers) {
             const std::vector<uint32_t> values = gdb_->read_registers(all_registers_, request.memory, state.memory);
             for (size_t i = 0; i < 16; ++i)
@@ -123,7 +121,7 @@ public:
         const char* name = which == StackPointer::main ? "msp" : "psp";
         if (gdb_->target().find(name) != nullptr)
             return gdb_->read_registers({name})[0];
-        const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, which);
+        const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, general_registers_read_, which);
         stepped_ += read.stepped;
         return read.value;
     }
@@ -150,31 +148,13 @@ public:
             if (running_)
                 gdb_->interrupt();
             running_ = false;
-            detach_leaving_running(*gdb_);
+            gdb_->detach();
             return;
         }
         resume_over_a_new_link(sink);
     }
 
 private:
-    // OpenOCD halts the target when a GDB client connects (startup.tcl's default gdb-attach
-    // handler, "halt 1000") and leaves it halted when the client detaches (there is no default
-    // gdb-detach handler), so a plain 'D' would leave the target halted. OpenOCD names itself
-    // in `monitor version`; it is told to `resume` before the detach. QEMU resumes on 'D'.
-    void detach_leaving_running(transport::RspClient& gdb) const
-    {
-        if (!qemu_) {
-            try {
-                if (gdb.monitor("version").find("Open On-Chip Debugger") != std::string::npos)
-                    gdb.monitor("resume");
-            } catch (const transport::Error& e) {
-                if (e.kind() != transport::Error::Kind::protocol)
-                    throw;   // a server without these monitor commands refuses them: not OpenOCD
-            }
-        }
-        gdb.detach();
-    }
-
     std::unique_ptr<transport::RspClient> connect() const
     {
         transport::RspClient::Options rsp;
@@ -195,7 +175,7 @@ private:
             try {
                 std::unique_ptr<transport::RspClient> fresh = connect();
                 fresh->handshake();
-                detach_leaving_running(*fresh);
+                fresh->detach();
                 sink.event("resume", "reconnected to " + options_.gdb.text() + " and detached: the target runs");
                 return;
             } catch (const transport::Error& e) {
@@ -213,6 +193,9 @@ private:
     std::unique_ptr<transport::RspClient> gdb_;
     std::vector<std::string> all_registers_;
     bool running_ = false;   // on our 'c', no stop reply since
+    // r0-r12 were read at this halt (a request with all_registers), and the core has not
+    // run since: the stub puts them back from the halt's values instead of reading them.
+    bool general_registers_read_ = false;
     uint64_t stepped_ = 0;   // single steps of the stack-pointer stub
     bool qemu_ = false;      // the server is QEMU's gdbstub
 };

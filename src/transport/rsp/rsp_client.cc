@@ -434,8 +434,45 @@ std::string RspClient::monitor(const std::string& command)
     return printed;
 }
 
+bool RspClient::is_qemu()
+{
+    // QEMU's gdbstub answers qqemu.Supported ("sstepbits;sstep;PhyMemMode", QEMU 7.2); other
+    // servers answer a query they do not know with an empty packet (GDB RSP, "General Query
+    // Packets"). One round trip with no side effect: a monitor command would run on OpenOCD,
+    // and the qSupported features are not QEMU's alone.
+    if (!qemu_)
+        qemu_ = request("qqemu.Supported").find("sstep") != std::string::npos;
+    return *qemu_;
+}
+
+std::optional<std::string> RspClient::monitor_unless_refused(const std::string& command)
+{
+    try {
+        return monitor(command);
+    } catch (const Error& e) {
+        if (e.kind() != Error::Kind::protocol)
+            throw;
+        return std::nullopt;
+    }
+}
+
+bool RspClient::is_openocd()
+{
+    if (!openocd_) {
+        // A server without this monitor command refuses it: not OpenOCD.
+        const std::optional<std::string> version = is_qemu() ? std::nullopt : monitor_unless_refused("version");
+        openocd_ = version && version->find("Open On-Chip Debugger") != std::string::npos;
+    }
+    return *openocd_;
+}
+
 void RspClient::detach()
 {
+    // OpenOCD halts the target when a GDB client connects (startup.tcl's default gdb-attach
+    // handler, "halt 1000") and leaves it halted when the client detaches (there is no
+    // default gdb-detach handler), so a plain 'D' would leave the target halted.
+    if (is_openocd())
+        monitor_unless_refused("resume");   // refused: the target runs already
     std::string reply = request("D");
     if (reply != "OK") {
         // QEMU 7.2 keeps multiprocess mode on once any client (gdb itself) negotiated it, and

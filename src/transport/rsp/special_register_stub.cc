@@ -96,12 +96,21 @@ StubRun run_stub(RspClient& gdb, const HaltedCore& halted, const std::vector<uin
     const unsigned touched = unsigned(std::max(inputs.size(), size_t(outputs)));
     auto r = [](unsigned i) { return "r" + std::to_string(i); };
 
-    // Round trip 1: the registers it will change and the bytes there (read first, the server
-    // answers in order), then the code, the inputs, PC (and xPSR without IT state).
+    // Round trip 1: the registers it will change that the caller does not hold and the bytes
+    // there (read first, the server answers in order), then the code, the inputs, PC (and
+    // xPSR without IT state).
     const std::string address = hex_number(stub), length = hex_number(size);
+    std::vector<std::optional<uint32_t>> original(touched);
+    std::vector<unsigned> unknown;   // the registers read first, in the order of their replies
     std::vector<std::string> setup;
-    for (unsigned i = 0; i < touched; ++i)
-        setup.push_back(read_packet(gdb, r(i)));
+    for (unsigned i = 0; i < touched; ++i) {
+        original[i] = i < halted.r.size() ? halted.r[i] : std::nullopt;
+        if (!original[i]) {
+            unknown.push_back(i);
+            setup.push_back(read_packet(gdb, r(i)));
+        }
+    }
+    const size_t bytes_reply = setup.size();
     setup.push_back("m" + address + "," + length);
     setup.push_back("M" + address + "," + length + ":" + rsp::to_hex(code));
     for (unsigned i = 0; i < inputs.size(); ++i)
@@ -110,17 +119,16 @@ StubRun run_stub(RspClient& gdb, const HaltedCore& halted, const std::vector<uin
     if ((halted.xpsr & it_bits) != 0)
         setup.push_back(write_packet(gdb, "xpsr", halted.xpsr & ~it_bits));
     const std::vector<std::string> replies = gdb.request_all(setup);
-    std::vector<uint32_t> original;
-    for (unsigned i = 0; i < touched; ++i)
-        if (const std::optional<uint32_t> v = rsp::le32_from_hex(replies[i]))
-            original.push_back(*v);
-    const bool have_originals = original.size() == touched;
+    for (size_t i = 0; i < unknown.size(); ++i)
+        original[unknown[i]] = rsp::le32_from_hex(replies[i]);
+    const auto missing = std::find(original.begin(), original.end(), std::nullopt);
+    const bool have_originals = missing == original.end();
     std::string saved;
-    const std::string& saved_hex = replies[touched];
+    const std::string& saved_hex = replies[bytes_reply];
     const bool read_back = !saved_hex.empty() && saved_hex[0] != 'E' && rsp::from_hex(saved_hex, saved) &&
                            saved.size() == size;
     bool ready = read_back && have_originals;
-    for (size_t i = touched + 1; i < replies.size(); ++i)
+    for (size_t i = bytes_reply + 1; i < replies.size(); ++i)
         ready = ready && replies[i] == "OK";
 
     // One step per instruction. QEMU 7.2 sometimes runs two instructions for one step
@@ -140,10 +148,11 @@ StubRun run_stub(RspClient& gdb, const HaltedCore& halted, const std::vector<uin
         restore.push_back(read_packet(gdb, "pc"));
     }
     const size_t first_write = restore.size();
-    if (read_back && replies[touched + 1] == "OK")
+    if (read_back && replies[bytes_reply + 1] == "OK")
         restore.push_back("M" + address + "," + length + ":" + rsp::to_hex(saved));
-    for (unsigned i = 0; i < original.size(); ++i)
-        restore.push_back(write_packet(gdb, r(i), original[i]));
+    for (unsigned i = 0; i < touched; ++i)
+        if (original[i])
+            restore.push_back(write_packet(gdb, r(i), *original[i]));
     restore.push_back(write_packet(gdb, "pc", halted.pc));
     restore.push_back(write_packet(gdb, "xpsr", halted.xpsr));
     const std::vector<std::string> restored = gdb.request_all(restore);
@@ -154,7 +163,8 @@ StubRun run_stub(RspClient& gdb, const HaltedCore& halted, const std::vector<uin
     // Nothing ran; the bytes, PC and xPSR are back (an input register it could not read first
     // keeps the input).
     if (!have_originals)
-        throw Error(Error::Kind::protocol, gdb.peer(), "special register stub", "could not read " + r(original.size()));
+        throw Error(Error::Kind::protocol, gdb.peer(), "special register stub",
+                    "could not read " + r(unsigned(missing - original.begin())));
     if (!ready)
         return run;
     // Every instruction ran when PC stands past the last (the branches keep it there).

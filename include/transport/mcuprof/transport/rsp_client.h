@@ -88,9 +88,17 @@ public:
     // A command for the server's own monitor (qRcmd: QEMU's HMP, OpenOCD's commands);
     // returns what it printed. Throws when the server answers with an error.
     std::string monitor(const std::string& command);
-    // 'D' (or 'D;1' where QEMU insists on multiprocess): the server resumes the target and
-    // closes. A server that refuses both gets 'c' before the connection closes.
+    // Leaves the target running and closes: 'D' (or 'D;1' where QEMU insists on
+    // multiprocess), after which the server resumes the target; OpenOCD, which leaves it
+    // halted, is told to `resume` first. A server that refuses both gets 'c' before the
+    // connection closes.
     void detach();
+
+    // What the server is, asked once per connection. QEMU's gdbstub answers its own query
+    // qqemu.Supported; OpenOCD names itself in `monitor version` (asked only of a server
+    // that is not QEMU).
+    bool is_qemu();
+    bool is_openocd();
 
     const TargetDescription& target() const { return target_; }
     bool no_ack() const { return no_ack_; }
@@ -106,6 +114,8 @@ private:
     std::string read_reply(std::string_view framed_request);
     std::string first_reply(std::string_view framed_query);
     std::string fetch_annex(const std::string& annex);
+    // A monitor command's output; nothing when the server refuses it.
+    std::optional<std::string> monitor_unless_refused(const std::string& command);
     [[noreturn]] void protocol_error(const std::string& place, const std::string& problem) const;
 
     std::unique_ptr<ByteStream> connection_;
@@ -115,6 +125,7 @@ private:
     size_t packet_size_ = 4096;
     std::optional<size_t> g_length_;
     TargetDescription target_;
+    std::optional<bool> qemu_, openocd_;   // the server's identity, once known
 };
 
 } // namespace mcuprof::transport

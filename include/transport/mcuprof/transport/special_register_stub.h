@@ -5,6 +5,7 @@
 // stack memory below SP, single-stepped, then every register and byte they touched put back.
 // Two users: the sampler over QEMU directly (sources) and the virtual probe's DCRSR (vprobe).
 // docs/stacks.md says what it touches and costs.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -16,12 +17,15 @@ class RspClient;
 // The SYSm numbers of MRS and MSR (ARMv7-M ARM, DDI 0403, B5.1.1).
 enum class SpecialRegister : uint8_t { msp = 8, psp = 9, primask = 16, basepri = 17, faultmask = 19, control = 20 };
 
-// The core at this halt, as read by the caller: where the stub goes (below SP), and the PC
-// and xPSR it puts back.
+// The core at this halt, as read by the caller: where the stub goes (below SP), the PC and
+// xPSR it puts back, and r0-r12 where the caller holds them. The stub reads first only the
+// registers it changes that are not given here, and puts back the values given, so each
+// one given must be the register's value now (read since the core last ran or was written).
 struct HaltedCore {
     uint32_t sp = 0;
     uint32_t pc = 0;
     uint32_t xpsr = 0;
+    std::array<std::optional<uint32_t>, 13> r{};   // r0-r12
 };
 
 struct StubReads {
@@ -33,7 +37,8 @@ struct StubReads {
 };
 
 // Reads `which` (at most 6 registers) with one MRS each, into r0, r1, ...: one round trip to
-// set up, one step per register, one round trip to read and restore. The target is left as
+// set up (with a 'p' of each of those r0, r1, ... that `halted` does not give), one step per
+// register, one round trip to read and restore. The target is left as
 // it was. Throws transport::Error when the link fails, the target ends during a step, or
 // the restore is refused.
 StubReads read_special_registers(RspClient& gdb, const HaltedCore& halted, const std::vector<SpecialRegister>& which);
