@@ -39,8 +39,10 @@ int main(int argc, char** argv)
         const transport::Endpoint endpoint = transport::Endpoint::parse(argv[1], "the GDB server");
         const int halts = std::stoi(argv[2]);
         std::mt19937 random(unsigned(std::stoul(argv[3])));
-        const std::optional<uint32_t> witness =
-            argc == 5 ? std::optional<uint32_t>(uint32_t(std::stoul(argv[4], nullptr, 0))) : std::nullopt;
+        // A plain flag and address, not an optional: GCC 12 warns (-Wmaybe-uninitialized) on the
+        // optional's value read inside the loop.
+        const bool has_witness = argc == 5;
+        const uint32_t witness = has_witness ? uint32_t(std::stoul(argv[4], nullptr, 0)) : 0;
         transport::RspClient gdb(endpoint, {});
         gdb.handshake();
         std::vector<std::string> names;
@@ -89,8 +91,8 @@ int main(int argc, char** argv)
                                    {"registers_same", registers_same}, {"changed", changed}, {"memory_same", before.back() == after.back()},
                                    {"registers", before.size() - 1}, {"memory_hex", before.back()},
                                    {"halt_us", us(t1 - t0)}, {"stub_us", us(t3 - t2)}};
-            if (witness) {
-                const std::string bytes = gdb.read_memory(*witness, 4);
+            if (has_witness) {
+                const std::string bytes = gdb.read_memory(witness, 4);
                 const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
                 line["witness"] = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
             }
