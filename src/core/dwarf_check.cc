@@ -58,10 +58,11 @@ public:
         throw Error(elf_path_, section_ + " at " + hex(at), problem);
     }
 
-    void skip(uint64_t size, const What& what)
+    // `from`: where the value began, when its length came first (a block's).
+    void skip(uint64_t size, const What& what, std::optional<uint64_t> from = std::nullopt)
     {
         if (size > limit_ - offset_)
-            fail(offset_, what.str() + " of " + hex(size) + " bytes" + runs_past());
+            fail(from.value_or(offset_), what.str() + " of " + hex(size) + " bytes" + runs_past());
         offset_ += size;
     }
 
@@ -259,6 +260,11 @@ AbbreviationTable read_abbreviations(const DebugSections& sections, uint64_t off
 // extensions LLVM 14 reads), as LLVM's DWARFFormValue::skipValue does, but within the unit.
 void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
 {
+    const uint64_t start = in.offset();
+    // DW_FORM_indirect: the form comes first, in the entry itself (a loop, not recursion:
+    // corrupt data can chain any number of them).
+    while (form == dw::DW_FORM_indirect)
+        form = in.leb128("an indirect form");
     const What name(form, "");
     const What length(form, "'s length");
     const FormSize size = form_size(form);
@@ -267,7 +273,7 @@ void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
     case FormSize::address: in.skip(unit.address_size, name); return;
     case FormSize::offset: in.skip(unit.offset_size, name); return;
     case FormSize::reference: in.skip(Abbreviation::reference_size(unit), name); return;
-    case FormSize::unknown: in.fail(in.offset(), "an attribute of unknown form " + hex(form));
+    case FormSize::unknown: in.fail(start, "an attribute of unknown form " + hex(form));
     case FormSize::by_value: break;
     }
     switch (form) {
@@ -281,18 +287,12 @@ void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
     case dw::DW_FORM_GNU_addr_index:
     case dw::DW_FORM_GNU_str_index: in.leb128(name); return;
     case dw::DW_FORM_string: in.c_string(name); return;
-    case dw::DW_FORM_block1: in.skip(in.unsigned_(1, length), name); return;
-    case dw::DW_FORM_block2: in.skip(in.unsigned_(2, length), name); return;
-    case dw::DW_FORM_block4: in.skip(in.unsigned_(4, length), name); return;
+    case dw::DW_FORM_block1: in.skip(in.unsigned_(1, length), name, start); return;
+    case dw::DW_FORM_block2: in.skip(in.unsigned_(2, length), name, start); return;
+    case dw::DW_FORM_block4: in.skip(in.unsigned_(4, length), name, start); return;
     case dw::DW_FORM_block:
-    case dw::DW_FORM_exprloc: in.skip(in.leb128(length), name); return;
-    case dw::DW_FORM_indirect: {
-        // The form comes first in the entry itself; every step reads at least one byte.
-        const uint64_t actual = in.leb128("an indirect form");
-        skip_value(in, actual, unit);
-        return;
-    }
-    default: in.fail(in.offset(), "an attribute of unknown form " + hex(form));   // not reached
+    case dw::DW_FORM_exprloc: in.skip(in.leb128(length), name, start); return;
+    default: in.fail(start, "an attribute of unknown form " + hex(form));   // not reached
     }
 }
 
