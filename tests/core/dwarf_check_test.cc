@@ -175,16 +175,18 @@ TEST_CASE("dwarf check: every reference firmware image and test fixture passes")
         CHECK_NOTHROW(SymbolTable::load(std::string(FIXTURES_DIR) + "/" + fixture));
 }
 
-TEST_CASE("dwarf check: the ELF whose DW_FORM_block2 length made LLVM 14 read past its buffer is one error")
+TEST_CASE("dwarf check: the ELFs whose block lengths made LLVM 14 read past its buffer are one error")
 {
     // The layout fixture with abbreviation 19's DW_AT_decl_file form changed from
-    // DW_FORM_data1 to DW_FORM_block2: as readelf --debug-dump=info shows, the attribute
-    // starts at 0x238 in the unit at 0x0 that ends at 0x26e, and its block length is 0x3501
-    // ("Corrupt attribute block length: 0x3501").
-    const std::string elf =
-        std::string(TEST_SOURCE_DIR) + "/fuzz/corpus/elf/block2_length_past_unit_llvm14_overread.elf";
-    const std::string expected = elf + ", .debug_info at 0x238: a DW_FORM_block2 value of 0x3501 bytes runs past "
-                                       "the end of the unit at 0x0 (0x26e)";
+    // DW_FORM_data1 to a block: as readelf --debug-dump=info shows, the attribute starts at
+    // 0x238 in the unit at 0x0 that ends at 0x26e, and its block length ("Corrupt attribute
+    // block length") is 0x3501 (DW_FORM_block2, found by the fuzzer) or 0x40000000
+    // (DW_FORM_block4, made from it so that LLVM's read leaves the mapped memory: it crashed
+    // `mcuprof report` with SIGSEGV).
+    const std::string corpus = std::string(TEST_SOURCE_DIR) + "/fuzz/corpus/elf/";
+    const std::pair<std::string, std::string> cases[] = {
+        {"block2_length_past_unit_llvm14_overread.elf", "a DW_FORM_block2 value of 0x3501 bytes"},
+        {"block4_length_far_past_section_segv.elf", "a DW_FORM_block4 value of 0x40000000 bytes"}};
     auto message = [](auto&& load) -> std::string {
         try {
             load();
@@ -193,13 +195,18 @@ TEST_CASE("dwarf check: the ELF whose DW_FORM_block2 length made LLVM 14 read pa
         }
         return "no error";
     };
-    // Every reader that hands the file to LLVM's DWARF library checks it first.
-    CHECK(message([&] { SymbolTable::load(elf); }) == expected);
-    CHECK(message([&] { DataLayout layout(elf); }) == expected);
-    CHECK(message([&] { SourceLocator locator(elf); }) == expected);
-    // The image in memory (what the fuzzer hands in) too, under the name it is given.
-    std::ifstream in(elf, std::ios::binary);
-    const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    CHECK(message([&] { DataLayout::parse(image, "image"); }).starts_with("image, .debug_info at 0x238: "));
-    CHECK(message([&] { SymbolTable::parse(image, "image"); }).starts_with("image, .debug_info at 0x238: "));
+    for (const auto& [name, value] : cases) {
+        const std::string elf = corpus + name;
+        INFO(elf);
+        const std::string problem = ".debug_info at 0x238: " + value + " runs past the end of the unit at 0x0 (0x26e)";
+        // Every reader that hands the file to LLVM's DWARF library checks it first.
+        CHECK(message([&] { SymbolTable::load(elf); }) == elf + ", " + problem);
+        CHECK(message([&] { DataLayout layout(elf); }) == elf + ", " + problem);
+        CHECK(message([&] { SourceLocator locator(elf); }) == elf + ", " + problem);
+        // The image in memory (what the fuzzer hands in) too, under the name it is given.
+        std::ifstream in(elf, std::ios::binary);
+        const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CHECK(message([&] { DataLayout::parse(image, "image"); }) == "image, " + problem);
+        CHECK(message([&] { SymbolTable::parse(image, "image"); }) == "image, " + problem);
+    }
 }
