@@ -30,18 +30,38 @@ struct SourceLocator::Impl {
     }
 };
 
-SourceLocator::SourceLocator(std::string elf_path) : impl_(std::make_unique<Impl>())
+namespace {
+
+std::unique_ptr<llvm::MemoryBuffer> read_if_possible(const std::string& elf_path)
 {
-    impl_->elf_path = std::move(elf_path);
+    auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer)
+        return nullptr;
+    return std::move(*buffer);
+}
+
+} // namespace
+
+SourceLocator::SourceLocator(std::string elf_path) : SourceLocator(read_if_possible(elf_path), elf_path) {}
+
+std::unique_ptr<SourceLocator> SourceLocator::parse(std::string_view image, const std::string& name)
+{
+    return std::unique_ptr<SourceLocator>(new SourceLocator(
+        llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(image.data(), image.size()), name), name));
+}
+
+SourceLocator::SourceLocator(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& name)
+    : impl_(std::make_unique<Impl>())
+{
+    impl_->elf_path = name;
     // A file that cannot be read or is no object file has no lines: every lookup is empty
     // (the symbol table's reader reports it). Corrupt debugging entries are an error here,
     // before LLVM reads them.
-    auto buffer = llvm::MemoryBuffer::getFile(impl_->elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-    if (!buffer) {
+    if (!image) {
         impl_->broken = true;
         return;
     }
-    impl_->buffer = std::move(*buffer);
+    impl_->buffer = std::move(image);
     auto object = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
     if (!object) {
         llvm::consumeError(object.takeError());

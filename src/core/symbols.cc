@@ -78,6 +78,13 @@ SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_pa
             else
                 llvm::consumeError(contents.takeError());   // a damaged section: no bytes, still its range
         }
+        if (section.sh_type == llvm::ELF::SHT_DYNSYM) {
+            // Firmware has no dynamic symbols, and they name nothing here; but LLVM's symbolizer
+            // reads them for every symbol's flags, and drops (leaks) the error of a damaged one.
+            if (auto dynamic = file.symbols(&section); !dynamic)
+                throw Error(elf_path, "dynamic symbol table", message_of(dynamic.takeError()));
+            continue;
+        }
         if (section.sh_type != llvm::ELF::SHT_SYMTAB)
             continue;
         auto symbols = file.symbols(&section);
