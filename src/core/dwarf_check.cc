@@ -122,101 +122,54 @@ struct UnitParameters {
     unsigned version = 0;
     unsigned address_size = 0;
     unsigned offset_size = 4;   // 8 in the 64-bit DWARF format
-};
 
-// How a form's value is sized (DWARF 5 section 7.5.6, table 7.6; and the GNU extensions
-// LLVM 14 reads): a number of bytes, the unit's address or offset size, or by the value.
-struct FormSize {
-    enum Kind { bytes, address, offset, reference, by_value, unknown } kind;
-    unsigned count = 0;   // bytes
-};
-
-FormSize form_size(uint64_t form)
-{
-    switch (form) {
-    case dw::DW_FORM_flag_present:
-    case dw::DW_FORM_implicit_const: return {FormSize::bytes, 0};
-    case dw::DW_FORM_data1:
-    case dw::DW_FORM_ref1:
-    case dw::DW_FORM_flag:
-    case dw::DW_FORM_strx1:
-    case dw::DW_FORM_addrx1: return {FormSize::bytes, 1};
-    case dw::DW_FORM_data2:
-    case dw::DW_FORM_ref2:
-    case dw::DW_FORM_strx2:
-    case dw::DW_FORM_addrx2: return {FormSize::bytes, 2};
-    case dw::DW_FORM_strx3:
-    case dw::DW_FORM_addrx3: return {FormSize::bytes, 3};
-    case dw::DW_FORM_data4:
-    case dw::DW_FORM_ref4:
-    case dw::DW_FORM_ref_sup4:
-    case dw::DW_FORM_strx4:
-    case dw::DW_FORM_addrx4: return {FormSize::bytes, 4};
-    case dw::DW_FORM_data8:
-    case dw::DW_FORM_ref8:
-    case dw::DW_FORM_ref_sig8:
-    case dw::DW_FORM_ref_sup8: return {FormSize::bytes, 8};
-    case dw::DW_FORM_data16: return {FormSize::bytes, 16};
-    case dw::DW_FORM_addr: return {FormSize::address};
-    case dw::DW_FORM_ref_addr: return {FormSize::reference};
-    case dw::DW_FORM_strp:
-    case dw::DW_FORM_line_strp:
-    case dw::DW_FORM_sec_offset:
-    case dw::DW_FORM_strp_sup:
-    case dw::DW_FORM_GNU_ref_alt:
-    case dw::DW_FORM_GNU_strp_alt: return {FormSize::offset};
-    case dw::DW_FORM_sdata:
-    case dw::DW_FORM_udata:
-    case dw::DW_FORM_ref_udata:
-    case dw::DW_FORM_strx:
-    case dw::DW_FORM_addrx:
-    case dw::DW_FORM_loclistx:
-    case dw::DW_FORM_rnglistx:
-    case dw::DW_FORM_GNU_addr_index:
-    case dw::DW_FORM_GNU_str_index:
-    case dw::DW_FORM_string:
-    case dw::DW_FORM_block1:
-    case dw::DW_FORM_block2:
-    case dw::DW_FORM_block4:
-    case dw::DW_FORM_block:
-    case dw::DW_FORM_exprloc:
-    case dw::DW_FORM_indirect: return {FormSize::by_value};
-    default: return {FormSize::unknown};
+    bool operator==(const UnitParameters& other) const
+    {
+        return version == other.version && address_size == other.address_size && offset_size == other.offset_size;
     }
+    bool operator!=(const UnitParameters& other) const { return !(*this == other); }
+};
+
+// A value's size when its form fixes it, from LLVM's own table (DWARF 5 section 7.5.6, table
+// 7.6), so that the check sizes values as the reader it protects does; nothing for a form
+// sized by its value, or unknown.
+std::optional<uint64_t> fixed_form_size(uint64_t form, const UnitParameters& unit)
+{
+    if (form > 0xffff)
+        return std::nullopt;
+    const dw::FormParams parameters{uint16_t(unit.version), uint8_t(unit.address_size),
+                                    unit.offset_size == 8 ? dw::DWARF64 : dw::DWARF32};
+    if (auto size = dw::getFixedFormByteSize(dw::Form(form), parameters))
+        return *size;
+    return std::nullopt;
 }
 
-// One abbreviation: the forms of its attributes in order, and, when none is sized by its
-// value, what its entries' values come to (as LLVM skips them, all at once).
+// One abbreviation: the forms of its attributes in order.
 struct Abbreviation {
     std::vector<uint64_t> forms;
-    bool fixed = true;
-    uint64_t bytes = 0;
-    uint64_t addresses = 0;
-    uint64_t offsets = 0;
-    uint64_t references = 0;
 
-    void add(uint64_t form)
+    // What an entry's values come to when every form fixes its size (LLVM then skips them all
+    // at once), worked out for one unit's parameters and kept while they stay the same.
+    std::optional<uint64_t> fixed_size(const UnitParameters& unit) const
     {
-        forms.push_back(form);
-        const FormSize size = form_size(form);
-        switch (size.kind) {
-        case FormSize::bytes: bytes += size.count; break;
-        case FormSize::address: ++addresses; break;
-        case FormSize::offset: ++offsets; break;
-        case FormSize::reference: ++references; break;
-        default: fixed = false; break;
+        if (!fixed_for || *fixed_for != unit) {
+            fixed_for = unit;
+            fixed = 0;
+            for (uint64_t form : forms) {
+                const std::optional<uint64_t> size = fixed_form_size(form, unit);
+                if (!size) {
+                    fixed.reset();
+                    break;
+                }
+                *fixed += *size;
+            }
         }
+        return fixed;
     }
-    uint64_t fixed_size(const UnitParameters& unit) const
-    {
-        return bytes + addresses * unit.address_size + offsets * unit.offset_size +
-               references * reference_size(unit);
-    }
-    // DWARF 2 wrote references to other units with the size of an address.
-    static unsigned reference_size(const UnitParameters& unit)
-    {
-        return unit.version == 2 ? unit.address_size : unit.offset_size;
-    }
+
+private:
+    mutable std::optional<uint64_t> fixed;
+    mutable std::optional<UnitParameters> fixed_for;
 };
 using AbbreviationTable = std::unordered_map<uint64_t, Abbreviation>;
 
@@ -250,7 +203,7 @@ AbbreviationTable read_abbreviations(const DebugSections& sections, uint64_t off
                                   (attribute == 0 ? "name" : "form") + " 0");
             if (form == dw::DW_FORM_implicit_const)
                 in.leb128("an implicit constant", /*is_signed=*/true);
-            abbreviation.add(form);
+            abbreviation.forms.push_back(form);
         }
         table.emplace(code, std::move(abbreviation));
     }
@@ -267,14 +220,9 @@ void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
         form = in.leb128("an indirect form");
     const What name(form, "");
     const What length(form, "'s length");
-    const FormSize size = form_size(form);
-    switch (size.kind) {
-    case FormSize::bytes: in.skip(size.count, name); return;
-    case FormSize::address: in.skip(unit.address_size, name); return;
-    case FormSize::offset: in.skip(unit.offset_size, name); return;
-    case FormSize::reference: in.skip(Abbreviation::reference_size(unit), name); return;
-    case FormSize::unknown: in.fail(start, "an attribute of unknown form " + hex(form));
-    case FormSize::by_value: break;
+    if (const std::optional<uint64_t> size = fixed_form_size(form, unit)) {
+        in.skip(*size, name);
+        return;
     }
     switch (form) {
     case dw::DW_FORM_sdata: in.leb128(name, /*is_signed=*/true); return;
@@ -292,7 +240,7 @@ void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
     case dw::DW_FORM_block4: in.skip(in.unsigned_(4, length), name, start); return;
     case dw::DW_FORM_block:
     case dw::DW_FORM_exprloc: in.skip(in.leb128(length), name, start); return;
-    default: in.fail(start, "an attribute of unknown form " + hex(form));   // not reached
+    default: in.fail(start, "an attribute of unknown form " + hex(form));
     }
 }
 
@@ -370,8 +318,8 @@ void check_units(const DebugSections& sections, const DebugInfoSection& section,
             // All at once when every value has a fixed size and they fit (most entries);
             // value by value otherwise, which also finds the one that does not fit.
             const Abbreviation& declared = abbreviation->second;
-            if (declared.fixed && declared.fixed_size(unit) <= in.left())
-                in.skip(declared.fixed_size(unit), "an entry's values");
+            if (const std::optional<uint64_t> fixed = declared.fixed_size(unit); fixed && *fixed <= in.left())
+                in.skip(*fixed, "an entry's values");
             else
                 for (uint64_t form : declared.forms)
                     skip_value(in, form, unit);
