@@ -196,6 +196,10 @@ class Cli(unittest.TestCase):
                 self.assert_one_line_error(run("diff", dump, truth, "--elf", elf), 2, *expected)
                 # Before the link: nothing listens on port 1, and the ELF is the error.
                 self.assert_one_line_error(run("top", "--gdb", "127.0.0.1:1", "--elf", elf), 2, *expected)
+                samples = os.path.join(self.dir.name, "samples.bin")
+                self.assert_one_line_error(run("record", "--gdb", "127.0.0.1:1", "--elf", elf, "-o", samples), 2,
+                                           *expected)
+                self.assertFalse(os.path.exists(samples))
 
     def test_nothing_listening_says_what_to_start(self):
         with socket.socket() as s:   # a port that was free a moment ago: nothing listens there
