@@ -184,10 +184,13 @@ AbbreviationTable read_abbreviations(const DebugSections& sections, uint64_t off
     Reader in(elf_path, abbrev_name, bytes, sections.little_endian, offset, bytes.size(), "the section");
     AbbreviationTable table;
     while (true) {
+        const uint64_t declaration = in.offset();
         const uint64_t code = in.leb128("an abbreviation code");
         if (code == 0)
             return table;
-        const uint64_t declaration = in.offset();
+        // LLVM keeps codes in 32 bits: a longer one would stand for another.
+        if (code > 0xffffffff)
+            in.fail(declaration, "abbreviation code " + hex(code) + " does not fit in 32 bits");
         if (in.leb128("an abbreviation's tag") == 0)
             in.fail(declaration, "abbreviation " + std::to_string(code) + " has tag 0");
         in.unsigned_(1, "an abbreviation's children flag");

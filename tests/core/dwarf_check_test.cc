@@ -144,6 +144,9 @@ TEST_CASE("dwarf check: abbreviation tables are read within .debug_abbrev")
     std::string zero_form = abbreviations();
     zero_form[6] = 0;   // DW_AT_language with form 0
     CHECK(check(unit(), zero_form) == "fw.elf, .debug_abbrev at 0x5: abbreviation 1 has an attribute with form 0");
+    // Code 0x100000001 (LEB128 81 80 80 80 10), which LLVM would keep as 1.
+    const std::string long_code = Bytes().u8(0x81).u8(0x80).u8(0x80).u8(0x80).u8(0x10).data + abbreviations().substr(1);
+    CHECK(check(unit(), long_code) == "fw.elf, .debug_abbrev at 0x0: abbreviation code 0x100000001 does not fit in 32 bits");
 }
 
 TEST_CASE("dwarf check: a long chain of DW_FORM_indirect is followed without recursion")
