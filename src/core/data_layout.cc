@@ -13,6 +13,7 @@
 #include <llvm/Support/LEB128.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include "mcuprof/core/dwarf_check.h"
 #include "mcuprof/core/error.h"
 
 namespace mcuprof::core {
@@ -329,6 +330,7 @@ DataLayout::DataLayout(std::unique_ptr<llvm::MemoryBuffer> image, const std::str
     if (!object)
         throw Error(elf_path, "", "cannot read ELF: " + llvm::toString(object.takeError()));
     impl_->object = std::move(*object);
+    check_debug_entries(*impl_->object, elf_path);   // before LLVM reads a single entry
 
     // A damaged .debug_info must not print LLVM's own warnings, nor end the process: the
     // first problem is kept, and reported if no unit could be read at all.

@@ -4,11 +4,18 @@
 #include <llvm/DebugInfo/Symbolize/Symbolize.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include "mcuprof/core/dwarf_check.h"
 
 namespace mcuprof::core {
 
 struct SourceLocator::Impl {
     std::string elf_path;
+    // The ELF as read and checked once; the symbolizer reads this object, not the path
+    // again, so what it reads is what was checked (and no separate debug file is looked for).
+    std::unique_ptr<llvm::MemoryBuffer> buffer;
+    std::unique_ptr<llvm::object::ObjectFile> object;
     llvm::symbolize::LLVMSymbolizer symbolizer{make_options()};
     bool broken = false;   // the DWARF could not be read: every lookup is empty
 
@@ -23,9 +30,46 @@ struct SourceLocator::Impl {
     }
 };
 
-SourceLocator::SourceLocator(std::string elf_path) : impl_(std::make_unique<Impl>())
+namespace {
+
+std::unique_ptr<llvm::MemoryBuffer> read_if_possible(const std::string& elf_path)
 {
-    impl_->elf_path = std::move(elf_path);
+    auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer)
+        return nullptr;
+    return std::move(*buffer);
+}
+
+} // namespace
+
+SourceLocator::SourceLocator(std::string elf_path) : SourceLocator(read_if_possible(elf_path), elf_path) {}
+
+std::unique_ptr<SourceLocator> SourceLocator::parse(std::string_view image, const std::string& name)
+{
+    return std::unique_ptr<SourceLocator>(new SourceLocator(
+        llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(image.data(), image.size()), name), name));
+}
+
+SourceLocator::SourceLocator(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& name)
+    : impl_(std::make_unique<Impl>())
+{
+    impl_->elf_path = name;
+    // A file that cannot be read or is no object file has no lines: every lookup is empty
+    // (the symbol table's reader reports it). Corrupt debugging entries are an error here,
+    // before LLVM reads them.
+    if (!image) {
+        impl_->broken = true;
+        return;
+    }
+    impl_->buffer = std::move(image);
+    auto object = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
+    if (!object) {
+        llvm::consumeError(object.takeError());
+        impl_->broken = true;
+        return;
+    }
+    impl_->object = std::move(*object);
+    check_debug_entries(*impl_->object, impl_->elf_path);
 }
 
 SourceLocator::~SourceLocator() = default;
@@ -39,7 +83,7 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
     std::vector<SourceFrame> chain;
     if (!impl_->broken) {
         llvm::object::SectionedAddress where{address, llvm::object::SectionedAddress::UndefSection};
-        auto info = impl_->symbolizer.symbolizeInlinedCode(impl_->elf_path, where);
+        auto info = impl_->symbolizer.symbolizeInlinedCode(*impl_->object, where);
         if (!info) {
             llvm::consumeError(info.takeError());
             impl_->broken = true;

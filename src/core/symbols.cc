@@ -9,6 +9,7 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include "mcuprof/core/dwarf_check.h"
 #include "mcuprof/core/error.h"
 
 namespace mcuprof::core {
@@ -50,6 +51,9 @@ SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_pa
     const unsigned machine = elf->getELFFile().getHeader().e_machine;
     if (machine != llvm::ELF::EM_ARM)
         throw Error(elf_path, "ELF header", "ELF machine is " + std::to_string(machine) + ", not ARM (40)");
+    // Its debugging entries too: every command loads the symbols first, so corrupt DWARF is
+    // reported before a command connects to a target or reads its input.
+    check_debug_entries(*elf, elf_path);
 
     // The ELFFile interface throughout: every step returns an Expected, where the
     // ObjectFile conveniences (getELFType, getName) abort the process on a damaged section.
@@ -73,6 +77,13 @@ SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_pa
                 table.code_.back().bytes.assign(contents->begin(), contents->end());
             else
                 llvm::consumeError(contents.takeError());   // a damaged section: no bytes, still its range
+        }
+        if (section.sh_type == llvm::ELF::SHT_DYNSYM) {
+            // Firmware has no dynamic symbols, and they name nothing here; but LLVM's symbolizer
+            // reads them for every symbol's flags, and drops (leaks) the error of a damaged one.
+            if (auto dynamic = file.symbols(&section); !dynamic)
+                throw Error(elf_path, "dynamic symbol table", message_of(dynamic.takeError()));
+            continue;
         }
         if (section.sh_type != llvm::ELF::SHT_SYMTAB)
             continue;

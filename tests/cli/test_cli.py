@@ -5,6 +5,7 @@ from the symbols fixture (tests/data/elf/symbols_fixture.S: func_a 0x08000000 16
 local_b 0x08000010 14 bytes, func_c 0x08000020 8 bytes)."""
 import json
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -172,6 +173,33 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(run("report", empty, "--elf", self.elf), 2, "no samples")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--by", "task"), 2, "no tags")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--chunk", "2"), 2, "--chunk 2")
+
+    def test_corrupt_dwarf_is_one_line_exit_2(self):
+        # The layout fixture with one abbreviation's DW_AT_decl_file form changed to a block:
+        # the block's length runs past its unit, and LLVM 14 read past the section (a crash,
+        # exit 139, for the block4 one). readelf (binutils) gives the length independently;
+        # the attribute starts at 0x238 in both (readelf --debug-dump=info, "<238>").
+        corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "elf")
+        dump = self.write("uart.txt", "prof raw n=1\np 08000000\nend\n")
+        truth = self.write("truth.txt", "0x08000000 3\n")
+        for name, form in (("block2_length_past_unit_llvm14_overread.elf", "DW_FORM_block2"),
+                           ("block4_length_far_past_section_segv.elf", "DW_FORM_block4")):
+            elf = os.path.join(corpus, name)
+            with self.subTest(elf=name):
+                peer = subprocess.run(["readelf", "--debug-dump=info", elf], capture_output=True, text=True)
+                length = re.search(r"Corrupt attribute block length: (0x[0-9a-f]+)", peer.stderr)
+                self.assertIsNotNone(length, peer.stderr)
+                expected = (elf + ", .debug_info at 0x238", form + " value of " + length.group(1) + " bytes",
+                            "runs past the end of the unit")
+                self.assert_one_line_error(run("report", dump, "--elf", elf), 2, *expected)
+                self.assert_one_line_error(run("truth", truth, "--elf", elf), 2, *expected)
+                self.assert_one_line_error(run("diff", dump, truth, "--elf", elf), 2, *expected)
+                # Before the link: nothing listens on port 1, and the ELF is the error.
+                self.assert_one_line_error(run("top", "--gdb", "127.0.0.1:1", "--elf", elf), 2, *expected)
+                samples = os.path.join(self.dir.name, "samples.bin")
+                self.assert_one_line_error(run("record", "--gdb", "127.0.0.1:1", "--elf", elf, "-o", samples), 2,
+                                           *expected)
+                self.assertFalse(os.path.exists(samples))
 
     def test_nothing_listening_says_what_to_start(self):
         with socket.socket() as s:   # a port that was free a moment ago: nothing listens there

@@ -70,3 +70,19 @@ TEST_CASE("symbols: files that are not ARM ELF are refused with the path in the 
     // The test program itself is an ELF, but for this host, not for ARM.
     CHECK_THROWS_WITH_AS(SymbolTable::load("/proc/self/exe"), doctest::Contains("not"), mcuprof::core::Error);
 }
+
+TEST_CASE("symbols: a damaged dynamic symbol table is refused, naming it")
+{
+    // The layout fixture with section 2 (.fixed) turned into SHT_DYNSYM of 4 bytes with
+    // sh_entsize 0 (readelf: "Section 2 has invalid sh_entsize of 0"); found by fuzz_elf,
+    // where LLVM's symbolizer leaked the error of reading it.
+    const std::string elf = std::string(TEST_SOURCE_DIR) + "/fuzz/corpus/elf/damaged_dynsym_symbolizer_leak.elf";
+    try {
+        SymbolTable::load(elf);
+        FAIL("no error for a damaged dynamic symbol table");
+    } catch (const mcuprof::core::Error& error) {
+        CHECK(error.file() == elf);
+        CHECK(error.place() == "dynamic symbol table");
+        CHECK(error.problem().find("sh_entsize") != std::string::npos);
+    }
+}

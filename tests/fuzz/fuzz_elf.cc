@@ -1,5 +1,6 @@
-// Fuzz target: ELF loading through the core, then attribution of a few samples with it, and
-// the DWARF data layout of the same image (variables, types, members).
+// Fuzz target: ELF loading through the core, then attribution of a few samples with it (by
+// function and by source line with inline chains, through LLVM's symbolizer), and the DWARF
+// data layout of the same image (variables, types, members).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -7,6 +8,7 @@
 #include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/profile.h"
+#include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 
 namespace {
@@ -27,9 +29,9 @@ size_t walk(const mcuprof::core::TypeLayout* type, int depth)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
+    const std::string_view image(reinterpret_cast<const char*>(data), size);
     try {
-        const auto symbols =
-            mcuprof::core::SymbolTable::parse(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+        const auto symbols = mcuprof::core::SymbolTable::parse(image, "fuzz");
         mcuprof::core::SampleSet samples;
         for (const auto& f : symbols.functions()) {
             samples.pcs.push_back(f.start);
@@ -37,11 +39,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         }
         samples.buckets.push_back({0x08000000, 64, 10});
         (void)mcuprof::core::attribute(samples, symbols, nullptr, {});
+        const auto locator = mcuprof::core::SourceLocator::parse(image, "fuzz");
+        mcuprof::core::AttributionOptions by_line;
+        by_line.by = mcuprof::core::Grouping::line;
+        by_line.inline_frames = true;
+        (void)mcuprof::core::attribute(samples, symbols, locator.get(), by_line);
     } catch (const mcuprof::core::Error&) {
     }
     try {
-        const auto layout =
-            mcuprof::core::DataLayout::parse(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+        const auto layout = mcuprof::core::DataLayout::parse(image, "fuzz");
         for (const char* name : {"current_sensor", "sensors", "pxCurrentTCB", "prof_table"})
             if (auto variable = layout.variable(name))
                 walk(variable->type.get(), 0);

@@ -4,8 +4,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
+
+namespace llvm {
+class MemoryBuffer;
+}
 
 namespace mcuprof::core {
 
@@ -18,7 +23,11 @@ struct SourceFrame {
 
 class SourceLocator {
 public:
+    // Reads the ELF now and checks its DWARF debugging entries (dwarf_check.h): corrupt ones
+    // throw core::Error; a file that cannot be read gives empty chains.
     explicit SourceLocator(std::string elf_path);
+    // The same from an image in memory (copied); `name` stands for the file in errors.
+    static std::unique_ptr<SourceLocator> parse(std::string_view image, const std::string& name);
     ~SourceLocator();
     SourceLocator(const SourceLocator&) = delete;
     SourceLocator& operator=(const SourceLocator&) = delete;
@@ -31,6 +40,7 @@ public:
     static std::string line_of(const std::vector<SourceFrame>& frames);
 
 private:
+    SourceLocator(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& name);
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::unordered_map<uint32_t, std::vector<SourceFrame>> cache_;
