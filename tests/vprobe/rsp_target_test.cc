@@ -216,7 +216,9 @@ TEST_CASE("rsp target: a target that exits is gone: every access fails, nothing 
 TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the server has none, one run per halt")
 {
     TaskOnPsp rig;
-    auto& [core, server, client] = rig;
+    auto& core = rig.core;   // references, not a structured binding: clang 14 cannot capture those in lambdas
+    auto& server = rig.server;
+    auto& client = rig.client;
     core.basepri = 0x20;
     auto steps = [&] { return server.count("s"); };
 
@@ -255,7 +257,9 @@ TEST_CASE("rsp target: MSP, PSP, CONTROL and the masks by the stub where the ser
 TEST_CASE("rsp target: the stub puts r0-r5 back from the halt's register set, never from a set of an earlier state")
 {
     TaskOnPsp rig;
-    auto& [core, server, client] = rig;
+    auto& core = rig.core;   // references, not a structured binding: clang 14 cannot capture those in lambdas
+    auto& server = rig.server;
+    auto& client = rig.client;
     RspTarget target(client, true);
     // The packets of the stub's run sent before its first step.
     auto setup_of_run = [&](auto&& run) {
