@@ -148,6 +148,12 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
     return out;
 }
 
+GmonFile read_gmon_records(const std::string& path)
+{
+    const MappedFile file(path);
+    return parse_gmon_records(file.bytes(), path);
+}
+
 core::SampleSet read_gmon(const std::string& path)
 {
     const MappedFile file(path);

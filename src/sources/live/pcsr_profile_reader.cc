@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <regex>
 
 #include "mcuprof/sources/error.h"
@@ -39,8 +37,8 @@ unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second
         // Any call long enough reads the cap and stops there, so a call asked for too long
         // costs nothing and one too short breaks the run into more calls than needed (each
         // with its fixed commands, and a tail of short calls at the end of a --samples run):
-        // long enough at a rate a fifth below the last call's (1 / 1.25), the longest while the rate
-        // is not known (on a real probe the cap comes within a tenth of a second anyway).
+        // long enough at a rate a fifth below the last call's (1 / 1.25), the longest while
+        // the rate is not known (on a real probe the cap comes within a tenth of a second).
         const double seconds = reads_per_second > 0
                                    ? std::ceil(rate_margin * most_reads_per_call / reads_per_second)
                                    : longest_call_seconds;
@@ -60,7 +58,7 @@ unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second
 }
 
 GmonFile::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, unsigned seconds,
-                                                             uint64_t& read_count)
+                                                     uint64_t& read_count)
 {
     // The read count is only in its log line, which `capture` (TclClient::command) returns.
     const std::string low = std::to_string(low_);
@@ -78,13 +76,12 @@ GmonFile::Histogram PcsrProfileReader::profile_chunk(transport::TclClient& tcl, 
         throw transport::Error(transport::Error::Kind::protocol, tcl.peer(), "profile",
                                "no \"Profiling completed\" line in its answer: " + said.substr(0, 200));
     read_count = std::stoull(m[1].str());
-    std::ifstream in(gmon_path_, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // OpenOCD's answer, as the link's other answers: a file it wrote wrong ends the recording
-    // as a protocol error (the samples kept, the target left running), not as bad input.
+    // OpenOCD's answer, as the link's other answers: a file it wrote wrong (or not at all)
+    // ends the recording as a protocol error (the samples kept, the target left running), not
+    // as bad input.
     GmonFile file;
     try {
-        file = parse_gmon_records(bytes, gmon_path_);
+        file = read_gmon_records(gmon_path_);
     } catch (const Error& e) {
         throw transport::Error(transport::Error::Kind::protocol, e.file(), e.place(), e.problem());
     }

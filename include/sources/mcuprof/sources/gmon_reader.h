@@ -30,6 +30,7 @@ bool is_gmon(std::string_view head);
 // Both throw sources::Error naming the file and the byte offset; parse_gmon also when no
 // histogram holds a sample.
 GmonFile parse_gmon_records(std::string_view bytes, const std::string& path);
+GmonFile read_gmon_records(const std::string& path);
 core::SampleSet parse_gmon(std::string_view bytes, const std::string& path);
 core::SampleSet read_gmon(const std::string& path);
 

@@ -43,9 +43,9 @@ public:
     // stops at 10000 reads, so N seconds give the passes of N x rate reads and one more, at
     // most 10000: when 10000 are wanted, enough seconds to reach them at a rate a fifth
     // below the last call's (10 while the rate is not known; a call stops at the cap, so a
-    // generous call costs nothing); else the most seconds whose passes stay within `wanted` even at a
-    // quarter above the rate, so no pass is read in vain (0: one pass; but at least a second
-    // when a pass is a single read: a call per read would cost more). At most 10 seconds.
+    // generous call costs nothing); else the most seconds whose passes stay within `wanted`
+    // even at a quarter above the rate, so no pass is read in vain (0: one pass; but at least
+    // a second when a pass is a single read: a call per read would cost more). At most 10 s.
     static unsigned seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads);
 
     // The window placed at the PC of a DWT_PCSR read made elsewhere (counted here as this
