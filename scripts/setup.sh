@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev doctest-dev
-  llvm-14-dev libclang-rt-14-dev clang-14 zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
+  llvm-19-dev libclang-rt-19-dev clang-19 zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
   qemu-system-arm openocd gdb-multiarch
   python3 python3-pyocd

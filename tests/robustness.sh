@@ -14,7 +14,7 @@ build)
     if command -v ccache > /dev/null; then
         launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
     fi
-    cmake -S "$source_dir" -B "$tree" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
+    cmake -S "$source_dir" -B "$tree" -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${launcher[@]}" \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCUPROF_SANITIZE=ON -DMCUPROF_FIRMWARE_DIR="$3/firmware-ref" > "$tree.configure.log" 2>&1 \
         || { cat "$tree.configure.log"; exit 1; }
     targets=(mcuprof_tests)

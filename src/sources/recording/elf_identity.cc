@@ -102,8 +102,8 @@ ElfIdentity elf_identity(const std::string& elf_path)
         digest.update(llvm::ArrayRef<uint8_t>(place));
         digest.update(*contents);
     }
-    const llvm::StringRef sum = digest.final();
-    return {"sha256", hex(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(sum.data()), sum.size()))};
+    const auto sum = digest.final();   // std::array<uint8_t, 32> since LLVM 15
+    return {"sha256", hex(llvm::ArrayRef<uint8_t>(sum.data(), sum.size()))};
 }
 
 } // namespace mcuprof::sources
