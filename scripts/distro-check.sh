@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The two README commands on a fresh Debian root: scripts/distro-check.sh debian12|debian13 [DIR]
+#
+# Builds a minimal root of that release with debootstrap (into DIR, default
+# /var/tmp/mcuprof-distro-check/RELEASE, emptied first), clones this checkout's committed HEAD
+# into it, and runs `make demo` then `make test` there under chroot, as root, with a clean
+# environment: setup.sh installs everything from that release's packages, and the compiler
+# cache starts empty. Prints each command's time and the closing line of `make test`; the logs
+# are DIR.demo.log and DIR.test.log. Exits non-zero when either command failed.
+#
+# Needs root (debootstrap, chroot, mounts) and debootstrap (installed when missing). /proc,
+# /sys and /dev (with /dev/pts and /dev/shm: QEMU's pty, Chromium) are mounted into the root
+# and unmounted on every exit. The root is left in place for a look afterwards (about 4 GB).
+set -euo pipefail
+
+case "${1:-}" in
+  debian12) suite=bookworm ;;
+  debian13) suite=trixie ;;
+  *) echo "usage: $0 debian12|debian13 [DIR]" >&2; exit 1 ;;
+esac
+release=$1
+repo=$(cd "$(dirname "$0")/.." && pwd)
+root=${2:-/var/tmp/mcuprof-distro-check/$release}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "distro-check: needs root (debootstrap, chroot, mount)" >&2
+  exit 1
+fi
+
+# The Debian mirror this machine's apt uses (deb822 or one-line sources), so that the root
+# is built from the same registry.
+mirror=$(sed -n -e 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' -e 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' \
+           /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | grep -v security | head -n1)
+if [ -z "$mirror" ]; then
+  echo "distro-check: no Debian mirror found in /etc/apt/sources.list{,.d}" >&2
+  exit 1
+fi
+
+mounted=()
+cleanup() {
+  local k
+  for ((k = ${#mounted[@]} - 1; k >= 0; k--)); do
+    umount -R "${mounted[k]}" 2>/dev/null || umount -lR "${mounted[k]}" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+command -v debootstrap >/dev/null || apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+
+# A root left mounted by a killed run is unmounted before it is emptied.
+for sub in dev sys proc; do
+  if mountpoint -q "$root/$sub" 2>/dev/null; then umount -lR "$root/$sub"; fi
+done
+rm -rf "$root"
+mkdir -p "$root"
+
+start=$(date +%s)
+# minbase has no make, which a user types `make demo` with; the host's git clones the checkout
+# into the root below.
+echo "distro-check: debootstrap $suite into $root"
+debootstrap --variant=minbase --include=make,ca-certificates "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 \
+  || { tail -n 20 "$root.debootstrap.log"; exit 1; }
+echo "deb $mirror $suite-updates main" >>"$root/etc/apt/sources.list"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+echo "distro-check: root ready in $(( $(date +%s) - start )) s"
+
+mount -t proc proc "$root/proc"; mounted+=("$root/proc")
+mount -t sysfs sysfs "$root/sys"; mounted+=("$root/sys")
+mount --rbind /dev "$root/dev"; mount --make-rslave "$root/dev"; mounted+=("$root/dev")
+
+git clone --quiet "$repo" "$root/root/mcuprof"
+
+in_root() {
+  chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /root/mcuprof && $1"
+}
+
+status=0
+for target in demo test; do
+  t0=$(date +%s)
+  if in_root "make $target" >"$root.$target.log" 2>&1; then result=ok; else result=failed; status=1; fi
+  seconds=$(( $(date +%s) - t0 ))
+  echo "distro-check: $release make $target: $result in $((seconds / 60)) min $((seconds % 60)) s (log $root.$target.log)"
+done
+closing=$(grep -E '^tests: [0-9]+ passed' "$root.test.log" | tail -n1 || true)
+echo "distro-check: $release closing line: ${closing:-(none; see $root.test.log)}"
+grep -E '^(failed|skipped):' "$root.test.log" || true
+exit $status
