@@ -26,14 +26,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# The Debian mirror this machine's apt uses (deb822 or one-line sources), so that the root
-# is built from the same registry.
-mirror=$(sed -n -e 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' -e 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' \
-           /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | grep -v security | head -n1)
-if [ -z "$mirror" ]; then
-  echo "distro-check: no Debian mirror found in /etc/apt/sources.list{,.d}" >&2
-  exit 1
-fi
+. "$(dirname "$0")/lib/debian_mirror.sh"
 
 mounted=()
 cleanup() {
