@@ -36,7 +36,7 @@ qemu10() {
     return 0
   fi
   private_apt "$dir" "deb $mirror bookworm main" "deb $mirror bookworm-backports main"
-  version=$(apt-cache "${APT_OPTS[@]}" madison qemu-system-arm | awk '$3 ~ /bpo12/ {print $3; exit}')
+  version=$(apt-cache "${APT_OPTS[@]}" madison qemu-system-arm | awk '$3 ~ /bpo12/ && !found {print $3; found = 1}')
   [ -n "$version" ] || { echo "debian-qemu: bookworm-backports has no qemu-system-arm" >&2; exit 2; }
   mkdir -p "$dir/debs" "$dir/root"
   (cd "$dir/debs" && apt-get "${APT_OPTS[@]}" -qq download \
@@ -75,7 +75,7 @@ headers() {
     source=${api#*:}
     api=${api%%:*}
     version=$(apt-cache "${APT_OPTS[@]}" showsrc qemu | awk -v s="$source" '
-      /^Version:/ {v = $2} /^Version:/ && ((s ~ /backports/) == (v ~ /bpo/)) {print v; exit}')
+      /^Version:/ && !found && ((s ~ /backports/) == ($2 ~ /bpo/)) {print $2; found = 1}')
     upstream=${version#*:}
     upstream=${upstream%-*}
     (cd "$work" && apt-get "${APT_OPTS[@]}" -qq source --download-only --tar-only "qemu=$version" 2>/dev/null \
