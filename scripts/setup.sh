@@ -9,6 +9,8 @@ packages=(
   llvm-19-dev libclang-rt-19-dev clang-19 zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
   qemu-system-arm openocd gdb-multiarch
+  # the truth plugin: QEMU 10's plugin API header includes glib.h
+  libglib2.0-dev
   python3 python3-pyocd
   # consumers of the report formats, run by the tests: callgrind_annotate, dot, a browser
   valgrind graphviz chromium python3-jsonschema

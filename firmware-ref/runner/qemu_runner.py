@@ -26,8 +26,10 @@ reaped on every path: normal exit, exception, timeout (the context manager kills
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -54,6 +56,24 @@ class QemuTimeout(QemuError):
 
 
 # ---------------------------------------------------------------- helpers
+
+
+@functools.lru_cache(maxsize=None)
+def qemu_version(qemu: str = QEMU) -> tuple[int, int]:
+    """(major, minor) of a QEMU binary, from the first line of its --version."""
+    out = subprocess.run([qemu, "--version"], capture_output=True, text=True, timeout=60).stdout
+    match = re.search(r"version (\d+)\.(\d+)", out)
+    if match is None:
+        raise QemuError(f"{qemu} --version said no version: {out[:200]!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def one_insn_per_tb_args(qemu: str = QEMU) -> list[str]:
+    """The options for one guest instruction per translation block: -singlestep until QEMU 8.1
+    renamed it (QEMU 10 has no -singlestep) to the TCG accelerator's one-insn-per-tb property."""
+    if qemu_version(qemu) >= (8, 1):
+        return ["-accel", "tcg,one-insn-per-tb=on"]
+    return ["-singlestep"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -142,7 +162,8 @@ class QemuRun:
       gdb         True: -gdb on a free port (q.gdb_port); or an int port
       halted      start with the CPU stopped (-S), for a debugger to start it
       qmp         True: QMP on a free port (q.qmp_port; q.qmp(...) sends commands)
-      singlestep  one guest instruction per translation block (-singlestep)
+      singlestep  one guest instruction per translation block (-singlestep on QEMU 7.2,
+                  -accel tcg,one-insn-per-tb=on from 8.1: one_insn_per_tb_args)
       record / replay   path of a record/replay log (-icount ...,rr=record|replay,rrfile=)
       icount_shift      default 0
       timeout     seconds for wait() when it is given none; also the hard bound of the run
@@ -239,7 +260,7 @@ class QemuRun:
         if self.qmp_port is not None:
             args += ["-qmp", f"tcp:127.0.0.1:{self.qmp_port},server=on,wait=off"]
         if self.singlestep:
-            args += ["-singlestep"]
+            args += one_insn_per_tb_args(self.qemu)
         return args + self.extra_args
 
     # ---- lifecycle

@@ -26,8 +26,11 @@
  * no task. taskfile lines, sorted by task then address:
  *   0x200001a0 0x080002b4 3504    (control block, address, count; "none" before any task)
  *
- * Debian ships qemu-system-arm with plugin support but without qemu-plugin.h, so the few
- * declarations of the plugin C API (version 1, QEMU 7.2) used here are written by hand.
+ * One plugin serves QEMU 7.2 (plugin API 1) and QEMU 10 (API 4): this file is the counting,
+ * free of QEMU's types; truth_api1.c and truth_api4.c are the glue, each compiled against its
+ * API's own qemu-plugin.h (third_party/qemu-plugin/, from Debian's QEMU source packages), so
+ * no declaration can disagree with a version's layout. truth_api1.c says how the API is chosen
+ * when QEMU loads the plugin.
  *
  * Counting uses one inline "add 1" per translated instruction, which QEMU emits as host code
  * in front of the instruction: no helper call per instruction. Counts stay exact under
@@ -43,64 +46,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- hand-written subset of the QEMU plugin API, version 1 (include/qemu/qemu-plugin.h) ---- */
-#define PLUGIN_EXPORT __attribute__((visibility("default")))
+#include "truth.h"
 
-typedef uint64_t qemu_plugin_id_t;
-typedef struct qemu_info_t qemu_info_t; /* only passed through, never read */
-struct qemu_plugin_tb;
-struct qemu_plugin_insn;
-
-enum qemu_plugin_op {
-    QEMU_PLUGIN_INLINE_ADD_U64 = 0,
-};
-enum qemu_plugin_cb_flags {
-    QEMU_PLUGIN_CB_NO_REGS = 0,
-};
-enum qemu_plugin_mem_rw {
-    QEMU_PLUGIN_MEM_RW = 3, /* on QEMU 7.2, MEM_R (1) alone never called back for the load (measured) */
-};
-typedef uint32_t qemu_plugin_meminfo_t;
-
-typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
-typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
-typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
-typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
-                                          void *userdata);
-
-void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
-void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
-size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
-struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
-uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
-void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn, enum qemu_plugin_op op,
-                                                void *ptr, uint64_t imm);
-void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
-                                            enum qemu_plugin_cb_flags flags, void *userdata);
-void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
-                                      enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw, void *userdata);
-void qemu_plugin_outs(const char *string);
-
-PLUGIN_EXPORT int qemu_plugin_version = 1;
-PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv);
+static const struct truth_api *api;
 
 /* ---- per-address counters ----
  * A counter's address is baked into translated code, so counters never move: they live in
  * fixed-size slabs. Only the lookup table of pointers is rehashed when it grows. */
-enum { MAX_TASKS = 8 }; /* task 0 is "none": before the first switch */
-
-struct counter {
-    uint64_t addr;
-    uint64_t count;
-    uint64_t split;               /* task mode: the part of count already given to a task */
-    uint64_t by_task[MAX_TASKS];
-};
-
 enum { SLAB_COUNTERS = 4096 };
 
 struct slab {
     struct slab *next;
     size_t used;
+    void *storage;    /* the API's handle of counts (API 4: its scoreboard) */
+    uint64_t *counts; /* SLAB_COUNTERS execution counts, where the API's inline add writes */
     struct counter items[SLAB_COUNTERS];
 };
 
@@ -159,12 +118,20 @@ static struct counter *counter_for(uint64_t addr)
             fprintf(stderr, "truth: out of memory\n");
             abort();
         }
+        s->counts = api->new_counts(SLAB_COUNTERS, &s->storage);
+        if (s->counts == NULL) {
+            fprintf(stderr, "truth: out of memory\n");
+            abort();
+        }
         s->next = slabs;
         slabs = s;
     }
-    struct counter *c = &slabs->items[slabs->used++];
+    size_t slot = slabs->used++;
+    struct counter *c = &slabs->items[slot];
     c->addr = addr;
-    c->count = 0;
+    c->count = &slabs->counts[slot];
+    c->storage = slabs->storage;
+    c->slot = slot;
     c->split = 0;
     memset(c->by_task, 0, sizeof c->by_task);
     table[i] = c;
@@ -197,17 +164,14 @@ static void split_counts(const struct counter *held, uint64_t keep)
     for (struct slab *s = slabs; s != NULL; s = s->next)
         for (size_t k = 0; k < s->used; k++) {
             struct counter *c = &s->items[k];
-            uint64_t upto = c->count - (c == held ? keep : 0);
+            uint64_t upto = *c->count - (c == held ? keep : 0);
             c->by_task[current_task] += upto - c->split;
             c->split = upto;
         }
 }
 
-static void on_tcb_load(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *userdata)
+void truth_tcb_load(uint64_t vaddr)
 {
-    (void)vcpu;
-    (void)info;
-    (void)userdata;
     for (incoming_task = 1; incoming_task < n_tasks; incoming_task++)
         if (tasks[incoming_task] == vaddr)
             return;
@@ -222,33 +186,23 @@ static void on_tcb_load(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t 
 
 /* Runs before the switch instruction executes; its inline "count += 1" may have run already
  * (QEMU does not promise an order), and that execution is the incoming task's. */
-static void on_task_switch(unsigned int vcpu, void *userdata)
+void truth_task_switch(size_t point)
 {
-    (void)vcpu;
-    size_t point = (size_t)(uintptr_t)userdata;
     struct counter *c = counter_for(task_switches[point]);
     uint64_t calls = ++switch_calls[point];
-    split_counts(c, c->count == calls ? 1 : 0);
+    split_counts(c, *c->count == calls ? 1 : 0);
     current_task = incoming_task;
 }
 
-/* Called once per translation (not per execution): attach "count += 1" to each instruction. */
-static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+void truth_instrument(void *insn, uint64_t addr)
 {
-    (void)id;
-    size_t n = qemu_plugin_tb_n_insns(tb);
-    for (size_t k = 0; k < n; k++) {
-        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, k);
-        uint64_t addr = qemu_plugin_insn_vaddr(insn);
-        struct counter *c = counter_for(addr);
-        for (size_t point = 0; point < n_task_switches; point++)
-            if (task_switches[point] == addr)
-                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_task_switch, QEMU_PLUGIN_CB_NO_REGS,
-                                                       (void *)(uintptr_t)point);
-        if (listed(tcb_loads, n_tcb_loads, addr))
-            qemu_plugin_register_vcpu_mem_cb(insn, on_tcb_load, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
-        qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &c->count, 1);
-    }
+    struct counter *c = counter_for(addr);
+    for (size_t point = 0; point < n_task_switches; point++)
+        if (task_switches[point] == addr)
+            api->call_before(insn, point);
+    if (listed(tcb_loads, n_tcb_loads, addr))
+        api->call_on_load(insn);
+    api->count_each(insn, c);
 }
 
 static int by_address(const void *a, const void *b)
@@ -258,17 +212,15 @@ static int by_address(const void *a, const void *b)
     return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
-static void write_counts(qemu_plugin_id_t id, void *userdata)
+void truth_write(void)
 {
-    (void)id;
-    (void)userdata;
     struct counter **list = malloc((n_counters ? n_counters : 1) * sizeof *list);
     if (list == NULL)
         return;
     size_t n = 0;
     for (struct slab *s = slabs; s != NULL; s = s->next)
         for (size_t k = 0; k < s->used; k++)
-            if (s->items[k].count != 0) /* translated but never executed: leave out */
+            if (*s->items[k].count != 0) /* translated but never executed: leave out */
                 list[n++] = &s->items[k];
     qsort(list, n, sizeof *list, by_address);
 
@@ -280,11 +232,11 @@ static void write_counts(qemu_plugin_id_t id, void *userdata)
     }
     char line[64];
     for (size_t k = 0; k < n; k++) {
-        snprintf(line, sizeof line, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, list[k]->count);
+        snprintf(line, sizeof line, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, *list[k]->count);
         if (f != NULL)
             fputs(line, f);
         else
-            qemu_plugin_outs(line);
+            api->outs(line);
     }
     if (f != NULL)
         fclose(f);
@@ -321,9 +273,9 @@ static bool add_point(uint64_t *list, size_t *n, const char *text)
     return true;
 }
 
-int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
+int truth_start(const struct truth_api *chosen, int argc, char **argv)
 {
-    (void)info;
+    api = chosen;
     for (int k = 0; k < argc; k++) {
         if (strncmp(argv[k], "outfile=", 8) == 0) {
             out_path = strdup(argv[k] + 8);
@@ -341,7 +293,5 @@ int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, 
         fprintf(stderr, "truth: taskfile= needs tcbload= and taskswitch=\n");
         return -1;
     }
-    qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
-    qemu_plugin_register_atexit_cb(id, write_counts, NULL);
     return 0;
 }

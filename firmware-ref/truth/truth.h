@@ -1,0 +1,52 @@
+/*
+ * truth: what the counting (truth.c) and the glue of each QEMU plugin API (truth_api1.c,
+ * truth_api4.c) share. Nothing here names a QEMU type: an instruction is the glue's opaque
+ * handle, passed through.
+ */
+#ifndef MCUPROF_TRUTH_H
+#define MCUPROF_TRUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { MAX_TASKS = 8 }; /* task 0 is "none": before the first switch */
+
+struct counter {
+    uint64_t addr;
+    uint64_t *count;    /* executions: the slot the API's inline add writes, never moved */
+    void *storage;      /* the API's handle of the slab of counts this slot is in ... */
+    size_t slot;        /* ... and its index there */
+    uint64_t split;     /* task mode: the part of count already given to a task */
+    uint64_t by_task[MAX_TASKS];
+};
+
+/* What the counting needs of QEMU, from the glue of the API the running QEMU speaks. */
+struct truth_api {
+    /* n zeroed counts that never move (their addresses are baked into translated code) */
+    uint64_t *(*new_counts)(size_t n, void **storage);
+    /* at translation: "*c->count += 1" inline before each execution of insn */
+    void (*count_each)(void *insn, const struct counter *c);
+    /* at translation: truth_task_switch(point) before each execution of insn */
+    void (*call_before)(void *insn, size_t point);
+    /* at translation: truth_tcb_load(address) at each load insn makes */
+    void (*call_on_load)(void *insn);
+    /* a line of output to QEMU's log (no outfile=) */
+    void (*outs)(const char *line);
+};
+
+/* The plugin's arguments; 0, or -1 after a one-line message on stderr. */
+int truth_start(const struct truth_api *api, int argc, char **argv);
+/* One translated instruction: its counter and, in task mode, its calls. */
+void truth_instrument(void *insn, uint64_t addr);
+void truth_tcb_load(uint64_t vaddr);
+void truth_task_switch(size_t point);
+/* At exit: the counts (and the task file). */
+void truth_write(void);
+
+/* API 4's glue (truth_api4.c), for the entry points in truth_api1.c: whether the running QEMU
+ * has API 4's calls, and the plugin's start under it (id: QEMU's qemu_plugin_id_t). */
+bool truth_api4_present(void);
+int truth_install_api4(uint64_t id, int argc, char **argv);
+
+#endif
