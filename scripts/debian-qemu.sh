@@ -6,6 +6,9 @@
 #                                       DIR with dpkg -x (and any library it needs that the
 #                                       system lacks); run it as DIR/qemu-system-arm, a wrapper
 #                                       that sets QEMU_MODULE_DIR and the library path
+#   scripts/debian-qemu.sh second DIR   for make test: where the system's QEMU is older than 10 on
+#                                       Debian 12, QEMU 10 as qemu10 DIR makes it, and its path
+#                                       printed; elsewhere (Debian 13's QEMU is 10) nothing
 #   scripts/debian-qemu.sh headers      third_party/qemu-plugin/api*/qemu-plugin.h again from
 #                                       the QEMU source packages of Debian 12 (7.2, API 1) and of
 #                                       bookworm-backports (10.0, API 4): Debian's binary packages
@@ -87,8 +90,19 @@ headers() {
   done
 }
 
+second() {
+  local codename major
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  major=$(qemu-system-arm --version | sed -n '1s/.*version \([0-9]*\)\..*/\1/p')
+  if [ "$codename" = bookworm ] && [ "${major:-0}" -lt 10 ]; then
+    qemu10 "$1" >/dev/null
+    echo "$(cd "$1" && pwd)/qemu-system-arm"
+  fi
+}
+
 case "${1:-}" in
+  second) [ $# -eq 2 ] || { echo "usage: $0 second DIR" >&2; exit 1; }; second "$2" ;;
   qemu10) [ $# -eq 2 ] || { echo "usage: $0 qemu10 DIR" >&2; exit 1; }; qemu10 "$2" ;;
   headers) headers ;;
-  *) echo "usage: $0 qemu10 DIR | headers" >&2; exit 1 ;;
+  *) echo "usage: $0 qemu10 DIR | second DIR | headers" >&2; exit 1 ;;
 esac

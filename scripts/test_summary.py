@@ -8,6 +8,10 @@ for it), then one summary line, last:
 
 Exit status 0 when no test failed and at least one ran, else 1.
 
+Several reports may be given, each as PATH or NAME=PATH: the tests of a named one are listed
+as "NAME: test" (make test names the QEMU 10 run of the QEMU-driven labels "qemu10"), and the
+summary line counts them all. A report that is missing or unreadable counts as one failure.
+
 A skipped test is one that exited with its SKIP_RETURN_CODE; its reason is the first line of
 its output that starts with "skipped" (the convention of our test scripts). A test ctest did
 not run because a fixture it requires failed counts as failed: the suite did not pass.
@@ -26,15 +30,28 @@ def skip_reason(output: str) -> str:
     return "no reason given in its output"
 
 
-def main(path: str) -> int:
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError) as e:
-        print(f"tests: no results ({path}: {e})")
-        return 1
+def main(reports: list[str]) -> int:
     passed, failed, skipped = [], [], []
+    for report in reports:
+        prefix, _, path = report.rpartition("=")
+        prefix = f"{prefix}: " if prefix else ""
+        try:
+            root = ET.parse(path).getroot()
+        except (OSError, ET.ParseError) as e:
+            failed.append(f"{prefix}no results ({path}: {e})")
+            continue
+        read_report(root, prefix, passed, failed, skipped)
+    for name in failed:
+        print(f"failed: {name}")
+    for name, reason in skipped:
+        print(f"skipped: {name}: {reason}")
+    print(f"tests: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped")
+    return 0 if not failed and passed else 1
+
+
+def read_report(root: ET.Element, prefix: str, passed: list, failed: list, skipped: list) -> None:
     for case in root.iter("testcase"):
-        name = case.get("name", "?")
+        name = prefix + case.get("name", "?")
         output = case.findtext("system-out") or ""
         skip = case.find("skipped")
         if case.find("failure") is not None or case.find("error") is not None:
@@ -50,16 +67,10 @@ def main(path: str) -> int:
                 failed.append(f"{name} (not run: {message or 'unknown reason'})")
         else:
             passed.append(name)
-    for name in failed:
-        print(f"failed: {name}")
-    for name, reason in skipped:
-        print(f"skipped: {name}: {reason}")
-    print(f"tests: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped")
-    return 0 if not failed and passed else 1
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: test_summary.py CTEST_JUNIT_XML", file=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: test_summary.py [NAME=]CTEST_JUNIT_XML...", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))
