@@ -108,26 +108,26 @@ class RspFaults(Checks):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.ended_with_what_it_had(r, rec, proxy), 400)
         self.assertEqual(proxy.naks, proxy.faults_injected)   # each corrupted packet NAKed once
-        self.assertTrue(guest_running(self.qemu.gdb_port))
+        self.assertTrue(guest_running(self.qemu))
 
     def test_delays_lose_nothing(self):
         r, rec, proxy = self.run_through(Faults(delay=0.002), "--samples", "100")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.ended_with_what_it_had(r, rec, proxy), 100)
-        self.assertTrue(guest_running(self.qemu.gdb_port))
+        self.assertTrue(guest_running(self.qemu))
 
     def test_dropped_bytes(self):
         r, rec, proxy = self.run_through(Faults(drop=(20000, 5)), "--samples", "1000")
         self.ended_with_what_it_had(r, rec, proxy)
         if r.returncode == 0:   # recovered (a NAK and a resend, or a timeout on a lost ack)
-            self.assertTrue(guest_running(self.qemu.gdb_port))
+            self.assertTrue(guest_running(self.qemu))
 
     def test_disconnect_mid_packet(self):
         r, rec, proxy = self.run_through(Faults(cut_after=20000), "--samples", "100000")
         self.assertEqual(r.returncode, 3, r.stderr)
         self.ended_with_what_it_had(r, rec, proxy)
         # The link is gone, not the server: mcuprof reconnects to leave the target running.
-        self.assertTrue(guest_running(self.qemu.gdb_port))
+        self.assertTrue(guest_running(self.qemu))
 
     def test_server_gone(self):
         self.server_gone("--gdb")

@@ -147,7 +147,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
         # OpenOCD and the vprobe leave; QEMU then says whether its guest runs.
         shut_down_openocd(cls)
-        cls.guest_running = guest_running(cls.qemu.gdb_port)
+        cls.guest_running = guest_running(cls.qemu)
         cls.qemu.stop()
         cls.truth = by_function(read_truth(truth), elf_functions(ELF))
 
@@ -294,7 +294,7 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
         cls.openocd.wait(timeout=10)
         cls.vprobe_code = cls.vprobe.wait(timeout=10)
         cls.vprobe_reader.join(timeout=5)
-        cls.guest_running = guest_running(cls.qemu.gdb_port)
+        cls.guest_running = guest_running(cls.qemu)
         cls.qemu.stop()
         cls.truth = by_function(read_truth(truth), elf_functions(ELF))
 

@@ -244,4 +244,4 @@ class VprobeWithOpenOCD(unittest.TestCase):
         log = "".join(self.vprobe_log)
         self.assertIn("OpenOCD quit", log)
         self.assertIn("target detached, running", log)
-        self.assertTrue(guest_running(self.qemu.gdb_port), "the guest is not running after shutdown")
+        self.assertTrue(guest_running(self.qemu), "the guest is not running after shutdown")

@@ -266,7 +266,7 @@ class ProbeLinkDropped(unittest.TestCase):
         print(f"\nprobe link dropped during a recording: exit {p.returncode}\n{err}", file=sys.stderr)
         cls.vprobe_code = cls.vprobe.wait(timeout=10)
         cls.vprobe_reader.join(timeout=5)
-        cls.guest_running = guest_running(cls.qemu.gdb_port)
+        cls.guest_running = guest_running(cls.qemu)
 
     def test_the_recording_ends_with_every_sample_in_its_file(self):
         code, out, err, doc = self.dropped

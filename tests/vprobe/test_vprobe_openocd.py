@@ -49,7 +49,7 @@ class VprobeCommandLine(unittest.TestCase):
         return vprobe, int(match.group(1))
 
     def test_signals_and_disconnect_end_it_and_leave_the_target_running(self):
-        with qemu_runner.QemuRun(ELF, gdb=True, halted=True, uart=None, timeout=120) as q:
+        with qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=120) as q:
             for how in ("SIGINT", "SIGTERM", "disconnect"):
                 with self.subTest(how=how):
                     vprobe, port = self.start(q.gdb_port)
@@ -64,7 +64,7 @@ class VprobeCommandLine(unittest.TestCase):
                     self.assertEqual(vprobe.returncode, 0, err)
                     self.assertIn("OpenOCD disconnected" if how == "disconnect" else "stopped after", err)
                     self.assertIn("target detached, running", err)
-                    self.assertTrue(guest_running(q.gdb_port), "the guest is not running after vprobe")
+                    self.assertTrue(guest_running(q), "the guest is not running after vprobe")
 
     def test_a_target_that_exits_is_a_dead_board_for_openocd(self):
         require((OPENOCD,), ())
