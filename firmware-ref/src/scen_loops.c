@@ -25,10 +25,15 @@
 static uint32_t process_stack[256] __attribute__((aligned(8)));
 
 /* Move Thread mode onto PSP: load PSP with the top of process_stack, then set CONTROL.SPSEL.
- * The return address is in lr, so nothing on the old stack is needed afterwards. */
+ * The return address is in lr, so nothing on the old stack is needed afterwards. MSP is first
+ * lowered by 32 bytes: the deliberately wrong sampler prologue (PROF_FORCE_MSP) reads frame
+ * word 6 at MSP + 24, and with main's small frame that lies past the end of RAM, which QEMU 10
+ * (like silicon) answers with a BusFault and QEMU 7.2 with 0; 32 bytes lower it reads main's
+ * abandoned frame, the garbage the scenario is about. */
 __attribute__((naked, noinline)) static void switch_to_psp(__attribute__((unused)) uint32_t *top)
 {
     __asm volatile(
+        "sub   sp, sp, #32 \n"
         "msr   psp, r0     \n"
         "movs  r0, #2      \n"
         "msr   control, r0 \n"

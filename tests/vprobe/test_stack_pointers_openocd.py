@@ -40,9 +40,7 @@ import tempfile
 import time
 import unittest
 from pathlib import Path
-from unittest import mock
 
-import qemu_runner
 from stack_checks import FPU_HANDLERS, all_symbols, assert_stack_goal
 from openocd_rig import CLI, FW_DIR, OPENOCD, require, start_rig, stop_rig
 
@@ -59,16 +57,10 @@ REGWNR = 1 << 16
 REGSEL_R0, REGSEL_SP, REGSEL_MSP, REGSEL_PSP, REGSEL_SPECIAL = 0, 13, 17, 18, 20
 
 
-class QemuWithMonitor(qemu_runner.QemuRun):
-    """The rig's QEMU with a QMP socket: its own monitor is the independent view of the state."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, qmp=True, **kwargs)
-
-
 def start_rig_with_monitor(rig, **options) -> None:
-    with mock.patch.object(qemu_runner, "QemuRun", QemuWithMonitor):
-        start_rig(rig, ELF, **options)
+    """The rig, whose QEMU has a QMP socket (start_rig opens one): QEMU's own monitor is the
+    independent view of the state."""
+    start_rig(rig, ELF, **options)
 
 
 class StackPointersAtHalts(unittest.TestCase):
