@@ -94,7 +94,7 @@ class RspFaults(Checks):
         skip_without(CLI, ELF)
         self.work = Path(tempfile.mkdtemp(prefix="mcuprof-faults-"))
         self.addCleanup(shutil.rmtree, self.work, True)
-        self.qemu = qemu_runner.QemuRun(ELF, gdb=True, uart=None, timeout=300).start()
+        self.qemu = qemu_runner.QemuRun(ELF, gdb=True, qmp=True, uart=None, timeout=300).start()
         self.addCleanup(self.qemu.close)
 
     def run_through(self, faults: Faults, *options: str):

@@ -1,7 +1,7 @@
 // Drives the stack-pointer stub (src/transport/rsp/special_register_stub.cc, through the
 // sampler's wrapper src/sources/live/stack_pointer_stub.cc) against a real GDB
 // server for tests/live/test_stacks.py: halts the target at random moments and, at each
-// halt, reads every register the server describes and the memory around SP, runs the stub
+// halt, reads every register the server describes and the memory below SP, runs the stub
 // for MSP and for PSP, and reads them all again. One JSON object per halt on stdout:
 //   {"pc", "xpsr", "sp", "msp", "psp", "registers_same", "changed" (the registers that differ),
 //    "memory_same", "memory_hex", "registers" (how many), "halt_us", "stub_us"}
@@ -49,11 +49,13 @@ int main(int argc, char** argv)
         for (const transport::RegisterInfo& r : gdb.target().registers())
             names.push_back(r.name);
         auto snapshot = [&](uint32_t sp) {
-            // Every register, and 256 bytes each side of SP (the stub's word is just below it).
+            // Every register, and the 512 bytes below SP, where the stub puts its code (nothing
+            // above SP: at a handler's halt MSP lies near the end of RAM, and past it QEMU 10
+            // answers a read with an error, QEMU 7.2 with zeros).
             std::vector<std::string> memory;
             std::vector<std::string> values = gdb.read_register_bytes(names, {"m" + [&] {
                 char text[32];
-                std::snprintf(text, sizeof text, "%x,200", sp - 0x100);
+                std::snprintf(text, sizeof text, "%x,200", sp - 0x200);
                 return std::string(text);
             }()}, &memory);
             values.push_back(memory.at(0));
