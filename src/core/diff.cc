@@ -83,8 +83,11 @@ std::optional<double> total_ratio(const ProfileDiff& diff)
 
 bool total_grew(const ProfileDiff& diff, double percent)
 {
-    const std::optional<double> ratio = total_ratio(diff);
-    return ratio && 100 * (*ratio - 1) > percent;
+    if (!total_ratio(diff))
+        return false;
+    // On the counts, not the ratio: 1100 over 1000 is 10 % more, not 10.000000000000009 %.
+    const double a = double(*diff.a_instructions), b = double(*diff.b_instructions);
+    return (b - a) * 100 > percent * a;
 }
 
 std::string flagged_summary(const ProfileDiff& diff)

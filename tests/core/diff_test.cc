@@ -197,6 +197,11 @@ TEST_CASE("diff: the runs' totals and their ratio, when both sides know them")
     CHECK(*total_ratio(d) == doctest::Approx(2.261236).epsilon(1e-6));
     CHECK(totals_summary(d) == "instructions of the whole run: A 1066725, B 2412111, B/A 2.261 (+126.12 %)");
     CHECK(total_grew(d, 126));
+    ProfileDiff tenth;   // 1100 over 1000 is exactly 10 % more: not more than 10
+    tenth.a_instructions = 1000;
+    tenth.b_instructions = 1100;
+    CHECK_FALSE(total_grew(tenth, 10));
+    CHECK(total_grew(tenth, 9.99));
     CHECK_FALSE(total_grew(d, 126.2));
     // The other way round the run shrank: no gate fails however low its bound.
     const ProfileDiff back = diff_profiles(b, a);

@@ -133,6 +133,7 @@ class RecordInQemu(unittest.TestCase):
         self.assertGreater(n, 3000 - 5 * math.sqrt(3000))   # about --samples, over the whole run
         self.assertLess(n, 3000 + 5 * math.sqrt(3000))
         self.assertIn("end of the recorded run", doc["sampler"]["end"])
+        self.assertTrue(doc["origin"].startswith("recording (qemu): "), doc["origin"])   # not "(gdb)"
         self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "mixed_m4"), n), [])
         self.assertNotIn("wall clock", err)
         self.assertNotIn("emulator-bias", fwtest.warning_kinds(doc))
@@ -159,6 +160,13 @@ class RecordInQemu(unittest.TestCase):
                                      "--seed", "7", "--stacks")
         total = sum(census.values())
         self.assertGreaterEqual(total, budget)
+        # The census says it is of a run cut at its budget, and reports of it warn so.
+        census_path = self.work / "calltree_forever_m4.census"
+        self.assertIn(f"# mcuprof: run cut at the instruction budget: {budget} instructions asked, {total} executed",
+                      census_path.read_text())
+        truth = fwtest.cli_json("truth", str(census_path), "--elf", str(fwtest.elf_path("calltree_forever_m4")))
+        self.assertTrue(any("run cut at the instruction budget" in w["message"] for w in truth["warnings"]),
+                        truth["warnings"])
         n = doc["samples"]
         self.assertGreater(n, 1000)
         self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "calltree_forever_m4"), n), [])
