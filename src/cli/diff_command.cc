@@ -7,8 +7,8 @@
 
 #include "inputs.h"
 #include "mcuprof/core/diff.h"
-#include "mcuprof/error.h"
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/error.h"
 #include "options.h"
 #include "profile_output.h"
 
@@ -113,8 +113,8 @@ int diff_command(const Arguments& args)
         for (const auto& [input, profile] : {std::pair{o.inputs[0], &a}, std::pair{o.inputs[1], &b}})
             if (!profile->run_instructions)
                 throw mcuprof::Error(input, "",
-                            "--fail-total-above needs the run's instruction count, which only a census (truth "
-                            "counts) or a --qemu recording of a run to the firmware's exit has");
+                                     "--fail-total-above needs the run's instruction count, which only a census "
+                                     "(truth counts) or a --qemu recording of a run to the firmware's exit has");
     const core::ProfileDiff diff = core::diff_profiles(a, b, o.threshold, code ? &*code : nullptr);
     write_output(options.output, [&](std::ostream& out) {
         format.write(diff, {options.top, o.fail_above, o.fail_total_above}, out);

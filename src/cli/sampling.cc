@@ -33,8 +33,8 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                                                    "a probe's; or a serial device (/dev/ttyACM0: a Black "
                                                                    "Magic Probe) or pty")
         ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
-        ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"), "OpenOCD's Tcl RPC port (6666 by default): sample "
-                                                                    "through OpenOCD instead of GDB (--mode)")
+        ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"),
+         "OpenOCD's Tcl RPC port (6666 by default): sample through OpenOCD instead of GDB (--mode)")
         ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
                                                          "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())

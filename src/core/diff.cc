@@ -92,7 +92,8 @@ bool total_grew(const ProfileDiff& diff, double percent)
 
 std::string flagged_summary(const ProfileDiff& diff)
 {
-    const size_t flagged = size_t(std::count_if(diff.rows.begin(), diff.rows.end(), [](const DiffRow& r) { return r.flagged; }));
+    const size_t flagged =
+        size_t(std::count_if(diff.rows.begin(), diff.rows.end(), [](const DiffRow& r) { return r.flagged; }));
     char text[256];
     if (both_exact(diff))
         std::snprintf(text, sizeof text, "%zu of %zu rows moved; both sides are exact counts, so every move is real",

@@ -342,8 +342,8 @@ TEST_CASE("diff gate and markdown: only rows that grew beyond both bounds fail")
           std::string::npos);
     std::ostringstream total_only;
     write_markdown(diff, total_only, std::nullopt, 20.0);
-    CHECK(total_only.str().find("### mcuprof: passed, the run's instructions changed by +15.00 %, not more than 20 %") ==
-          0);
+    CHECK(total_only.str().find(
+              "### mcuprof: passed, the run's instructions changed by +15.00 %, not more than 20 %") == 0);
 }
 
 TEST_CASE("format tables: names are unique, every row writes, help lists them")

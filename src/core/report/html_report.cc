@@ -33,8 +33,8 @@ std::string describe_pacing(const std::string& pacing_json)
         text = format("%s intervals of %.0f instructions on average (instruction count)", shape.c_str(),
                       p["mean_instructions"].get<double>());
     else if (p.contains("mean_seconds") && p["mean_seconds"].is_number())
-        text = shape + " waits of " + html::readable_ms(1000 * p["mean_seconds"].get<double>()) + " on average between " +
-               p.value("between", std::string("samples")) + " (wall clock)";
+        text = shape + " waits of " + html::readable_ms(1000 * p["mean_seconds"].get<double>()) +
+               " on average between " + p.value("between", std::string("samples")) + " (wall clock)";
     else
         return pacing_json;
     if (p.contains("batch") && p["batch"].is_number_unsigned())

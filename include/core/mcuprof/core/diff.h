@@ -105,7 +105,8 @@ void write_html(const ProfileDiff& diff, std::ostream& out);
 void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows = 0);
 nlohmann::json to_json(const ProfileDiff& diff);
 // A GitHub-flavoured Markdown summary for a pull-request comment or a CI job summary: the
-// verdict of each gate asked (`fail_above_pp`, `fail_total_above_percent`), both origins, the totals, and the rows that moved
+// verdict of each gate asked (`fail_above_pp`, `fail_total_above_percent`), both origins, the
+// totals, and the rows that moved
 // beyond the threshold (all rows when none did), then the hints. max_rows 0: every row.
 void write_markdown(const ProfileDiff& diff, std::ostream& out, std::optional<double> fail_above_pp,
                     std::optional<double> fail_total_above_percent = std::nullopt, size_t max_rows = 0);
