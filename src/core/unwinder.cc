@@ -162,6 +162,7 @@ private:
     const std::optional<uint32_t>* frame_stack(ExcReturn exc);
     std::optional<UnwindStop> cross(ExcReturn exc, uint32_t frame, bool strict);
     std::optional<UnwindStop> enter_secure_caller();
+    std::optional<UnwindStop> enter_nonsecure_caller(uint32_t return_address);
     std::optional<UnwindStop> search_handler_frame(UnwindStop stopped);
     bool cross_saved(const HandlerFrame& at, ExcReturn exc, uint32_t frame);
 
@@ -202,7 +203,8 @@ UnwindResult ChainWalk::run() &&
 {
     UnwindStop why = walk();
     while (exception_ != 0 && why != UnwindStop::depth && why != UnwindStop::psp_unknown &&
-           why != UnwindStop::secure_caller && handler_frame_ && !searched_handler_frame_) {
+           why != UnwindStop::secure_caller && why != UnwindStop::nonsecure_unknown && handler_frame_ &&
+           !searched_handler_frame_) {
         if (const std::optional<UnwindStop> searched = search_handler_frame(why)) {
             why = *searched;
             break;
@@ -351,10 +353,12 @@ std::optional<UnwindStop> ChainWalk::return_to(uint32_t return_address)
     // function is the root.
     if (tables_.is_function_start(return_address & ~1u))
         return UnwindStop::root;
-    // A return into ARM state (bit 0 clear) cannot happen on M-profile; a return outside the
-    // code is a corrupted frame.
-    if ((return_address & 1u) == 0 || !tables_.in_code(return_address & ~1u))
+    // A return outside the code is a corrupted frame. Bit 0 clear, which would be a return into
+    // ARM state, cannot happen on M-profile but for ARMv8-M's return to the Non-secure state.
+    if (!tables_.in_code(return_address & ~1u))
         return UnwindStop::bad_frame;
+    if ((return_address & 1u) == 0)
+        return enter_nonsecure_caller(return_address);
     r_[pc] = return_address & ~1u;
     leaf_ = false;
     callers_.push_back(r_[pc] - 2);   // inside the call instruction, for line lookup
@@ -459,6 +463,27 @@ std::optional<UnwindStop> ChainWalk::enter_secure_caller()
     return std::nullopt;
 }
 
+// A Secure function entered from the Non-secure state through an SG, which cleared bit 0 of
+// LR (ARMv8-M ARM, "SG"): it returns by BXNS to that address, the Non-secure caller, whose
+// frames are on the Non-secure stack of its mode (Handler mode: MSP_NS; Thread mode: the one
+// CONTROL_NS.SPSEL names). Unknown (the link reads them then), the chain stops, marked.
+std::optional<UnwindStop> ChainWalk::enter_nonsecure_caller(uint32_t return_address)
+{
+    const bool process = exception_ == 0 && other_.control && (*other_.control & 0x2u) != 0;
+    const std::optional<uint32_t> nonsecure_sp = process ? other_.psp : other_.msp;
+    if (!nonsecure_sp || (exception_ == 0 && !other_.control))
+        return UnwindStop::nonsecure_unknown;
+    stack_of(on_psp_) = r_[sp];
+    std::swap(stacks_, other_);
+    on_psp_ = process;
+    r_[sp] = *nonsecure_sp;
+    r_[pc] = return_address;
+    leaf_ = false;
+    guessed_from_.reset();   // no stale LR has bit 0 clear: only the SG leaves it so
+    callers_.push_back(r_[pc] - 2);   // inside the call of the entry
+    return std::nullopt;
+}
+
 // A handler whose own frames cannot be undone (a naked context switch in assembly, whose
 // call-frame information says nothing is saved although it saved EXC_RETURN and called
 // a function) is crossed through the EXC_RETURN it saved, found from the words at and
@@ -531,6 +556,7 @@ std::string_view describe(UnwindStop stop)
     case UnwindStop::not_recorded: return "reason not recorded";
     case UnwindStop::null_return: return "a saved return address of 0 or 0xFFFFFFFF outside the reset handler (call-frame information cut short?)";
     case UnwindStop::secure_caller: return "entered from the Secure state";
+    case UnwindStop::nonsecure_unknown: return "a return to the Non-secure state, whose stack pointers are unknown";
     }
     return "?";
 }

@@ -708,3 +708,27 @@ TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on 
     CHECK(r.stack.truncated);
     CHECK(r.stack.callers.empty());
 }
+
+TEST_CASE("unwinder: a Secure function returning to its Non-secure caller (LR bit 0 clear after SG) crosses onto the Non-secure stack")
+{
+    const Unwinder unwinder(fixture);
+    CoreRegisters regs;
+    regs.r[13] = 0x30001000;   // the Secure stack
+    regs.r[15] = 0x08000002;   // func_a, the Secure entry's leaf
+    regs.r[14] = 0x08000022;   // after the call in func_c, bit 0 clear: a return to the Non-secure state
+    regs.xpsr = 0x01000000;
+    FakeMemory memory;
+
+    UnwindResult r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::nonsecure_unknown);
+    CHECK(r.stack.truncated);
+
+    // The link read MSP_NS and CONTROL_NS (SPSEL 0): the caller's frame is at MSP_NS. func_c has
+    // no call-frame information, so the chain ends there, one caller further.
+    regs.other_security_state.msp = 0x20001000;
+    regs.other_security_state.control = 0;
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::no_frame_info);
+    // func_a's LR was no stale guess: only an SG clears bit 0.
+    CHECK(r.stack.callers == std::vector<uint32_t>{0x08000020u});
+}

@@ -120,6 +120,24 @@ UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
         if (state.registers.psp)
             out.unwound = options_.unwinder->unwind(state.registers, memory, options_.max_depth);
     }
+    // A Secure function called from the Non-secure state: the caller's frames are on the
+    // Non-secure stacks, whose pointers the Secure state reads (MSP_NS, PSP_NS, CONTROL_NS;
+    // zero when the core is in the Non-secure state itself: RAZ, unknown). QEMU 10's m-security
+    // feature describes them; on QEMU 7.2 the stub reads them.
+    core::StackRegisters& nonsecure = state.registers.other_security_state;
+    if (out.unwound.stop == core::UnwindStop::nonsecure_unknown && !nonsecure.msp) {
+        auto read = [&](StackPointer which) {
+            ++out.stack_pointer_reads;
+            const std::optional<uint32_t> value = target.read_stack_pointer(which, state.registers);
+            return value && *value != 0 ? value : std::nullopt;
+        };
+        nonsecure.msp = read(StackPointer::main_nonsecure);
+        if (nonsecure.msp) {
+            nonsecure.psp = read(StackPointer::process_nonsecure);
+            nonsecure.control = read(StackPointer::control_nonsecure).value_or(0);   // RAZ: 0 is a value here
+            out.unwound = options_.unwinder->unwind(state.registers, memory, options_.max_depth);
+        }
+    }
     out.memory_reads = memory.reads();
     return out;
 }
