@@ -507,6 +507,21 @@ TEST_CASE("unwinder: a context switch that saves EXC_RETURN on the task's stack 
     }
 }
 
+namespace {
+
+// A halt at `pc` with these SP, LR and xPSR.
+CoreRegisters halted_at(uint32_t sp_, uint32_t pc_, uint32_t lr_, uint32_t xpsr)
+{
+    CoreRegisters regs;
+    regs.r[13] = sp_;
+    regs.r[15] = pc_;
+    regs.r[14] = lr_;
+    regs.xpsr = xpsr;
+    return regs;
+}
+
+} // namespace
+
 // ARMv8-M (ARMv8-M ARM, DDI 0553, "EXC_RETURN", "Stack frames", "FNC_RETURN"), on stacks
 // built by hand over symbols_fixture.elf (func_a 0x08000000, local_b 0x08000010, func_c
 // 0x08000020; no call-frame information, so each chain ends one guessed caller past the
@@ -540,11 +555,7 @@ TEST_CASE("unwinder: every ARMv8-M EXC_RETURN encoding names its frame's stack, 
     };
     for (const Case& c : cases) {
         CAPTURE(c.exc_return);
-        CoreRegisters regs;
-        regs.r[13] = msp;
-        regs.r[15] = 0x08000002;   // func_a, the handler's leaf
-        regs.r[14] = c.exc_return;
-        regs.xpsr = 15;            // SysTick
+        CoreRegisters regs = halted_at(msp, 0x08000002, c.exc_return, 15);   // SysTick in func_a, a leaf
         regs.msp = msp;
         regs.psp = psp;
         regs.other_security_state.msp = other_msp;
@@ -578,11 +589,7 @@ TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and i
     // A Non-secure SysTick (ES 0) that interrupted a Secure handler (S 1, Mode 0), which had
     // interrupted Secure Thread mode: 0xFFFFFFD0 = S, FType, Handler mode, MSP, DCRS 0.
     const uint32_t ns_msp = 0x20001000, s_msp = 0x30001000;
-    CoreRegisters regs;
-    regs.r[13] = ns_msp;
-    regs.r[15] = 0x08000002;
-    regs.r[14] = 0xFFFFFFD0;
-    regs.xpsr = 15;
+    CoreRegisters regs = halted_at(ns_msp, 0x08000002, 0xFFFFFFD0, 15);
     regs.msp = ns_msp;
     regs.other_security_state.msp = s_msp;
     FakeMemory memory;
@@ -620,11 +627,8 @@ TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and i
 TEST_CASE("unwinder: FNC_RETURN ends the Non-secure chain, or crosses into the Secure caller where its stack is known")
 {
     const Unwinder unwinder(fixture);
-    CoreRegisters regs;
-    regs.r[13] = 0x20001000;
-    regs.r[15] = 0x08000002;   // a Non-secure function entered by BLXNS: LR is FNC_RETURN
-    regs.r[14] = 0xFEFFFFFF;
-    regs.xpsr = 0x01000000;
+    // A Non-secure function (func_a, Thread mode) entered by BLXNS: LR is FNC_RETURN.
+    CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFEFFFFFF, 0x01000000);
     FakeMemory memory;
 
     UnwindResult r = unwinder.unwind(regs, memory);
@@ -654,11 +658,7 @@ TEST_CASE("unwinder: FNC_RETURN ends the Non-secure chain, or crosses into the S
 TEST_CASE("unwinder: a frame below MSPLIM or PSPLIM is implausible")
 {
     const Unwinder unwinder(fixture);
-    CoreRegisters regs;
-    regs.r[13] = 0x20001000;
-    regs.r[15] = 0x08000002;
-    regs.r[14] = 0xFFFFFFBC;   // Non-secure Thread mode on PSP
-    regs.xpsr = 15;
+    CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFFFFFFBC, 15);   // to Non-secure Thread mode on PSP
     regs.psp = 0x20002000;
     FakeMemory memory;
     memory.frame(0x20002000, 0x08000021, 0x08000012, 0x01000000);
@@ -699,11 +699,7 @@ TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on 
     // chain from there cannot reach an exception return: the guessed caller is dropped.
     const Unwinder unwinder(fixture);
     FakeMemory memory;
-    CoreRegisters regs;
-    regs.r[13] = 0x20001000;
-    regs.r[15] = 0x08000002;
-    regs.r[14] = 0x08000021;
-    regs.xpsr = 14;
+    CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0x08000021, 14);
     const UnwindResult r = unwinder.unwind(regs, memory);
     CHECK(r.stack.truncated);
     CHECK(r.stack.callers.empty());
@@ -712,11 +708,9 @@ TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on 
 TEST_CASE("unwinder: a Secure function returning to its Non-secure caller (LR bit 0 clear after SG) crosses onto the Non-secure stack")
 {
     const Unwinder unwinder(fixture);
-    CoreRegisters regs;
-    regs.r[13] = 0x30001000;   // the Secure stack
-    regs.r[15] = 0x08000002;   // func_a, the Secure entry's leaf
-    regs.r[14] = 0x08000022;   // after the call in func_c, bit 0 clear: a return to the Non-secure state
-    regs.xpsr = 0x01000000;
+    // On the Secure stack in func_a, the Secure entry's leaf; LR after the call in func_c, bit 0
+    // clear: a return to the Non-secure state.
+    CoreRegisters regs = halted_at(0x30001000, 0x08000002, 0x08000022, 0x01000000);
     FakeMemory memory;
 
     UnwindResult r = unwinder.unwind(regs, memory);
