@@ -24,7 +24,17 @@ public:
         ++reads_;
         // Memory the target refuses comes back empty and ends this chain; a link that
         // failed throws and ends the recording.
-        windows_[address] = target_.read_memory(address, length);
+        std::string bytes = target_.read_memory(address, length);
+        // A window past the end of a RAM that is not the last (the Non-secure stack at the top
+        // of its SSRAM, below the Secure one on mps2-an505) is refused whole: read again up to
+        // the next 256-byte boundary, where memory regions end.
+        const uint32_t to_boundary = 0x100u - (address & 0xFFu);
+        if (bytes.empty() && to_boundary < length && reads_left_ > 0) {
+            --reads_left_;
+            ++reads_;
+            bytes = target_.read_memory(address, to_boundary);
+        }
+        windows_[address] = std::move(bytes);
     }
 
     std::optional<uint32_t> read_word(uint32_t address) override
