@@ -342,12 +342,20 @@ std::optional<UnwindStop> ChainWalk::return_to(uint32_t return_address)
     }
     if (is_fnc_return(return_address))
         return enter_secure_caller();
-    // The reset value of LR ends the chain of the reset handler. Anywhere else a saved 0 or
-    // 0xFFFFFFFF is another frame's stale word, read where the call-frame information
-    // stopped describing the frame (libgcc's ARMv6-M soft-float routines describe their
-    // prologue only): the chain is cut there, and says so.
-    if (return_address == 0 || return_address == 0xFFFFFFFFu)
-        return tables_.in_handler_function(1, r_[pc]) ? UnwindStop::root : UnwindStop::null_return;
+    // The reset value of LR ends the chain of the reset handler, and 0 or 0xFFFFFFFF the
+    // first frame of a task, which its RTOS built with such an LR (Zephyr's z_thread_entry):
+    // Thread mode on PSP, the tasks' stack. Anywhere else a saved 0 or 0xFFFFFFFF is another
+    // frame's stale word, read where the call-frame information stopped describing the frame
+    // (libgcc's ARMv6-M soft-float routines describe their prologue only): the chain is cut
+    // there, and says so.
+    if (return_address == 0 || return_address == 0xFFFFFFFFu) {
+        if (tables_.in_handler_function(1, r_[pc]))
+            return UnwindStop::root;
+        // Without PSP a Thread-mode frame may be a task's: taken as a root, as before (the
+        // recorded halts of QEMU 7.2 have no PSP; reading it for every such chain is open).
+        const bool maybe_task = exception_ == 0 && (on_psp_ || !stacks_.psp);
+        return maybe_task ? UnwindStop::root : UnwindStop::null_return;
+    }
     // No call returns to the first instruction of a function: that return address was
     // planted in a thread's first frame (an RTOS's task-exit hook) and the thread's entry
     // function is the root.

@@ -113,13 +113,15 @@ TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception 
     regs.r[14] = 0xFFFFFFFF;   // what a naked handler's LR could hold after a call: no EXC_RETURN
     regs.xpsr = 0x0000000E;    // IPSR 14: PendSV
     UnwindResult r = unwinder.unwind(regs, memory);
-    CHECK(r.stop == UnwindStop::handler_only);
-    CHECK(r.stack.stop == UnwindStop::handler_only);
+    CHECK(r.stop == UnwindStop::null_return);   // (no root in Handler mode)
+    CHECK(r.stack.stop == UnwindStop::null_return);
     CHECK(r.stack.truncated);
 
-    // The same leaf, returning through EXC_RETURN to Thread mode on MSP: complete.
-    regs.r[14] = 0xFFFFFFF9;
-    memory.frame(0x20001000, 0xFFFFFFFF, 0x08000024, 0x01000000);
+    // The same leaf, returning through EXC_RETURN to Thread mode on PSP: a task's first frame
+    // (its entry, whose LR the RTOS set to 0xFFFFFFFF), complete.
+    regs.r[14] = 0xFFFFFFFD;
+    regs.psp = 0x20002000;
+    memory.frame(0x20002000, 0xFFFFFFFF, 0x08000024, 0x01000000);
     r = unwinder.unwind(regs, memory);
     CHECK(r.stop == UnwindStop::root);
     CHECK_FALSE(r.stack.truncated);
@@ -131,7 +133,13 @@ TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception 
     regs.r[14] = 0xFFFFFFF1;
     memory.frame(0x20001000, 0xFFFFFFFF, 0x08000024, 0x0000000B);
     r = unwinder.unwind(regs, memory);
-    CHECK(r.stop == UnwindStop::handler_only);
+    CHECK(r.stack.truncated);
+    CHECK(r.stop == UnwindStop::null_return);
+
+    // A leaf that never saved LR, in a handler, whose LR is no EXC_RETURN: marked.
+    regs.r[14] = 0x08000021;
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stack.truncated);
 }
 
 namespace {
@@ -678,6 +686,7 @@ TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in
     regs.r[13] = 0x20001000;
     regs.xpsr = 0x01000000;
     for (const uint32_t reset_lr : {0x00000000u, 0xFFFFFFFFu}) {
+        regs.psp.reset();
         CAPTURE(reset_lr);
         regs.r[14] = reset_lr;
         regs.r[15] = symbol_address(elf, "Reset_Handler");
@@ -685,11 +694,18 @@ TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in
         CHECK(r.stop == UnwindStop::root);
         CHECK_FALSE(r.stack.truncated);
         // The same LR in the first instruction of another function: cut CFI (libgcc's ARMv6-M
-        // soft float describes its prologue only) reads a stale 0 this way. Marked.
+        // soft float describes its prologue only) reads a stale 0 this way. A task's entry on
+        // PSP is a root (and so, for now, a frame whose stack is unknown); on MSP it is marked.
         regs.r[15] = symbol_address(elf, "main");
+        r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
+        regs.psp = 0x20002000;
         r = unwinder.unwind(regs, memory);
         CHECK(r.stop == UnwindStop::null_return);
         CHECK(r.stack.truncated);
+        regs.psp = regs.r[13];   // the same frame on PSP: a task's first frame
+        r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
     }
 }
 
