@@ -243,6 +243,7 @@ struct AddressChain {
     std::vector<uint32_t> addresses;
     std::string task;                    // root pseudo-frame, by task
     bool truncated = false;
+    bool from_secure = false;            // complete up to the Secure state's call (secure_frame_name)
     double weight = 0;
 };
 
@@ -261,20 +262,20 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
     };
     if (samples.stacks.empty()) {
         for (const Weighted& item : items)
-            chains.push_back({{item.pc}, task_of(item.tag, item.tagged), false, item.weight});
+            chains.push_back({{item.pc}, task_of(item.tag, item.tagged), false, false, item.weight});
         return chains;
     }
-    std::map<std::tuple<std::string, bool, std::vector<uint32_t>>, double> counted;
+    std::map<std::tuple<std::string, bool, bool, std::vector<uint32_t>>, double> counted;
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const CallStack& stack = samples.stacks[i];
         std::vector<uint32_t> addresses(stack.callers.rbegin(), stack.callers.rend());
         addresses.push_back(samples.pcs[i]);
         const uint32_t tag = samples.tags.empty() ? 0 : samples.tags[i];
         const bool tagged = !samples.tags.empty() && (tag != 0 || samples.tag_names.count(0) != 0);
-        counted[{task_of(tag, tagged), stack.truncated, std::move(addresses)}] += 1;
+        counted[{task_of(tag, tagged), stack.truncated, stack.stop == UnwindStop::secure_caller, std::move(addresses)}] += 1;
     }
     for (auto& [key, weight] : counted)
-        chains.push_back({std::get<2>(key), std::get<0>(key), std::get<1>(key), weight});
+        chains.push_back({std::get<3>(key), std::get<0>(key), std::get<1>(key), std::get<2>(key), weight});
     return chains;
 }
 
@@ -310,6 +311,8 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
         row.samples = chain.weight;
         if (!chain.task.empty())
             row.frames.push_back({chain.task, "", 0, 0});
+        if (chain.from_secure)
+            row.frames.push_back({secure_frame_name, "", 0, 0});
         std::vector<std::pair<std::string, const Function*>> holders;   // functions on this stack
         for (uint32_t address : chain.addresses) {
             append_frames(row.frames, address, symbols, locator);

@@ -8,7 +8,7 @@
 #include <llvm/Support/Error.h>
 
 #include "mcuprof/core/error.h"
-#include "mcuprof/core/unwinder.h"
+#include "mcuprof/core/halted_core.h"
 
 namespace mcuprof::core {
 namespace {

@@ -67,6 +67,15 @@ std::string core_register_name(uint32_t regsel)
 // The special-purpose registers packed into REGSEL 20, most significant first.
 const char* const special_registers[] = {"control", "faultmask", "basepri", "primask"};
 
+// Whether the core's DWT has DWT_PCSR: ARMv6-M (CPUID.ARCHITECTURE 0xC, DDI 0419 C1.8.1) and
+// ARMv8-M Baseline (the Cortex-M23, PARTNO 0xD20; DDI 0553, "DWT_PCSR": Mainline only) have
+// none, and the register reads 0 there; ARMv7-M and ARMv8-M Mainline have it.
+bool has_pcsr(uint32_t cpuid_value)
+{
+    const uint32_t architecture = (cpuid_value >> 16) & 0xFu, part = (cpuid_value >> 4) & 0xFFFu;
+    return architecture != 0xCu && part != 0xD20u;
+}
+
 } // namespace
 
 CortexMDebug::CortexMDebug(DebugTarget& target, Options options) : target_(target), options_(std::move(options))
@@ -377,6 +386,17 @@ uint32_t CortexMDebug::peek(uint32_t a) const
     return 0;
 }
 
+// The target's own CPUID tells the core (an M0 from an M3, an M4, an M33); read once, it never
+// changes.
+uint32_t CortexMDebug::target_cpuid()
+{
+    if (!cpuid_) {
+        uint32_t value = 0;
+        cpuid_ = target_.read_memory(cortex_m::cpuid, 4, value) && value != 0 ? value : cortex_m4_cpuid;
+    }
+    return *cpuid_;
+}
+
 std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
 {
     using namespace components;
@@ -394,18 +414,13 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
     case dfsr:
         return dfsr_;
     case cpuid:
-        if (!cpuid_) {
-            // The target's own CPUID tells a Cortex-M3 from an M4; read once, it never changes.
-            uint32_t value = 0;
-            cpuid_ = target_.read_memory(cpuid, 4, value) && value != 0 ? value : cortex_m4_cpuid;
-        }
-        return *cpuid_;
+        return target_cpuid();
     case dwt_cyccnt:
         return cyccnt();
     case dwt_pcsr: {
         // DDI 0403, DWT_PCSR: the address of a recently executed instruction, 0xFFFFFFFF
         // while the core is halted. On QEMU each read is a brief halt of the target.
-        if (!options_.pcsr)
+        if (!options_.pcsr || !has_pcsr(target_cpuid()))
             return 0;
         if (refresh_halted())
             return 0xFFFFFFFFu;

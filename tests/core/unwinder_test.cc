@@ -55,13 +55,14 @@ TEST_CASE("unwinder: exception frames by EXC_RETURN, basic and extended, with th
     memory.frame(0x20001000, 0xFFFFFFF9, 0x08000012, (1u << 9) | 0x0B);
     memory.frame(0x2000106C, 0x08000021, 0x08000024, 0x01000000);   // thread: in func_c, LR into func_c
     const UnwindResult result = unwinder.unwind(regs, memory);
-    // 0x08000012: the interrupted instruction in local_b; 0x08000024 the one in func_c; then
-    // func_c's LR, 0x08000021, less the Thumb bit and 2 (back into the call instruction):
-    // 0x0800001E. The function it returns to is not a leaf and has no frame information.
-    REQUIRE(result.stack.callers.size() == 3);
+    // 0x08000012: the interrupted instruction in local_b; 0x08000024 the one in func_c. Its
+    // LR, 0x08000021, would make 0x0800001E a caller (back into the call instruction), but
+    // func_c has no frame information, so that LR is a guess; the function it names is not a
+    // leaf and has none either: the chain is truncated there, and keeps only the frames it
+    // found on the stack.
+    REQUIRE(result.stack.callers.size() == 2);
     CHECK(result.stack.callers[0] == 0x08000012u);
     CHECK(result.stack.callers[1] == 0x08000024u);
-    CHECK(result.stack.callers[2] == 0x0800001Eu);
     CHECK(result.stop == UnwindStop::no_frame_info);
     CHECK(result.stack.truncated);
 }
@@ -89,11 +90,11 @@ TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory
     CHECK(r.stop == UnwindStop::bad_frame);
     CHECK(r.stack.truncated);
 
-    regs.r[14] = 0xFFFFFFFF;   // LR's reset value: the leaf is the root (in Thread mode)
+    regs.r[14] = 0xFFFFFFFF;   // LR's reset value, but this image has no reset handler: not a root
     regs.xpsr = 0x01000000;
     r = unwinder.unwind(regs, memory);
-    CHECK(r.stop == UnwindStop::root);
-    CHECK_FALSE(r.stack.truncated);
+    CHECK(r.stop == UnwindStop::null_return);
+    CHECK(r.stack.truncated);
     CHECK(r.stack.callers.empty());
 }
 
@@ -112,13 +113,15 @@ TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception 
     regs.r[14] = 0xFFFFFFFF;   // what a naked handler's LR could hold after a call: no EXC_RETURN
     regs.xpsr = 0x0000000E;    // IPSR 14: PendSV
     UnwindResult r = unwinder.unwind(regs, memory);
-    CHECK(r.stop == UnwindStop::handler_only);
-    CHECK(r.stack.stop == UnwindStop::handler_only);
+    CHECK(r.stop == UnwindStop::null_return);   // (no root in Handler mode)
+    CHECK(r.stack.stop == UnwindStop::null_return);
     CHECK(r.stack.truncated);
 
-    // The same leaf, returning through EXC_RETURN to Thread mode on MSP: complete.
-    regs.r[14] = 0xFFFFFFF9;
-    memory.frame(0x20001000, 0xFFFFFFFF, 0x08000024, 0x01000000);
+    // The same leaf, returning through EXC_RETURN to Thread mode on PSP: a task's first frame
+    // (its entry, whose LR the RTOS set to 0xFFFFFFFF), complete.
+    regs.r[14] = 0xFFFFFFFD;
+    regs.psp = 0x20002000;
+    memory.frame(0x20002000, 0xFFFFFFFF, 0x08000024, 0x01000000);
     r = unwinder.unwind(regs, memory);
     CHECK(r.stop == UnwindStop::root);
     CHECK_FALSE(r.stack.truncated);
@@ -130,7 +133,13 @@ TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception 
     regs.r[14] = 0xFFFFFFF1;
     memory.frame(0x20001000, 0xFFFFFFFF, 0x08000024, 0x0000000B);
     r = unwinder.unwind(regs, memory);
-    CHECK(r.stop == UnwindStop::handler_only);
+    CHECK(r.stack.truncated);
+    CHECK(r.stop == UnwindStop::null_return);
+
+    // A leaf that never saved LR, in a handler, whose LR is no EXC_RETURN: marked.
+    regs.r[14] = 0x08000021;
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stack.truncated);
 }
 
 namespace {
@@ -504,4 +513,232 @@ TEST_CASE("unwinder: a context switch that saves EXC_RETURN on the task's stack 
         memory.frame(psp, task_returned | 1u, 0x20000100, 0x01000000);
         refused();
     }
+}
+
+namespace {
+
+// A halt at `pc` with these SP, LR and xPSR.
+CoreRegisters halted_at(uint32_t sp_, uint32_t pc_, uint32_t lr_, uint32_t xpsr)
+{
+    CoreRegisters regs;
+    regs.r[13] = sp_;
+    regs.r[15] = pc_;
+    regs.r[14] = lr_;
+    regs.xpsr = xpsr;
+    return regs;
+}
+
+} // namespace
+
+// ARMv8-M (ARMv8-M ARM, DDI 0553, "EXC_RETURN", "Stack frames", "FNC_RETURN"), on stacks
+// built by hand over symbols_fixture.elf (func_a 0x08000000, local_b 0x08000010, func_c
+// 0x08000020; no call-frame information, so each chain ends one guessed caller past the
+// last frame it crossed, with no_frame_info, as in the first test above).
+
+TEST_CASE("unwinder: every ARMv8-M EXC_RETURN encoding names its frame's stack, size and mode")
+{
+    const Unwinder unwinder(fixture);
+    const uint32_t msp = 0x20001000, psp = 0x20002000, other_msp = 0x20003000, other_psp = 0x20004000;
+    struct Case {
+        uint32_t exc_return;
+        uint32_t frame;       // where the frame must be read: the stack S and SPSEL name
+        uint32_t frame_size;  // 0x20 basic, 0x68 with the FP context (FType 0)
+        bool to_thread;       // Mode
+    };
+    // S (bit 6) against ES (bit 0): the same security state as the handler's, or the other's.
+    const Case cases[] = {
+        {0xFFFFFFF9, msp, 0x20, true},          // ARMv7-M (and Secure to Secure): Thread, MSP, basic
+        {0xFFFFFFFD, psp, 0x20, true},
+        {0xFFFFFFE9, msp, 0x68, true},
+        {0xFFFFFFED, psp, 0x68, true},
+        {0xFFFFFFF1, msp, 0x20, false},         // Handler mode, MSP
+        {0xFFFFFFE1, msp, 0x68, false},
+        {0xFFFFFFB8, msp, 0x20, true},          // Non-secure handler to Non-secure Thread mode, MSP
+        {0xFFFFFFBC, psp, 0x20, true},          // ... on PSP (a Non-secure SysTick over an RTOS task)
+        {0xFFFFFFAC, psp, 0x68, true},          // ... with the FP context
+        {0xFFFFFFB0, msp, 0x20, false},         // ... Non-secure Handler mode
+        {0xFFFFFFB9, other_msp, 0x20, true},    // Secure handler over Non-secure code: the other state's MSP
+        {0xFFFFFFBD, other_psp, 0x20, true},    // ... PSP
+        {0xFFFFFFF8, other_msp, 0x20, true},    // Non-secure handler over Secure code (DCRS 1)
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.exc_return);
+        CoreRegisters regs = halted_at(msp, 0x08000002, c.exc_return, 15);   // SysTick in func_a, a leaf
+        regs.msp = msp;
+        regs.psp = psp;
+        regs.other_security_state.msp = other_msp;
+        regs.other_security_state.psp = other_psp;
+        FakeMemory memory;
+        // The interrupted code: local_b, in Thread mode or in exception 11; its LR another
+        // EXC_RETURN when it is a handler, to a basic Thread-mode frame right above this one.
+        const uint32_t interrupted_ipsr = c.to_thread ? 0 : 11;
+        // (The nested handler returns to Thread mode on MSP in its own security state.)
+        const uint32_t nested_return = 0xFFFFFFB8u | (c.exc_return & 0x41u);
+        memory.frame(c.frame, c.to_thread ? 0x08000021u : nested_return, 0x08000012, 0x01000000 | interrupted_ipsr);
+        const uint32_t above = c.frame + c.frame_size;
+        memory.frame(above, 0x08000021, 0x08000024, 0x01000000);
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::no_frame_info);   // one guessed caller past the last frame
+        REQUIRE(r.stack.callers.size() >= 1);
+        CHECK(r.stack.callers[0] == 0x08000012u);
+        if (!c.to_thread) {
+            // Nested: the Handler-mode frame's size put the next frame right above it.
+            REQUIRE(r.stack.callers.size() == 2);
+            CHECK(r.stack.callers[1] == 0x08000024u);
+        } else {
+            CHECK(r.stack.callers.size() == 1);
+        }
+    }
+}
+
+TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and its integrity signature")
+{
+    const Unwinder unwinder(fixture);
+    // A Non-secure SysTick (ES 0) that interrupted a Secure handler (S 1, Mode 0), which had
+    // interrupted Secure Thread mode: 0xFFFFFFD0 = S, FType, Handler mode, MSP, DCRS 0.
+    const uint32_t ns_msp = 0x20001000, s_msp = 0x30001000;
+    CoreRegisters regs = halted_at(ns_msp, 0x08000002, 0xFFFFFFD0, 15);
+    regs.msp = ns_msp;
+    regs.other_security_state.msp = s_msp;
+    FakeMemory memory;
+    // On MSP_S: the integrity signature (FType 1: 0xFEFA125B), a reserved word, r4-r11, then
+    // the state context of the Secure handler (IPSR 11) in local_b, whose LR returns to Secure
+    // Thread mode on MSP (0xFFFFFFF9): that frame is 0x28 + 0x20 bytes higher.
+    memory.words[s_msp] = 0xFEFA125B;
+    memory.words[s_msp + 4] = 0;
+    for (uint32_t i = 0; i < 8; ++i)
+        memory.words[s_msp + 8 + 4 * i] = 0x40 + i;
+    memory.frame(s_msp + 0x28, 0xFFFFFFF9, 0x08000012, 0x0100000B);
+    memory.frame(s_msp + 0x48, 0x08000021, 0x08000024, 0x01000000);
+
+    SUBCASE("crossed where the Secure stack pointer is known")
+    {
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::no_frame_info);
+        CHECK(r.stack.callers == std::vector<uint32_t>{0x08000012u, 0x08000024u});
+    }
+    SUBCASE("a wrong integrity signature is no frame")
+    {
+        memory.words[s_msp] = 0xFEFA125A;   // the FP context's signature, with FType 1
+        CHECK(unwinder.unwind(regs, memory).stop == UnwindStop::bad_frame);
+    }
+    SUBCASE("the Secure stack unknown to the Non-secure side: complete, entered from the Secure state")
+    {
+        regs.other_security_state.msp.reset();
+        const UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::secure_caller);
+        CHECK_FALSE(r.stack.truncated);
+        CHECK(r.stack.callers.empty());
+    }
+}
+
+TEST_CASE("unwinder: FNC_RETURN ends the Non-secure chain, or crosses into the Secure caller where its stack is known")
+{
+    const Unwinder unwinder(fixture);
+    // A Non-secure function (func_a, Thread mode) entered by BLXNS: LR is FNC_RETURN.
+    CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFEFFFFFF, 0x01000000);
+    FakeMemory memory;
+
+    UnwindResult r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::secure_caller);
+    CHECK_FALSE(r.stack.truncated);
+    CHECK(r.stack.callers.empty());
+
+    // CONTROL_S.SPSEL 0: the Secure caller's return address and partial xPSR at MSP_S. The
+    // return address points after the 2-byte BLXNS in func_c.
+    regs.other_security_state.control = 0;
+    regs.other_security_state.msp = 0x30000FF8;
+    regs.other_security_state.psp = 0x30002000;   // not this one
+    memory.words[0x30000FF8] = 0x08000023;
+    memory.words[0x30000FFC] = 0;
+    r = unwinder.unwind(regs, memory);
+    REQUIRE(r.stack.callers.size() == 1);
+    CHECK(r.stack.callers[0] == 0x08000020u);   // the BLXNS
+    CHECK(r.stop == UnwindStop::no_frame_info);  // func_c has no call-frame information
+
+    // Unreadable (the Secure side's memory refused to a Non-secure debugger): the boundary.
+    regs.other_security_state.msp = 0x30008000;
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::secure_caller);
+    CHECK(r.stack.callers.empty());
+}
+
+TEST_CASE("unwinder: a frame below MSPLIM or PSPLIM is implausible")
+{
+    const Unwinder unwinder(fixture);
+    CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFFFFFFBC, 15);   // to Non-secure Thread mode on PSP
+    regs.psp = 0x20002000;
+    FakeMemory memory;
+    memory.frame(0x20002000, 0x08000021, 0x08000012, 0x01000000);
+    regs.psplim = 0x20002000;   // at the limit: allowed
+    CHECK(unwinder.unwind(regs, memory).stack.callers == std::vector<uint32_t>{0x08000012u});
+    regs.psplim = 0x20002008;   // the frame below it: not a frame
+    CHECK(unwinder.unwind(regs, memory).stop == UnwindStop::bad_frame);
+}
+
+TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in the reset handler")
+{
+    // calltree_o2_m4: Reset_Handler is vector 1 (startup.c); main at -O2 saves LR.
+    const std::string elf = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
+    const Unwinder unwinder(elf);
+    FakeMemory memory;
+    CoreRegisters regs;
+    regs.r[13] = 0x20001000;
+    regs.xpsr = 0x01000000;
+    for (const uint32_t reset_lr : {0x00000000u, 0xFFFFFFFFu}) {
+        regs.psp.reset();
+        CAPTURE(reset_lr);
+        regs.r[14] = reset_lr;
+        regs.r[15] = symbol_address(elf, "Reset_Handler");
+        UnwindResult r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
+        CHECK_FALSE(r.stack.truncated);
+        // The same LR in the first instruction of another function: cut CFI (libgcc's ARMv6-M
+        // soft float describes its prologue only) reads a stale 0 this way. A task's entry on
+        // PSP is a root (and so, for now, a frame whose stack is unknown); on MSP it is marked.
+        regs.r[15] = symbol_address(elf, "main");
+        r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
+        regs.psp = 0x20002000;
+        r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::null_return);
+        CHECK(r.stack.truncated);
+        regs.psp = regs.r[13];   // the same frame on PSP: a task's first frame
+        r = unwinder.unwind(regs, memory);
+        CHECK(r.stop == UnwindStop::root);
+    }
+}
+
+TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on the stack")
+{
+    // PendSV in func_a, which has no call-frame information: LR (into func_c) is a guess. The
+    // chain from there cannot reach an exception return: the guessed caller is dropped.
+    const Unwinder unwinder(fixture);
+    FakeMemory memory;
+    CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0x08000021, 14);
+    const UnwindResult r = unwinder.unwind(regs, memory);
+    CHECK(r.stack.truncated);
+    CHECK(r.stack.callers.empty());
+}
+
+TEST_CASE("unwinder: a Secure function returning to its Non-secure caller (LR bit 0 clear after SG) crosses onto the Non-secure stack")
+{
+    const Unwinder unwinder(fixture);
+    // On the Secure stack in func_a, the Secure entry's leaf; LR after the call in func_c, bit 0
+    // clear: a return to the Non-secure state.
+    CoreRegisters regs = halted_at(0x30001000, 0x08000002, 0x08000022, 0x01000000);
+    FakeMemory memory;
+
+    UnwindResult r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::nonsecure_unknown);
+    CHECK(r.stack.truncated);
+
+    // The link read MSP_NS and CONTROL_NS (SPSEL 0): the caller's frame is at MSP_NS. func_c has
+    // no call-frame information, so the chain ends there, one caller further.
+    regs.other_security_state.msp = 0x20001000;
+    regs.other_security_state.control = 0;
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::no_frame_info);
+    // func_a's LR was no stale guess: only an SG clears bit 0.
+    CHECK(r.stack.callers == std::vector<uint32_t>{0x08000020u});
 }

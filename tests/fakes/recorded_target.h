@@ -121,6 +121,8 @@ public:
     {
         ++stack_pointer_reads;
         const mcuprof::core::CoreRegisters& r = current().registers;
+        if (which != mcuprof::sources::StackPointer::main && which != mcuprof::sources::StackPointer::process)
+            return std::nullopt;   // the recordings are of ARMv7-M cores
         return which == mcuprof::sources::StackPointer::main ? r.msp : r.psp;
     }
     std::string read_memory(uint32_t address, uint32_t length) override

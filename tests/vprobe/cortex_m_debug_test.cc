@@ -159,6 +159,37 @@ TEST_CASE("cortex-m: without PCSR (an ARMv6-M core) DWT_PCSR reads 0, running or
     CHECK(debug.pc_samples() == 0);
 }
 
+TEST_CASE("cortex-m: the target's CPUID decides whether DWT_PCSR exists (none on ARMv6-M and ARMv8-M Baseline)")
+{
+    // CPUID values from the cores' Technical Reference Manuals: implementer 0x41, the
+    // architecture in [19:16] (0xC ARMv6-M, 0xF otherwise), PARTNO in [15:4].
+    struct Core {
+        const char* name;
+        uint32_t cpuid;
+        bool pcsr;
+    };
+    const Core cores[] = {
+        {"Cortex-M0 (ARMv6-M)", 0x410CC200, false},  {"Cortex-M0+ (ARMv6-M)", 0x410CC601, false},
+        {"Cortex-M23 (ARMv8-M Baseline)", 0x411CD200, false}, {"Cortex-M3", 0x412FC231, true},
+        {"Cortex-M7", 0x411FC272, true},             {"Cortex-M33 (ARMv8-M Mainline)", 0x410FD213, true},
+        {"Cortex-M55 (ARMv8.1-M)", 0x410FD220, true},
+    };
+    for (const Core& core : cores) {
+        CAPTURE(core.name);
+        FakeTarget target;
+        target.map(cpuid, 4);
+        for (uint32_t i = 0; i < 4; ++i)
+            target.memory[cpuid + i] = uint8_t(core.cpuid >> (8 * i));
+        CortexMDebug debug{target, CortexMDebug::Options{1e6, [] { return 0.0; }}};
+        uint32_t value = 0;
+        REQUIRE(debug.read(cpuid, 4, value));
+        CHECK(value == core.cpuid);
+        REQUIRE(debug.read(dwt_pcsr, 4, value));
+        CHECK(value == (core.pcsr ? 0x08000200u : 0u));   // the fake's running PC
+        CHECK(debug.pc_samples() == (core.pcsr ? 1u : 0u));
+    }
+}
+
 TEST_CASE("cortex-m: CYCCNT counts running time at the core clock, with CYCCNTENA and TRCENA")
 {
     Fixture f;   // 1 MHz

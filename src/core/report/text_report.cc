@@ -46,7 +46,7 @@ std::optional<Truncation> truncation_of(const SamplerFigures& s)
     Truncation truncation;
     for (const auto& [reason, count] : s.stacks->ends) {
         truncation.unwound += double(count);
-        if (reason != describe(UnwindStop::root)) {
+        if (reason != describe(UnwindStop::root) && reason != describe(UnwindStop::secure_caller)) {
             truncation.samples += double(count);
             truncation.by_reason.emplace_back(reason, double(count));
         }

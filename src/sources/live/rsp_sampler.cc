@@ -118,7 +118,8 @@ public:
     // Described by the server: read by name; otherwise (QEMU 7.2) through the MRS stub.
     std::optional<uint32_t> read_stack_pointer(StackPointer which, const core::CoreRegisters& halted) override
     {
-        const char* name = which == StackPointer::main ? "msp" : "psp";
+        static const char* const names[] = {"msp", "psp", "msp_ns", "psp_ns", "control_ns"};
+        const char* name = names[size_t(which)];
         if (gdb_->target().find(name) != nullptr)
             return gdb_->read_registers({name})[0];
         const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, general_registers_read_, which);

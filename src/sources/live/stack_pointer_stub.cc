@@ -9,8 +9,10 @@ namespace mcuprof::sources {
 StubRead read_stack_pointer_by_stub(transport::RspClient& gdb, const core::CoreRegisters& halted,
                                     bool general_registers_read, StackPointer which)
 {
-    const transport::SpecialRegister sysm =
-        which == StackPointer::main ? transport::SpecialRegister::msp : transport::SpecialRegister::psp;
+    using transport::SpecialRegister;
+    static constexpr SpecialRegister sysm_of[] = {SpecialRegister::msp, SpecialRegister::psp, SpecialRegister::msp_ns,
+                                                  SpecialRegister::psp_ns, SpecialRegister::control_ns};
+    const SpecialRegister sysm = sysm_of[size_t(which)];
     transport::HaltedCore core{halted.r[13], halted.r[15], halted.xpsr};
     if (general_registers_read)
         std::copy(halted.r.begin(), halted.r.begin() + core.r.size(), core.r.begin());

@@ -24,7 +24,17 @@ public:
         ++reads_;
         // Memory the target refuses comes back empty and ends this chain; a link that
         // failed throws and ends the recording.
-        windows_[address] = target_.read_memory(address, length);
+        std::string bytes = target_.read_memory(address, length);
+        // A window past the end of a RAM that is not the last (the Non-secure stack at the top
+        // of its SSRAM, below the Secure one on mps2-an505) is refused whole: read again up to
+        // the next 256-byte boundary, where memory regions end.
+        const uint32_t to_boundary = 0x100u - (address & 0xFFu);
+        if (bytes.empty() && to_boundary < length && reads_left_ > 0) {
+            --reads_left_;
+            ++reads_;
+            bytes = target_.read_memory(address, to_boundary);
+        }
+        windows_[address] = std::move(bytes);
     }
 
     std::optional<uint32_t> read_word(uint32_t address) override
@@ -119,6 +129,24 @@ UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
         ++out.stack_pointer_reads;
         if (state.registers.psp)
             out.unwound = options_.unwinder->unwind(state.registers, memory, options_.max_depth);
+    }
+    // A Secure function called from the Non-secure state: the caller's frames are on the
+    // Non-secure stacks, whose pointers the Secure state reads (MSP_NS, PSP_NS, CONTROL_NS;
+    // zero when the core is in the Non-secure state itself: RAZ, unknown). QEMU 10's m-security
+    // feature describes them; on QEMU 7.2 the stub reads them.
+    core::StackRegisters& nonsecure = state.registers.other_security_state;
+    if (out.unwound.stop == core::UnwindStop::nonsecure_unknown && !nonsecure.msp) {
+        auto read = [&](StackPointer which) {
+            ++out.stack_pointer_reads;
+            const std::optional<uint32_t> value = target.read_stack_pointer(which, state.registers);
+            return value && *value != 0 ? value : std::nullopt;
+        };
+        nonsecure.msp = read(StackPointer::main_nonsecure);
+        if (nonsecure.msp) {
+            nonsecure.psp = read(StackPointer::process_nonsecure);
+            nonsecure.control = read(StackPointer::control_nonsecure).value_or(0);   // RAZ: 0 is a value here
+            out.unwound = options_.unwinder->unwind(state.registers, memory, options_.max_depth);
+        }
     }
     out.memory_reads = memory.reads();
     return out;

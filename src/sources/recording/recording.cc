@@ -205,8 +205,9 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             const uint32_t flags = get32(payload.data());
             stack.truncated = (flags & stack_truncated) != 0;
             const uint32_t stop = (flags >> stack_stop_shift) & 0xFu;
-            if (!stack.truncated)
-                stack.stop = core::UnwindStop::root;
+            if (!stack.truncated)   // complete: at the root, or where the Secure state called
+                stack.stop = stop == uint32_t(core::UnwindStop::secure_caller) ? core::UnwindStop::secure_caller
+                                                                               : core::UnwindStop::root;
             else if (stop == 0 || stop >= core::unwind_stop_count)
                 stack.stop = core::UnwindStop::not_recorded;   // older recordings carry no reason
             else

@@ -182,7 +182,8 @@ StubRun run_stub(RspClient& gdb, const HaltedCore& halted, const std::vector<uin
 
 bool is_stack_pointer(SpecialRegister which)
 {
-    return which == SpecialRegister::msp || which == SpecialRegister::psp;
+    return which == SpecialRegister::msp || which == SpecialRegister::psp || which == SpecialRegister::msp_ns ||
+           which == SpecialRegister::psp_ns;
 }
 
 // Thread mode (IPSR 0, xPSR bits 8:0; B1.4.2): only there can the core be unprivileged.

@@ -60,6 +60,9 @@ struct StackRow {
 // The root the stack formats (collapsed, speedscope, callgrind, dot, the HTML flame graph)
 // give a truncated stack: it stands for the callers the unwinder could not reach.
 inline constexpr const char* truncated_frame_name = "[truncated]";
+// The root of a complete Non-secure chain that the Secure state called (BLXNS; the unwinder's
+// UnwindStop::secure_caller): the Secure callers are the Secure image's to show.
+inline constexpr const char* secure_frame_name = "[Secure state]";
 // A stack's frames as the stack formats show them: a truncated stack under `[truncated]`.
 std::vector<StackFrame> shown_frames(const StackRow& stack);
 

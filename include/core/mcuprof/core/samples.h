@@ -39,8 +39,13 @@ enum class UnwindStop : uint8_t {
     root, depth, unreadable, no_frame_info, bad_frame, psp_unknown,
     handler_only,    // a chain taken in an exception handler that never reached the exception return
     not_recorded,    // truncated, by a recording that predates the reasons
+    null_return,     // a saved return address of 0 or 0xFFFFFFFF outside the reset handler
+    secure_caller,   // complete: Non-secure code entered from the Secure state (FNC_RETURN)
+    nonsecure_unknown,   // a return to the Non-secure state, whose stack pointers are unknown
 };
-constexpr uint32_t unwind_stop_count = 8;
+constexpr uint32_t unwind_stop_count = 11;
+// Whether a chain that ended so reached its outermost frame.
+constexpr bool is_complete(UnwindStop stop) { return stop == UnwindStop::root || stop == UnwindStop::secure_caller; }
 std::string_view describe(UnwindStop stop);
 
 // The callers of one sampled PC, as an unwinder found them, innermost caller first (Thumb

@@ -3,31 +3,21 @@
 // the chain of callers out. Frames are undone with the ELF's DWARF call-frame information
 // (.debug_frame, DWARF 5 section 6.4) or, for code without it, the Arm exception tables
 // (.ARM.exidx, ARM IHI 0038); hardware exception frames with EXC_RETURN (ARMv7-M
-// Architecture Reference Manual, B1.5.6-B1.5.8); a function without call-frame
-// information is passed only while LR still holds its return address (the leaf).
+// Architecture Reference Manual, B1.5.6-B1.5.8; ARMv8-M's encodings, the additional state
+// context and the Secure state's boundary, FNC_RETURN: ARMv8-M Architecture Reference Manual,
+// DDI 0553, "EXC_RETURN", "Stack frames", "FNC_RETURN"); a
+// function without call-frame information is passed only while LR still holds its return
+// address (the leaf).
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "mcuprof/core/halted_core.h"
 #include "mcuprof/core/samples.h"
 
 namespace mcuprof::core {
-
-struct CoreRegisters {
-    std::array<uint32_t, 16> r{};            // r0-r12, sp (r13), lr (r14), pc (r15)
-    uint32_t xpsr = 0;
-    std::optional<uint32_t> msp;             // the banked stack pointers, when the link gives them
-    std::optional<uint32_t> psp;
-};
-
-// Target memory as the unwinder sees it: a word, or nothing when it cannot be read.
-class StackMemory {
-public:
-    virtual ~StackMemory() = default;
-    virtual std::optional<uint32_t> read_word(uint32_t address) = 0;
-};
 
 struct UnwindResult {
     CallStack stack;                         // callers: call sites, innermost first

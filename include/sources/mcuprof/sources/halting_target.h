@@ -30,7 +30,10 @@ using Clock = std::chrono::steady_clock;
 // Memory read with the registers, in the halt's round trip: (address, length in bytes).
 using MemoryRange = std::pair<uint32_t, uint32_t>;
 
-enum class StackPointer { main, process };   // the banked MSP and PSP (ARMv7-M ARM, B1.4.1)
+// The banked MSP and PSP (ARMv7-M ARM, B1.4.1); on ARMv8-M with the Security Extension also the
+// Non-secure state's, and its CONTROL (whose SPSEL says which stack its Thread mode uses), as
+// the Secure state sees them (core::CoreRegisters::other_security_state).
+enum class StackPointer { main, process, main_nonsecure, process_nonsecure, control_nonsecure };
 
 struct HaltRequest {
     // pc, lr, sp and xPSR always; with all_registers r0-r12 and, where the link has them, the

@@ -14,8 +14,13 @@ namespace mcuprof::transport {
 
 class RspClient;
 
-// The SYSm numbers of MRS and MSR (ARMv7-M ARM, DDI 0403, B5.1.1).
-enum class SpecialRegister : uint8_t { msp = 8, psp = 9, primask = 16, basepri = 17, faultmask = 19, control = 20 };
+// The SYSm numbers of MRS and MSR (ARMv7-M ARM, DDI 0403, B5.1.1), and ARMv8-M's for the
+// Non-secure state's registers, which only the Secure state reaches (they read as zero from
+// the Non-secure state; ARMv8-M ARM, DDI 0553, "MRS").
+enum class SpecialRegister : uint8_t {
+    msp = 8, psp = 9, primask = 16, basepri = 17, faultmask = 19, control = 20,
+    msp_ns = 0x88, psp_ns = 0x89, control_ns = 0x94,
+};
 
 // The core at this halt, as read by the caller: where the stub goes (below SP), the PC and
 // xPSR it puts back, and r0-r12 where the caller holds them. The stub reads first only the

@@ -94,6 +94,7 @@ public:
         std::function<double()> now;
         // false: a core without DWT_PCSR, which then reads 0 (RAZ, as on a Cortex-M0/M0+ of
         // ARMv6-M, where the register is optional): for debuggers' fallbacks to halting.
+        // ARMv6-M and ARMv8-M Baseline cores (from the target's CPUID) have none either way.
         bool pcsr = true;
     };
 
@@ -136,6 +137,7 @@ private:
     bool write_special(const char* name, uint32_t value);
     void reset(bool from_pin);
     uint32_t cyccnt() const;
+    uint32_t target_cpuid();
     void update_breakpoints();
     double now() const;
 
