@@ -15,6 +15,8 @@
 
 namespace mcuprof::core {
 
+class Firmware;
+
 struct CoreRegisters {
     std::array<uint32_t, 16> r{};            // r0-r12, sp (r13), lr (r14), pc (r15)
     uint32_t xpsr = 0;
@@ -36,11 +38,11 @@ struct UnwindResult {
 
 class Unwinder {
 public:
-    // Reads the call-frame information; throws core::Error naming the file when the ELF
-    // cannot be read. Code without .debug_frame rows unwinds through its .ARM.exidx entry
+    // Reads the image's call-frame information (and keeps what it needs: the image may go
+    // away); throws core::Error naming the file when it cannot be read. Code without .debug_frame rows unwinds through its .ARM.exidx entry
     // when it has one; an ELF with neither unwinds through leaves and exception frames only
     // (has_frame_info() false).
-    explicit Unwinder(const std::string& elf_path);
+    explicit Unwinder(const Firmware& firmware);
     ~Unwinder();
     Unwinder(const Unwinder&) = delete;
     Unwinder& operator=(const Unwinder&) = delete;
