@@ -54,9 +54,11 @@ public:
     {
         writer_.event({{"kind", kind}, {"message", message}});
         writer_.flush();
-        // Notices (a fallback, a resume, a pacing problem) are shown as they happen; the
-        // events that end the recording are its end reason, shown in the summary line.
-        if (kind != "link-lost" && kind != "error" && kind != "target-exit" && kind != "target-stop") {
+        // Notices (a fallback, a resume, a pacing problem, a target that does not match the
+        // ELF) are shown as they happen; the events that end the recording are its end reason,
+        // shown in the summary line; a target that matches is only kept in the file.
+        if (kind != "link-lost" && kind != "error" && kind != "target-exit" && kind != "target-stop" &&
+            kind != "firmware-verified") {
             progress_.end();   // the notice on a line of its own
             std::fprintf(stderr, "mcuprof record: %s\n", message.c_str());
         }

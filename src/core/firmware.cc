@@ -156,19 +156,20 @@ void Firmware::Impl::read_sections()
 
 FirmwareIdentity Firmware::Impl::find_identity() const
 {
+    // The build-id first: a note of a few bytes, where a digest reads every loaded byte.
+    for (const Section& section : sections)
+        if (section.type == llvm::ELF::SHT_NOTE) {
+            if (!section.readable)
+                throw Error(path, "section headers", "section " + section.name + " lies outside the file");
+            if (auto id = build_id_in(section.bytes))
+                return {"build-id", *id};
+        }
     llvm::SHA256 digest;
     for (const Section& section : sections) {
-        const bool note = section.type == llvm::ELF::SHT_NOTE;
-        const bool loaded = section.allocated() && section.type != llvm::ELF::SHT_NOBITS;
-        if (!note && !loaded)
+        if (!section.allocated() || section.type == llvm::ELF::SHT_NOBITS)
             continue;   // .bss has no bytes in the file; debug sections are not the firmware
         if (!section.readable)
             throw Error(path, "section headers", "section " + section.name + " lies outside the file");
-        if (note)
-            if (auto id = build_id_in(section.bytes))
-                return {"build-id", *id};
-        if (!loaded)
-            continue;
         const uint8_t place[8] = {uint8_t(section.address),       uint8_t(section.address >> 8),
                                   uint8_t(section.address >> 16), uint8_t(section.address >> 24),
                                   uint8_t(section.size),          uint8_t(section.size >> 8),

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/sources/rtos_awareness.h"
