@@ -204,6 +204,12 @@ ArmAttributes Firmware::Impl::read_attributes() const
 
 Firmware::Firmware(std::unique_ptr<Impl> impl) : impl_(std::move(impl))
 {
+    // ELF's identification bytes (System V ABI, e_ident[EI_MAG0..3]): without them LLVM
+    // guesses another format and its words name that one's problem.
+    if (!impl_->buffer->getBuffer().starts_with("\x7f" "ELF"))
+        throw Error(impl_->path, "offset 0",
+                    "not an ELF file (no 0x7f 'ELF' at its start): a raw .bin or .hex image? give the .elf the "
+                    "linker wrote");
     auto binary = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
     if (!binary)
         throw Error(impl_->path, "", "cannot read ELF: " + message_of(binary.takeError()));
