@@ -18,6 +18,8 @@ packages=(
   valgrind graphviz chromium python3-jsonschema
   # a pty bridged to QEMU's gdbstub stands for a serial GDB server (a Black Magic Probe) in the tests
   socat
+  # a test counts the ELF's opens by `record --qemu --stacks` (one image, opened once)
+  strace
   # go tool pprof reads --format pprof; CPack's .deb names its dependencies with dpkg-shlibdeps and file
   golang-go dpkg-dev file
 )

@@ -14,8 +14,9 @@ void report_call_trace(const ReportOptions& options, const sources::SwoOptions& 
 {
     const core::CallGraphFormat& format = format_of(core::call_graph_formats(), options.format, "with --calls, ");
 
-    const core::SymbolTable symbols = core::SymbolTable::load(options.elf);
-    core::SourceLocator locator(options.elf);
+    const core::Firmware firmware = core::Firmware::open(options.elf);
+    const core::SymbolTable& symbols = firmware.symbols();
+    core::SourceLocator& locator = firmware.locator();
     const auto source = sources::open_byte_source(options.input);
     sources::CallTrace trace = sources::read_call_trace(*source, swo, channel);
     sources::name_call_trace(trace, symbols, &locator);

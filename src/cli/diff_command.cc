@@ -76,8 +76,11 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
 }
 
 // One side's profile, its samples file checked against its ELF (a warning on standard
-// error, or with --strict an error).
-core::Profile side_profile(const std::string& input, const ReportOptions& options, const std::string& elf)
+// error, or with --strict an error). The image is `other`'s when that is the same file, else
+// opened into `firmware`; the one used is returned.
+const core::Firmware& side_profile(const std::string& input, const ReportOptions& options, const std::string& elf,
+                                   std::optional<core::Firmware>& firmware, const core::Firmware* other,
+                                   core::Profile& profile)
 {
     sources::RecordedFirmware recorded;
     InputSelection selection;
@@ -86,10 +89,16 @@ core::Profile side_profile(const std::string& input, const ReportOptions& option
     ReportOptions side = options;
     side.input = input;
     side.elf = elf;
-    check_recorded_firmware(side, recorded);
+    settle_recorded_elf(side, recorded);
+    const bool shared = other != nullptr && other->path() == side.elf;
+    if (!shared)
+        firmware = core::Firmware::open(side.elf);
+    const core::Firmware& image = shared ? *other : *firmware;
+    check_recorded_identity(side, recorded, image);
     for (const core::Warning& warning : side.warnings)
         std::cerr << "mcuprof diff: warning: " << input << ": " << warning.message << '\n';
-    return build_profile(samples, side, elf);
+    profile = build_profile(samples, side, image);
+    return image;
 }
 
 } // namespace
@@ -102,12 +111,12 @@ int diff_command(const Arguments& args)
     const ReportOptions& options = o.report;
     const core::DiffFormat& format = format_of(core::diff_formats(), options.format, "diff ");
     const std::string& elf_b = o.elf_b.empty() ? options.elf : o.elf_b;
-    const core::Profile a = side_profile(o.inputs[0], options, options.elf);
-    const core::Profile b = side_profile(o.inputs[1], options, elf_b);
+    std::optional<core::Firmware> firmware_a, firmware_b;
+    core::Profile a, b;
+    const core::Firmware& image_a = side_profile(o.inputs[0], options, options.elf, firmware_a, nullptr, a);
+    const core::Firmware& image_b = side_profile(o.inputs[1], options, elf_b, firmware_b, &image_a, b);
     // The hints read instructions (cpsie i): only when both sides are the same firmware.
-    std::optional<core::SymbolTable> code;
-    if (elf_b == options.elf)
-        code = core::SymbolTable::load(options.elf);
+    const core::SymbolTable* code = &image_a == &image_b ? &image_a.symbols() : nullptr;
     // The totals' gate needs both totals: a side without one is refused before the report is written.
     if (o.fail_total_above)
         for (const auto& [input, profile] : {std::pair{o.inputs[0], &a}, std::pair{o.inputs[1], &b}})
@@ -115,7 +124,7 @@ int diff_command(const Arguments& args)
                 throw mcuprof::Error(input, "",
                                      "--fail-total-above needs the run's instruction count, which only a census "
                                      "(truth counts) or a --qemu recording of a run to the firmware's exit has");
-    const core::ProfileDiff diff = core::diff_profiles(a, b, o.threshold, code ? &*code : nullptr);
+    const core::ProfileDiff diff = core::diff_profiles(a, b, o.threshold, code);
     write_output(options.output, [&](std::ostream& out) {
         format.write(diff, {options.top, o.fail_above, o.fail_total_above}, out);
     });

@@ -13,7 +13,6 @@
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
-#include "mcuprof/sources/elf_identity.h"
 
 namespace po = boost::program_options;
 
@@ -87,7 +86,7 @@ void check_report_options(const CommandLine& line, const ReportOptions& options,
         check_writable(options.output);
 }
 
-void check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded)
+void settle_recorded_elf(ReportOptions& options, const sources::RecordedFirmware& recorded)
 {
     if (options.elf.empty()) {
         if (recorded.path.empty())
@@ -97,9 +96,14 @@ void check_recorded_firmware(ReportOptions& options, const sources::RecordedFirm
             throw UsageError("--elf FILE is required: the recorded ELF " + recorded.path + " is not there");
         options.elf = recorded.path;
     }
+}
+
+void check_recorded_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
+                             const core::Firmware& firmware)
+{
     if (!recorded.identity)
         return;   // a recording from before the identity was stored
-    const sources::ElfIdentity identity = sources::elf_identity(options.elf);
+    const core::FirmwareIdentity& identity = firmware.identity();
     if (identity == *recorded.identity)
         return;
     std::error_code ignored;
@@ -113,6 +117,14 @@ void check_recorded_firmware(ReportOptions& options, const sources::RecordedFirm
     if (options.strict)
         throw mcuprof::Error(options.input, "", problem + " (--strict)");
     options.warnings.push_back({"elf-mismatch", problem + ": functions may be misnamed"});
+}
+
+core::Firmware check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded)
+{
+    settle_recorded_elf(options, recorded);
+    core::Firmware firmware = core::Firmware::open(options.elf);
+    check_recorded_identity(options, recorded, firmware);
+    return firmware;
 }
 
 void check_writable(const std::string& path)
@@ -129,13 +141,11 @@ void check_writable(const std::string& path)
 
 namespace {
 
-core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& options, const std::string& elf)
+core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& options)
 {
     auto by = core::parse_grouping(options.by);
     if (!by)
         throw UsageError("--by takes function, line, address, task or stack, not '" + options.by + "'");
-    if (elf.empty())
-        throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
     if (*by == core::Grouping::task && samples.tags.empty())
         throw mcuprof::Error(options.input, "",
                              "--by task needs samples tagged with the current task; this input has no tags");
@@ -166,13 +176,11 @@ std::optional<std::string> read_source_file(const std::string& path)
 
 } // namespace
 
-core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options, const std::string& elf,
-                            bool stacks)
+core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options,
+                            const core::Firmware& firmware, bool stacks)
 {
-    const core::Grouping by = grouping_of(samples, options, elf);
-    const core::SymbolTable symbols = core::SymbolTable::load(elf);
-    core::SourceLocator locator(elf);
-    return attribute_as(samples, symbols, locator, by, options, stacks);
+    const core::Grouping by = grouping_of(samples, options);
+    return attribute_as(samples, firmware.symbols(), firmware.locator(), by, options, stacks);
 }
 
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write)
@@ -190,14 +198,13 @@ void write_output(const std::string& path, const std::function<void(std::ostream
         throw mcuprof::Error(path.empty() ? "standard output" : path, "", "write failed");
 }
 
-void write_profile(const core::SampleSet& samples, const ReportOptions& options)
+void write_profile(const core::SampleSet& samples, const ReportOptions& options, const core::Firmware& firmware)
 {
     const core::ReportFormat& format = format_of(core::profile_formats(), options.format);
-    const core::Grouping by = grouping_of(samples, options, options.elf);
+    const core::Grouping by = grouping_of(samples, options);
 
-    // The ELF is read once for every profile the format needs.
-    const core::SymbolTable symbols = core::SymbolTable::load(options.elf);
-    core::SourceLocator locator(options.elf);
+    const core::SymbolTable& symbols = firmware.symbols();
+    core::SourceLocator& locator = firmware.locator();
     core::Profile profile = attribute_as(samples, symbols, locator, by, options, format.needs_stacks);
     profile.warnings.insert(profile.warnings.begin(), options.warnings.begin(), options.warnings.end());
     std::optional<core::Profile> lines;

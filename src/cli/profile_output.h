@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/profile.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/samples.h"
@@ -60,9 +61,15 @@ void check_report_options(const CommandLine& line, const ReportOptions& options,
                           bool format_is_binary = false);
 
 // Settles options.elf for an input whose samples file names its firmware: --elf when given,
-// else the recorded ELF when it is still there. An ELF whose identity is not the recorded
-// one gives a warning naming both (in options.warnings), or with --strict an error.
-void check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded);
+// else the recorded ELF when it is still there; opens it (the command's one image). An ELF
+// whose identity is not the recorded one gives a warning naming both (in options.warnings),
+// or with --strict an error.
+core::Firmware check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded);
+// Its two steps, for a command that may have the image open already (diff): options.elf
+// settled, then the identity of the image compared with the recorded one.
+void settle_recorded_elf(ReportOptions& options, const sources::RecordedFirmware& recorded);
+void check_recorded_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
+                             const core::Firmware& firmware);
 
 // Opens `path` for writing and closes it again (removing it if it was not there), so that
 // a file that cannot be written is an error before any sampling starts.
@@ -79,12 +86,12 @@ const Format& format_of(std::span<const Format> table, const std::string& name, 
 
 // Checks --by and --elf, then attributes the samples with the ELF's symbols and lines
 // (with stacks for the stack formats).
-core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options, const std::string& elf,
-                            bool stacks = false);
+core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options,
+                            const core::Firmware& firmware, bool stacks = false);
 // Runs `write` on the file at `path`, or on standard output when the path is empty.
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write);
 
-// Attributes the samples with the ELF's symbols (once) and writes the report in options.format.
-void write_profile(const core::SampleSet& samples, const ReportOptions& options);
+// Attributes the samples with the image's symbols and writes the report in options.format.
+void write_profile(const core::SampleSet& samples, const ReportOptions& options, const core::Firmware& firmware);
 
 } // namespace mcuprof::cli

@@ -75,7 +75,7 @@ std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& o, const
     return session;
 }
 
-std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& o, const std::string& elf)
+std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& o, const core::Firmware& firmware)
 {
     const uint64_t samples = o.samples != 0 ? o.samples : default_samples;
     const double interval = o.interval.empty() ? 0 : parse_count(o.interval, "--interval");
@@ -83,7 +83,7 @@ std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOpt
     // deviations to spare --samples N is reached before the run ends.
     const double room = double(samples) + 5 * std::sqrt(double(samples));
     const auto budget = uint64_t(room * (interval > 0 ? interval : default_interval));
-    std::unique_ptr<sources::QemuSession> session = record_in_qemu(o.qemu, elf, budget);
+    std::unique_ptr<sources::QemuSession> session = record_in_qemu(o.qemu, firmware.path(), budget);
 
     // Without --interval the samples spread over the whole recorded run: about --samples of them.
     SamplingOptions replay = o;
@@ -95,7 +95,7 @@ std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOpt
     }
     return sources::replay_for_sampling(std::move(session), interval == 0, [&](const transport::Endpoint& gdb) {
         replay.gdb = gdb.text();
-        return make_sample_source(replay, elf);
+        return make_sample_source(replay, firmware);
     });
 }
 

@@ -34,6 +34,6 @@ struct SamplingOptions;
 
 // record/top --qemu: the run recorded, then its replay sampled by instruction count with the
 // other sampling options (--samples, --interval, --stacks, ...).
-std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& options, const std::string& elf);
+std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& options, const core::Firmware& firmware);
 
 } // namespace mcuprof::cli

@@ -12,6 +12,7 @@
 
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/report.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
 #include "mcuprof/sources/error.h"
@@ -53,9 +54,11 @@ public:
     {
         writer_.event({{"kind", kind}, {"message", message}});
         writer_.flush();
-        // Notices (a fallback, a resume, a pacing problem) are shown as they happen; the
-        // events that end the recording are its end reason, shown in the summary line.
-        if (kind != "link-lost" && kind != "error" && kind != "target-exit" && kind != "target-stop") {
+        // Notices (a fallback, a resume, a pacing problem, a target that does not match the
+        // ELF) are shown as they happen; the events that end the recording are its end reason,
+        // shown in the summary line; a target that matches is only kept in the file.
+        if (kind != "link-lost" && kind != "error" && kind != "target-exit" && kind != "target-stop" &&
+            kind != "firmware-verified") {
             progress_.end();   // the notice on a line of its own
             std::fprintf(stderr, "mcuprof record: %s\n", message.c_str());
         }
@@ -136,8 +139,9 @@ bool parse_record_options(const Arguments& args, RecordOptions& o)
 }
 
 // --read-onchip: the on-chip sampler's memory, read over GDB, reported like its UART dump.
-int read_onchip_command(const RecordOptions& o, const core::SymbolTable& symbols)
+int read_onchip_command(const RecordOptions& o, const core::Firmware& firmware)
 {
+    const core::SymbolTable& symbols = firmware.symbols();
     std::optional<uint32_t> address;
     if (!o.stop_at.empty()) {
         for (const core::Function& f : symbols.functions())
@@ -147,7 +151,7 @@ int read_onchip_command(const RecordOptions& o, const core::SymbolTable& symbols
             throw mcuprof::Error(o.report.elf, "symbols", "no function '" + o.stop_at + "' for --at");
     }
     const transport::LinkAddress gdb = transport::LinkAddress::parse(o.sampling.gdb, "--gdb", o.sampling.baud);
-    sources::Dump dump = sources::read_onchip_over_gdb(gdb, symbols, o.report.elf, address, std::chrono::seconds(120));
+    sources::Dump dump = sources::read_onchip_over_gdb(gdb, firmware, address, std::chrono::seconds(120));
     if (!o.samples_file.empty()) {
         std::ofstream out(o.samples_file);
         sources::write_dump(dump, out);
@@ -156,17 +160,18 @@ int read_onchip_command(const RecordOptions& o, const core::SymbolTable& symbols
     }
     ReportOptions report = o.report;
     report.input = dump.path;
-    write_profile(sources::to_samples(std::move(dump), {}), report);
+    write_profile(sources::to_samples(std::move(dump), {}), report, firmware);
     return 0;
 }
 
 // Samples into the samples file, then prints the profile of what it holds.
-int record_samples(RecordOptions& o)
+int record_samples(RecordOptions& o, const core::Firmware& firmware)
 {
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, o.report.elf);
+    check_live_grouping(firmware, o.report.by);
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
     sources::SampleSource& sampler = *source;
-    sources::RecordingWriter writer(o.samples_file, recording_header(sampler, o.report.elf));
+    sources::RecordingWriter writer(o.samples_file, recording_header(sampler, firmware));
     RecordingSink sink(writer);
 
     sources::SamplerStats stats;
@@ -191,7 +196,7 @@ int record_samples(RecordOptions& o)
         throw sources::Error(file, "", "no samples were recorded: " + stats.end_reason);
 
     o.report.input = file;
-    write_profile(sources::to_samples(sources::read_recording(file), std::nullopt), o.report);
+    write_profile(sources::to_samples(sources::read_recording(file), std::nullopt), o.report, firmware);
     if (stats.link_lost) {
         // The profile above is of a run cut short: say so last, and in the exit code, so a
         // script can tell it from a complete recording.
@@ -209,11 +214,12 @@ int record_command(const Arguments& args)
     RecordOptions options;
     if (!parse_record_options(args, options))
         return 0;
-    // A wrong ELF is an error now, not after the sampling.
-    const core::SymbolTable symbols = core::SymbolTable::load(options.report.elf);
+    // The one image of the command; a wrong ELF is an error now, not after the sampling.
+    const core::Firmware firmware = core::Firmware::open(options.report.elf);
+    firmware.symbols();
     if (options.read_onchip)
-        return read_onchip_command(options, symbols);
-    return record_samples(options);
+        return read_onchip_command(options, firmware);
+    return record_samples(options, firmware);
 }
 
 } // namespace mcuprof::cli

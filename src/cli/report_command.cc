@@ -128,8 +128,8 @@ int report_command(const Arguments& args)
     sources::RecordedFirmware recorded;
     selection.firmware = &recorded;
     const core::SampleSet samples = load_samples(input, selection);
-    check_recorded_firmware(o.report, recorded);
-    write_profile(samples, o.report);
+    const core::Firmware firmware = check_recorded_firmware(o.report, recorded);
+    write_profile(samples, o.report, firmware);
     return 0;
 }
 

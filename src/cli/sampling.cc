@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "mcuprof/core/unwinder.h"
+#include "mcuprof/error.h"
+#include "mcuprof/sources/firmware_check.h"
 #include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/pcsr_profile_reader.h"
 #include "mcuprof/sources/rtos_awareness.h"
@@ -60,7 +62,9 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("stacks", po::bool_switch(&o.stacks), "unwind the call stack at every halt (DWARF call-frame information, "
                                                "exception frames): report --by stack, inclusive shares")
         ("stack-bytes", po::value(&o.stack_bytes)->value_name("N"), "--stacks: bytes of stack read with each halt "
-                                                                    "(default 512; deeper frames cost more reads)");
+                                                                    "(default 512; deeper frames cost more reads)")
+        ("no-verify", po::bool_switch(&o.no_verify), "sample even when the target's memory or CPUID does not match "
+                                                     "the ELF (a warning, kept in the recording, instead of an error)");
     add_qemu_options(description, o.qemu);
 }
 
@@ -69,7 +73,8 @@ const std::vector<std::string>& sampling_option_names()
     static const std::vector<std::string> names{"openocd", "mode",  "batch", "pcsr-read", "samples",
                                                 "duration", "interval", "shape", "jitter", "pace",
                                                 "qmp",      "seed",  "stacks", "stack-bytes", "max-halted",
-                                                "qemu",     "qemu-arg", "instructions", "census", "truth-plugin"};
+                                                "qemu",     "qemu-arg", "instructions", "census", "truth-plugin",
+                                                "no-verify"};
     return names;
 }
 
@@ -143,18 +148,23 @@ sources::PacingOptions pacing_options(const SamplingOptions& o)
 }
 
 // --stacks: the unwinder from the ELF's call-frame information; the RTOS, when its DWARF shows one.
-sources::HaltExtras halt_extras(const SamplingOptions& o, const std::string& elf)
+sources::HaltExtras halt_extras(const SamplingOptions& o, const core::Firmware& firmware)
 {
     sources::HaltExtras extras;
     if (o.stacks) {
         if (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0)
             throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
         sources::StackSamplingOptions stacks;
-        stacks.unwinder = std::make_shared<const core::Unwinder>(elf);
+        stacks.unwinder = std::make_shared<const core::Unwinder>(firmware);
+        if (!stacks.unwinder->has_frame_info())
+            throw mcuprof::Error(firmware.path(), ".debug_frame",
+                                 "--stacks unwinds through call-frame information, and the ELF has neither "
+                                 ".debug_frame nor .ARM.exidx (build with -g or -funwind-tables)");
         stacks.window_bytes = o.stack_bytes;
         extras.stacks = stacks;
     }
-    extras.tasks = sources::detect_rtos(elf);
+    extras.tasks = sources::detect_rtos(firmware);
+    extras.firmware_check = sources::firmware_check(firmware, o.no_verify);
     return extras;
 }
 
@@ -190,12 +200,29 @@ std::unique_ptr<sources::SampleSource> make_openocd_sample_source(const Sampling
 
 } // namespace
 
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const std::string& elf)
+void check_live_grouping(const core::Firmware& firmware, const std::string& by)
+{
+    const std::string& elf = firmware.path();
+    if (by == "line" && !firmware.has_line_tables())
+        throw mcuprof::Error(elf, ".debug_line", "--by line needs the DWARF line tables, and the ELF has none (build with -g)");
+    if (by != "task")
+        return;
+    if (!firmware.has_debug_info())
+        throw mcuprof::Error(elf, ".debug_info",
+                             "--by task reads the running task through the RTOS's variables in the DWARF, and the ELF "
+                             "has none (build with -g)");
+    if (!sources::detect_rtos(firmware))
+        throw mcuprof::Error(elf, ".debug_info",
+                             "--by task: the DWARF shows no RTOS mcuprof can read (FreeRTOS's pxCurrentTCB, "
+                             "Zephyr's _kernel; docs/rtos.md)");
+}
+
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const core::Firmware& firmware)
 {
     if (!o.qemu.machine.empty())
-        return make_qemu_sample_source(o, elf);
+        return make_qemu_sample_source(o, firmware);
     const sources::PacingOptions pacing = pacing_options(o);
-    const sources::HaltExtras extras = halt_extras(o, elf);
+    const sources::HaltExtras extras = halt_extras(o, firmware);
     if (!o.openocd.empty())
         return make_openocd_sample_source(o, pacing, extras);
     sources::RspSamplerOptions gdb;
@@ -217,10 +244,10 @@ sources::SamplingPlan sampling_plan(const SamplingOptions& o, uint64_t default_s
     return plan;
 }
 
-nlohmann::json recording_header(const sources::SampleSource& source, const std::string& elf)
+nlohmann::json recording_header(const sources::SampleSource& source, const core::Firmware& firmware)
 {
     nlohmann::json header = source.describe();
-    header.update(sources::firmware_fields(elf));
+    header.update(sources::firmware_fields(firmware));
     header["started"] =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     return header;

@@ -12,6 +12,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/sources/live.h"
 #include "interrupt.h"
 #include "options.h"
@@ -37,6 +38,7 @@ struct SamplingOptions {
     std::string max_halted;                                // halting: the halted-share budget, percent
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
+    bool no_verify = false;                                // a target that does not match the ELF: warn, sample
     QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 
@@ -52,14 +54,20 @@ const std::vector<std::string>& sampling_option_names();
 void check_sampling_options(const CommandLine& line, const SamplingOptions& options);
 
 // Checks the options' values (UsageError) and builds the sampler they ask for, for the firmware in
-// `elf`: its DWARF gives the unwinder (--stacks) and the RTOS whose tasks tag the samples.
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const std::string& elf);
+// `firmware`: its DWARF gives the unwinder (--stacks; an ELF without call-frame information is
+// an error) and the RTOS whose tasks tag the samples; its image is what the target is checked
+// against before the first sample (--no-verify: a warning).
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const core::Firmware& firmware);
+
+// What --by needs of the ELF when the samples come from a live link, checked before the link
+// is touched: line tables (line), the DWARF of an RTOS mcuprof reads (task). mcuprof::Error.
+void check_live_grouping(const core::Firmware& firmware, const std::string& by);
 
 // --samples and --duration; with neither, `default_samples` (0: until stopped).
 sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t default_samples);
 
 // The samples file's header: what the source says of itself, the ELF and the start time.
-nlohmann::json recording_header(const sources::SampleSource& source, const std::string& elf);
+nlohmann::json recording_header(const sources::SampleSource& source, const core::Firmware& firmware);
 
 // The recording's event for a task met while sampling: its control block and name.
 nlohmann::json task_event(uint32_t control_block, const std::string& name);

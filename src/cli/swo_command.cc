@@ -78,7 +78,6 @@ bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
     o.setup.swo_hz = parse_count(swo_hz, "--swo-hz");
     if (!o.duration.empty())
         parse_duration(o.duration, "--duration");
-    core::SymbolTable::load(o.report.elf);   // a wrong ELF before OpenOCD is touched
     return true;
 }
 
@@ -111,6 +110,8 @@ int swo_command(const Arguments& args)
     SwoCommandOptions o;
     if (!parse_swo_options(args, o))
         return 0;
+    const core::Firmware firmware = core::Firmware::open(o.report.elf);
+    firmware.symbols();   // a wrong ELF before OpenOCD is touched
     const double rate = choose_rate(o);
     const transport::Endpoint endpoint = openocd_endpoint(o.openocd);
     transport::TclClient tcl(endpoint, {});
@@ -148,7 +149,7 @@ int swo_command(const Arguments& args)
                   endpoint.text().c_str(), unsigned(done.dwt_ctrl), o.setup.swo_hz);
     figures.method = method;
     captured.sampler = figures;
-    write_profile(captured, o.report);
+    write_profile(captured, o.report, firmware);
     return 0;
 }
 

@@ -298,13 +298,15 @@ int top_command(const Arguments& args)
     TopOptions o;
     if (!parse_top_options(args, o))
         return 0;
-    const core::SymbolTable symbols = core::SymbolTable::load(o.elf);   // a wrong ELF before the link
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, o.elf);
+    const core::Firmware firmware = core::Firmware::open(o.elf);   // a wrong ELF before the link
+    const core::SymbolTable& symbols = firmware.symbols();
+    check_live_grouping(firmware, o.by_task ? "task" : "function");
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 0);
 
     std::unique_ptr<sources::RecordingWriter> writer;
     if (!o.samples_file.empty())
-        writer = std::make_unique<sources::RecordingWriter>(o.samples_file, recording_header(*source, o.elf));
+        writer = std::make_unique<sources::RecordingWriter>(o.samples_file, recording_header(*source, firmware));
     TopSink sink(symbols, o.by_task, o.half_life, writer.get());
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
     if (const std::string bias = source->describe().value("bias", ""); !bias.empty())

@@ -33,19 +33,21 @@ int truth_command(const Arguments& args)
     line.require("elf", "the ELF of the firmware that ran");
     check_report_options(line, options, choices, format_of(core::profile_formats(), options.format).binary);
     line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, !qemu.machine.empty(), "--qemu MACHINE");
+    if (!qemu.machine.empty() && !inputs.empty())
+        throw UsageError("truth takes a COUNTS file or --qemu MACHINE, not both");
+    if (qemu.machine.empty() && inputs.empty())
+        throw UsageError("truth needs a COUNTS file, or --qemu MACHINE");
+    const core::Firmware firmware = core::Firmware::open(options.elf);
+    firmware.symbols();   // a wrong ELF before QEMU runs
     if (!qemu.machine.empty()) {
-        if (!inputs.empty())
-            throw UsageError("truth takes a COUNTS file or --qemu MACHINE, not both");
         const auto session = record_in_qemu(qemu, options.elf, 200'000'000);
         // The counts the report names: the census kept (--census), else the session's own.
         options.input = qemu.census.empty() ? session->recorded().counts_path : qemu.census;
-        write_profile(sources::read_truth(options.input), options);
+        write_profile(sources::read_truth(options.input), options, firmware);
         return 0;
     }
-    if (inputs.empty())
-        throw UsageError("truth needs a COUNTS file, or --qemu MACHINE");
     options.input = inputs.front();
-    write_profile(sources::read_truth(options.input), options);
+    write_profile(sources::read_truth(options.input), options, firmware);
     return 0;
 }
 

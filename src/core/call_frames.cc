@@ -5,10 +5,11 @@
 #include <llvm/BinaryFormat/Dwarf.h>
 #include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/DebugInfo/DWARF/DWARFDebugFrame.h>
-#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
 
+#include "firmware_object.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 
 namespace mcuprof::core {
 namespace {
@@ -210,12 +211,14 @@ std::optional<FrameFunction> evaluate(const llvm::dwarf::FDE& fde)
 
 } // namespace
 
-std::vector<FrameFunction> read_call_frames(const llvm::object::ObjectFile& object, const std::string& elf_path)
+std::vector<FrameFunction> read_call_frames(const Firmware& firmware)
 {
-    std::unique_ptr<llvm::DWARFContext> dwarf = llvm::DWARFContext::create(object);
+    // .debug_frame only: LLVM reads it by itself, not through the debugging entries, so the
+    // DWARF check (of .debug_info) is not needed for it.
+    std::unique_ptr<llvm::DWARFContext> dwarf = llvm::DWARFContext::create(object_of(firmware));
     auto frames = dwarf->getDebugFrame();
     if (!frames)
-        throw Error(elf_path, ".debug_frame",
+        throw Error(firmware.path(), ".debug_frame",
                     "cannot read the call-frame information: " + llvm::toString(frames.takeError()));
     std::vector<FrameFunction> functions;
     for (const llvm::dwarf::FrameEntry& entry : (*frames)->entries())
@@ -223,14 +226,6 @@ std::vector<FrameFunction> read_call_frames(const llvm::object::ObjectFile& obje
             if (auto function = evaluate(*fde))
                 functions.push_back(std::move(*function));
     return functions;
-}
-
-std::vector<FrameFunction> read_call_frames(const std::string& elf_path)
-{
-    auto binary = llvm::object::ObjectFile::createObjectFile(elf_path);
-    if (!binary)
-        throw Error(elf_path, "", "cannot read the ELF: " + llvm::toString(binary.takeError()));
-    return read_call_frames(*binary->getBinary(), elf_path);
 }
 
 } // namespace mcuprof::core

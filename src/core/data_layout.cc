@@ -8,13 +8,12 @@
 #include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/DebugInfo/DWARF/DWARFDie.h>
 #include <llvm/DebugInfo/DWARF/DWARFUnit.h>
-#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/LEB128.h>
-#include <llvm/Support/MemoryBuffer.h>
 
-#include "mcuprof/core/dwarf_check.h"
+#include "firmware_object.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 
 namespace mcuprof::core {
 
@@ -97,8 +96,7 @@ std::string tagged_name(const DWARFDie& die)
 
 struct DataLayout::Impl {
     std::string path;
-    std::unique_ptr<llvm::MemoryBuffer> buffer;
-    std::unique_ptr<llvm::object::ObjectFile> object;
+    std::optional<Firmware> owned;   // parse(): the image this layout was given in memory
     std::unique_ptr<llvm::DWARFContext> dwarf;
 
     struct Variable {
@@ -302,35 +300,19 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::array(const DWARFDie& die) c
     return outer;
 }
 
-namespace {
-
-std::unique_ptr<llvm::MemoryBuffer> read_file(const std::string& elf_path)
-{
-    auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-    if (!buffer)
-        throw Error(elf_path, "", "cannot read ELF: " + buffer.getError().message());
-    return std::move(*buffer);
-}
-
-} // namespace
-
-DataLayout::DataLayout(const std::string& elf_path) : DataLayout(read_file(elf_path), elf_path) {}
-
 DataLayout DataLayout::parse(std::string_view image, const std::string& name)
 {
-    return DataLayout(llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(image.data(), image.size()), name), name);
+    Firmware firmware = Firmware::parse(image, name);
+    DataLayout layout(firmware);
+    layout.impl_->owned.emplace(std::move(firmware));   // the object stays where it was: behind the pimpl
+    return layout;
 }
 
-DataLayout::DataLayout(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& elf_path)
-    : impl_(std::make_unique<Impl>())
+DataLayout::DataLayout(const Firmware& firmware) : impl_(std::make_unique<Impl>())
 {
+    const std::string& elf_path = firmware.path();
     impl_->path = elf_path;
-    impl_->buffer = std::move(image);
-    auto object = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
-    if (!object)
-        throw Error(elf_path, "", "cannot read ELF: " + llvm::toString(object.takeError()));
-    impl_->object = std::move(*object);
-    check_debug_entries(*impl_->object, elf_path);   // before LLVM reads a single entry
+    firmware.check_dwarf();   // before LLVM reads a single entry
 
     // A damaged .debug_info must not print LLVM's own warnings, nor end the process: the
     // first problem is kept, and reported if no unit could be read at all.
@@ -340,7 +322,7 @@ DataLayout::DataLayout(std::unique_ptr<llvm::MemoryBuffer> image, const std::str
         if (problem.empty())
             problem = message;
     };
-    impl_->dwarf = llvm::DWARFContext::create(*impl_->object, llvm::DWARFContext::ProcessDebugRelocations::Process,
+    impl_->dwarf = llvm::DWARFContext::create(object_of(firmware), llvm::DWARFContext::ProcessDebugRelocations::Process,
                                               nullptr, "", keep_first, keep_first);
     for (const auto& unit : impl_->dwarf->compile_units())
         for (const llvm::DWARFDebugInfoEntry& entry : unit->dies())

@@ -8,10 +8,10 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/BinaryFormat/Dwarf.h>
 #include <llvm/Object/Decompressor.h>
-#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
 
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 
 namespace mcuprof::core {
 namespace {
@@ -348,45 +348,37 @@ void check_debug_entries(const DebugSections& sections, const std::string& elf_p
         check_units(sections, section, elf_path, tables);
 }
 
-void check_debug_entries(const llvm::object::ObjectFile& object, const std::string& elf_path)
+void check_debug_entries(const Firmware& firmware)
 {
-    DebugSections sections;
-    sections.little_endian = object.isLittleEndian();
+    const std::string& elf_path = firmware.path();
+    DebugSections sections;   // ELF32 little-endian: Firmware accepts no other
     std::vector<std::unique_ptr<llvm::SmallString<0>>> decompressed;   // keeps the bytes alive
-    for (const llvm::object::SectionRef& section : object.sections()) {
-        auto name = section.getName();
-        if (!name) {
-            llvm::consumeError(name.takeError());
-            continue;
-        }
-        const llvm::StringRef kind = dwarf_name(*name);
+    for (const Section& section : firmware.sections()) {
+        const llvm::StringRef kind = dwarf_name(section.name);
         if (kind != "debug_info" && kind != "debug_types" && kind != "debug_abbrev")
             continue;
-        auto contents = section.getContents();
-        if (!contents) {
-            llvm::consumeError(contents.takeError());
+        if (!section.readable)
             continue;
-        }
-        llvm::StringRef bytes = *contents;
-        if (section.isCompressed()) {   // SHF_COMPRESSED (LLVM 19 reads no .zdebug sections)
-            auto decompressor = llvm::object::Decompressor::create(*name, bytes, object.isLittleEndian(), object.getBytesInAddress() == 8);
+        llvm::StringRef bytes(section.bytes.data(), section.bytes.size());
+        if (section.compressed()) {   // SHF_COMPRESSED (LLVM 19 reads no .zdebug sections)
+            auto decompressor = llvm::object::Decompressor::create(section.name, bytes, /*IsLE=*/true, /*Is64Bit=*/false);
             if (!decompressor) {
                 llvm::consumeError(decompressor.takeError());
                 continue;   // LLVM cannot read it either, and leaves it out
             }
             if (decompressor->getDecompressedSize() / most_zlib_expansion > bytes.size())
-                throw Error(elf_path, name->str(),
+                throw Error(elf_path, section.name,
                             "compressed section states " + hex(decompressor->getDecompressedSize()) +
                                 " bytes, more than zlib can make of " + hex(bytes.size()));
             decompressed.push_back(std::make_unique<llvm::SmallString<0>>());
             if (auto error = decompressor->resizeAndDecompress(*decompressed.back()))
-                throw Error(elf_path, name->str(), "cannot decompress: " + llvm::toString(std::move(error)));
+                throw Error(elf_path, section.name, "cannot decompress: " + llvm::toString(std::move(error)));
             bytes = decompressed.back()->str();
         }
         if (kind == "debug_abbrev")
             sections.abbreviations = std::string_view(bytes.data(), bytes.size());   // the last one, as in LLVM
         else
-            sections.units.push_back({name->str(), std::string_view(bytes.data(), bytes.size()), kind == "debug_types"});
+            sections.units.push_back({section.name, std::string_view(bytes.data(), bytes.size()), kind == "debug_types"});
     }
     check_debug_entries(sections, elf_path);
 }

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include <llvm/Object/ELFObjectFile.h>
-#include <llvm/Object/ObjectFile.h>
-#include <llvm/Support/Error.h>
+#include <llvm/BinaryFormat/ELF.h>
 
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/halted_core.h"
 
 namespace mcuprof::core {
@@ -37,7 +36,7 @@ uint32_t prel31(uint32_t word, uint32_t place)
 // The allocated sections' bytes, by address, to follow exidx pointers into .ARM.extab.
 class ImageBytes {
 public:
-    void add(uint32_t address, llvm::StringRef bytes) { sections_.push_back({address, bytes}); }
+    void add(uint32_t address, std::string_view bytes) { sections_.push_back({address, bytes}); }
     std::optional<uint32_t> word(uint32_t address) const
     {
         for (const auto& [start, bytes] : sections_)
@@ -48,7 +47,7 @@ public:
     }
 
 private:
-    std::vector<std::pair<uint32_t, llvm::StringRef>> sections_;
+    std::vector<std::pair<uint32_t, std::string_view>> sections_;
 };
 
 // The instructions of a compact-model entry (ARM IHI 0038, 6.3): personality routine 0 holds
@@ -82,27 +81,18 @@ bool compact_instructions(uint32_t first, uint32_t first_address, const ImageByt
 
 } // namespace
 
-ExidxTable ExidxTable::read(const llvm::object::ObjectFile& object, const std::string& elf_path)
+ExidxTable ExidxTable::read(const Firmware& firmware)
 {
+    const std::string& elf_path = firmware.path();
     ExidxTable table;
     ImageBytes image;
-    std::optional<std::pair<uint32_t, llvm::StringRef>> exidx;
-    for (const llvm::object::SectionRef& section : object.sections()) {
-        if (section.isBSS() || section.getSize() == 0)
+    std::optional<std::pair<uint32_t, std::string_view>> exidx;
+    for (const Section& section : firmware.sections()) {
+        if (section.type == llvm::ELF::SHT_NOBITS || section.size == 0 || !section.readable)
             continue;
-        auto contents = section.getContents();
-        if (!contents) {
-            llvm::consumeError(contents.takeError());
-            continue;
-        }
-        image.add(uint32_t(section.getAddress()), *contents);
-        auto name = section.getName();
-        if (!name) {
-            llvm::consumeError(name.takeError());
-            continue;
-        }
-        if (*name == ".ARM.exidx")
-            exidx.emplace(uint32_t(section.getAddress()), *contents);
+        image.add(section.address, section.bytes);
+        if (section.name == ".ARM.exidx")
+            exidx.emplace(section.address, section.bytes);
     }
     if (!exidx)
         return table;

@@ -2,20 +2,21 @@
 
 #include <llvm/DebugInfo/DIContext.h>
 #include <llvm/DebugInfo/Symbolize/Symbolize.h>
+#include <optional>
+
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
-#include <llvm/Support/MemoryBuffer.h>
 
-#include "mcuprof/core/dwarf_check.h"
+#include "firmware_object.h"
+#include "mcuprof/core/firmware.h"
 
 namespace mcuprof::core {
 
 struct SourceLocator::Impl {
-    std::string elf_path;
-    // The ELF as read and checked once; the symbolizer reads this object, not the path
+    std::optional<Firmware> owned;   // parse(): the image this locator was given in memory
+    // The image's object, checked once; the symbolizer reads this object, not the path
     // again, so what it reads is what was checked (and no separate debug file is looked for).
-    std::unique_ptr<llvm::MemoryBuffer> buffer;
-    std::unique_ptr<llvm::object::ObjectFile> object;
+    const llvm::object::ObjectFile* object = nullptr;
     llvm::symbolize::LLVMSymbolizer symbolizer{make_options()};
     bool broken = false;   // the DWARF could not be read: every lookup is empty
 
@@ -30,46 +31,19 @@ struct SourceLocator::Impl {
     }
 };
 
-namespace {
-
-std::unique_ptr<llvm::MemoryBuffer> read_if_possible(const std::string& elf_path)
+SourceLocator::SourceLocator(const Firmware& firmware) : impl_(std::make_unique<Impl>())
 {
-    auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-    if (!buffer)
-        return nullptr;
-    return std::move(*buffer);
+    // Corrupt debugging entries are an error here, before LLVM reads them.
+    firmware.check_dwarf();
+    impl_->object = &object_of(firmware);
 }
-
-} // namespace
-
-SourceLocator::SourceLocator(std::string elf_path) : SourceLocator(read_if_possible(elf_path), elf_path) {}
 
 std::unique_ptr<SourceLocator> SourceLocator::parse(std::string_view image, const std::string& name)
 {
-    return std::unique_ptr<SourceLocator>(new SourceLocator(
-        llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(image.data(), image.size()), name), name));
-}
-
-SourceLocator::SourceLocator(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& name)
-    : impl_(std::make_unique<Impl>())
-{
-    impl_->elf_path = name;
-    // A file that cannot be read or is no object file has no lines: every lookup is empty
-    // (the symbol table's reader reports it). Corrupt debugging entries are an error here,
-    // before LLVM reads them.
-    if (!image) {
-        impl_->broken = true;
-        return;
-    }
-    impl_->buffer = std::move(image);
-    auto object = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
-    if (!object) {
-        llvm::consumeError(object.takeError());
-        impl_->broken = true;
-        return;
-    }
-    impl_->object = std::move(*object);
-    check_debug_entries(*impl_->object, impl_->elf_path);
+    Firmware firmware = Firmware::parse(image, name);
+    auto locator = std::make_unique<SourceLocator>(firmware);
+    locator->impl_->owned.emplace(std::move(firmware));   // the object stays where it was: behind the pimpl
+    return locator;
 }
 
 SourceLocator::~SourceLocator() = default;

@@ -5,12 +5,11 @@
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/Object/ELFObjectFile.h>
-#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
-#include <llvm/Support/MemoryBuffer.h>
 
-#include "mcuprof/core/dwarf_check.h"
+#include "firmware_object.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 
 namespace mcuprof::core {
 namespace {
@@ -31,39 +30,21 @@ std::string message_of(llvm::Error error)
 
 } // namespace
 
-SymbolTable SymbolTable::load(const std::string& elf_path)
+SymbolTable SymbolTable::parse(std::string_view image, const std::string& name)
 {
-    auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-    if (!buffer)
-        throw Error(elf_path, "", "cannot read ELF: " + buffer.getError().message());
-    return parse(std::string_view((*buffer)->getBufferStart(), (*buffer)->getBufferSize()), elf_path);
+    return load(Firmware::parse(image, name));
 }
 
-SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_path)
+SymbolTable SymbolTable::load(const Firmware& firmware)
 {
-    // ELF's identification bytes (System V ABI, e_ident[EI_MAG0..3]): without them LLVM
-    // guesses another format and its words name that one's problem.
-    if (!image.starts_with("\x7f" "ELF"))
-        throw Error(elf_path, "offset 0",
-                    "not an ELF file (no 0x7f 'ELF' at its start): a raw .bin or .hex image? give the .elf the "
-                    "linker wrote");
-    auto binary = llvm::object::ObjectFile::createObjectFile(
-        llvm::MemoryBufferRef(llvm::StringRef(image.data(), image.size()), elf_path));
-    if (!binary)
-        throw Error(elf_path, "", "cannot read ELF: " + message_of(binary.takeError()));
-    auto* elf = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(binary->get());
-    if (elf == nullptr)
-        throw Error(elf_path, "ELF header", "not a 32-bit little-endian ELF (Cortex-M firmware is ELF32 ARM)");
-    const unsigned machine = elf->getELFFile().getHeader().e_machine;
-    if (machine != llvm::ELF::EM_ARM)
-        throw Error(elf_path, "ELF header", "ELF machine is " + std::to_string(machine) + ", not ARM (40)");
+    const std::string& elf_path = firmware.path();
     // Its debugging entries too: every command loads the symbols first, so corrupt DWARF is
     // reported before a command connects to a target or reads its input.
-    check_debug_entries(*elf, elf_path);
+    firmware.check_dwarf();
 
     // The ELFFile interface throughout: every step returns an Expected, where the
     // ObjectFile conveniences (getELFType, getName) abort the process on a damaged section.
-    const auto& file = elf->getELFFile();
+    const auto& file = object_of(firmware).getELFFile();
     auto sections = file.sections();
     if (!sections)
         throw Error(elf_path, "section headers", message_of(sections.takeError()));
@@ -71,19 +52,11 @@ SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_pa
     SymbolTable table;
     table.path_ = elf_path;
     std::vector<Candidate> candidates;
+    for (const Section& section : firmware.sections())
+        if (section.type == llvm::ELF::SHT_PROGBITS && section.executable() && section.size != 0)
+            table.code_.push_back({section.name, section.address, section.size,
+                                   std::vector<uint8_t>(section.bytes.begin(), section.bytes.end())});
     for (const auto& section : *sections) {
-        if (section.sh_type == llvm::ELF::SHT_PROGBITS && (section.sh_flags & llvm::ELF::SHF_EXECINSTR) != 0 &&
-            section.sh_size != 0) {
-            auto name = file.getSectionName(section);
-            table.code_.push_back({name ? name->str() : std::string("?"), static_cast<uint32_t>(section.sh_addr),
-                                   static_cast<uint32_t>(section.sh_size), {}});
-            if (!name)
-                llvm::consumeError(name.takeError());
-            if (auto contents = file.getSectionContents(section))
-                table.code_.back().bytes.assign(contents->begin(), contents->end());
-            else
-                llvm::consumeError(contents.takeError());   // a damaged section: no bytes, still its range
-        }
         if (section.sh_type == llvm::ELF::SHT_DYNSYM) {
             // Firmware has no dynamic symbols, and they name nothing here; but LLVM's symbolizer
             // reads them for every symbol's flags, and drops (leaks) the error of a damaged one.

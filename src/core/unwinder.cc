@@ -8,11 +8,8 @@
 #include <variant>
 #include <vector>
 
-#include <llvm/Object/ELFObjectFile.h>
-#include <llvm/Object/ObjectFile.h>
-#include <llvm/Support/Error.h>
-
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 
 namespace mcuprof::core {
 namespace {
@@ -571,40 +568,15 @@ std::string_view describe(UnwindStop stop)
 
 struct Unwinder::Impl : UnwindTables {};
 
-Unwinder::Unwinder(const std::string& elf_path) : impl_(std::make_unique<Impl>())
+Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
 {
-    auto fail = [&](llvm::Error e) {
-        throw Error(elf_path, "", "cannot read the call-frame information: " + llvm::toString(std::move(e)));
-    };
-    auto binary = llvm::object::ObjectFile::createObjectFile(elf_path);
-    if (!binary)
-        fail(binary.takeError());
-    const llvm::object::ObjectFile& object = *binary->getBinary();
-    std::optional<uint64_t> lowest;
-    for (const llvm::object::SectionRef& section : object.sections()) {
-        const uint64_t flags = llvm::isa<llvm::object::ELFObjectFileBase>(object)
-                                   ? llvm::object::ELFSectionRef(section).getFlags()
-                                   : uint64_t(llvm::ELF::SHF_ALLOC);
-        if ((flags & llvm::ELF::SHF_EXECINSTR) != 0 && section.getSize() > 0)
-            impl_->code.emplace_back(uint32_t(section.getAddress()), uint32_t(section.getAddress() + section.getSize()));
-        if (section.getSize() < 4 || section.isBSS() || (flags & llvm::ELF::SHF_ALLOC) == 0)
-            continue;
-        if (lowest && section.getAddress() >= *lowest)
-            continue;
-        auto contents = section.getContents();
-        if (!contents) {
-            llvm::consumeError(contents.takeError());
-            continue;
-        }
-        lowest = section.getAddress();
-        const auto* p = reinterpret_cast<const uint8_t*>(contents->data());
-        impl_->vectors.clear();
-        for (size_t i = 0; i + 4 <= contents->size() && i < 4 * 512; i += 4)
-            impl_->vectors.push_back(uint32_t(p[i]) | uint32_t(p[i + 1]) << 8 | uint32_t(p[i + 2]) << 16 |
-                                     uint32_t(p[i + 3]) << 24);
+    for (const Section& section : firmware.sections())
+        if (section.executable() && section.size > 0)
+            impl_->code.emplace_back(section.address, uint32_t(section.address + section.size));
+    impl_->vectors = firmware.vector_table();
+    if (!impl_->vectors.empty())
         impl_->initial_sp = impl_->vectors[0];
-    }
-    for (const FrameFunction& function : read_call_frames(object, elf_path)) {
+    for (const FrameFunction& function : read_call_frames(firmware)) {
         impl_->function_starts.push_back(function.start & ~1u);
         bool lr_saved = false;
         for (const FrameRow& row : function.rows) {
@@ -613,7 +585,7 @@ Unwinder::Unwinder(const std::string& elf_path) : impl_(std::make_unique<Impl>()
             impl_->rows.push_back({row, lr_saved});
         }
     }
-    impl_->exidx = ExidxTable::read(object, elf_path);
+    impl_->exidx = ExidxTable::read(firmware);
     for (const ExidxEntry& entry : impl_->exidx.entries())
         impl_->function_starts.push_back(entry.start);
     std::sort(impl_->rows.begin(), impl_->rows.end(),

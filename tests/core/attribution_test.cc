@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/profile.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
@@ -28,7 +29,7 @@ bool has_warning(const Profile& p, const std::string& kind)
 
 TEST_CASE("attribution: raw samples counted per function, sorted, with standard errors")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     // 7 in func_a (two addresses), 2 in local_b, 1 in func_c.
     s.pcs = {0x08000000, 0x08000002, 0x08000000, 0x08000002, 0x08000000, 0x08000000, 0x08000002,
@@ -50,7 +51,7 @@ TEST_CASE("attribution: raw samples counted per function, sorted, with standard 
 
 TEST_CASE("attribution: a bucket across a function boundary is split by the functions' even addresses")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     // [0x08000008, 0x08000018): 4 even addresses of func_a, 4 of local_b -> 50 / 50.
     s.buckets.push_back({0x08000008, 16, 100});
@@ -72,7 +73,7 @@ TEST_CASE("attribution: a bucket across a function boundary is split by the func
 
 TEST_CASE("attribution: buckets inside one function, or over filler, straddle nothing")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.buckets.push_back({0x08000000, 16, 10});   // func_a exactly
     s.buckets.push_back({0x08000010, 16, 10});   // local_b and the filler after it
@@ -82,7 +83,7 @@ TEST_CASE("attribution: buckets inside one function, or over filler, straddle no
 
 TEST_CASE("attribution: a bucket of filler only, and samples outside the histogram")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.buckets.push_back({0x0800001e, 2, 5});
     s.buckets.push_back({0x08000000, 2, 95});
@@ -98,7 +99,7 @@ TEST_CASE("attribution: a bucket of filler only, and samples outside the histogr
 TEST_CASE("attribution: samples without an address (SWO sleep) count in the total, shares add up to 100 %")
 {
     // 2 in func_a, 1 in local_b, 1 sleep sample: 4 samples, 50 / 25 / 25 %, by every grouping.
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000002, 0x08000010};
     s.without_address["(sleep)"] = 1;
@@ -117,7 +118,7 @@ TEST_CASE("attribution: samples without an address (SWO sleep) count in the tota
 
 TEST_CASE("attribution: by address, histogram buckets stay whole rows")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.buckets.push_back({0x08000008, 16, 100});
     AttributionOptions o;
@@ -130,7 +131,7 @@ TEST_CASE("attribution: by address, histogram buckets stay whole rows")
 
 TEST_CASE("attribution: samples outside every function, and the 5 % warning")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs.assign(94, 0x08000000);
     s.pcs.insert(s.pcs.end(), 6, 0x20000000);   // RAM: 6 %
@@ -143,7 +144,7 @@ TEST_CASE("attribution: samples outside every function, and the 5 % warning")
 
 TEST_CASE("attribution: by task, with the dump's task table")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000000, 0x08000010, 0x08000020};
     s.tags = {0x20000100, 0x20000100, 0x20000200, 0x20000300};
@@ -158,12 +159,13 @@ TEST_CASE("attribution: by task, with the dump's task table")
 
 TEST_CASE("attribution: by address names the function and offset")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs = {0x08000012, 0x08000012, 0x08000000};
     AttributionOptions o;
     o.by = Grouping::address;
-    SourceLocator locator(fixture);
+    const Firmware locator_image = Firmware::open(fixture);
+    SourceLocator locator(locator_image);
     const Profile p = attribute(s, symbols, &locator, o);
     CHECK(p.rows[0].name == "0x08000012");
     CHECK(p.rows[0].function == "local_b+0x2");
@@ -173,8 +175,9 @@ TEST_CASE("attribution: by address names the function and offset")
 TEST_CASE("attribution: inline frames name the inlined function, lines name the source line")
 {
     const std::string elf = std::string(FIXTURES_DIR) + "/inline_fixture.elf";
-    const SymbolTable symbols = SymbolTable::load(elf);
-    SourceLocator locator(elf);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(elf));
+    const Firmware locator_image = Firmware::open(elf);
+    SourceLocator locator(locator_image);
     // Find the address of the loop's store (line 8) in main, as the locator test does.
     uint32_t hot = 0;
     for (const Function& f : symbols.functions())
@@ -205,7 +208,7 @@ TEST_CASE("attribution: inline frames name the inlined function, lines name the 
 
 TEST_CASE("attribution: exact counts are a census with no error, and no lockstep check")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.exact = true;
     s.counts = {{0x08000000, 3504}, {0x08000010, 1004}, {0x08000020, 504}, {0x08000028, 10}};
@@ -219,7 +222,7 @@ TEST_CASE("attribution: exact counts are a census with no error, and no lockstep
 
 TEST_CASE("attribution: lockstep is checked per sequence and reported as a warning with its numbers")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     // Sequence 1: period 3 over three functions, repeated.
     for (int i = 0; i < 300; ++i)
@@ -234,7 +237,7 @@ TEST_CASE("attribution: lockstep is checked per sequence and reported as a warni
 
 TEST_CASE("attribution: unwound stacks give stack rows and inclusive shares, recursion counted once")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     // Call sites are addresses inside the caller. 4 samples:
     //   func_a -> local_b (leaf pc in local_b)                 x2
@@ -268,7 +271,7 @@ TEST_CASE("attribution: unwound stacks give stack rows and inclusive shares, rec
 
 TEST_CASE("attribution: flat samples give one-frame stacks only when asked, inclusive equal to self")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000002, 0x08000010};
     CHECK(attribute(s, symbols, nullptr, {}).stacks.empty());

@@ -8,6 +8,7 @@
 #include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/dwarf_check.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 
@@ -170,12 +171,12 @@ TEST_CASE("dwarf check: every reference firmware image and test fixture passes")
     for (const auto& entry : std::filesystem::directory_iterator(FIRMWARE_DIR))
         if (entry.path().extension() == ".elf") {
             INFO(entry.path().string());
-            CHECK_NOTHROW(SymbolTable::load(entry.path().string()));
+            CHECK_NOTHROW(SymbolTable::load(Firmware::open(entry.path().string())));
             ++images;
         }
     CHECK(images > 10);
     for (const char* fixture : {"layout_fixture.elf", "inline_fixture.elf", "symbols_fixture.elf"})
-        CHECK_NOTHROW(SymbolTable::load(std::string(FIXTURES_DIR) + "/" + fixture));
+        CHECK_NOTHROW(SymbolTable::load(Firmware::open(std::string(FIXTURES_DIR) + "/" + fixture)));
 }
 
 TEST_CASE("dwarf check: the ELFs whose block lengths made LLVM 14 read past its buffer are one error")
@@ -203,9 +204,9 @@ TEST_CASE("dwarf check: the ELFs whose block lengths made LLVM 14 read past its 
         INFO(elf);
         const std::string problem = ".debug_info at 0x238: " + value + " runs past the end of the unit at 0x0 (0x26e)";
         // Every reader that hands the file to LLVM's DWARF library checks it first.
-        CHECK(message([&] { SymbolTable::load(elf); }) == elf + ", " + problem);
-        CHECK(message([&] { DataLayout layout(elf); }) == elf + ", " + problem);
-        CHECK(message([&] { SourceLocator locator(elf); }) == elf + ", " + problem);
+        CHECK(message([&] { SymbolTable::load(Firmware::open(elf)); }) == elf + ", " + problem);
+        CHECK(message([&] { const Firmware image = Firmware::open(elf); DataLayout layout(image); }) == elf + ", " + problem);
+        CHECK(message([&] { const Firmware image = Firmware::open(elf); SourceLocator locator(image); }) == elf + ", " + problem);
         // The image in memory (what the fuzzer hands in) too, under the name it is given.
         std::ifstream in(elf, std::ios::binary);
         const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -12,6 +12,7 @@
 
 #include "mcuprof/core/diff.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/protobuf.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/source_locator.h"
@@ -162,8 +163,9 @@ TEST_CASE("gzip: a member zlib inflates back, with gzip's magic")
 
 TEST_CASE("pprof: locations carry the inline chain innermost first, and the values add up")
 {
-    const SymbolTable symbols = SymbolTable::load(inline_elf);
-    SourceLocator locator(inline_elf);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(inline_elf));
+    const Firmware locator_image = Firmware::open(inline_elf);
+    SourceLocator locator(locator_image);
     const uint32_t hot = inlined_address(symbols, locator);
     SampleSet s;
     s.origin = "constructed inline";
@@ -224,7 +226,7 @@ TEST_CASE("pprof: locations carry the inline chain innermost first, and the valu
 
 TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth")
 {
-    const SymbolTable symbols = SymbolTable::load(symbols_elf);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(symbols_elf));
     SampleSet s;
     s.origin = "constructed <stacks>";
     // func_a -> local_b twice, func_a -> func_c -> func_c once, func_c cut short once.
@@ -267,8 +269,9 @@ TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth
     CHECK(shared["frameTable"]["address"][leaf] == 0x08000012);
 
     // Inline chains: frames at one address, depth 0 for the outermost.
-    const SymbolTable inlined = SymbolTable::load(inline_elf);
-    SourceLocator locator(inline_elf);
+    const SymbolTable inlined = SymbolTable::load(Firmware::open(inline_elf));
+    const Firmware locator_image = Firmware::open(inline_elf);
+    SourceLocator locator(locator_image);
     SampleSet flat;
     flat.origin = "constructed inline";
     flat.pcs = {inlined_address(inlined, locator)};
@@ -368,7 +371,7 @@ TEST_CASE("format tables: names are unique, every row writes, help lists them")
 
 TEST_CASE("timeline: shares per slice of time, hottest functions first")
 {
-    const SymbolTable symbols = SymbolTable::load(symbols_elf);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(symbols_elf));
     SampleSet s;
     s.origin = "constructed timeline";
     // 100 samples over 99 ms: func_a the first 60 (0..59 ms), local_b the last 40 (60..99 ms).

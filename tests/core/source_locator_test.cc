@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 
@@ -8,7 +10,7 @@ using namespace mcuprof::core;
 TEST_CASE("source locator: an address inside hot_a inlined into run inlined into main")
 {
     const std::string elf = std::string(FIXTURES_DIR) + "/inline_fixture.elf";
-    const SymbolTable symbols = SymbolTable::load(elf);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(elf));
     const Function* main_function = nullptr;
     for (const Function& f : symbols.functions())
         if (f.name == "main")
@@ -22,7 +24,8 @@ TEST_CASE("source locator: an address inside hot_a inlined into run inlined into
 
     // The loop's store, "sink = i;", is line 8 of inline_fixture.c; somewhere in main an
     // instruction must carry it with the chain hot_a <- run <- main.
-    SourceLocator locator(elf);
+    const Firmware locator_image = Firmware::open(elf);
+    SourceLocator locator(locator_image);
     bool found = false;
     for (uint32_t a = main_function->start; a < main_function->start + main_function->size; a += 2) {
         const auto& frames = locator.frames(a);
@@ -40,12 +43,13 @@ TEST_CASE("source locator: an address inside hot_a inlined into run inlined into
 
 TEST_CASE("source locator: no debug information gives empty chains, not errors")
 {
-    SourceLocator locator(std::string(FIXTURES_DIR) + "/symbols_fixture.elf");
+    const Firmware locator_image = Firmware::open(std::string(FIXTURES_DIR) + "/symbols_fixture.elf");
+    SourceLocator locator(locator_image);
     const auto& frames = locator.frames(0x08000004);
     // The symbol table still names the function; there is no file or line.
     for (const auto& f : frames)
         CHECK(f.file.empty());
     CHECK(SourceLocator::line_of(frames).empty());
-    SourceLocator missing("/nonexistent.elf");
-    CHECK(missing.frames(0x08000000).empty());
+    // A file that cannot be read is an error of the image, before any locator is made.
+    CHECK_THROWS_AS(Firmware::open("/nonexistent.elf"), Error);
 }

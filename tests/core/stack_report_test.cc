@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/call_graph.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
@@ -37,13 +38,13 @@ SampleSet unwound_samples()
 
 Profile unwound_profile()
 {
-    return attribute(unwound_samples(), SymbolTable::load(fixture), nullptr, {});
+    return attribute(unwound_samples(), SymbolTable::load(Firmware::open(fixture)), nullptr, {});
 }
 
 // 3 flat samples: func_a twice, local_b once; one SWO sleep sample without address.
 Profile flat_profile()
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.origin = "constructed flat";
     s.pcs = {0x08000000, 0x08000002, 0x08000010};
@@ -140,7 +141,7 @@ TEST_CASE("--by stack: rows are the collapsed lines, a truncated chain under [tr
 {
     AttributionOptions options;
     options.by = Grouping::stack;
-    const Profile p = attribute(unwound_samples(), SymbolTable::load(fixture), nullptr, options);
+    const Profile p = attribute(unwound_samples(), SymbolTable::load(Firmware::open(fixture)), nullptr, options);
     std::map<std::string, double> rows;
     for (const Row& row : p.rows)
         rows[row.name] = row.samples;
@@ -304,7 +305,7 @@ TEST_CASE("truncation: counted by reason in the profile, the text report and JSO
 
 TEST_CASE("truncation: one chain in 200 (0.5 %) leaves the inclusive shares unmarked; flat profiles say nothing")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs.assign(200, 0x08000012);
     s.stacks.assign(200, CallStack{{0x08000004}, false});

@@ -8,6 +8,7 @@
 
 #include "mcuprof/core/call_frames.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/exidx.h"
 #include "tool_output.h"
 #include "mcuprof/core/unwinder.h"
@@ -41,7 +42,7 @@ public:
 
 TEST_CASE("unwinder: exception frames by EXC_RETURN, basic and extended, with the 4-byte realignment")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     CHECK_FALSE(unwinder.has_frame_info());
     FakeMemory memory;
     CoreRegisters regs;
@@ -69,7 +70,7 @@ TEST_CASE("unwinder: exception frames by EXC_RETURN, basic and extended, with th
 
 TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory, reset LR, a stacked PC outside the code")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     CoreRegisters regs;
     regs.r[13] = 0x20001000;
     regs.r[15] = 0x08000002;
@@ -100,12 +101,12 @@ TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory
 
 TEST_CASE("unwinder: an ELF that cannot be read is an error naming it")
 {
-    CHECK_THROWS_WITH_AS(Unwinder("/nonexistent/fw.elf"), doctest::Contains("/nonexistent/fw.elf"), Error);
+    CHECK_THROWS_WITH_AS(Firmware::open("/nonexistent/fw.elf"), doctest::Contains("/nonexistent/fw.elf"), Error);
 }
 
 TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception return is marked, not complete")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     FakeMemory memory;
     CoreRegisters regs;
     regs.r[13] = 0x20001000;
@@ -179,7 +180,7 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     };
     REQUIRE(functions_of(with_dwarf) == functions_of(with_exidx));
 
-    const Unwinder dwarf(with_dwarf), exidx(with_exidx);
+    const Unwinder dwarf(Firmware::open(with_dwarf)), exidx(Firmware::open(with_exidx));
     CHECK(exidx.has_frame_info());
     // Functions whose exception-table entry says "cannot unwind" (assembly without .fnstart)
     // are not compared: the exidx image has no frame information for them.
@@ -206,7 +207,7 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     const uint32_t code_start = instructions.front().second, code_size = instructions.back().second - code_start;
     // A call that never returns may end its function's code: the address after it is
     // padding outside every FDE, where the two tables need not agree.
-    const std::vector<FrameFunction> described = read_call_frames(with_dwarf);
+    const std::vector<FrameFunction> described = read_call_frames(Firmware::open(with_dwarf));
     auto has_rows = [&](uint32_t address) {
         return std::any_of(described.begin(), described.end(),
                            [&](const FrameFunction& f) { return address >= f.start && address < f.end; });
@@ -336,7 +337,7 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
     REQUIRE(after_call > pendsv);
     REQUIRE(after_call < pendsv + 0x40);
 
-    const Unwinder unwinder(elf);
+    const Unwinder unwinder(Firmware::open(elf));
     FakeMemory memory;
     const uint32_t msp = 0x20001F00, psp = 0x20000800;
     memory.words[msp] = 0x200011CC;       // the pushed r3
@@ -399,7 +400,7 @@ TEST_CASE("unwinder: a context switch that saves EXC_RETURN on the task's stack 
                         " --stop-address=" + std::to_string(select_next + 2) + " '" + elf + "'")
                 .find("push\t{r3, r4, r5, lr}") != std::string::npos);
 
-    const Unwinder unwinder(elf);
+    const Unwinder unwinder(Firmware::open(elf));
     FakeMemory memory;
     const uint32_t msp = 0x20001F00, psp = 0x20000800;
     uint32_t saved_top = psp - 100;   // r4-r11, EXC_RETURN, s16-s31

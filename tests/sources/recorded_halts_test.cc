@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../fakes/recorded_target.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/unwinder.h"
 #include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/sampling_loop.h"
@@ -118,7 +119,7 @@ HaltExtras with_stacks(const std::string& elf)
 {
     HaltExtras extras;
     StackSamplingOptions stacks;
-    stacks.unwinder = std::make_shared<core::Unwinder>(elf);
+    stacks.unwinder = std::make_shared<core::Unwinder>(core::Firmware::open(elf));
     extras.stacks = stacks;
     return extras;
 }
@@ -127,7 +128,7 @@ HaltExtras with_stacks(const std::string& elf)
 void sample_every_halt(fakes::RecordedTarget& target, const fakes::RecordedHalts& recording, Collect& sink)
 {
     HaltExtras extras = with_stacks(recording.elf);
-    extras.tasks = detect_rtos(recording.elf);
+    extras.tasks = detect_rtos(core::Firmware::open(recording.elf));
     const std::atomic<bool> stop{false};
     const SamplerStats stats = run(target, sink, recording.halts.size(), extras, stop);
     CHECK(stats.samples == recording.halts.size());
@@ -175,7 +176,7 @@ TEST_CASE("recorded halts: the call-tree chains at -O2 are gdb's backtraces, the
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "calltree_o2_m4");
     REQUIRE(recording.halts.size() >= 40);
-    REQUIRE_FALSE(detect_rtos(recording.elf));
+    REQUIRE_FALSE(detect_rtos(core::Firmware::open(recording.elf)));
     fakes::RecordedTarget target(recording);
     Collect sink;
     sample_every_halt(target, recording, sink);
@@ -191,7 +192,7 @@ TEST_CASE("recorded halts: the call-tree chains at -O2 are gdb's backtraces, the
 TEST_CASE("recorded halts: FPU tasks at -O2, chains through SysTick's FP frame on PSP and task tags are gdb's")
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "fpu_o2_m4");
-    REQUIRE(detect_rtos(recording.elf));
+    REQUIRE(detect_rtos(core::Firmware::open(recording.elf)));
     size_t handler_halts = 0;
     for (const fakes::RecordedHalt& h : recording.halts)
         handler_halts += (h.registers.xpsr & 0x1FF) != 0;
@@ -212,7 +213,7 @@ TEST_CASE("recorded halts: FPU tasks at -O2, chains through SysTick's FP frame o
 TEST_CASE("recorded halts: Zephyr-shaped threads, chains to z_thread_entry and thread names are gdb's")
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "zephyr_m4");
-    const std::optional<TaskLayout> threads = detect_rtos(recording.elf);
+    const std::optional<TaskLayout> threads = detect_rtos(core::Firmware::open(recording.elf));
     REQUIRE(threads);
     CHECK(threads->kernel == "Zephyr");
     fakes::RecordedTarget target(recording);

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "mcuprof/core/data_layout.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/transport/rsp_client.h"
@@ -34,7 +35,7 @@ uint32_t read_word(transport::RspClient& gdb, uint32_t address)
 // the array's length, so a table of another length or member order reads the same.
 class TableReader {
 public:
-    TableReader(const std::string& elf_path) : elf_path_(elf_path), layout_(elf_path) {}
+    explicit TableReader(const core::Firmware& firmware) : elf_path_(firmware.path()), layout_(firmware.data_layout()) {}
 
     void read(transport::RspClient& gdb, DumpChunk& chunk) const
     {
@@ -90,13 +91,15 @@ private:
     }
 
     std::string elf_path_;
-    core::DataLayout layout_;
+    const core::DataLayout& layout_;
 };
 
 } // namespace
 
-Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, const std::string& elf_path)
+Dump read_onchip(transport::RspClient& gdb, const core::Firmware& firmware)
 {
+    const core::SymbolTable& symbols = firmware.symbols();
+    const std::string& elf_path = firmware.path();
     const auto taken = symbols.find_object("prof_taken");
     if (!taken)
         throw Error(elf_path, "symbols", "no prof_taken: the firmware has no reference on-chip sampler");
@@ -107,7 +110,7 @@ Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, co
     chunk.announced = read_word(gdb, taken->address);
 
     if (symbols.find_object("prof_table")) {
-        TableReader(elf_path).read(gdb, chunk);
+        TableReader(firmware).read(gdb, chunk);
     } else if (const auto ring = symbols.find_object("prof_ring")) {
         // The ring holds the last `length` samples; the oldest is at taken % length once it
         // has wrapped (the sampler writes sample k at k % length).
@@ -144,10 +147,10 @@ Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, co
     return dump;
 }
 
-Dump read_onchip_over_gdb(const transport::LinkAddress& endpoint, const core::SymbolTable& symbols,
-                          const std::string& elf_path, std::optional<uint32_t> stop_at,
-                          std::chrono::steady_clock::duration timeout)
+Dump read_onchip_over_gdb(const transport::LinkAddress& endpoint, const core::Firmware& firmware,
+                          std::optional<uint32_t> stop_at, std::chrono::steady_clock::duration timeout)
 {
+    const std::string& elf_path = firmware.path();
     transport::RspClient::Options options;
     transport::RspClient gdb(endpoint, options);
     gdb.handshake();   // the target is halted now
@@ -159,7 +162,7 @@ Dump read_onchip_over_gdb(const transport::LinkAddress& endpoint, const core::Sy
             throw Error(elf_path, "", "the target exited before reaching the stop address");
         gdb.remove_breakpoint(*stop_at);
     }
-    Dump dump = read_onchip(gdb, symbols, elf_path);
+    Dump dump = read_onchip(gdb, firmware);
     gdb.detach();
     return dump;
 }

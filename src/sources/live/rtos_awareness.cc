@@ -4,6 +4,7 @@
 
 #include "mcuprof/core/data_layout.h"
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/firmware.h"
 
 namespace mcuprof::sources {
 
@@ -62,10 +63,12 @@ std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout)
     return std::nullopt;
 }
 
-std::optional<TaskLayout> detect_rtos(const std::string& elf_path)
+std::optional<TaskLayout> detect_rtos(const core::Firmware& firmware)
 {
+    if (!firmware.has_debug_info())
+        return std::nullopt;   // no DWARF: no task names, the samples are still good
     try {
-        return detect_rtos(core::DataLayout(elf_path));
+        return detect_rtos(firmware.data_layout());
     } catch (const core::Error&) {
         return std::nullopt;   // no DWARF: no task names, the samples are still good
     }

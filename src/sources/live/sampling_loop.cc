@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "mcuprof/sources/error.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/qmp_client.h"
 
@@ -39,11 +40,14 @@ public:
             stacks_.emplace(*extras.stacks);
         if (extras.tasks)
             tasks_.emplace(*extras.tasks);
+        firmware_check_ = extras.firmware_check;
     }
 
     SamplerStats run()
     {
         try {
+            if (firmware_check_)
+                check_firmware(*firmware_check_);
             switch (pacing_.pacing) {
             case Pacing::wall: by_wall_clock(); break;
             case Pacing::icount: by_instruction_count(); break;
@@ -86,6 +90,23 @@ public:
     }
 
 private:
+    // Before the first sample: the target against the ELF. A mismatch leaves the target
+    // running and ends the command (exit 2), unless --no-verify made it a warning.
+    void check_firmware(const FirmwareCheck& check)
+    {
+        const FirmwareCheckResult result = check_target(target_, check);
+        if (result.matches) {
+            sink_.event("firmware-verified", result.message);
+            return;
+        }
+        if (check.warn_only) {
+            sink_.event("firmware-mismatch", "warning: " + result.message + " (--no-verify)");
+            return;
+        }
+        target_.leave_running(sink_, false);
+        throw Error(check.elf, "target", result.message + " (--no-verify samples it anyway)");
+    }
+
     // The plan and the stop flag: true (with the end reason) when sampling is over.
     bool done()
     {
@@ -334,6 +355,7 @@ private:
     const std::atomic<bool>& stop_;
     std::optional<StackReader> stacks_;
     std::optional<TaskNames> tasks_;
+    std::optional<FirmwareCheck> firmware_check_;
 
     SamplerStats stats_;
     const Clock::time_point start_ = Clock::now();

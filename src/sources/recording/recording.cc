@@ -311,7 +311,7 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         uint32_t address = 0;
         if (kind == "task" && parse_hex32(text_of(e, "address", ""), address))
             out.tag_names[address] = text_of(e, "name", "?");
-        else if (kind != "target-exit" && kind != "task")
+        else if (kind != "target-exit" && kind != "task" && kind != "firmware-verified")
             out.notes.push_back(text_of(e, "message", e.dump()));
     }
     if (n == 0)
@@ -325,17 +325,18 @@ RecordedFirmware recorded_firmware(const nlohmann::json& header)
     if (auto path = header.find("elf_path"); path != header.end() && path->is_string())
         firmware.path = path->get<std::string>();
     if (auto identity = header.find("elf_identity"); identity != header.end())
-        firmware.identity = ElfIdentity::from_json(*identity);
+        firmware.identity = core::FirmwareIdentity::from_json(*identity);
     return firmware;
 }
 
-nlohmann::json firmware_fields(const std::string& elf_path)
+nlohmann::json firmware_fields(const core::Firmware& firmware)
 {
+    const std::string& elf_path = firmware.path();
     std::error_code failed;
     const std::filesystem::path absolute = std::filesystem::absolute(elf_path, failed);
     return {{"elf", elf_path},
             {"elf_path", failed ? elf_path : absolute.lexically_normal().string()},
-            {"elf_identity", elf_identity(elf_path).to_json()}};
+            {"elf_identity", firmware.identity().to_json()}};
 }
 
 } // namespace mcuprof::sources

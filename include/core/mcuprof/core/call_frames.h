@@ -8,11 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace llvm::object {
-class ObjectFile;
-}
-
 namespace mcuprof::core {
+
+class Firmware;
 
 // How to recover one register in the caller (DWARF 5, 6.4.1 "register rules").
 struct RegisterRule {
@@ -52,8 +50,7 @@ struct FrameFunction {
 // Every FDE of .debug_frame with its rows (none when the section is absent). An FDE whose
 // instructions cannot be evaluated (an unknown opcode, restore_state without remember_state,
 // a register beyond r15 in a CFA rule) is left out: its function has no frame information.
-// Throws core::Error naming the file when the ELF or the section cannot be read.
-std::vector<FrameFunction> read_call_frames(const std::string& elf_path);
-std::vector<FrameFunction> read_call_frames(const llvm::object::ObjectFile& object, const std::string& elf_path);
+// Throws core::Error naming the file when the section cannot be read.
+std::vector<FrameFunction> read_call_frames(const Firmware& firmware);
 
 } // namespace mcuprof::core

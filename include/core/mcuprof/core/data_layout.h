@@ -13,11 +13,9 @@
 #include <string_view>
 #include <vector>
 
-namespace llvm {
-class MemoryBuffer;
-}
-
 namespace mcuprof::core {
+
+class Firmware;
 
 struct TypeLayout {
     enum class Kind { base, pointer, structure, union_, array, enumeration, other };
@@ -53,10 +51,11 @@ struct FieldLayout {
 
 class DataLayout {
 public:
-    // Reads the ELF's DWARF; throws core::Error naming the file when it cannot be read or
-    // has no debug information.
-    explicit DataLayout(const std::string& elf_path);
-    // The same from an image in memory (copied); `name` stands for the file in errors.
+    // Reads the image's DWARF (checked first: Firmware::check_dwarf); throws core::Error naming
+    // the file when it cannot be read or has no debug information. The image must outlive
+    // the layout; Firmware::data_layout() keeps the one a command uses.
+    explicit DataLayout(const Firmware& firmware);
+    // The same from an image in memory (copied, and kept); `name` stands for the file in errors.
     static DataLayout parse(std::string_view image, const std::string& name);
     ~DataLayout();
     DataLayout(DataLayout&&) noexcept;
@@ -82,7 +81,6 @@ public:
     const std::string& path() const;
 
 private:
-    DataLayout(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& name);
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

@@ -13,11 +13,9 @@
 #include <string_view>
 #include <vector>
 
-namespace llvm::object {
-class ObjectFile;
-}
-
 namespace mcuprof::core {
+
+class Firmware;
 
 // One section of debugging entries: its name as the file spells it, and its bytes.
 struct DebugInfoSection {
@@ -36,9 +34,10 @@ struct DebugSections {
 // abbreviation or attribute value that does not fit where it is.
 void check_debug_entries(const DebugSections& sections, const std::string& elf_path);
 
-// The same for an object file's sections, found by name as LLVM finds them; a compressed
-// section (SHF_COMPRESSED, .zdebug) is decompressed first, after its stated size has been
-// checked against what zlib can produce. Sections it cannot read are LLVM's to report.
-void check_debug_entries(const llvm::object::ObjectFile& object, const std::string& elf_path);
+// The same for a firmware image's sections, found by name as LLVM finds them; a compressed
+// section (SHF_COMPRESSED) is decompressed first, after its stated size has been checked
+// against what zlib can produce. Sections it cannot read are LLVM's to report. Called by
+// Firmware::check_dwarf, once per image.
+void check_debug_entries(const Firmware& firmware);
 
 } // namespace mcuprof::core

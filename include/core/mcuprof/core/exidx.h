@@ -9,12 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace llvm::object {
-class ObjectFile;
-}
-
 namespace mcuprof::core {
 
+class Firmware;
 class StackMemory;
 
 struct ExidxEntry {
@@ -28,7 +25,7 @@ public:
     // Reads .ARM.exidx and the .ARM.extab entries it points to (an image without them gives an
     // empty table). Throws core::Error naming the file and the entry when a pointer leads
     // outside the image.
-    static ExidxTable read(const llvm::object::ObjectFile& object, const std::string& elf_path);
+    static ExidxTable read(const Firmware& firmware);
 
     bool empty() const { return entries_.empty(); }
     const std::vector<ExidxEntry>& entries() const { return entries_; }

@@ -8,11 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace llvm {
-class MemoryBuffer;
-}
-
 namespace mcuprof::core {
+
+class Firmware;
 
 struct SourceFrame {
     std::string function;   // as DWARF names it; empty when unknown
@@ -23,10 +21,11 @@ struct SourceFrame {
 
 class SourceLocator {
 public:
-    // Reads the ELF now and checks its DWARF debugging entries (dwarf_check.h): corrupt ones
-    // throw core::Error; a file that cannot be read gives empty chains.
-    explicit SourceLocator(std::string elf_path);
-    // The same from an image in memory (copied); `name` stands for the file in errors.
+    // Checks the image's DWARF debugging entries (Firmware::check_dwarf): corrupt ones throw
+    // core::Error. The image must outlive the locator; Firmware::locator() keeps the one a
+    // command uses.
+    explicit SourceLocator(const Firmware& firmware);
+    // The same from an image in memory (copied, and kept); `name` stands for the file in errors.
     static std::unique_ptr<SourceLocator> parse(std::string_view image, const std::string& name);
     ~SourceLocator();
     SourceLocator(const SourceLocator&) = delete;
@@ -40,7 +39,6 @@ public:
     static std::string line_of(const std::vector<SourceFrame>& frames);
 
 private:
-    SourceLocator(std::unique_ptr<llvm::MemoryBuffer> image, const std::string& name);
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::unordered_map<uint32_t, std::vector<SourceFrame>> cache_;

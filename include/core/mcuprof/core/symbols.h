@@ -9,6 +9,8 @@
 
 namespace mcuprof::core {
 
+class Firmware;
+
 struct Function {
     uint32_t start = 0;                 // Thumb bit cleared
     uint32_t size = 0;
@@ -32,8 +34,9 @@ struct CodeSection {
 
 class SymbolTable {
 public:
-    // Reads STT_FUNC symbols (local and global) of a 32-bit ARM ELF. Throws core::Error.
-    static SymbolTable load(const std::string& elf_path);
+    // Reads STT_FUNC symbols (local and global) of the image, and the executable sections.
+    // Throws core::Error. Firmware::symbols() keeps the one a command uses.
+    static SymbolTable load(const Firmware& firmware);
     // The same from an image in memory; `name` stands for the file in errors.
     static SymbolTable parse(std::string_view image, const std::string& name);
     // For tests and sources that know their functions already.

@@ -19,6 +19,8 @@
 
 namespace mcuprof::core {
 
+class Firmware;
+
 struct UnwindResult {
     CallStack stack;                         // callers: call sites, innermost first
     UnwindStop stop = UnwindStop::root;
@@ -26,11 +28,11 @@ struct UnwindResult {
 
 class Unwinder {
 public:
-    // Reads the call-frame information; throws core::Error naming the file when the ELF
-    // cannot be read. Code without .debug_frame rows unwinds through its .ARM.exidx entry
+    // Reads the image's call-frame information (and keeps what it needs: the image may go
+    // away); throws core::Error naming the file when it cannot be read. Code without .debug_frame rows unwinds through its .ARM.exidx entry
     // when it has one; an ELF with neither unwinds through leaves and exception frames only
     // (has_frame_info() false).
-    explicit Unwinder(const std::string& elf_path);
+    explicit Unwinder(const Firmware& firmware);
     ~Unwinder();
     Unwinder(const Unwinder&) = delete;
     Unwinder& operator=(const Unwinder&) = delete;

@@ -11,7 +11,7 @@
 #include "mcuprof/sources/dump_reader.h"
 
 namespace mcuprof::core {
-class SymbolTable;
+class Firmware;
 }
 namespace mcuprof::transport {
 class RspClient;
@@ -21,14 +21,13 @@ struct LinkAddress;
 namespace mcuprof::sources {
 
 // The target must be halted. Throws sources::Error when the ELF has no sampler.
-Dump read_onchip(transport::RspClient& gdb, const core::SymbolTable& symbols, const std::string& elf_path);
+Dump read_onchip(transport::RspClient& gdb, const core::Firmware& firmware);
 
 // Connects to a GDB server, optionally lets the target run until it reaches `stop_at`
 // (a breakpoint, removed again), reads the sampler, and detaches, leaving the target
 // running. Throws transport::Error or sources::Error.
-Dump read_onchip_over_gdb(const transport::LinkAddress& gdb, const core::SymbolTable& symbols,
-                          const std::string& elf_path, std::optional<uint32_t> stop_at,
-                          std::chrono::steady_clock::duration timeout);
+Dump read_onchip_over_gdb(const transport::LinkAddress& gdb, const core::Firmware& firmware,
+                          std::optional<uint32_t> stop_at, std::chrono::steady_clock::duration timeout);
 
 // The dump in the firmware's own text format (docs/formats.md), which `report` reads.
 void write_dump(const Dump& dump, std::ostream& out);

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/samples.h"
-#include "mcuprof/sources/elf_identity.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
@@ -74,11 +74,11 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
 // identity. Recordings made before these were stored give an empty path and no identity.
 struct RecordedFirmware {
     std::string path;
-    std::optional<ElfIdentity> identity;
+    std::optional<core::FirmwareIdentity> identity;
 };
 RecordedFirmware recorded_firmware(const nlohmann::json& header);
-// The header fields that say so, for the ELF at `elf_path`: "elf" (as given), "elf_path"
-// (absolute) and "elf_identity". Throws sources::Error for an ELF that cannot be read.
-nlohmann::json firmware_fields(const std::string& elf_path);
+// The header fields that say so, for the image: "elf" (its path as given), "elf_path"
+// (absolute) and "elf_identity". Throws core::Error for an image whose sections cannot be read.
+nlohmann::json firmware_fields(const core::Firmware& firmware);
 
 } // namespace mcuprof::sources

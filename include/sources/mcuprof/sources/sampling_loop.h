@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mcuprof/sources/firmware_check.h"
 #include "mcuprof/sources/halting_target.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/rtos_awareness.h"
@@ -52,6 +53,7 @@ struct PacingOptions {
 struct HaltExtras {
     std::optional<StackSamplingOptions> stacks;   // unwind the call stack at every halt
     std::optional<TaskLayout> tasks;              // tag each sample with the running task
+    std::optional<FirmwareCheck> firmware_check;  // the target against the ELF, before the first sample
 };
 
 // QEMU's instruction count during a replay, through QMP or the GDB server's monitor. The

@@ -1,0 +1,119 @@
+#pragma once
+// One firmware image: the ELF file mapped once and checked once (ELF32, little-endian, EM_ARM),
+// and everything the commands read from it, each part built the first time it is asked for:
+// the sections, the symbols, the source locator (DWARF lines and inline chains), the
+// call-frame tables (read by the Unwinder built on the image), the data layout (DWARF types), the
+// image's identity and its ARM build attributes. LLVM's types stay behind the pimpl.
+//
+// The debugging entries (.debug_info, .debug_types, .debug_abbrev) are checked once
+// (dwarf_check.h), before the first part that hands them to LLVM.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mcuprof::core {
+
+class SymbolTable;
+class SourceLocator;
+class DataLayout;
+
+// One section header with its bytes in the mapped file.
+struct Section {
+    std::string name;             // "?" when the string table does not name it
+    uint32_t type = 0;            // SHT_*
+    uint64_t flags = 0;           // SHF_*
+    uint32_t address = 0;
+    uint32_t size = 0;
+    std::string_view bytes;       // the contents; empty for SHT_NOBITS or a section the file cannot hold
+    bool readable = false;        // the contents lie inside the file (SHT_NOBITS: false)
+
+    bool allocated() const;       // SHF_ALLOC: part of the target's memory image
+    bool executable() const;      // SHF_EXECINSTR
+    bool loaded() const;          // allocated with bytes in the file (not .bss)
+    bool compressed() const;      // SHF_COMPRESSED
+};
+
+// Which firmware image an ELF is, so that a recording can tell whether the ELF it is
+// reported with is the one it sampled: the GNU build-id note where the linker wrote one
+// (ld --build-id), else a SHA-256 of what is loaded into the target (the address, size and
+// bytes of every SHF_ALLOC section with contents). Debug information and symbols take no
+// part: an image rebuilt from the same sources, or stripped, is the same firmware.
+struct FirmwareIdentity {
+    std::string kind;    // "build-id" or "sha256" (of the loadable sections)
+    std::string value;   // lower-case hex
+
+    bool operator==(const FirmwareIdentity& other) const { return kind == other.kind && value == other.value; }
+    std::string text() const { return kind + " " + value; }
+    nlohmann::json to_json() const { return {{"kind", kind}, {"value", value}}; }
+    // Null or malformed (a recording that predates the identity): nullopt.
+    static std::optional<FirmwareIdentity> from_json(const nlohmann::json& j);
+};
+
+// The processor the image was built for, from its .ARM.attributes (ARM IHI 0045, "Addenda to,
+// and Errata in, the ABI for the Arm Architecture", section 3.3.5): Tag_CPU_arch (6),
+// Tag_CPU_arch_profile (7), Tag_FP_arch (10), Tag_CPU_name (5).
+struct ArmAttributes {
+    std::optional<unsigned> cpu_arch;       // 11 ARMv6-M, 10 with profile 'M' ARMv7-M, 13 ARMv7E-M, 16/17 ARMv8-M ...
+    std::optional<unsigned> profile;        // 'M' (0x4D) for a microcontroller
+    std::optional<unsigned> fp_arch;        // 0 none; else the FP architecture
+    std::string cpu_name;                   // "cortex-m4" ..., as the compiler wrote it; may be empty
+
+    // "ARMv7E-M", "ARMv6-M"...; empty when the image states no architecture.
+    std::string architecture() const;
+};
+
+class Firmware {
+public:
+    // Maps the file and checks its header. Throws core::Error naming the file: unreadable,
+    // not ELF32 little-endian, not EM_ARM, damaged section headers.
+    static Firmware open(const std::string& elf_path);
+    // The same from an image in memory (copied); `name` stands for the file in errors.
+    static Firmware parse(std::string_view image, const std::string& name);
+    ~Firmware();
+    Firmware(Firmware&&) noexcept;
+    Firmware& operator=(Firmware&&) noexcept;
+
+    const std::string& path() const;
+    const std::vector<Section>& sections() const;
+    // The first section of that name, or nullptr.
+    const Section* section(std::string_view name) const;
+    // The initialised memory image: the 32-bit little-endian word at `address` in a loaded
+    // section, when one holds all four bytes.
+    std::optional<uint32_t> word(uint32_t address) const;
+    // The vector table: the loaded section at the lowest address (ARMv7-M ARM, B1.5.3), at
+    // most `most_words` of its words; empty when the image loads nothing.
+    std::vector<uint32_t> vector_table(size_t most_words = 512) const;
+
+    // Built the first time, then kept (the references stay valid as long as the image).
+    // Throws core::Error for corrupt symbol tables or debugging entries.
+    const SymbolTable& symbols() const;
+    SourceLocator& locator() const;                // a cache of lookups: not const in use
+    const DataLayout& data_layout() const;         // throws core::Error when the image has no DWARF
+    const FirmwareIdentity& identity() const;
+    const ArmAttributes& attributes() const;
+
+    // Whether the image has DWARF debugging entries, line tables, call-frame information
+    // (.debug_frame or .ARM.exidx): what --by task, --by line and --stacks need.
+    bool has_debug_info() const;
+    bool has_line_tables() const;
+    bool has_call_frames() const;
+
+    // Checks the debugging entries once (dwarf_check.h); throws core::Error at the first that
+    // does not fit. Every part that hands DWARF to LLVM calls it first.
+    void check_dwarf() const;
+
+    struct Impl;
+    // For the core's readers (firmware_object.h): the LLVM object behind the image.
+    const Impl& impl() const { return *impl_; }
+
+private:
+    explicit Firmware(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace mcuprof::core

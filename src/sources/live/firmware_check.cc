@@ -1,0 +1,172 @@
+#include "mcuprof/sources/firmware_check.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "mcuprof/core/firmware.h"
+#include "mcuprof/sources/halting_target.h"
+
+namespace mcuprof::sources {
+namespace {
+
+constexpr uint32_t cpuid_address = 0xE000ED00u;   // CPUID, System Control Block (ARMv7-M ARM B3.2.3)
+constexpr uint32_t shf_write = 0x1;               // SHF_WRITE: data the firmware changes as it runs
+constexpr size_t vector_words = 16;               // SP_main, Reset and the 14 system exception vectors
+constexpr size_t code_windows = 4;
+constexpr uint32_t window_bytes = 16;
+
+std::string hex(uint32_t value)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08x", unsigned(value));
+    return text;
+}
+
+uint32_t word_at(const std::string& bytes, size_t at)
+{
+    auto b = [&](size_t i) { return uint32_t(uint8_t(bytes[at + i])); };
+    return b(0) | b(1) << 8 | b(2) << 16 | b(3) << 24;
+}
+
+// Tag_CPU_arch values (ARM IHI 0045, 3.3.5.2) each Cortex-M part runs as its own.
+struct Part {
+    uint32_t number;   // CPUID.PartNo
+    const char* name;
+    std::vector<unsigned> architectures;
+};
+const std::vector<Part>& parts()
+{
+    static const std::vector<Part> table = {
+        {0xC20, "Cortex-M0", {11, 12}},         {0xC60, "Cortex-M0+", {11, 12}},
+        {0xC21, "Cortex-M1", {11, 12}},         {0xC23, "Cortex-M3", {10}},
+        {0xC24, "Cortex-M4", {10, 13}},         {0xC27, "Cortex-M7", {10, 13}},
+        {0xD20, "Cortex-M23", {16}},            {0xD21, "Cortex-M33", {16, 17}},
+        {0xD31, "Cortex-M35P", {16, 17}},       {0xD22, "Cortex-M55", {16, 17, 21}},
+        {0xD23, "Cortex-M85", {16, 17, 21}},
+    };
+    return table;
+}
+
+const Part* part_of(uint32_t cpuid)
+{
+    const uint32_t number = (cpuid >> 4) & 0xFFFu;
+    for (const Part& part : parts())
+        if (part.number == number)
+            return &part;
+    return nullptr;
+}
+
+} // namespace
+
+std::string cortex_m_name(uint32_t cpuid)
+{
+    const Part* part = part_of(cpuid);
+    return part != nullptr ? part->name : "";
+}
+
+bool architecture_fits(uint32_t cpuid, unsigned cpu_arch)
+{
+    const Part* part = part_of(cpuid);
+    return part == nullptr ||
+           std::find(part->architectures.begin(), part->architectures.end(), cpu_arch) != part->architectures.end();
+}
+
+FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
+{
+    FirmwareCheck check;
+    check.elf = firmware.path();
+    check.warn_only = warn_only;
+    // Read-only loaded sections only: .data holds its initial values in the ELF, not what the
+    // running firmware has made of them.
+    std::vector<const core::Section*> fixed;
+    for (const core::Section& section : firmware.sections())
+        if (section.loaded() && (section.flags & shf_write) == 0 && section.bytes.size() >= 4)
+            fixed.push_back(&section);
+    std::sort(fixed.begin(), fixed.end(),
+              [](const core::Section* a, const core::Section* b) { return a->address < b->address; });
+    if (!fixed.empty()) {   // the vector table: the lowest section (ARMv7-M ARM, B1.5.3)
+        const core::Section& table = *fixed.front();
+        check.regions.emplace_back(table.address, std::string(table.bytes.substr(0, 4 * vector_words)));
+    }
+    // Windows spread evenly over the executable bytes, in address order.
+    uint64_t code_bytes = 0;
+    for (const core::Section* section : fixed)
+        if (section->executable())
+            code_bytes += section->bytes.size();
+    for (size_t i = 0; i < code_windows && code_bytes >= window_bytes; ++i) {
+        uint64_t offset = code_bytes * (2 * i + 1) / (2 * code_windows);   // the middles of equal parts
+        for (const core::Section* section : fixed) {
+            if (!section->executable())
+                continue;
+            if (offset < section->bytes.size()) {
+                const uint64_t at = std::min<uint64_t>(offset & ~uint64_t(3), section->bytes.size() - std::min<uint64_t>(window_bytes, section->bytes.size()));
+                check.regions.emplace_back(section->address + uint32_t(at),
+                                           std::string(section->bytes.substr(at, window_bytes)));
+                break;
+            }
+            offset -= section->bytes.size();
+        }
+    }
+    const core::ArmAttributes& attributes = firmware.attributes();
+    check.cpu_arch = attributes.cpu_arch;
+    check.architecture = attributes.architecture();
+    return check;
+}
+
+FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& check)
+{
+    FirmwareCheckResult result;
+    std::vector<std::string> differences, unread;
+    size_t compared = 0;
+    for (size_t i = 0; i < check.regions.size(); ++i) {
+        const auto& [address, expected] = check.regions[i];
+        const std::string found = target.read_memory(address, uint32_t(expected.size()));
+        const std::string what = i == 0 ? "the vector table at " + hex(address) : "the code at " + hex(address);
+        if (found.size() != expected.size()) {
+            unread.push_back(what);
+            continue;
+        }
+        ++compared;
+        for (size_t at = 0; at + 4 <= expected.size(); at += 4)
+            if (found.compare(at, 4, expected, at, 4) != 0) {
+                differences.push_back(what + " differs (" + (i == 0 ? "word " + std::to_string(at / 4)
+                                                                    : "at " + hex(address + uint32_t(at))) +
+                                      ": target " + hex(word_at(found, at)) + ", ELF " + hex(word_at(expected, at)) +
+                                      ")");
+                break;
+            }
+    }
+    std::string core_text;
+    const std::string cpuid_bytes = target.read_memory(cpuid_address, 4);
+    if (cpuid_bytes.size() == 4) {
+        const uint32_t cpuid = word_at(cpuid_bytes, 0);
+        const std::string name = cortex_m_name(cpuid);
+        core_text = "CPUID " + hex(cpuid) + (name.empty() ? " (a part this check does not know)" : " (" + name + ")");
+        if (check.cpu_arch && !architecture_fits(cpuid, *check.cpu_arch))
+            differences.push_back("the target is a " + name + " (CPUID " + hex(cpuid) + "), the ELF is built for " +
+                                  check.architecture);
+    } else {
+        unread.push_back("CPUID");
+    }
+    result.matches = differences.empty();
+    std::string text;
+    auto join = [](const std::vector<std::string>& parts) {
+        std::string joined;
+        for (const std::string& part : parts)
+            joined += (joined.empty() ? "" : "; ") + part;
+        return joined;
+    };
+    if (!result.matches) {
+        result.message = "the target does not run " + check.elf + ": " + join(differences);
+        return result;
+    }
+    result.message = "the target runs " + check.elf + ": " + std::to_string(compared) + " of " +
+                     std::to_string(check.regions.size()) + " regions (vector table, code) equal the ELF's";
+    if (!core_text.empty())
+        result.message += ", " + core_text + (check.cpu_arch ? " fits " + check.architecture : "");
+    if (!unread.empty())
+        result.message += "; not readable: " + join(unread);
+    return result;
+}
+
+} // namespace mcuprof::sources
