@@ -6,8 +6,12 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev doctest-dev
+  # libiberty-dev: c++filt's demangler (src/core/demangle.cc)
+  libiberty-dev
   llvm-19-dev libclang-rt-19-dev clang-19 zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
+  # the C++ reference firmware (firmware-ref/src/cxx): std::sort and friends for arm-none-eabi-g++
+  libstdc++-arm-none-eabi-dev
   qemu-system-arm openocd gdb-multiarch
   python3 python3-pyocd
   # consumers of the report formats, run by the tests: callgrind_annotate, dot, a browser

@@ -6,6 +6,7 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include "mcuprof/core/demangle.h"
 #include "mcuprof/core/dwarf_check.h"
 
 namespace mcuprof::core {
@@ -22,7 +23,7 @@ struct SourceLocator::Impl {
     static llvm::symbolize::LLVMSymbolizer::Options make_options()
     {
         llvm::symbolize::LLVMSymbolizer::Options options;
-        options.Demangle = true;
+        options.Demangle = false;   // demangled as c++filt does it (demangle.h), not by LLVM
         options.UseSymbolTable = true;
         options.RelativeAddresses = false;
         options.PathStyle = llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath;
@@ -92,7 +93,7 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
                 const llvm::DILineInfo& frame = info->getFrame(i);
                 SourceFrame out;
                 if (frame.FunctionName != llvm::DILineInfo::BadString)
-                    out.function = frame.FunctionName;
+                    out.function = demangle(frame.FunctionName);
                 if (frame.FileName != llvm::DILineInfo::BadString && frame.Line != 0) {
                     out.file = frame.FileName;
                     out.line = frame.Line;

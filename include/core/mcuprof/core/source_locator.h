@@ -15,7 +15,7 @@ class MemoryBuffer;
 namespace mcuprof::core {
 
 struct SourceFrame {
-    std::string function;   // as DWARF names it; empty when unknown
+    std::string function;   // as DWARF names it, demangled (demangle.h); empty when unknown
     std::string file;       // empty when there is no line information
     uint32_t line = 0;
     uint32_t column = 0;
