@@ -250,12 +250,14 @@ void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolT
             for (auto frame = chain.rbegin(); frame != chain.rend(); ++frame) {
                 const bool outermost = frame == chain.rbegin();
                 std::string name = outermost ? f->name : frame->function.empty() ? unknown_function : frame->function;
-                out.push_back({std::move(name), frame->file, frame->line, address, !outermost});
+                out.push_back({std::move(name), frame->file, frame->line, address, !outermost,
+                               outermost ? f->symbol : frame->symbol});
             }
             return;
         }
     }
-    out.push_back({f != nullptr ? f->name : unknown_function, "", 0, address});
+    out.push_back({f != nullptr ? f->name : unknown_function, "", 0, address, false,
+                   f != nullptr ? f->symbol : std::string()});
 }
 
 // Address chains (root first, leaf last) with their weights, from unwound samples or,
@@ -351,6 +353,7 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
             if (f != nullptr) {
                 function_row.address = f->start;
                 function_row.size = f->size;
+                function_row.symbol = f->symbol;
             }
         }
 
@@ -424,6 +427,7 @@ Row& function_row(const RowContext& c, const Weighted& item, const Function* f)
     if (f != nullptr && !c.inline_frames) {
         row.address = f->start;
         row.size = f->size;
+        row.symbol = f->symbol;
     }
     return row;
 }

@@ -93,7 +93,8 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
                 const llvm::DILineInfo& frame = info->getFrame(i);
                 SourceFrame out;
                 if (frame.FunctionName != llvm::DILineInfo::BadString)
-                    out.function = demangle(frame.FunctionName);
+                    out.symbol = frame.FunctionName;
+                    out.function = demangle(out.symbol);
                 if (frame.FileName != llvm::DILineInfo::BadString && frame.Line != 0) {
                     out.file = frame.FileName;
                     out.line = frame.Line;

@@ -19,6 +19,7 @@ struct SourceFrame {
     std::string file;       // empty when there is no line information
     uint32_t line = 0;
     uint32_t column = 0;
+    std::string symbol;     // the name DWARF gives (the linkage name, mangled, where it has one)
 };
 
 class SourceLocator {
