@@ -23,6 +23,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
+import chromium_page
 import fwtest
 from elf_symbols import nm_symbols
 
@@ -189,6 +190,25 @@ class CxxFirmware(unittest.TestCase):
                     ours_lines[r["name"].split(" (in ")[0]] += r["samples"]
                 self.assertEqual({p: c for p, c in by_line.items() if c and ":" in p},
                                  {p: c for p, c in ours_lines.items() if ":" in p and "no line" not in p})
+
+    def test_long_names_fold_in_text_and_wrap_in_html(self):
+        run = self.runs["cxx_o2_m4"]
+        for grouping in ("function", "address", "stack"):
+            text = mcuprof("report", str(run.rec), "--elf", str(run.elf), "--by", grouping)
+            self.assertLessEqual(max(len(line) for line in text.splitlines() if not line.startswith(("warning", "sampler"))),
+                                 160, grouping)
+            doc = run.report("--by", grouping)
+            self.assertTrue(any(len(r["name"]) > 100 for r in doc["functions"]), grouping)   # JSON: whole names
+            # Every row's whole name is in the text, folded: the table's name column pieces joined.
+            joined = "".join(line.strip() for line in text.splitlines())
+            for row in doc["functions"]:
+                self.assertIn(row["name"].replace(" ", ""), joined.replace(" ", ""))
+        page = self.work / "cxx.html"
+        mcuprof("report", str(run.rec), "--elf", str(run.elf), "--format", "html", "-o", str(page))
+        extents = chromium_page.table_extents(page, 1400)
+        self.assertTrue(extents["tables"])
+        for table in extents["tables"]:
+            self.assertLessEqual(table["right"], extents["window"], table)
 
 
 if __name__ == "__main__":

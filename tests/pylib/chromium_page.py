@@ -113,6 +113,35 @@ def flame_graph_actions(page: Path, zoom: str, search: str, merge: str) -> tuple
     return json.loads(html.unescape(found.group(1))), dom.stderr
 
 
+# The right edges of every table's cells, in CSS pixels, and the window's width, written into
+# <pre id="test-results"> as JSON once the page has been laid out.
+TABLE_EXTENTS = """
+window.addEventListener('load', () => {
+  const tables = [...document.querySelectorAll('table')].map(t => ({
+    id: t.id, right: Math.max(0, ...[...t.querySelectorAll('td, th')].map(c => c.getBoundingClientRect().right))}));
+  const out = document.createElement('pre');
+  out.id = 'test-results';
+  out.textContent = JSON.stringify({window: window.innerWidth, tables});
+  document.body.appendChild(out);
+});
+"""
+
+
+def table_extents(page: Path, width: int) -> dict:
+    """TABLE_EXTENTS of a copy of `page` in a headless Chromium window `width` pixels wide."""
+    measured = page.with_name(page.stem + "-measured.html")
+    measured.write_text(page.read_text().replace("</body>", f"<script>{TABLE_EXTENTS}</script>\n</body>", 1))
+    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--enable-logging=stderr", "--v=0", f"--window-size={width},1000", "--virtual-time-budget=10000"]
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run(base + [f"--user-data-dir={profile}", "--dump-dom", measured.as_uri()],
+                             capture_output=True, text=True, timeout=300)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="test-results">(.*?)</pre>', dom.stdout, re.S)
+    assert found, "the page wrote no measurements: " + dom.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
 def console_messages(log: str) -> list[str]:
     """What the page's scripts wrote to the console or threw: Chromium logs each as CONSOLE."""
     return [line for line in log.splitlines() if ":CONSOLE(" in line or "Uncaught" in line]

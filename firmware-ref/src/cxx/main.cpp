@@ -86,8 +86,24 @@ static int lookup(int wanted)
     return found;
 }
 
+// SysTick (ARMv7-M ARM B3.3): a periodic interrupt, so that QEMU's record mode, which halts
+// only between runs of instructions, can stop the run at an instruction budget.
+constexpr unsigned systick_period = 20000;   // core clocks
+#define SYST_CSR (*reinterpret_cast<volatile unsigned*>(0xE000E010u))
+#define SYST_RVR (*reinterpret_cast<volatile unsigned*>(0xE000E014u))
+#define SYST_CVR (*reinterpret_cast<volatile unsigned*>(0xE000E018u))
+volatile unsigned ticks;
+
+extern "C" void SysTick_Handler()
+{
+    ticks = ticks + 1;
+}
+
 int main()
 {
+    SYST_RVR = systick_period - 1;
+    SYST_CVR = 0;
+    SYST_CSR = 7;   // ENABLE | TICKINT | CLKSOURCE (the core clock)
     for (int i = 0; i < record_count; ++i)
         records[i] = {int(next_random() % 1000), i};
     for (unsigned i = 0; i < sizeof bytes; ++i)
