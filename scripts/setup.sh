@@ -6,10 +6,14 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev doctest-dev
+  # libiberty-dev: c++filt's demangler (src/core/demangle.cc)
+  libiberty-dev
   # libncurses-dev: the terminfo library LLVM links (libtinfo-dev is only a transitional name for it on
   # Debian 12 and a virtual one on Debian 13, which dpkg never reports installed)
   llvm-19-dev libclang-rt-19-dev clang-19 zlib1g-dev libzstd-dev libncurses-dev libxml2-dev libedit-dev libffi-dev
   gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
+  # the C++ reference firmware (firmware-ref/src/cxx): std::sort and friends for arm-none-eabi-g++
+  libstdc++-arm-none-eabi-dev
   qemu-system-arm openocd gdb-multiarch
   # the truth plugin: QEMU 10's plugin API header includes glib.h
   libglib2.0-dev

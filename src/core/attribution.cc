@@ -150,27 +150,46 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
 
 class RowBuilder {
 public:
-    Row& row(const std::string& name)
+    // `part` splits rows of one name: a source line shared by several functions (a
+    // template's instances, a header's inline function) is one row per function.
+    Row& row(const std::string& name, const std::string& part = {})
     {
-        auto [it, added] = index_.emplace(name, rows_.size());
+        auto [it, added] = index_.emplace(name + '\0' + part, rows_.size());
         if (added) {
             rows_.emplace_back();
             rows_.back().name = name;
+            ++parts_[name];
         }
         return rows_[it->second];
     }
-    std::vector<Row> take() { return std::move(rows_); }
+    // The rows, each name unique: the parts of a shared line are named by their function too.
+    std::vector<Row> take()
+    {
+        for (Row& row : rows_)
+            if (parts_[row.name] > 1)
+                row.name += " (in " + row.function + ")";
+        return std::move(rows_);
+    }
 
 private:
     std::unordered_map<std::string, size_t> index_;
+    std::unordered_map<std::string, size_t> parts_;
     std::vector<Row> rows_;
 };
 
+// A function's name: the innermost inlined function's as DWARF names it (demangled), or the
+// symbol table's label for the function the code belongs to, so that one function has one
+// name whether DWARF or the symbol table gives it (a clone's DWARF names the function it was
+// cloned from; its symbol says "[clone .constprop.0]").
 std::string function_name(const Function* f, const std::vector<SourceFrame>* frames)
 {
+    if (frames != nullptr && frames->size() > 1 && !frames->front().function.empty())
+        return frames->front().function;
+    if (f != nullptr)
+        return f->name;
     if (frames != nullptr && !frames->empty() && !frames->front().function.empty())
         return frames->front().function;
-    return f != nullptr ? f->name : unknown_function;
+    return unknown_function;
 }
 
 std::string offset_in(const Function* f, uint32_t pc)
@@ -228,13 +247,17 @@ void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolT
     if (locator != nullptr && f != nullptr) {   // outside every function, DWARF only guesses a neighbour
         const std::vector<SourceFrame>& chain = locator->frames(address);
         if (!chain.empty() && !chain.back().function.empty()) {
-            for (auto f = chain.rbegin(); f != chain.rend(); ++f)
-                out.push_back({f->function.empty() ? unknown_function : f->function, f->file, f->line, address,
-                               f != chain.rbegin()});
+            for (auto frame = chain.rbegin(); frame != chain.rend(); ++frame) {
+                const bool outermost = frame == chain.rbegin();
+                std::string name = outermost ? f->name : frame->function.empty() ? unknown_function : frame->function;
+                out.push_back({std::move(name), frame->file, frame->line, address, !outermost,
+                               outermost ? f->symbol : frame->symbol});
+            }
             return;
         }
     }
-    out.push_back({f != nullptr ? f->name : unknown_function, "", 0, address});
+    out.push_back({f != nullptr ? f->name : unknown_function, "", 0, address, false,
+                   f != nullptr ? f->symbol : std::string()});
 }
 
 // Address chains (root first, leaf last) with their weights, from unwound samples or,
@@ -333,6 +356,7 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
             if (f != nullptr) {
                 function_row.address = f->start;
                 function_row.size = f->size;
+                function_row.symbol = f->symbol;
             }
         }
 
@@ -406,6 +430,7 @@ Row& function_row(const RowContext& c, const Weighted& item, const Function* f)
     if (f != nullptr && !c.inline_frames) {
         row.address = f->start;
         row.size = f->size;
+        row.symbol = f->symbol;
     }
     return row;
 }
@@ -414,7 +439,7 @@ Row& line_row(const RowContext& c, const Weighted&, const Function* f)
 {
     const std::string line = c.frames != nullptr ? SourceLocator::line_of(*c.frames) : std::string();
     std::string function = function_name(f, c.frames);
-    Row& row = c.rows.row(line.empty() ? function + " (no line information)" : line);
+    Row& row = line.empty() ? c.rows.row(function + " (no line information)") : c.rows.row(line, function);
     row.function = std::move(function);
     return row;
 }
@@ -443,7 +468,7 @@ Row& address_row(const RowContext& c, const Weighted& item, const Function* f)
         row.location = SourceLocator::line_of(*c.frames);
         row.inlined_into.clear();
         for (size_t i = 1; i < c.frames->size(); ++i)
-            row.inlined_into.push_back((*c.frames)[i].function);
+            row.inlined_into.push_back(i + 1 == c.frames->size() && f != nullptr ? f->name : (*c.frames)[i].function);
     }
     return row;
 }

@@ -9,6 +9,7 @@
 
 #include "firmware_object.h"
 #include "mcuprof/core/firmware.h"
+#include "mcuprof/core/demangle.h"
 
 namespace mcuprof::core {
 
@@ -23,7 +24,7 @@ struct SourceLocator::Impl {
     static llvm::symbolize::LLVMSymbolizer::Options make_options()
     {
         llvm::symbolize::LLVMSymbolizer::Options options;
-        options.Demangle = true;
+        options.Demangle = false;   // demangled as c++filt does it (demangle.h), not by LLVM
         options.UseSymbolTable = true;
         options.RelativeAddresses = false;
         options.PathStyle = llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath;
@@ -66,7 +67,8 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
                 const llvm::DILineInfo& frame = info->getFrame(i);
                 SourceFrame out;
                 if (frame.FunctionName != llvm::DILineInfo::BadString)
-                    out.function = frame.FunctionName;
+                    out.symbol = frame.FunctionName;
+                    out.function = demangle(out.symbol);
                 if (frame.FileName != llvm::DILineInfo::BadString && frame.Line != 0) {
                     out.file = frame.FileName;
                     out.line = frame.Line;

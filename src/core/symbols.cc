@@ -1,6 +1,7 @@
 #include "mcuprof/core/symbols.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 #include <llvm/BinaryFormat/ELF.h>
@@ -8,6 +9,7 @@
 #include <llvm/Support/Error.h>
 
 #include "firmware_object.h"
+#include "mcuprof/core/demangle.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 
@@ -72,8 +74,16 @@ SymbolTable SymbolTable::load(const Firmware& firmware)
         auto strings = file.getStringTableForSymtab(section);
         if (!strings)
             throw Error(elf_path, "symbol table", message_of(strings.takeError()));
+        std::string unit;   // ELF gABI: a file symbol precedes the local symbols of its file
         for (const auto& symbol : *symbols) {
             const unsigned type = symbol.getType();
+            if (type == llvm::ELF::STT_FILE) {
+                auto name = symbol.getName(*strings);
+                unit = name ? name->str() : std::string();
+                if (!name)
+                    llvm::consumeError(name.takeError());
+                continue;
+            }
             if (symbol.st_shndx == llvm::ELF::SHN_UNDEF ||
                 (type != llvm::ELF::STT_FUNC && type != llvm::ELF::STT_OBJECT && type != llvm::ELF::STT_NOTYPE))
                 continue;
@@ -97,7 +107,9 @@ SymbolTable SymbolTable::load(const Firmware& firmware)
             // Bit 0 of a Thumb function's address marks the instruction set, not a byte
             // (ARM ELF ABI, "Symbol Values"): the code starts at the even address.
             const uint32_t start = static_cast<uint32_t>(symbol.st_value) & ~1u;
-            candidates.push_back({Function{start, static_cast<uint32_t>(symbol.st_size), name->str(), {}}, binding});
+            Function function{start, static_cast<uint32_t>(symbol.st_size), demangle(name->str()), {}, name->str(),
+                              binding == Binding::local ? unit : std::string()};
+            candidates.push_back({std::move(function), binding});
         }
     }
 
@@ -118,8 +130,29 @@ SymbolTable SymbolTable::load(const Firmware& firmware)
         }
         table.functions_.push_back(std::move(c.function));
     }
+    label_functions(table.functions_);
     table.finish();
     return table;
+}
+
+void label_functions(std::vector<Function>& functions)
+{
+    std::map<std::string, std::vector<Function*>> by_name;
+    for (Function& f : functions)
+        by_name[f.name].push_back(&f);
+    for (auto& [name, same] : by_name) {
+        if (same.size() < 2)
+            continue;
+        std::map<std::string, int> per_file;
+        for (const Function* f : same)
+            ++per_file[f->file];
+        for (Function* f : same) {
+            char address[16];
+            std::snprintf(address, sizeof address, "0x%08x", f->start);
+            const bool file_tells = !f->file.empty() && per_file[f->file] == 1;
+            f->name = name + " (" + (file_tells ? f->file : std::string(address)) + ")";
+        }
+    }
 }
 
 SymbolTable SymbolTable::from(std::vector<Function> functions, std::vector<CodeSection> code)

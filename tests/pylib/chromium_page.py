@@ -95,22 +95,50 @@ FLAME_ACTIONS = """
 """
 
 
+def run_added_script(page: Path, copy_suffix: str, head: str, body: str, window: str,
+                     virtual_ms: int) -> tuple[dict, str]:
+    """A copy of `page` with `head` and `body` scripts added, in headless Chromium with virtual
+    time: the JSON the scripts wrote into <pre id="test-results">, and Chromium's log."""
+    copy = page.with_name(page.stem + copy_suffix + ".html")
+    text = page.read_text()
+    if head:
+        text = text.replace("<head>", f"<head>\n<script>{head}</script>", 1)
+    copy.write_text(text.replace("</body>", f"<script>{body}</script>\n</body>", 1))
+    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--enable-logging=stderr", "--v=0", f"--window-size={window}", f"--virtual-time-budget={virtual_ms}"]
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run(base + [f"--user-data-dir={profile}", "--dump-dom", copy.as_uri()],
+                             capture_output=True, text=True, timeout=300)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="test-results">(.*?)</pre>', dom.stdout, re.S)
+    assert found, "the added script wrote no results: " + dom.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1))), dom.stderr
+
+
 def flame_graph_actions(page: Path, zoom: str, search: str, merge: str) -> tuple[dict, str]:
     """FLAME_ACTIONS run on a copy of `page` in headless Chromium: the results, and Chromium's log."""
     script = (FLAME_ACTIONS.replace("ZOOM", json.dumps(zoom)).replace("SEARCH", json.dumps(search))
               .replace("MERGE", json.dumps(merge)))
-    acted = page.with_name(page.stem + "-acted.html")
-    acted.write_text(page.read_text().replace("<head>", f"<head>\n<script>{ANIMATION_FRAMES_BY_TIMER}</script>", 1)
-                     .replace("</body>", f"<script>{script}</script>\n</body>", 1))
-    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-            "--enable-logging=stderr", "--v=0", "--window-size=1280,1500", "--virtual-time-budget=60000"]
-    with tempfile.TemporaryDirectory() as profile:
-        dom = subprocess.run(base + [f"--user-data-dir={profile}", "--dump-dom", acted.as_uri()],
-                             capture_output=True, text=True, timeout=300)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    found = re.search(r'<pre id="test-results">(.*?)</pre>', dom.stdout, re.S)
-    assert found, "the actions wrote no results: " + dom.stderr[-2000:]
-    return json.loads(html.unescape(found.group(1))), dom.stderr
+    return run_added_script(page, "-acted", ANIMATION_FRAMES_BY_TIMER, script, "1280,1500", 60000)
+
+
+# The right edges of every table's cells, in CSS pixels, and the window's width, written into
+# <pre id="test-results"> as JSON once the page has been laid out.
+TABLE_EXTENTS = """
+window.addEventListener('load', () => {
+  const tables = [...document.querySelectorAll('table')].map(t => ({
+    id: t.id, right: Math.max(0, ...[...t.querySelectorAll('td, th')].map(c => c.getBoundingClientRect().right))}));
+  const out = document.createElement('pre');
+  out.id = 'test-results';
+  out.textContent = JSON.stringify({window: window.innerWidth, tables});
+  document.body.appendChild(out);
+});
+"""
+
+
+def table_extents(page: Path, width: int) -> dict:
+    """TABLE_EXTENTS of a copy of `page` in a headless Chromium window `width` pixels wide."""
+    return run_added_script(page, "-measured", "", TABLE_EXTENTS, f"{width},1000", 10000)[0]
 
 
 def console_messages(log: str) -> list[str]:

@@ -36,6 +36,7 @@ th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #eee; whi
 th { cursor: pointer; background: #f4f4f4; position: sticky; top: 0; }
 td.name, th.name, td.loc { text-align: left; }
 td.name { font-family: ui-monospace, monospace; }
+td.name, td.loc { white-space: normal; overflow-wrap: anywhere; }  /* long C++ names wrap; numbers stay in view */
 dl.meta { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; }
 dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; }
 .warning { color: #a40; } .hint { background: #fff6e0; padding: 4px 8px; margin: 4px 0; }

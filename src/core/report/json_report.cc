@@ -32,6 +32,8 @@ nlohmann::json to_json(const Profile& profile)
             r["address"] = *row.address;
         if (row.size != 0)
             r["size"] = row.size;
+        if (!row.symbol.empty())
+            r["symbol"] = row.symbol;   // the function as its ELF symbol spells it (mangled)
         if (!row.function.empty())
             r["function"] = row.function;
         if (!row.location.empty())

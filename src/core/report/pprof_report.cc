@@ -1,6 +1,7 @@
 // pprof's profile.proto (github.com/google/pprof, proto/profile.proto), gzipped, as
 // `go tool pprof` reads it. Message and field numbers below are that file's.
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <ostream>
 #include <tuple>
@@ -30,14 +31,16 @@ public:
 
     uint64_t text(const std::string& s) { return strings_.index(s); }
 
-    uint64_t function_id(const std::string& name, const std::string& file)
+    uint64_t function_id(const StackFrame& frame)
     {
+        const std::string& name = frame.function;
+        const std::string& file = frame.file;
         auto [it, added] = functions_.emplace(std::pair(name, file), functions_.size() + 1);
         if (added) {
             ProtoWriter f;
             f.varint(1, it->second);    // id
-            f.varint(2, text(name));    // name
-            f.varint(3, text(name));    // system_name
+            f.varint(2, text(name));    // name, demangled
+            f.varint(3, text(frame.symbol.empty() ? name : frame.symbol));   // system_name: as the ELF spells it
             f.varint(4, text(file));    // filename
             out_.message(function, f);
         }
@@ -64,7 +67,7 @@ public:
             }
             for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
                 ProtoWriter line;
-                line.varint(1, function_id(f->function, f->file));
+                line.varint(1, function_id(*f));
                 if (f->line != 0)
                     line.varint(2, f->line);
                 l.message(4, line);
@@ -124,12 +127,84 @@ private:
 
 } // namespace
 
+namespace {
+
+// The samples' address chains (root first), each with its weight: every sampled PC with its
+// callers, or each exact count. One Location per address then carries that address's line
+// and inline chain, so that `go tool pprof -lines`, `-list` and `-raw` see what
+// `mcuprof report --by line` and `--by address` see.
+struct AddressChain {
+    std::string task;                    // a root frame by task (report --by task), else empty
+    bool truncated = false;
+    std::vector<uint32_t> addresses;
+    auto operator<=>(const AddressChain&) const = default;
+};
+
+std::map<AddressChain, double> address_chains(const Profile& profile, const SampleSet& samples)
+{
+    std::map<AddressChain, double> chains;
+    auto task_of = [&](size_t i) -> std::string {
+        if (profile.by != Grouping::task || samples.tags.empty())
+            return {};
+        const uint32_t tag = samples.tags[i];
+        if (auto named = samples.tag_names.find(tag); named != samples.tag_names.end())
+            return named->second;
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "0x%08x", tag);
+        return hex;
+    };
+    for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        AddressChain chain{task_of(i), false, {}};
+        if (!samples.stacks.empty()) {
+            const CallStack& stack = samples.stacks[i];
+            chain.addresses.assign(stack.callers.rbegin(), stack.callers.rend());
+            chain.truncated = stack.truncated;
+        }
+        chain.addresses.push_back(samples.pcs[i]);
+        chains[chain] += 1;
+    }
+    for (const AddressCount& c : samples.counts)
+        chains[AddressChain{{}, false, {c.address}}] += double(c.count);
+    return chains;
+}
+
+} // namespace
+
 std::string write_pprof(const ReportInput& input, std::ostream& out)
 {
     const Profile& profile = input.profile;
+    const SampleSet& samples = input.samples;
     PprofBuilder builder;
-    // Each stack row is one sample of its weight.
+    std::map<uint32_t, std::vector<StackFrame>> frames_of;   // per address: its inline chain
+    for (const auto& [chain, weight] : address_chains(profile, samples)) {
+        std::vector<uint64_t> root_first;
+        if (!chain.task.empty()) {
+            StackFrame task;
+            task.function = chain.task;
+            root_first.push_back(builder.location_id({&task, 1}));
+        }
+        if (chain.truncated) {
+            StackFrame mark;
+            mark.function = truncated_frame;
+            root_first.push_back(builder.location_id({&mark, 1}));
+        }
+        for (uint32_t address : chain.addresses) {
+            auto it = frames_of.find(address);
+            if (it == frames_of.end())
+                it = frames_of.emplace(address, frames_at(address, input.symbols, input.locator)).first;
+            root_first.push_back(builder.location_id(it->second));
+        }
+        const std::vector<uint64_t> leaf_first(root_first.rbegin(), root_first.rend());
+        builder.add_sample(leaf_first, uint64_t(std::llround(weight)));
+    }
+    // Histogram buckets have no one address, and some rows none at all ("(sleep)"): those
+    // come from the profile's stacks, one Location per function as they name it.
+    const bool by_address = !samples.pcs.empty() || !samples.counts.empty();
     for (const StackRow& row : profile.stacks) {
+        const bool without_address =
+            row.frames.size() == 1 && samples.without_address.count(row.frames.front().function) != 0;
+        if (by_address && !without_address)
+            continue;   // written above, by address
         std::vector<uint64_t> root_first;
         if (row.truncated) {
             StackFrame mark;

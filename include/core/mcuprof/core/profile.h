@@ -26,6 +26,7 @@ std::string_view name_of(Grouping grouping);
 
 struct Row {
     std::string name;
+    std::string symbol;                  // function rows: the function's symbol (mangled), when known
     double samples = 0;
     Share share;
     std::optional<uint32_t> address;     // function start, the address, or bucket start
@@ -48,6 +49,7 @@ struct StackFrame {
     uint32_t line = 0;                   // 0 when unknown
     uint32_t address = 0;                // the sampled PC (leaf) or the call site (callers)
     bool inlined = false;                // inlined into the frame before it, at the same address
+    std::string symbol;                  // the function as the ELF or DWARF spells it (mangled); may be empty
 };
 
 // Samples that share one call chain, root (outermost caller) first, leaf last.

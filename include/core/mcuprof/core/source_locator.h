@@ -13,10 +13,11 @@ namespace mcuprof::core {
 class Firmware;
 
 struct SourceFrame {
-    std::string function;   // as DWARF names it; empty when unknown
+    std::string function;   // as DWARF names it, demangled (demangle.h); empty when unknown
     std::string file;       // empty when there is no line information
     uint32_t line = 0;
     uint32_t column = 0;
+    std::string symbol;     // the name DWARF gives (the linkage name, mangled, where it has one)
 };
 
 class SourceLocator {

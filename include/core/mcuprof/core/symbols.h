@@ -14,9 +14,17 @@ class Firmware;
 struct Function {
     uint32_t start = 0;                 // Thumb bit cleared
     uint32_t size = 0;
-    std::string name;
+    std::string name;                   // demangled as c++filt shows it, unique in the table
     std::vector<std::string> aliases;   // other symbols at the same start (weak aliases)
+    std::string symbol;                 // the symbol as the ELF spells it (mangled)
+    std::string file;                   // a local symbol's source file (the STT_FILE before it)
 };
+
+// The label every output gives a function: its demangled name, unique among `functions`
+// (sorted by start): where two or more functions share a name (statics of two translation
+// units, say) each is told apart by its file, " (unit_a.cpp)", or, where that does not
+// tell them apart either, by its address, " (0x08000123)".
+void label_functions(std::vector<Function>& functions);
 
 // A data object or linker symbol (STT_OBJECT, STT_NOTYPE): what a reader of target
 // memory needs to find a variable.

@@ -1,0 +1,221 @@
+"""The C++ reference firmware (firmware-ref/src/cxx) recorded with `record --qemu --stacks`,
+against oracles that are not mcuprof:
+
+- shares: each function row, identified by its start address, within 4 standard errors,
+  sqrt(p(1-p)/N), of the truth plugin's census of the same run grouped by arm-none-eabi-nm's
+  symbols (start, size): the two same-named statics of unit_a.cpp and unit_b.cpp are two rows;
+- names: every row's name is arm-none-eabi-c++filt's reading of the row's symbol (its JSON
+  "symbol"), with " (FILE)" where two functions share that name;
+- lines: every sampled address's source line (--by address) is arm-none-eabi-addr2line's
+  innermost line, and a line of dsp.hpp that both template instances share is one row per instance;
+- pprof: `go tool pprof -top -addresses` and `-top -lines` give, per address and per line, the
+  samples of `report --by address` and `--by line`.
+The images never end: each run stops at an instruction budget, so nothing depends on speed."""
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import chromium_page
+import fwtest
+from elf_symbols import nm_symbols
+
+Z = 4.0
+SAMPLES = 2000
+IMAGES = ("cxx_o2_m4", "cxx_lto_m4")
+
+
+def mcuprof(*args: str) -> str:
+    proc = subprocess.run([str(fwtest.CLI), *args], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"mcuprof {' '.join(args)}: {proc.stderr}"
+    return proc.stdout
+
+
+def cxxfilt(names: list[str]) -> list[str]:
+    out = subprocess.run(["arm-none-eabi-c++filt"], input="\n".join(names) + "\n", capture_output=True,
+                         text=True, check=True).stdout
+    return out.splitlines()
+
+
+def addr2line(elf: Path, addresses: list[int]) -> dict[int, str]:
+    """The innermost file:line of each address (-i prints the inline chain innermost first).
+    One address per run: given many at once, binutils 2.40's addr2line answered ??:? for an
+    address of the LTO image that it finds when asked alone."""
+    found = {}
+    for address in addresses:
+        out = subprocess.run(["arm-none-eabi-addr2line", "-i", "-e", str(elf), hex(address)],
+                             capture_output=True, text=True, check=True).stdout
+        found[address] = out.splitlines()[0].split(" (discriminator")[0]
+    return found
+
+
+def go_pprof(profile: Path, *options: str) -> list[tuple[int, str]]:
+    """go tool pprof -top's rows: (flat, the rest of the line: address, function, place)."""
+    go = shutil.which("go")
+    if go is None:
+        fwtest._missing("go is not installed (Debian package golang-go)")
+    env = dict(os.environ, HOME=tempfile.gettempdir(), PPROF_TMPDIR=tempfile.gettempdir())
+    out = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0",
+                          *options, str(profile)], capture_output=True, text=True, timeout=300, env=env,
+                         check=True).stdout
+    rows, table = [], False
+    for line in out.splitlines():
+        fields = line.split(maxsplit=5)
+        if fields[:5] == ["flat", "flat%", "sum%", "cum", "cum%"]:
+            table = True
+        elif table and len(fields) == 6:
+            rows.append((int(fields[0]), fields[5]))
+    assert table, out
+    return rows
+
+
+class Run:
+    def __init__(self, image: str, work: Path):
+        self.elf = fwtest.elf_path(image)
+        self.rec, census = work / f"{image}.bin", work / f"{image}.census"
+        self.doc = json.loads(mcuprof("record", "--qemu", "netduinoplus2", "--elf", str(self.elf), "--instructions",
+                                      "30M", "--samples", str(SAMPLES), "--seed", "5", "--stacks", "-o",
+                                      str(self.rec), "--census", str(census), "--format", "json"))
+        self.census = fwtest.read_counts(census)
+
+    def report(self, *args: str) -> dict:
+        return json.loads(mcuprof("report", str(self.rec), "--elf", str(self.elf), "--format", "json", *args))
+
+
+class CxxFirmware(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-cxx-"))
+        cls.runs = {image: Run(image, cls.work) for image in IMAGES}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def test_shares_by_address_within_4_se_of_the_truth(self):
+        for image, run in self.runs.items():
+            with self.subTest(image=image):
+                # An address belongs to the nearest function start at or below it that spans it
+                # (libgcc's float routines are entry points inside one another).
+                functions = sorted({(s.start, s.size) for s in nm_symbols(run.elf, "TtWw") if s.size > 0},
+                                   reverse=True)
+                truth = collections.Counter()
+                for address, count in run.census.items():
+                    owner = next((start for start, size in functions if start <= address), None)
+                    size = dict(functions).get(owner, 0)
+                    truth[owner if owner is not None and address < owner + size else None] += count
+                total = sum(truth.values())
+                n = run.doc["samples"]
+                self.assertGreater(n, SAMPLES * 0.8)
+                observed = {row["address"]: row["samples"] for row in run.doc["functions"] if "address" in row}
+                self.assertEqual(len(observed), len([r for r in run.doc["functions"] if "address" in r]))
+                checked = 0
+                for start, count in truth.items():
+                    p = count / total
+                    if start is None or p < 0.005:
+                        continue
+                    q = observed.get(start, 0) / n
+                    self.assertLessEqual(abs(q - p), Z * math.sqrt(p * (1 - p) / n), hex(start))
+                    checked += 1
+                self.assertGreaterEqual(checked, 5)
+
+    def test_names_are_cxxfilt_names_one_per_function(self):
+        for image, run in self.runs.items():
+            with self.subTest(image=image):
+                rows = [r for r in run.doc["functions"] if "symbol" in r]
+                self.assertGreater(len(rows), 5)
+                names = [r["name"] for r in rows]
+                self.assertEqual(len(set(names)), len(names))
+                for row, shown in zip(rows, cxxfilt([r["symbol"] for r in rows])):
+                    self.assertTrue(row["name"] == shown or row["name"].startswith(shown + " ("), row)
+                # The stacks' outermost frames are those functions, by the same names.
+                frames = {f["function"] for stack in run.doc["stacks"] for f in stack["frames"]}
+                self.assertTrue({r["name"] for r in rows if r["samples"] > 0} <= frames)
+                checksums = [r["name"] for r in run.doc["functions"] if r["name"].startswith("checksum(")]
+                mixes = [r["name"] for r in run.doc["functions"] if r["name"].startswith("(anonymous namespace)::mix(")]
+                self.assertEqual(len(checksums), 2, checksums)
+                self.assertEqual(len(mixes), 2, mixes)
+
+    def test_address_lines_are_addr2lines(self):
+        for image, run in self.runs.items():
+            with self.subTest(image=image):
+                rows = [r for r in run.report("--by", "address")["functions"] if "address" in r]
+                expected = addr2line(run.elf, [r["address"] for r in rows])
+                self.assertGreater(len(rows), 50)
+                for row in rows:
+                    if "location" in row:
+                        self.assertEqual(row["location"], expected[row["address"]], hex(row["address"]))
+                    else:
+                        self.assertTrue(expected[row["address"]].startswith("??"), hex(row["address"]))
+
+    def test_a_line_shared_by_two_instances_is_one_row_each(self):
+        run = self.runs["cxx_o2_m4"]
+        by_line = run.report("--by", "line")["functions"]
+        instances = {"dsp::Fir<float, 16u>::push(float)", "dsp::Fir<long, 8u>::push(long)"}
+        shared = collections.defaultdict(set)
+        for row in by_line:
+            if row["function"] in instances:
+                shared[row["name"].split(" (in ")[0]].add(row["function"])
+        both = [line for line, functions in shared.items() if functions == instances]
+        self.assertTrue(both, shared)
+        names = [r["name"] for r in by_line]
+        self.assertEqual(len(set(names)), len(names))
+        # Each instance's lines add up to its function row (push inlines nothing into itself).
+        for function in instances:
+            lines = sum(r["samples"] for r in by_line if r["function"] == function)
+            row = next(r for r in run.doc["functions"] if r["name"] == function)
+            self.assertEqual(lines, row["samples"], function)
+
+    def test_pprof_addresses_and_lines_agree_with_the_report(self):
+        for image, run in self.runs.items():
+            with self.subTest(image=image):
+                profile = self.work / f"{image}.pb.gz"
+                mcuprof("report", str(run.rec), "--elf", str(run.elf), "--format", "pprof", "-o", str(profile))
+                by_address = collections.Counter()
+                for flat, rest in go_pprof(profile, "-addresses"):   # "0000000008000bfe name place"
+                    by_address[int(rest.split()[0], 16)] += flat
+                ours = {r["address"]: r["samples"] for r in run.report("--by", "address")["functions"]
+                        if "address" in r}
+                self.assertEqual({a: c for a, c in by_address.items() if c}, ours)
+                # pprof prints paths cleaned (".." folded): compare them cleaned.
+                by_line = collections.Counter()
+                for flat, rest in go_pprof(profile, "-lines"):
+                    place = rest.removesuffix(" (inline)").rsplit(" ", 1)[-1]   # an inlined function's line
+                    by_line[os.path.normpath(place)] += flat
+                ours_lines = collections.Counter()
+                for r in run.report("--by", "line")["functions"]:
+                    ours_lines[os.path.normpath(r["name"].split(" (in ")[0])] += r["samples"]
+                self.assertEqual({p: c for p, c in by_line.items() if c and ":" in p},
+                                 {p: c for p, c in ours_lines.items() if ":" in p and "no line" not in p})
+
+    def test_long_names_fold_in_text_and_wrap_in_html(self):
+        run = self.runs["cxx_o2_m4"]
+        for grouping in ("function", "address", "stack"):
+            text = mcuprof("report", str(run.rec), "--elf", str(run.elf), "--by", grouping)
+            self.assertLessEqual(max(len(line) for line in text.splitlines() if not line.startswith(("warning", "sampler"))),
+                                 160, grouping)
+            doc = run.report("--by", grouping)
+            whole = [r["name"] + r.get("function", "") for r in doc["functions"]]
+            self.assertTrue(any(len(w) > 200 for w in whole), grouping)   # JSON: whole names
+            # Every row's whole name is in the text, folded: the table's name column pieces joined.
+            joined = "".join(line.strip() for line in text.splitlines()).replace(" ", "")
+            for row in doc["functions"]:
+                self.assertIn(row["name"].replace(" ", ""), joined)
+                self.assertIn(row.get("function", "").replace(" ", ""), joined)
+        page = self.work / "cxx.html"
+        mcuprof("report", str(run.rec), "--elf", str(run.elf), "--format", "html", "-o", str(page))
+        extents = chromium_page.table_extents(page, 1400)
+        self.assertTrue(extents["tables"])
+        for table in extents["tables"]:
+            self.assertLessEqual(table["right"], extents["window"], table)
+
+
+if __name__ == "__main__":
+    unittest.main()
