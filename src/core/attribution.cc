@@ -565,17 +565,9 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
     if (!samples.exact && !samples.pcs.empty())
         check_sequences(profile, samples);
     check_straddling_buckets(profile, samples, symbols);
-    // A halting sampler that kept the target halted most of the time changed the program it
-    // measured: interrupts, timers and polling loops see a core that stops between them.
-    if (samples.sampler && samples.sampler->wall_seconds > 0 && samples.sampler->halted_share() > 0.5) {
-        char text[320];
-        std::snprintf(text, sizeof text,
-                      "the sampler kept the target halted %.1f %% of the time (running %.1f %%): code that "
-                      "depends on time (interrupts, timers, polling loops) ran unlike it runs alone; "
-                      "--max-halted PERCENT (e.g. 25) holds the halted share under a budget",
-                      100.0 * samples.sampler->halted_share(), 100.0 * samples.sampler->run_duty);
-        profile.warnings.push_back({"intrusion", text});
-    }
+    if (samples.sampler)
+        if (auto intrusion = intrusion_warning(*samples.sampler))
+            profile.warnings.push_back({"intrusion", *intrusion});
     if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
         char text[256];
         std::snprintf(text, sizeof text,

@@ -1,7 +1,6 @@
 #include "mcuprof/sources/openocd_sampler.h"
 
 #include <cstdio>
-#include <map>
 #include <optional>
 #include <sstream>
 
@@ -486,34 +485,6 @@ uint32_t OpenocdSampler::parse_word(const std::string& text, const std::string& 
         throw transport::Error(transport::Error::Kind::protocol, peer, what,
                                "read_memory gave " + std::to_string(words.size()) + " words, not 1");
     return words[0];
-}
-
-// get_reg's answer: "pc 0x0800033e lr 0x080003bd sp 0x2001ffd8 xPSR 0x01000000".
-std::vector<uint32_t> OpenocdSampler::parse_registers(const std::string& text, const std::vector<std::string>& names,
-                                                      const std::string& peer)
-{
-    std::istringstream in(text);
-    std::string name, value;
-    std::map<std::string, uint32_t> found;
-    while (in >> name >> value) {
-        try {
-            size_t used = 0;
-            const unsigned long long v = std::stoull(value, &used, 0);
-            if (used != value.size() || v > 0xFFFFFFFFull)
-                throw std::invalid_argument(value);
-            found[name] = uint32_t(v);
-        } catch (const std::exception&) {
-            throw transport::Error(transport::Error::Kind::protocol, peer, "get_reg", "unexpected answer: " + text);
-        }
-    }
-    std::vector<uint32_t> values;
-    for (const std::string& wanted : names) {
-        auto it = found.find(wanted);
-        if (it == found.end())
-            throw transport::Error(transport::Error::Kind::protocol, peer, "get_reg", "unexpected answer: " + text);
-        values.push_back(it->second);
-    }
-    return values;
 }
 
 OpenocdSampler::OpenocdSampler(const OpenocdSamplerOptions& options)
