@@ -101,7 +101,7 @@ def debug_state(tcl) -> dict:
     def word(address):
         return int(tcl.run(f"read_memory {address} 32 1").split()[0], 0)
     return {"dhcsr_controls": word(0xE000EDF0) & 0x2F, "dfsr": word(0xE000ED30), "demcr": word(0xE000EDFC),
-            "polling": "background polling: on" in tcl.run("poll")}
+            "polling": "background polling: on" in tcl.raw("poll")}
 
 
 def record(tcl_port: int, mode: str, *options: str, rec: Path) -> list[str]:
@@ -171,9 +171,10 @@ class RecordThroughOpenOCD(unittest.TestCase):
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
-        state = cls.tcl.run("[target current] curstate").strip()
-        cls.tcl.run("poll")   # the first poll after the halt prints the halt, not the polling state
-        cls.other_halt = (p.returncode, err, state, cls.tcl.run("poll").strip())
+        # `poll` as it is, not inside `capture`, which returns the log it caught (the halted
+        # target's state) instead of the command's result when there is any.
+        cls.other_halt = (p.returncode, err, cls.tcl.run("[target current] curstate").strip(),
+                          cls.tcl.raw("poll").strip())
         cls.tcl.run("resume")
 
         # OpenOCD and the vprobe leave; QEMU then says whether its guest runs.
