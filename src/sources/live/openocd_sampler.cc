@@ -53,10 +53,12 @@ struct CoreRegister {
 };
 // What every halt sample reads.
 const std::vector<CoreRegister> sample_registers = {{"pc", 15}, {"lr", 14}, {"sp", 13}, {"xPSR", 16}};
-// For unwinding also r7, the frame pointer of Thumb code (a CFA rule may name it); the others
-// r0-r12 only ever come back from the stack (the call-frame rules restore them from memory,
-// an exception frame holds r0-r3 and r12), and PSP is read when a chain needs it.
-const std::vector<CoreRegister> stack_registers = {{"pc", 15}, {"lr", 14}, {"sp", 13}, {"xPSR", 16}, {"r7", 7}};
+// For unwinding every general register: the call-frame rules may compute the CFA from any
+// of them or take a caller's value from one (with r7 alone the call-tree test's inclusive
+// shares were off beyond 4 standard errors); PSP is read when a chain needs it.
+const std::vector<CoreRegister> stack_registers = {
+    {"pc", 15}, {"lr", 14}, {"sp", 13}, {"xPSR", 16}, {"r0", 0}, {"r1", 1}, {"r2", 2},   {"r3", 3},   {"r4", 4},
+    {"r5", 5},  {"r6", 6},  {"r7", 7},  {"r8", 8},     {"r9", 9}, {"r10", 10}, {"r11", 11}, {"r12", 12}};
 constexpr uint32_t regsel_msp = 17;
 constexpr uint32_t regsel_psp = 18;
 
