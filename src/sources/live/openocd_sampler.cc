@@ -152,7 +152,7 @@ public:
             d["round_trip"] = "one Tcl eval per batch of DWT_PCSR reads, the core running";
         else if (options_.extras.stacks)
             d["round_trip"] = "one Tcl eval per sample through the debug registers (DHCSR C_HALT, DCRSR/DCRDR): "
-                              "pc, lr, sp, xPSR, r7, the task pointer and a stack window; further stack reads "
+                              "r0-r12, sp, lr, pc, xPSR, the task pointer and a stack window; further stack reads "
                               "while halted, then the resume (DHCSR)";
         else
             d["round_trip"] = "one Tcl eval per sample through the debug registers: DHCSR C_HALT, pc, lr, sp and "
