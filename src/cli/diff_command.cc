@@ -8,6 +8,7 @@
 #include "inputs.h"
 #include "mcuprof/core/diff.h"
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/error.h"
 #include "options.h"
 #include "profile_output.h"
 
@@ -23,8 +24,11 @@ const char* const diff_usage =
     "dumps, truth counts, SWO captures), each row's difference with its z-score; rows\n"
     "beyond the threshold are marked, with hints for the classic traps of comparing\n"
     "samplers (interrupts disabled, lockstep, a handler the on-chip sampler cannot\n"
-    "see). Exit status: 0, or 4 when --fail-above PP finds a function that grew\n"
-    "(docs/ci.md).";
+    "see). Two exact censuses (truth counts) differ by no chance: every row that\n"
+    "moved is marked. When both sides know their run's instructions (a census, a\n"
+    "--qemu recording of a run to the firmware's exit), the totals and their ratio\n"
+    "are shown. Exit status: 0, or 4 when --fail-above PP finds a function that grew\n"
+    "or --fail-total-above PERCENT finds the run grew (docs/ci.md).";
 
 struct DiffOptions {
     ReportOptions report;
@@ -32,6 +36,7 @@ struct DiffOptions {
     std::string elf_b;
     double threshold = 3.0;
     std::optional<double> fail_above;
+    std::optional<double> fail_total_above;
 };
 
 // Parses and checks every option before an input is read. False when --help was shown.
@@ -49,7 +54,11 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
          "flag rows whose difference exceeds Z standard errors")
         ("fail-above", po::value<double>()->value_name("PP")->notifier([&](double pp) { o.fail_above = pp; }),
          "CI gate: exit with status 4 when a function's share grew from A to B by more than PP percentage "
-         "points and by more than the threshold (Z); else 0")
+         "points and by more than the threshold (Z; with two exact censuses, any growth is beyond it); else 0")
+        ("fail-total-above",
+         po::value<double>()->value_name("PERCENT")->notifier([&](double percent) { o.fail_total_above = percent; }),
+         "CI gate on totals: exit with status 4 when B's run executed more than PERCENT % more instructions than "
+         "A's (both must know their run's instructions: censuses, or --qemu recordings of runs to the exit)")
         ("strict", po::bool_switch(&o.report.strict),
          "a samples file recorded from another ELF than its --elf is an error (exit 2), not a warning");
     if (!line.parse(args))
@@ -59,6 +68,8 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
     check_report_options(line, o.report, choices);
     if (o.fail_above && !(*o.fail_above >= 0 && std::isfinite(*o.fail_above)))
         throw UsageError("--fail-above takes percentage points, 0 or more");
+    if (o.fail_total_above && !std::isfinite(*o.fail_total_above))
+        throw UsageError("--fail-total-above takes a percentage");
     if (!(o.threshold > 0 && std::isfinite(o.threshold)))
         throw UsageError("--threshold takes a positive number of standard errors");
     return true;
@@ -97,15 +108,31 @@ int diff_command(const Arguments& args)
     std::optional<core::SymbolTable> code;
     if (elf_b == options.elf)
         code = core::SymbolTable::load(options.elf);
+    // The totals' gate needs both totals: a side without one is refused before the report is written.
+    if (o.fail_total_above)
+        for (const auto& [input, profile] : {std::pair{o.inputs[0], &a}, std::pair{o.inputs[1], &b}})
+            if (!profile->run_instructions)
+                throw mcuprof::Error(input, "",
+                                     "--fail-total-above needs the run's instruction count, which only a census "
+                                     "(truth counts) or a --qemu recording of a run to the firmware's exit has");
     const core::ProfileDiff diff = core::diff_profiles(a, b, o.threshold, code ? &*code : nullptr);
-    write_output(options.output, [&](std::ostream& out) { format.write(diff, {options.top, o.fail_above}, out); });
-    if (!o.fail_above)
-        return 0;
-    const std::vector<core::DiffRow> grown = core::regressions(diff, *o.fail_above);
-    for (const core::DiffRow& row : grown)
-        std::cerr << "mcuprof diff: " << row.name << " grew from " << row.a_percent << " % to " << row.b_percent
-                  << " % (z = " << row.z << "), more than " << *o.fail_above << " percentage points\n";
-    return grown.empty() ? 0 : exit_gate_failed;
+    write_output(options.output, [&](std::ostream& out) {
+        format.write(diff, {options.top, o.fail_above, o.fail_total_above}, out);
+    });
+    bool failed = false;
+    if (o.fail_above)
+        for (const core::DiffRow& row : core::regressions(diff, *o.fail_above)) {
+            std::cerr << "mcuprof diff: " << row.name << " grew from " << row.a_percent << " % to " << row.b_percent
+                      << " % (z = " << core::z_text(row.z) << "), more than " << *o.fail_above
+                      << " percentage points\n";
+            failed = true;
+        }
+    if (o.fail_total_above && core::total_grew(diff, *o.fail_total_above)) {
+        std::cerr << "mcuprof diff: " << core::totals_summary(diff) << ", more than " << *o.fail_total_above
+                  << " % more\n";
+        failed = true;
+    }
+    return failed ? exit_gate_failed : 0;
 }
 
 } // namespace mcuprof::cli

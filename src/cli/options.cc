@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "mcuprof/transport/error.h"
+
 namespace po = boost::program_options;
 
 namespace mcuprof::cli {
@@ -220,6 +222,18 @@ double parse_count(const std::string& text, const std::string& option)
     if (unit == "M")
         return value * 1e6;
     throw UsageError(option + " takes a count (20000, 20k, 1M), not '" + text + "'");
+}
+
+transport::Endpoint openocd_endpoint(const std::string& text)
+{
+    // A bare host name ("localhost"): not all digits (a bare number is a port) and no colon.
+    const bool bare_host = !text.empty() && text.find(':') == std::string::npos &&
+                           text.find_first_not_of("0123456789") != std::string::npos;
+    try {
+        return transport::Endpoint::parse(bare_host ? text + ":6666" : text, "--openocd");
+    } catch (const transport::Error&) {
+        throw UsageError("--openocd takes HOST[:PORT] (the port 6666 by default), not '" + text + "'");
+    }
 }
 
 } // namespace mcuprof::cli

@@ -2,6 +2,7 @@
 // The one command-line parser every command uses (Boost.Program_options underneath), and
 // what the commands share in reading option values. The report options and the writing
 // of a profile are in profile_output.h.
+#include <charconv>
 #include <chrono>
 #include <initializer_list>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <boost/program_options.hpp>
 
 #include "commands.h"
+#include "mcuprof/transport/tcp_connection.h"
 #include "interrupt.h"
 
 namespace mcuprof::cli {
@@ -69,6 +71,10 @@ private:
 // of it (at most a third of its letters wrong); "" otherwise.
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
 
+// --openocd HOST[:PORT]: OpenOCD's Tcl RPC port, 6666 (OpenOCD's default tcl_port) when no
+// port is given. Anything else is a usage error.
+transport::Endpoint openocd_endpoint(const std::string& text);
+
 // An option's value read as a whole number, 0 or more, into `target`: Boost would read
 // "-3" into an unsigned type as a huge number.
 template <typename Unsigned>
@@ -76,9 +82,14 @@ boost::program_options::typed_value<std::string>* whole_number(Unsigned& target,
 {
     return boost::program_options::value<std::string>()->notifier([&target, option](const std::string& text) {
         const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits || text.size() > 18 || std::stoull(text) > std::numeric_limits<Unsigned>::max())
+        if (!digits)
             throw UsageError("--" + option + " takes a whole number, 0 or more, not '" + text + "'");
-        target = static_cast<Unsigned>(std::stoull(text));
+        Unsigned value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size())
+            throw UsageError("--" + option + " takes a whole number up to " +
+                             std::to_string(std::numeric_limits<Unsigned>::max()) + ", not " + text);
+        target = value;
     });
 }
 

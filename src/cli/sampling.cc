@@ -33,8 +33,8 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
                                                                    "a probe's; or a serial device (/dev/ttyACM0: a Black "
                                                                    "Magic Probe) or pty")
         ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
-        ("openocd", po::value(&o.openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl RPC port (6666 by default): sample "
-                                                                    "through OpenOCD instead of GDB (--mode)")
+        ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"),
+         "OpenOCD's Tcl RPC port (6666 by default): sample through OpenOCD instead of GDB (--mode)")
         ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
                                                          "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
@@ -84,6 +84,8 @@ void check_sampling_options(const CommandLine& line, const SamplingOptions& o)
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
     line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
+    if (!o.openocd.empty())
+        openocd_endpoint(o.openocd);   // a usage error now, not at the link
     line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST:PORT --mode pcsr");
     line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
                    "halting at wall-clock pacing (--pace wall, --mode halt)");
@@ -165,7 +167,7 @@ std::unique_ptr<sources::SampleSource> make_openocd_sample_source(const Sampling
     if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
         throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
     sources::OpenocdSamplerOptions tcl;
-    tcl.tcl = transport::Endpoint::parse(o.openocd, "--openocd");
+    tcl.tcl = openocd_endpoint(o.openocd);
     tcl.pacing = pacing;
     tcl.extras = extras;
     if (o.mode == "pcsr")

@@ -46,7 +46,7 @@ bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
     std::string cpu_hz, swo_hz = "2M";
     o.setup.output = ":3443";
     line.options()
-        ("openocd", po::value(&o.openocd)->value_name("HOST:PORT"), "OpenOCD's Tcl port (required)")
+        ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"), "OpenOCD's Tcl port (required; 6666 by default)")
         ("cpu-hz", po::value(&cpu_hz)->value_name("F"), "the core clock, TRACECLKIN (required): sets the "
                                                         "sampling period and the SWO baud divider (168M)")
         ("swo-hz", po::value(&swo_hz)->value_name("F")->default_value("2M"), "the SWO pin's bit rate")
@@ -65,6 +65,7 @@ bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
     if (!line.parse(args))
         return false;
     line.require("openocd", "OpenOCD's Tcl port");
+    openocd_endpoint(o.openocd);   // a usage error now, not at the link
     line.require("cpu-hz", "the core clock sets the sampling period and the SWO baud rate");
     line.require("elf", "the ELF of the firmware that runs");
     if (o.setup.output.empty())
@@ -111,7 +112,7 @@ int swo_command(const Arguments& args)
     if (!parse_swo_options(args, o))
         return 0;
     const double rate = choose_rate(o);
-    const transport::Endpoint endpoint = transport::Endpoint::parse(o.openocd, "--openocd");
+    const transport::Endpoint endpoint = openocd_endpoint(o.openocd);
     transport::TclClient tcl(endpoint, {});
     const sources::SwoSetupResult done = sources::set_up_swo(tcl, o.setup);
     std::fprintf(stderr, "mcuprof swo: DEMCR 0x%08x, ITM_TCR 0x%08x, DWT_CTRL 0x%08x; %s capturing to %s\n",

@@ -1,5 +1,6 @@
 // mcuprof top: a live view of the hottest functions (or tasks) while a sampler runs, with
 // optional exponential forgetting (the host-side analogue of the on-chip sampler's decay).
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -83,7 +84,7 @@ public:
     void sample(const sources::LiveSample& s) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        tally_.add(key_of(s), by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9);
+        tally_.add(key_of(s), by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9, stack_keys(s));
         if (writer_ != nullptr) {
             writer_->sample(s);
             const auto now = Clock::now();
@@ -134,6 +135,23 @@ private:
         return f != nullptr ? f->name : "?";
     }
 
+    // The distinct functions of an unwound sample's chain, the leaf's among them, for the
+    // inclusive column; none for a flat sample or --by task.
+    std::vector<std::string> stack_keys(const sources::LiveSample& s) const
+    {
+        std::vector<std::string> keys;
+        if (by_task_ || !s.stack)
+            return keys;
+        keys.push_back(key_of(s));
+        for (uint32_t caller : s.stack->callers) {
+            const core::Function* f = symbols_.find(caller);
+            std::string name = f != nullptr ? f->name : "?";
+            if (std::find(keys.begin(), keys.end(), name) == keys.end())
+                keys.push_back(std::move(name));
+        }
+        return keys;
+    }
+
     const core::SymbolTable& symbols_;
     bool by_task_;
     std::map<uint32_t, std::string> tasks_;   // control block -> name, as the sampler met them
@@ -159,7 +177,7 @@ private:
 
 // One table: a header line with the rate and duty since the previous frame, then the rows.
 void print_frame(std::FILE* out, const Frame& now, const Frame& before, double elapsed, const std::string& ended,
-                 const std::optional<HalfLife>& half_life, size_t rows, bool by_task)
+                 const std::optional<HalfLife>& half_life, size_t rows, bool by_task, bool stacks)
 {
     const double wall = now.wall_seconds - before.wall_seconds;
     const double rate = wall > 0 ? double(now.samples - before.samples) / wall : 0;
@@ -169,6 +187,15 @@ void print_frame(std::FILE* out, const Frame& now, const Frame& before, double e
                  static_cast<unsigned long long>(now.samples), rate, 100.0 * duty, now.effective);
     if (half_life)
         std::fprintf(out, ", half-life %s%s", half_life->text.c_str(), half_life->in_samples ? " samples" : "");
+    if (stacks) {   // the inclusive share beside the self share, as report --stacks shows it
+        std::fprintf(out, "\n       %%    +-se  incl %%    +-se      weight  function\n");
+        for (size_t i = 0; i < now.rows.size() && (rows == 0 || i < rows); ++i) {
+            const auto& r = now.rows[i];
+            std::fprintf(out, "%8.2f %7.2f %7.2f %7.2f %11.1f  %s\n", r.share.percent, r.share.stderr_pp,
+                         r.inclusive.percent, r.inclusive.stderr_pp, r.weight, r.key.c_str());
+        }
+        return;
+    }
     std::fprintf(out, "\n       %%    +-se      weight  %s\n", by_task ? "task" : "function");
     for (size_t i = 0; i < now.rows.size() && (rows == 0 || i < rows); ++i) {
         const auto& r = now.rows[i];
@@ -295,7 +322,8 @@ int top_command(const Arguments& args)
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         if (terminal)
             std::fputs("\x1b[H\x1b[2J", stdout);   // cursor home, clear screen (ECMA-48 CUP, ED)
-        print_frame(stdout, now, before, elapsed, ended, o.half_life, o.rows, o.by_task);
+        print_frame(stdout, now, before, elapsed, ended, o.half_life, o.rows, o.by_task,
+                    o.sampling.stacks && !o.by_task);
         if (!terminal)
             std::fputc('\n', stdout);
         if (std::fflush(stdout) != 0 || std::ferror(stdout))

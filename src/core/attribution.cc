@@ -642,6 +642,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     profile.origin = samples.origin;
     profile.by = options.by;
     profile.exact = samples.exact;
+    profile.run_instructions = samples.run_instructions;
     profile.sampler = samples.sampler;
 
     // 1. Equal samples counted once; 2. a row for each, by the grouping; 3. stacks;

@@ -26,12 +26,14 @@ void DecayingTally::rebase(double at)
     const double scale = std::exp2(-(at - origin_) / *half_life_);
     for (auto& entry : weights_)
         entry.second *= scale;
+    for (auto& entry : inclusive_)
+        entry.second *= scale;
     sum_ *= scale;
     sum_squares_ *= scale * scale;
     origin_ = at;
 }
 
-void DecayingTally::add(const std::string& key, double at)
+void DecayingTally::add(const std::string& key, double at, const std::vector<std::string>& on_stack)
 {
     if (samples_ > 0)
         at = std::max(at, last_);   // a clock that steps back is taken as standing still
@@ -43,6 +45,8 @@ void DecayingTally::add(const std::string& key, double at)
         w = std::exp2((at - origin_) / *half_life_);
     }
     weights_[key] += w;
+    for (const std::string& frame : on_stack)
+        inclusive_[frame] += w;
     sum_ += w;
     sum_squares_ += w * w;
     ++samples_;
@@ -64,14 +68,24 @@ std::vector<DecayingTally::Entry> DecayingTally::ranked() const
     std::vector<Entry> out;
     const double n_eff = effective_samples();
     const double to_now = half_life_ ? std::exp2(-(last_ - origin_) / *half_life_) : 1.0;
-    for (const auto& [key, weight] : weights_) {
+    // share_of takes a count out of a total: the weighted proportion scaled to n_eff.
+    auto share = [&](double weight) { return share_of(sum_ > 0 ? weight / sum_ * n_eff : 0, n_eff, false); };
+    auto entry = [&](const std::string& key, double weight) {
         Entry e;
         e.key = key;
         e.weight = weight * to_now;
-        // share_of takes a count out of a total: the weighted proportion scaled to n_eff.
-        e.share = share_of(sum_ > 0 ? weight / sum_ * n_eff : 0, n_eff, false);
-        out.push_back(std::move(e));
-    }
+        e.share = share(weight);
+        if (auto inclusive = inclusive_.find(key); inclusive != inclusive_.end()) {
+            e.inclusive_weight = inclusive->second * to_now;
+            e.inclusive = share(inclusive->second);
+        }
+        return e;
+    };
+    for (const auto& [key, weight] : weights_)
+        out.push_back(entry(key, weight));
+    for (const auto& [key, weight] : inclusive_)   // callers that were never the leaf
+        if (!weights_.contains(key))
+            out.push_back(entry(key, 0));
     std::sort(out.begin(), out.end(),
               [](const Entry& a, const Entry& b) { return a.weight != b.weight ? a.weight > b.weight : a.key < b.key; });
     return out;

@@ -22,6 +22,8 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
     d.a_exact = a.exact;
     d.b_exact = b.exact;
     d.threshold = threshold;
+    d.a_instructions = a.run_instructions;
+    d.b_instructions = b.run_instructions;
 
     std::map<std::string, DiffRow> rows;
     auto row_for = [&rows](const Row& r) -> DiffRow& {
@@ -58,8 +60,8 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
         }
         if (variance > 0)
             row.z = (pb - pa) / std::sqrt(variance);
-        else if (pa != pb && !(a.exact && b.exact))
-            row.z = pb > pa ? INFINITY : -INFINITY;   // a share of exactly 0 or 1 that moved
+        else if (pa != pb)   // two censuses, or a share of exactly 0 or 1 that moved: certain
+            row.z = pb > pa ? INFINITY : -INFINITY;
         row.flagged = std::fabs(row.z) > threshold;
         d.rows.push_back(row);
     }
@@ -72,6 +74,57 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
     return d;
 }
 
+std::optional<double> total_ratio(const ProfileDiff& diff)
+{
+    if (!diff.a_instructions || !diff.b_instructions || *diff.a_instructions == 0)
+        return std::nullopt;
+    return double(*diff.b_instructions) / double(*diff.a_instructions);
+}
+
+bool total_grew(const ProfileDiff& diff, double percent)
+{
+    if (!total_ratio(diff))
+        return false;
+    // On the counts, not the ratio: 1100 over 1000 is 10 % more, not 10.000000000000009 %.
+    const double a = double(*diff.a_instructions), b = double(*diff.b_instructions);
+    return (b - a) * 100 > percent * a;
+}
+
+std::string flagged_summary(const ProfileDiff& diff)
+{
+    const size_t flagged =
+        size_t(std::count_if(diff.rows.begin(), diff.rows.end(), [](const DiffRow& r) { return r.flagged; }));
+    char text[256];
+    if (both_exact(diff))
+        std::snprintf(text, sizeof text, "%zu of %zu rows moved; both sides are exact counts, so every move is real",
+                      flagged, diff.rows.size());
+    else
+        std::snprintf(text, sizeof text, "%zu of %zu rows differ by more than %g standard errors", flagged,
+                      diff.rows.size(), diff.threshold);
+    return text;
+}
+
+std::string totals_summary(const ProfileDiff& diff)
+{
+    const std::optional<double> ratio = total_ratio(diff);
+    if (!ratio)
+        return "";
+    char text[256];
+    std::snprintf(text, sizeof text, "instructions of the whole run: A %llu, B %llu, B/A %.3f (%+.2f %%)",
+                  static_cast<unsigned long long>(*diff.a_instructions),
+                  static_cast<unsigned long long>(*diff.b_instructions), *ratio, 100 * (*ratio - 1));
+    return text;
+}
+
+std::string z_text(double z)
+{
+    if (!std::isfinite(z))
+        return z > 0 ? "+inf" : "-inf";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", z);
+    return text;
+}
+
 void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
 {
     char line[1024];
@@ -79,12 +132,9 @@ void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
                   diff.a_exact ? "instructions" : "samples", diff.b_origin.c_str(), diff.b_total,
                   diff.b_exact ? "instructions" : "samples");
     out << line;
-    size_t flagged = 0;
-    for (const DiffRow& r : diff.rows)
-        flagged += r.flagged;
-    std::snprintf(line, sizeof line, "%zu of %zu rows differ by more than %.0f standard errors (marked *)\n", flagged,
-                  diff.rows.size(), diff.threshold);
-    out << line;
+    if (const std::string totals = totals_summary(diff); !totals.empty())
+        out << totals << '\n';
+    out << flagged_summary(diff) << " (marked *)\n";
     std::snprintf(line, sizeof line, "%8s %8s %8s %7s  %s\n", "A %", "B %", "B-A pp", "z", "name");
     out << line;
     size_t shown = 0;
@@ -94,8 +144,8 @@ void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
             out << line;
             break;
         }
-        std::snprintf(line, sizeof line, "%8.2f %8.2f %+8.2f %7.1f %s%s\n", r.a_percent, r.b_percent, r.delta_pp, r.z,
-                      r.flagged ? "* " : "  ", r.name.c_str());
+        std::snprintf(line, sizeof line, "%8.2f %8.2f %+8.2f %7s %s%s\n", r.a_percent, r.b_percent, r.delta_pp,
+                      z_text(r.z).c_str(), r.flagged ? "* " : "  ", r.name.c_str());
         out << line;
     }
     for (const DiffHint& h : diff.hints)
@@ -118,11 +168,19 @@ nlohmann::json to_json(const ProfileDiff& diff)
     nlohmann::json hints = nlohmann::json::array();
     for (const DiffHint& h : diff.hints)
         hints.push_back({{"kind", h.kind}, {"function", h.function}, {"message", h.message}});
+    auto side = [](const std::string& origin, double total, bool exact, std::optional<uint64_t> instructions) {
+        nlohmann::json s = {{"origin", origin}, {"samples", json_numbers::count(total)}, {"exact", exact}};
+        s["run_instructions"] = instructions ? nlohmann::json(*instructions) : nlohmann::json(nullptr);
+        return s;
+    };
+    const std::optional<double> ratio = total_ratio(diff);
     return {{"format", "mcuprof-diff"},
             {"version", 1},
-            {"a", {{"origin", diff.a_origin}, {"samples", json_numbers::count(diff.a_total)}, {"exact", diff.a_exact}}},
-            {"b", {{"origin", diff.b_origin}, {"samples", json_numbers::count(diff.b_total)}, {"exact", diff.b_exact}}},
+            {"a", side(diff.a_origin, diff.a_total, diff.a_exact, diff.a_instructions)},
+            {"b", side(diff.b_origin, diff.b_total, diff.b_exact, diff.b_instructions)},
             {"threshold", diff.threshold},
+            {"both_exact", both_exact(diff)},
+            {"total_ratio", ratio ? nlohmann::json(std::round(*ratio * 1e6) / 1e6) : nlohmann::json(nullptr)},
             {"rows", rows},
             {"hints", hints}};
 }

@@ -41,6 +41,12 @@ SymbolTable SymbolTable::load(const std::string& elf_path)
 
 SymbolTable SymbolTable::parse(std::string_view image, const std::string& elf_path)
 {
+    // ELF's identification bytes (System V ABI, e_ident[EI_MAG0..3]): without them LLVM
+    // guesses another format and its words name that one's problem.
+    if (!image.starts_with("\x7f" "ELF"))
+        throw Error(elf_path, "offset 0",
+                    "not an ELF file (no 0x7f 'ELF' at its start): a raw .bin or .hex image? give the .elf the "
+                    "linker wrote");
     auto binary = llvm::object::ObjectFile::createObjectFile(
         llvm::MemoryBufferRef(llvm::StringRef(image.data(), image.size()), elf_path));
     if (!binary)

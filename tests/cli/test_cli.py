@@ -96,6 +96,37 @@ class Cli(unittest.TestCase):
         self.assertEqual(rows["func_a"]["z"], -1.8257)
         self.assert_one_line_error(run("diff", a, "--elf", self.elf), 1, "two inputs")
 
+    def test_diff_of_two_censuses_gates_on_any_move_and_on_the_totals(self):
+        # A: func_a 600, local_b 400 instructions; B: func_a 601, local_b 499 (by hand:
+        # 60.00 % -> 54.64 %, 40.00 % -> 45.36 %: local_b +5.36 pp; totals 1000 -> 1100, +10 %).
+        a = self.write("a.truth", "0x08000000 600\n0x08000010 400\n")
+        b = self.write("b.truth", "0x08000000 601\n0x08000010 499\n")
+        dump = self.write("dump.txt", DUMP_6_3_1)
+        result = run("diff", a, b, "--elf", self.elf, "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        doc = json.loads(result.stdout)
+        self.assertTrue(doc["both_exact"])
+        self.assertEqual((doc["a"]["run_instructions"], doc["b"]["run_instructions"]), (1000, 1100))
+        self.assertEqual(doc["total_ratio"], 1.1)
+        rows = {r["name"]: r for r in doc["rows"]}
+        self.assertTrue(rows["func_a"]["flagged"] and rows["local_b"]["flagged"])   # every move is real
+        self.assertIsNone(rows["local_b"]["z"])                                     # infinite
+        self.assertAlmostEqual(rows["local_b"]["delta_pp"], 100 * (499 / 1100 - 0.4), places=6)
+
+        gate = run("diff", a, b, "--elf", self.elf, "--fail-above", "5")
+        self.assertEqual(gate.returncode, 4, gate.stderr)
+        self.assertIn("mcuprof diff: local_b grew from 40 % to 45.3636 % (z = +inf)", gate.stderr)
+        self.assertIn("instructions of the whole run: A 1000, B 1100, B/A 1.100 (+10.00 %)", gate.stdout)
+        self.assertIn("2 of 2 rows moved; both sides are exact counts", gate.stdout)
+        self.assertEqual(run("diff", a, b, "--elf", self.elf, "--fail-above", "5.4").returncode, 0)
+        total = run("diff", a, b, "--elf", self.elf, "--fail-total-above", "9.9")
+        self.assertEqual(total.returncode, 4, total.stderr)
+        self.assertIn("B/A 1.100 (+10.00 %), more than 9.9 % more", total.stderr)
+        self.assertEqual(run("diff", a, b, "--elf", self.elf, "--fail-total-above", "10").returncode, 0)
+        # A side that does not know its run's total cannot be gated on it: one line, status 2.
+        self.assert_one_line_error(run("diff", a, dump, "--elf", self.elf, "--fail-total-above", "10"), 2,
+                                   "dump.txt", "--fail-total-above needs the run's instruction count")
+
     def test_gmon_out_read_by_gprof_and_back(self):
         # 6 samples in func_a, 3 in local_b, 1 in func_c; arm-none-eabi-gprof, the format's
         # own consumer, must see the same (its "seconds" are samples at a rate of 1).

@@ -56,6 +56,10 @@ class Checks(unittest.TestCase):
         self.server = Listener()
         self.addCleanup(self.server.close)
         self.addCleanup(self.dir.cleanup)
+        # A raw image, as objcopy -O binary writes it: the vector table's first words.
+        self.raw_image = os.path.join(self.dir.name, "fw.bin")
+        with open(self.raw_image, "wb") as f:
+            f.write(bytes.fromhex("00000220 91010008 00000000"))
         self.dump = os.path.join(self.dir.name, "uart.txt")
         with open(self.dump, "w") as f:
             f.write("prof raw n=3\np 08000000 08000002 08000010\nend\n")
@@ -81,6 +85,13 @@ class Checks(unittest.TestCase):
             ([*gdb, "--elf", "/etc/passwd", "-o", out], 2, "/etc/passwd"),
             ([*gdb, "--elf", "/bin/sh", "-o", out], 2, "/bin/sh", "not a 32-bit"),
             ([*gdb, "--elf", os.path.join(self.dir.name, "none.elf"), "-o", out], 2, "none.elf"),
+            ([*gdb, "--elf", self.raw_image, "-o", out], 2, "fw.bin", "not an ELF file", "raw .bin"),
+            ([*ok, "--samples", "18446744073709551616"], 1, "--samples takes a whole number up to "
+                                                            "18446744073709551615"),
+            (["record", "--openocd", "127.0.0.1:notaport", "--elf", self.elf, "-o", out], 1,
+             "--openocd takes HOST[:PORT]", "6666"),
+            (["swo", "--openocd", "127.0.0.1:70000", "--elf", self.elf, "--cpu-hz", "72M"], 1,
+             "--openocd takes HOST[:PORT]"),
             ([*ok, "--format", "pdf"], 1, "--format", "pdf"),
             ([*ok, "--format", "pprof"], 1, "not 'pprof'"),
             ([*ok, "--format", "gmon"], 1, "--format takes text, json", "not 'gmon'", "mcuprof report"),
@@ -153,6 +164,28 @@ class Checks(unittest.TestCase):
         self.assertEqual(run(*report, "--top", "1").returncode, 0)
         self.assertEqual(run("diff", self.dump, self.dump, "--elf", self.elf, "--format", "markdown", "--top",
                              "1").returncode, 0)
+
+    def test_the_largest_sample_count_is_taken_and_openocd_defaults_to_port_6666(self):
+        # --openocd HOST is HOST:6666, OpenOCD's Tcl port: a listener there (on a loopback
+        # address of its own, so no other OpenOCD is in the way) is contacted. --samples
+        # 2^64 - 1 passes the checks, so the link is reached.
+        listener = socket.socket()
+        try:
+            listener.bind(("127.77.0.1", 6666))
+        except OSError as e:
+            self.skipTest(f"127.77.0.1:6666 is taken: {e}")
+        listener.listen(1)
+        self.addCleanup(listener.close)
+        proc = subprocess.Popen([ARGS.mcuprof, "record", "--openocd", "127.77.0.1", "--elf", self.elf, "-o",
+                                 os.path.join(self.dir.name, "r.bin"), "--samples", "18446744073709551615"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            listener.settimeout(60)   # a bound for a loaded machine; the connection comes at once
+            connection, _ = listener.accept()
+            connection.close()
+        finally:
+            proc.kill()
+            proc.wait(timeout=60)
 
     def test_did_you_mean(self):
         r = run("recrod")

@@ -75,3 +75,24 @@ TEST_CASE("decay: a half-life must be positive")
     CHECK_THROWS_AS(DecayingTally(0.0), mcuprof::core::Error);
     CHECK_THROWS_AS(DecayingTally(-1.0), mcuprof::core::Error);
 }
+
+TEST_CASE("decay: inclusive shares count each sample once for every function on its stack")
+{
+    DecayingTally t(std::nullopt);
+    // 10 samples: 6 in leaf under mid under main, 4 in main itself. main is on every stack.
+    for (int i = 0; i < 6; ++i)
+        t.add("leaf", i, {"leaf", "mid", "main"});
+    for (int i = 6; i < 10; ++i)
+        t.add("main", i, {"main"});
+    const auto rows = t.ranked();
+    REQUIRE(rows.size() == 3);   // mid was never the leaf, yet has its row
+    CHECK(entry(rows, "main").share.percent == doctest::Approx(40));
+    CHECK(entry(rows, "main").inclusive.percent == doctest::Approx(100));
+    CHECK(entry(rows, "main").inclusive_weight == 10);
+    CHECK(entry(rows, "mid").weight == 0);
+    CHECK(entry(rows, "mid").inclusive.percent == doctest::Approx(60));
+    CHECK(entry(rows, "mid").inclusive.stderr_pp == doctest::Approx(100.0 * std::sqrt(0.6 * 0.4 / 10)));
+    CHECK(entry(rows, "leaf").inclusive.percent == doctest::Approx(60));
+    CHECK(rows.back().key == "mid");   // ranked by self weight
+    CHECK(t.total_weight() == 10);     // a sample counts once in the total, however deep its stack
+}

@@ -163,3 +163,51 @@ TEST_CASE("diff hints: a side halted by wall clock in an emulator carries its wa
         if (h.kind == "emulator-bias")
             CHECK(h.message == "A: QEMU halted by wall clock");
 }
+
+TEST_CASE("diff: two censuses differ by no chance, so every row that moved is flagged and gates")
+{
+    // f: 600 of 1000 instructions against 601 of 1000: +0.1 pp, exact on both sides.
+    Profile a = profile(1000, true, {{"f", 600}, {"g", 400}});
+    Profile b = profile(1000, true, {{"f", 601}, {"g", 399}});
+    const ProfileDiff d = diff_profiles(a, b);
+    CHECK(row(d, "f").z == INFINITY);
+    CHECK(row(d, "g").z == -INFINITY);
+    CHECK(row(d, "f").flagged);
+    CHECK(row(d, "g").flagged);
+    CHECK(regressions(d, 0.05).size() == 1);     // f grew by 0.1 pp, more than 0.05
+    CHECK(regressions(d, 0.1 + 1e-9).empty());
+    CHECK(flagged_summary(d) == "2 of 2 rows moved; both sides are exact counts, so every move is real");
+    // A row that did not move stays unflagged.
+    const ProfileDiff same = diff_profiles(a, a);
+    CHECK_FALSE(row(same, "f").flagged);
+    CHECK(row(same, "f").z == 0);
+}
+
+TEST_CASE("diff: the runs' totals and their ratio, when both sides know them")
+{
+    Profile a = profile(1066725, true, {{"f", 1066725}});
+    Profile b = profile(2412111, true, {{"f", 2412111}});
+    ProfileDiff d = diff_profiles(a, b);
+    CHECK_FALSE(total_ratio(d));   // the profiles carry no run total
+    a.run_instructions = 1066725;
+    b.run_instructions = 2412111;
+    d = diff_profiles(a, b);
+    REQUIRE(total_ratio(d));
+    // 2412111 / 1066725 = 2.2612304 (by hand), +126.12 %.
+    CHECK(*total_ratio(d) == doctest::Approx(2.2612304).epsilon(1e-7));
+    CHECK(totals_summary(d) == "instructions of the whole run: A 1066725, B 2412111, B/A 2.261 (+126.12 %)");
+    CHECK(total_grew(d, 126));
+    ProfileDiff tenth;   // 1100 over 1000 is exactly 10 % more: not more than 10
+    tenth.a_instructions = 1000;
+    tenth.b_instructions = 1100;
+    CHECK_FALSE(total_grew(tenth, 10));
+    CHECK(total_grew(tenth, 9.99));
+    CHECK_FALSE(total_grew(d, 126.2));
+    // The other way round the run shrank: no gate fails however low its bound.
+    const ProfileDiff back = diff_profiles(b, a);
+    CHECK_FALSE(total_grew(back, 0));
+    CHECK(total_grew(back, -60));   // -55.78 % is more than -60 %
+    // One side without a total: no ratio, no line.
+    b.run_instructions.reset();
+    CHECK(totals_summary(diff_profiles(a, b)).empty());
+}

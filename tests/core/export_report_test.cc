@@ -330,6 +330,20 @@ TEST_CASE("diff gate and markdown: only rows that grew beyond both bounds fail")
     std::ostringstream passed;
     write_markdown(diff, passed, 25.0);
     CHECK(passed.str().find("### mcuprof: passed") == 0);
+
+    // The totals' gate beside it: one verdict, a clause per gate, failed when any failed.
+    diff.a_instructions = 1000;
+    diff.b_instructions = 1150;
+    std::ostringstream both;
+    write_markdown(diff, both, 25.0, 10.0);
+    CHECK(both.str().find("### mcuprof: failed, no function grew by more than 25 pp and beyond 3 standard errors; "
+                          "the run's instructions changed by +15.00 %, more than 10 %\n") == 0);
+    CHECK(both.str().find("- instructions of the whole run: A 1000, B 1150, B/A 1.150 (+15.00 %)") !=
+          std::string::npos);
+    std::ostringstream total_only;
+    write_markdown(diff, total_only, std::nullopt, 20.0);
+    CHECK(total_only.str().find(
+              "### mcuprof: passed, the run's instructions changed by +15.00 %, not more than 20 %") == 0);
 }
 
 TEST_CASE("format tables: names are unique, every row writes, help lists them")
@@ -379,7 +393,26 @@ TEST_CASE("timeline: shares per slice of time, hottest functions first")
     CHECK(page.str().find("<svg id=\"timeline\"") != std::string::npos);
     CHECK(page.str().find("data-function=\"func_a\" data-shares=\"1.0000 1.0000 0.4000 0.0000\"") !=
           std::string::npos);
+    CHECK(page.str().find("in each of 4 slices of 24.8 ms of the recording") != std::string::npos);
+    Timeline longer = t;   // 4 slices of 2.4875 s read as seconds, not "2.49e+03 ms"
+    longer.end_ms = 9950;
+    std::ostringstream long_page;
+    write_timeline(longer, long_page);
+    CHECK(long_page.str().find("slices of 2.49 s of the recording") != std::string::npos);
 
     s.times_ns.clear();   // no times (an on-chip ring dump): no timeline
     CHECK(timeline_of(s, symbols).series.empty());
+}
+
+TEST_CASE("html: the pacing of a recording in words, not its JSON")
+{
+    CHECK(describe_pacing(R"({"clock":"wall","shape":"exponential","mean_seconds":0.001,"between":"samples"})") ==
+          "exponential waits of 1 ms on average between samples (wall clock)");
+    CHECK(describe_pacing(R"({"clock":"icount","shape":"exponential","mean_instructions":20000})") ==
+          "exponential intervals of 20000 instructions on average (instruction count)");
+    CHECK(describe_pacing(R"({"clock":"wall","shape":"uniform","jitter":0.5,"mean_seconds":0.0005,)"
+                          R"("between":"batches","batch":64,"max_halted":0.1})") ==
+          "uniform waits of 500 us on average between batches (wall clock), 64 DWT_PCSR reads per batch, jitter "
+          "0.5, halted at most 10.0 % of the time");
+    CHECK(describe_pacing("not json") == "not json");   // shown as it is
 }

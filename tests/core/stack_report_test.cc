@@ -286,8 +286,8 @@ TEST_CASE("truncation: counted by reason in the profile, the text report and JSO
 
     std::ostringstream text;
     write_text(p, text);
-    CHECK(text.str().find("stacks: 1 of 4 chains truncated (25.00 % of the samples): 1 an implausible frame "
-                          "(corrupted stack?); inclusive shares are lower bounds\n") != std::string::npos);
+    CHECK(text.str().find("stacks: 1 of 4 chains truncated (25.00 % of the samples): an implausible frame "
+                          "(corrupted stack?): 1; inclusive shares are lower bounds\n") != std::string::npos);
     CHECK(text.str().find("incl>=%") != std::string::npos);
 
     const nlohmann::json j = to_json(p);
@@ -314,7 +314,7 @@ TEST_CASE("truncation: one chain in 200 (0.5 %) leaves the inclusive shares unma
     CHECK_FALSE(p.truncation.inclusive_lower_bounds());
     std::ostringstream text;
     write_text(p, text);
-    CHECK(text.str().find("stacks: 1 of 200 chains truncated (0.50 % of the samples): 1 depth limit\n") !=
+    CHECK(text.str().find("stacks: 1 of 200 chains truncated (0.50 % of the samples): depth limit: 1\n") !=
           std::string::npos);
     CHECK(text.str().find("  incl %") != std::string::npos);
 
@@ -333,5 +333,5 @@ TEST_CASE("truncation: the record summary line counts the chain ends of the samp
                                    {std::string(describe(UnwindStop::psp_unknown)), 10}}};
     CHECK(describe_sampler(summary) ==
           "target running 50.0 % of the time; stacks: 10 of 1000 chains truncated (1.00 % of the samples): "
-          "10 the thread stack pointer (PSP) is unknown");
+          "the thread stack pointer (PSP) is unknown: 10");
 }

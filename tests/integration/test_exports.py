@@ -334,6 +334,14 @@ class Timeline(unittest.TestCase):
         svg = re.search(r'<svg id="timeline"[^>]*data-slices="(\d+)"', dom)
         self.assertIsNotNone(svg, "no timeline in the page")
         slices = int(svg.group(1))
+        # The page's words: the pacing as a sentence (not the header's JSON), the slice's length
+        # in a unit it reads in (not "2.49e+03 ms").
+        pacing = re.search(r"<dt>pacing</dt><dd>([^<]*)</dd>", dom)
+        self.assertIsNotNone(pacing, "no pacing row")
+        self.assertNotIn("{", pacing.group(1))
+        self.assertIn("instructions on average", pacing.group(1))
+        self.assertRegex(dom, r"slices of \d+(\.\d+)? (s|ms|us) of the recording")
+        self.assertNotRegex(dom, r"slices of [^<]*e[+-]\d")
         series = {name: [float(v) for v in shares.split()] for name, shares in
                   re.findall(r'<polyline class="series"[^>]*data-function="([^"]+)" data-shares="([^"]+)"', dom)}
 

@@ -6,9 +6,10 @@ When the region is longer than the sampling period, the timer fires several time
 masked but only one exception stays pending: the region also loses share, and the same number
 of samples takes more instructions. Truth restricted to hot_a, locked, irq_off, irq_on, main.
 """
+import re
 import unittest
 
-from fwtest import (IntegrationCase, by_function, cli_json, disassembly, percent, run, shares,
+from fwtest import (REPO, IntegrationCase, by_function, cli_json, disassembly, percent, run, shares,
                     std_error_pp, symbols)
 
 WINDOW = ("hot_a", "locked", "irq_off", "irq_on", "main")
@@ -24,7 +25,22 @@ def after_cpsie(name):
     raise AssertionError("no cpsie in irq_on")
 
 
+def cpsie_address(name):
+    for address, text in disassembly(name)["irq_on"]:
+        if text.startswith("cpsie"):
+            return address
+    raise AssertionError("no cpsie in irq_on")
+
+
 class DisabledInterrupts(IntegrationCase):
+    def test_the_guides_hint_names_the_cpsie_of_this_build(self):
+        # docs/guide.md shows diff's hint on irqoff_m4; its address must be this build's cpsie i
+        # (objdump's), or the guide has gone stale.
+        guide = (REPO / "docs" / "guide.md").read_text()
+        shown = re.search(r"hint: irq_on is \d+ bytes with cpsie i at (0x[0-9a-f]+)", guide)
+        self.assertIsNotNone(shown, "the guide shows no interrupt-shadow hint")
+        self.assertEqual(int(shown.group(1), 16), cpsie_address("irqoff_m4"))
+
     def report(self, name):
         r = run(name)
         self.assertEqual(r.dump.n, 10000)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -132,6 +133,7 @@ class RecordInQemu(unittest.TestCase):
         self.assertGreater(n, 3000 - 5 * math.sqrt(3000))   # about --samples, over the whole run
         self.assertLess(n, 3000 + 5 * math.sqrt(3000))
         self.assertIn("end of the recorded run", doc["sampler"]["end"])
+        self.assertTrue(doc["origin"].startswith("recording (qemu): "), doc["origin"])   # not "(gdb)"
         self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "mixed_m4"), n), [])
         self.assertNotIn("wall clock", err)
         self.assertNotIn("emulator-bias", fwtest.warning_kinds(doc))
@@ -158,6 +160,13 @@ class RecordInQemu(unittest.TestCase):
                                      "--seed", "7", "--stacks")
         total = sum(census.values())
         self.assertGreaterEqual(total, budget)
+        # The census says it is of a run cut at its budget, and reports of it warn so.
+        census_path = self.work / "calltree_forever_m4.census"
+        self.assertIn(f"# mcuprof: run cut at the instruction budget: {budget} instructions asked, {total} executed",
+                      census_path.read_text())
+        truth = fwtest.cli_json("truth", str(census_path), "--elf", str(fwtest.elf_path("calltree_forever_m4")))
+        self.assertTrue(any("run cut at the instruction budget" in w["message"] for w in truth["warnings"]),
+                        truth["warnings"])
         n = doc["samples"]
         self.assertGreater(n, 1000)
         self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "calltree_forever_m4"), n), [])
@@ -186,6 +195,30 @@ class RecordInQemu(unittest.TestCase):
         self.assertIn("hot_a", out)
         self.assertIn("300 samples", out.strip().split("\n\n")[-1])
         self.assertEqual(run.left_running(), [])
+
+    def test_top_stacks_shows_the_inclusive_shares_report_gives_the_same_samples(self):
+        # The last table covers every sample of the run; report computes the same inclusive
+        # shares from the samples file through the attribution core, not top's tally.
+        rec = self.work / "top-stacks.bin"
+        elf = fwtest.elf_path("calltree_o0_m4")
+        run = Watched("top", "--qemu", MACHINE, "--elf", str(elf), "--stacks", "--samples", "400", "--rows", "0",
+                      "-o", str(rec))
+        rc, out, err = run.finish()
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(run.left_running(), [])
+        last = out.strip().split("\n\n")[-1].splitlines()
+        self.assertEqual(last[1].split(), ["%", "+-se", "incl", "%", "+-se", "weight", "function"])
+        shown = {}
+        for line in last[2:]:
+            self_pct, _, incl, _, _, name = line.split(None, 5)
+            shown[name] = (float(self_pct), float(incl))
+        doc = fwtest.cli_json("report", str(rec), "--elf", str(elf))
+        report = {row["name"]: row for row in doc["functions"]}
+        self.assertIn("main", shown)
+        self.assertGreater(shown["main"][1], shown["main"][0])   # main's callees count in its inclusive share
+        for name, row in report.items():
+            self.assertAlmostEqual(shown[name][0], row["percent"], delta=0.006, msg=name)
+            self.assertAlmostEqual(shown[name][1], row["inclusive_percent"], delta=0.006, msg=name)
 
     def test_sigint_while_sampling_keeps_the_samples_and_stops_qemu(self):
         rec = self.work / "int.bin"
@@ -224,6 +257,59 @@ class RecordInQemu(unittest.TestCase):
         self.assertEqual(run.left_running(), [])
 
 
+def docs_script(doc: str, heading: str) -> str:
+    """The first ```sh block under `heading` in docs/DOC, as the reader copies it."""
+    section = (fwtest.REPO / "docs" / doc).read_text().split(heading, 1)[1]
+    return section.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+class CensusGateAsDocumented(unittest.TestCase):
+    """docs/ci.md's census gate, run as written on the call tree at -O2 (base) and -O0
+    (change): the rows it names and the totals it gates on follow from the two counts files,
+    read here with the ELF's own symbols (nm), not by mcuprof."""
+
+    FAIL_ABOVE_PP, FAIL_TOTAL_ABOVE = 1.0, 5.0   # the script's bounds
+
+    def run_script(self, base: str, change: str) -> tuple[subprocess.CompletedProcess, Path]:
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-ci-doc-"))
+        script = work / "census-gate.sh"
+        script.write_text(docs_script("ci.md", "## The exact gate"))
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+        env["PATH"] = f"{fwtest.CLI.parent}{os.pathsep}{env.get('PATH', '')}"
+        proc = subprocess.run(["bash", str(script), str(fwtest.elf_path(base)), str(fwtest.elf_path(change))],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=1200,
+                              start_new_session=True)
+        return proc, work
+
+    def test_o2_to_o0_fails_on_the_rows_and_the_total(self):
+        proc, work = self.run_script("calltree_o2_m4", "calltree_o0_m4")
+        base, change = fwtest.read_counts(work / "base.truth"), fwtest.read_counts(work / "change.truth")
+        a, b = by_function(base, "calltree_o2_m4"), by_function(change, "calltree_o0_m4")
+        ta, tb = sum(base.values()), sum(change.values())
+        grown = {name for name in set(a) | set(b) if name != "?" and
+                 100 * (b.get(name, 0) / tb - a.get(name, 0) / ta) > self.FAIL_ABOVE_PP}
+        self.assertTrue(grown, "-O0 must move time into some function")
+        self.assertGreater(100 * (tb / ta - 1), self.FAIL_TOTAL_ABOVE, "-O0 must take more instructions")
+
+        self.assertEqual(proc.returncode, 4, proc.stderr)
+        named = set(re.findall(r"^mcuprof diff: (\S+) grew", proc.stderr, re.M))
+        self.assertEqual(named, grown)
+        verdict = proc.stdout.splitlines()[0]
+        self.assertTrue(verdict.startswith("### mcuprof: failed, "), verdict)
+        self.assertIn(f"the run's instructions changed by {100 * (tb / ta - 1):+.2f} %, more than 5 %", verdict)
+        self.assertIn(f"instructions of the whole run: A {ta}, B {tb}, B/A {tb / ta:.3f}", proc.stdout)
+        for name in grown:
+            self.assertIn(f"`{name}`", verdict)
+
+    def test_a_build_against_itself_passes_and_nothing_moved(self):
+        proc, work = self.run_script("calltree_o2_m4", "calltree_o2_m4")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(fwtest.read_counts(work / "base.truth"), fwtest.read_counts(work / "change.truth"))
+        self.assertTrue(proc.stdout.startswith("### mcuprof: passed, no function grew"), proc.stdout)
+        self.assertIn("the run's instructions changed by +0.00 %, not more than 5 %", proc.stdout)
+        self.assertIn("No row moved (both sides are exact counts)", proc.stdout)
+
+
 class WallClockBiasWarning(unittest.TestCase):
     """QEMU's gdbstub is recognised; wall-clock halting of it is flagged in every report."""
 
@@ -236,8 +322,10 @@ class WallClockBiasWarning(unittest.TestCase):
                                 "--samples", "200", "--interval", "200us", "-o", str(rec)],
                                capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("warning: QEMU halted by wall clock", r.stderr)
-        self.assertIn("--qemu MACHINE", r.stderr)
+        # Once, in the profile's warnings (the text report on standard output), not twice.
+        self.assertEqual((r.stdout + r.stderr).count("QEMU halted by wall clock"), 1, r.stdout + r.stderr)
+        self.assertIn("warning: QEMU halted by wall clock", r.stdout)
+        self.assertIn("--qemu MACHINE", r.stdout)
 
         def report(*args: str) -> str:
             out = subprocess.run([str(fwtest.CLI), "report", str(rec), "--elf", str(elf), *args],

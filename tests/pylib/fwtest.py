@@ -154,6 +154,8 @@ def parse_dump(text: str) -> Dump:
 def read_counts(path: Path) -> dict[int, int]:
     counts = {}
     for line in path.read_text().splitlines():
+        if line.startswith("#"):   # mcuprof's note on a run cut at its budget
+            continue
         a, n = line.split()
         counts[int(a, 16)] = int(n)
     return counts

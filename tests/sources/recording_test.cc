@@ -244,7 +244,7 @@ TEST_CASE("recording: every sampler figure is read back as written")
           "target running 75.0 % of the time (halted 25.0 %, budget 25.0 %), halt latency p50 10 us p99 30 us, "
           "DWT_PCSR read 1024 times per round trip (p50 5 us, p99 7 us), 1 of 2049 reads unused (outside the profile "
           "window or halted, placing it, past the count); stacks: 1 of 7 chains truncated (14.29 % of the samples): "
-          "1 depth limit; inclusive shares are lower bounds");
+          "depth limit: 1; inclusive shares are lower bounds");
 }
 
 TEST_CASE("recording: a halting summary still describes its halt latency")
@@ -302,4 +302,24 @@ TEST_CASE("recording: a bias in the header is a warning of its kind with every r
 
     write_three(f.path);   // no bias in its header
     CHECK(to_samples(read_recording(f.path), std::nullopt).warnings.empty());
+}
+
+TEST_CASE("recording: a --qemu run to the firmware's exit knows its instructions; one cut by the budget does not")
+{
+    TempFile f;
+    auto write = [&](const nlohmann::json& qemu) {
+        RecordingWriter w(f.path, {{"source", "qemu"}, {"qemu", qemu}});
+        LiveSample s;
+        s.pc = 0x08000100;
+        w.sample(s);
+    };
+    write({{"instructions", 1066725}, {"exited", true}});
+    CHECK(to_samples(read_recording(f.path), std::nullopt).run_instructions == 1066725u);
+    CHECK(to_samples(read_recording(f.path), std::nullopt).origin.find("recording (qemu)") == 0);
+    write({{"instructions", 200000000}, {"exited", false}});
+    CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
+    write({{"instructions", "many"}, {"exited", true}});   // not a count: no total, no error
+    CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
+    write_three(f.path);   // a live recording: no qemu object
+    CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
 }

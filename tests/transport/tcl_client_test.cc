@@ -124,3 +124,37 @@ TEST_CASE("tcl client: against a real OpenOCD, when MCUPROF_OPENOCD_TCL names it
     CHECK_THROWS_WITH_AS(client.eval("no_such_command 1"), doctest::Contains("invalid command name"), Error);
     CHECK_THROWS_WITH_AS(client.command({"mdw", "0x30000000"}), doctest::Contains("Failed to read memory"), Error);
 }
+
+namespace {
+
+// OpenOCD's telnet port as a client sees it: telnet options (IAC WILL ECHO, IAC WILL
+// SUPPRESS-GO-AHEAD, IAC DONT LINEMODE), the banner and a prompt, then an echo of whatever
+// comes in.
+class FakeTelnetPort : public fakes::LoopbackServer {
+public:
+    FakeTelnetPort()
+    {
+        start("\xff\xfb\x01\xff\xfb\x03\xff\xfe\x22Open On-Chip Debugger\r\n> ", [this](std::string_view bytes) {
+            send(std::string(bytes));
+            return true;
+        });
+    }
+    ~FakeTelnetPort() override { stop(); }
+};
+
+} // namespace
+
+TEST_CASE("tcl client: OpenOCD's telnet port is named at once, not waited on")
+{
+    FakeTelnetPort telnet;
+    // A minute to answer: a time-out would be the wait the user saw; the greeting ends it first.
+    TclClient client(local(telnet.port()), quick(60000));
+    try {
+        client.eval("version");
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.kind() == Error::Kind::protocol);
+        CHECK(std::string(e.what()).find("telnet port (4444 by default)") != std::string::npos);
+        CHECK(std::string(e.what()).find("6666") != std::string::npos);
+    }
+}

@@ -17,9 +17,9 @@ void write_html(const ProfileDiff& diff, std::ostream& out)
         << format(" (%.0f %s)", diff.a_total, diff.a_exact ? "instructions, exact" : "samples") << "</dd>\n"
         << "<dt>B</dt><dd>" << escape(diff.b_origin)
         << format(" (%.0f %s)", diff.b_total, diff.b_exact ? "instructions, exact" : "samples") << "</dd>\n";
-    const size_t flagged = size_t(std::count_if(diff.rows.begin(), diff.rows.end(), [](const DiffRow& r) { return r.flagged; }));
-    out << format("<dt>flagged</dt><dd>%zu of %zu rows differ by more than %.0f standard errors</dd>\n</dl>\n",
-                  flagged, diff.rows.size(), diff.threshold);
+    if (const std::string totals = totals_summary(diff); !totals.empty())
+        out << "<dt>totals</dt><dd id=\"totals\">" << escape(totals) << "</dd>\n";
+    out << "<dt>flagged</dt><dd>" << escape(flagged_summary(diff)) << "</dd>\n</dl>\n";
     if (!diff.hints.empty()) {
         out << "<h2>Hints</h2>\n<div id=\"hints\">\n";
         for (const DiffHint& h : diff.hints)
@@ -35,7 +35,7 @@ void write_html(const ProfileDiff& diff, std::ostream& out)
         // A bar without interval per side: A above, B below.
         const std::string bars = html::share_bar(r.a_percent, r.a_percent, r.a_percent, scale) + "<div class=\"b\">" +
                                  html::share_bar(r.b_percent, r.b_percent, r.b_percent, scale) + "</div>";
-        const std::string z = std::isfinite(r.z) ? format("%.1f", r.z) : (r.z > 0 ? "+inf" : "-inf");
+        const std::string z = z_text(r.z);
         out << "<tr" << (r.flagged ? " class=\"flagged\"" : "") << "><td class=\"name\">" << (r.flagged ? "* " : "")
             << escape(r.name) << "</td>"
             << format("<td data-v=\"%.6g\">%.2f</td><td data-v=\"%.6g\">%.2f</td>", r.a_percent, r.a_percent,

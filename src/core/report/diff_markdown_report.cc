@@ -44,11 +44,6 @@ std::string number(const char* format, double value)
     return text;
 }
 
-std::string z_text(double z)
-{
-    return std::isfinite(z) ? number("%.1f", z) : (z > 0 ? "+∞" : "−∞");
-}
-
 std::string side(const std::string& origin, double total, bool exact)
 {
     return cell(origin) + " (" + number("%.0f", total) + (exact ? " instructions)" : " samples)");
@@ -57,23 +52,44 @@ std::string side(const std::string& origin, double total, bool exact)
 } // namespace
 
 void write_markdown(const ProfileDiff& diff, std::ostream& out, std::optional<double> fail_above_pp,
-                    size_t max_rows)
+                    std::optional<double> fail_total_above_percent, size_t max_rows)
 {
-    const std::string z_rule = "beyond " + number("%g", diff.threshold) + " standard errors";
+    const std::string z_rule = both_exact(diff) ? "as exact counts"
+                                                : "beyond " + number("%g", diff.threshold) + " standard errors";
+    // The verdict: one clause per gate asked, failed when any failed.
+    std::vector<std::string> clauses;
+    bool failed = false;
     if (fail_above_pp) {
         const std::vector<DiffRow> grown = regressions(diff, *fail_above_pp);
         const std::string gate = "more than " + number("%g", *fail_above_pp) + " pp and " + z_rule;
         std::string names;
         for (const DiffRow& row : grown)
             names += (names.empty() ? "`" : ", `") + cell(row.name) + "` (" + number("%+.2f", row.delta_pp) + " pp)";
-        if (grown.empty())
-            out << "### mcuprof: passed, no function grew by " << gate << "\n\n";
-        else
-            out << "### mcuprof: failed, " << grown.size() << (grown.size() == 1 ? " function" : " functions")
-                << " grew by " << gate << ": " << names << "\n\n";
+        failed |= !grown.empty();
+        clauses.push_back(grown.empty() ? "no function grew by " + gate
+                                        : std::to_string(grown.size()) +
+                                              (grown.size() == 1 ? " function" : " functions") + " grew by " + gate +
+                                              ": " + names);
+    }
+    if (fail_total_above_percent) {
+        const std::optional<double> ratio = total_ratio(diff);
+        const std::string change = ratio ? number("%+.2f", 100 * (*ratio - 1)) + " %" : "an unknown amount";
+        const bool grew = total_grew(diff, *fail_total_above_percent);
+        failed |= grew;
+        clauses.push_back("the run's instructions changed by " + change + (grew ? ", more than " : ", not more than ") +
+                          number("%g", *fail_total_above_percent) + " %");
+    }
+    if (!clauses.empty()) {
+        out << "### mcuprof: " << (failed ? "failed" : "passed");
+        for (const std::string& clause : clauses)
+            out << (&clause == &clauses.front() ? ", " : "; ") << clause;
+        out << "\n\n";
     }
     out << "- A: " << side(diff.a_origin, diff.a_total, diff.a_exact) << "\n"
-        << "- B: " << side(diff.b_origin, diff.b_total, diff.b_exact) << "\n\n";
+        << "- B: " << side(diff.b_origin, diff.b_total, diff.b_exact) << "\n";
+    if (const std::string totals = totals_summary(diff); !totals.empty())
+        out << "- " << totals << "\n";
+    out << "\n";
 
     std::vector<const DiffRow*> shown;
     for (const DiffRow& row : diff.rows)
@@ -85,7 +101,12 @@ void write_markdown(const ProfileDiff& diff, std::ostream& out, std::optional<do
             shown.push_back(&row);
     if (max_rows != 0 && shown.size() > max_rows)
         shown.resize(max_rows);
-    out << (all ? "No row differs " + z_rule + "; the rows:" : "Rows that differ " + z_rule + ":") << "\n\n";
+    if (both_exact(diff))
+        out << (all ? "No row moved (both sides are exact counts); the rows:"
+                    : "Rows that moved (both sides are exact counts: every move is real):")
+            << "\n\n";
+    else
+        out << (all ? "No row differs " + z_rule + "; the rows:" : "Rows that differ " + z_rule + ":") << "\n\n";
     out << "| function | A % | B % | Δ pp | z |\n|:---|---:|---:|---:|---:|\n";
     for (const DiffRow* row : shown)
         out << "| " << cell(row->name) << " | " << number("%.2f", row->a_percent) << " | "

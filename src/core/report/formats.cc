@@ -91,7 +91,7 @@ constexpr std::array diffs{
                [](const ProfileDiff& diff, const DiffReportOptions&, std::ostream& out) { write_html(diff, out); }},
     DiffFormat{"markdown", "a table for a pull-request comment or a CI job summary",
                [](const ProfileDiff& diff, const DiffReportOptions& options, std::ostream& out) {
-                   write_markdown(diff, out, options.fail_above_pp, options.top);
+                   write_markdown(diff, out, options.fail_above_pp, options.fail_total_above_percent, options.top);
                }},
 };
 

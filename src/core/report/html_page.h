@@ -19,6 +19,16 @@ std::string format(const char* pattern, Values... values)
     return text;
 }
 
+// A duration in milliseconds as a reader takes it in: "2.49 s", "12.5 ms", "80 us".
+inline std::string readable_ms(double ms)
+{
+    if (ms >= 1000)
+        return format("%.3g s", ms / 1000);
+    if (ms >= 1)
+        return format("%.3g ms", ms);
+    return format("%.3g us", ms * 1000);
+}
+
 // <!DOCTYPE html> to <body>, with the style sheet.
 void begin_page(std::ostream& out, const std::string& title);
 // The sorting script (a click on a column of a table.sortable sorts by that column's

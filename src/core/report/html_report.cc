@@ -17,6 +17,37 @@ using html::format;
 
 // ---- the sampling metadata --------------------------------------------------------------
 
+}   // namespace
+
+// The recording header's pacing object (sampling_loop.cc, PacingOptions::to_json) in words:
+// "exponential waits of 1 ms on average between samples (wall clock)". A text that is not
+// such an object is shown as it is.
+std::string describe_pacing(const std::string& pacing_json)
+{
+    const nlohmann::json p = nlohmann::json::parse(pacing_json, nullptr, false);
+    if (!p.is_object() || !p.contains("shape") || !p["shape"].is_string())
+        return pacing_json;
+    const std::string shape = p["shape"].get<std::string>();
+    std::string text;
+    if (p.contains("mean_instructions") && p["mean_instructions"].is_number())
+        text = format("%s intervals of %.0f instructions on average (instruction count)", shape.c_str(),
+                      p["mean_instructions"].get<double>());
+    else if (p.contains("mean_seconds") && p["mean_seconds"].is_number())
+        text = shape + " waits of " + html::readable_ms(1000 * p["mean_seconds"].get<double>()) +
+               " on average between " + p.value("between", std::string("samples")) + " (wall clock)";
+    else
+        return pacing_json;
+    if (p.contains("batch") && p["batch"].is_number_unsigned())
+        text += format(", %llu DWT_PCSR reads per batch", static_cast<unsigned long long>(p["batch"].get<uint64_t>()));
+    if (p.contains("jitter") && p["jitter"].is_number())
+        text += format(", jitter %g", p["jitter"].get<double>());
+    if (p.contains("max_halted") && p["max_halted"].is_number())
+        text += format(", halted at most %.1f %% of the time", 100 * p["max_halted"].get<double>());
+    return text;
+}
+
+namespace {
+
 void write_metadata(const Profile& p, std::ostream& out)
 {
     auto item = [&](const std::string& term, const std::string& value) {
@@ -38,7 +69,7 @@ void write_metadata(const Profile& p, std::ostream& out)
         if (!s.method.empty())
             item("method", s.method);
         if (!s.pacing.empty())
-            item("pacing", s.pacing);
+            item("pacing", describe_pacing(s.pacing));
         item("rate", format("%.0f samples/s", s.samples_per_second));
         item("duty", format("target running %.1f %% of the time", 100 * s.run_duty));
         if (s.halt_latency_us)

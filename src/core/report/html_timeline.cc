@@ -60,8 +60,8 @@ void write_timeline(const Timeline& t, std::ostream& out)
     constexpr double width = 1200, height = 220, top = 12, legend = 180, plot = width - legend;   // top: the 100 % label
     const double slice_ms = (t.end_ms - t.start_ms) / double(t.slices);
     out << "<h2>Timeline</h2>\n<p>The share of the " << t.series.size()
-        << " hottest functions in each of " << t.slices << " slices of " << format("%.3g", slice_ms)
-        << " ms of the recording.</p>\n"
+        << " hottest functions in each of " << t.slices << " slices of " << html::readable_ms(slice_ms)
+        << " of the recording.</p>\n"
         << format("<svg id=\"timeline\" width=\"%.0f\" height=\"%.0f\" data-slices=\"%zu\">\n", width,
                   top + height + 20, t.slices);
     for (int tick = 0; tick <= 4; ++tick) {   // 0 %, 25 %, ..., 100 %

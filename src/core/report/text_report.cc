@@ -97,7 +97,7 @@ std::string describe_truncation(const Truncation& truncation)
                               truncation.unwound, truncation.percent());
     std::string reasons;
     for (const auto& [reason, samples] : truncation.by_reason)
-        reasons += format("%s%.0f %s", reasons.empty() ? "" : ", ", samples, reason.c_str());
+        reasons += format("%s%s: %.0f", reasons.empty() ? "" : ", ", reason.c_str(), samples);   // reason, then count
     if (!reasons.empty())
         line += ": " + reasons;
     if (truncation.inclusive_lower_bounds())

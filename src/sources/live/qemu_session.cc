@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/truth_reader.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
 
@@ -55,20 +56,6 @@ bool port_was_busy(const QemuProcess& qemu)
 {
     const std::string text = qemu.stderr_text();
     return text.find("in use") != std::string::npos;
-}
-
-// The census's total: the second column of the plugin's "0xADDR COUNT" lines.
-uint64_t instructions_in(const std::string& counts_path)
-{
-    std::ifstream in(counts_path);
-    if (!in)
-        throw Error(counts_path, "", "the truth plugin wrote no counts");
-    uint64_t total = 0;
-    std::string address;
-    uint64_t count = 0;
-    while (in >> address >> count)
-        total += count;
-    return total;
 }
 
 // HMP "info replay" in record mode: "Recording execution 'FILE': instruction count = N".
@@ -134,10 +121,12 @@ public:
                 line += (line.empty() ? "" : " ") + a;
             return line;
         };
+        d["source"] = "qemu";   // the GDB sampler's, but of a QEMU mcuprof started and replays
         d["qemu"] = {{"machine", session_->launch().machine},
                      {"record", joined(session_->record_command(port_))},
                      {"replay", joined(session_->replay_command(port_))},
                      {"instructions", recorded().instructions},
+                     {"exited", recorded().exited},
                      {"run_end", recorded().exited ? "the firmware exited" : "the instruction budget"}};
         return d;
     }
@@ -456,9 +445,25 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
             throw Error(launch_.program, "record", "QEMU " + qemu->how_it_ended() + ": " + qemu->stderr_text());
         break;
     }
-    run.instructions = instructions_in(run.counts_path);
+    const core::SampleSet census = read_truth(run.counts_path);
+    run.instructions = census.run_instructions.value_or(0);
     if (run.instructions == 0)
         throw Error(launch_.elf, "", "the firmware executed no instruction under QEMU");
+    if (!run.exited) {
+        // The census is of a part of the run; say so in it, with how far past the budget QEMU
+        // went (in record mode it stops only between its runs of instructions: up to 2^31 in
+        // firmware without a timer interrupt).
+        std::ofstream counts(run.counts_path, std::ios::app);
+        const bool far_past = run.instructions > launch_.instruction_budget + launch_.instruction_budget / 2;
+        counts << cut_run_marker << ": " << launch_.instruction_budget << " instructions asked, "
+               << run.instructions << " executed"
+               << (far_past ? " (QEMU recording stops a run only between its blocks of instructions, which in "
+                              "firmware without interrupts can be 2^31 long)"
+                            : "")
+               << '\n';
+        if (!counts)
+            throw Error(run.counts_path, "", "cannot write the census's end");
+    }
     recorded_ = run;
     return *recorded_;
 }

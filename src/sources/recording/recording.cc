@@ -285,6 +285,12 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     // A bias the sampler knew of when it started (wall-clock halts of an emulator).
     if (recording.header.contains("bias") && recording.header["bias"].is_string())
         out.warnings.push_back({"emulator-bias", recording.header["bias"].get<std::string>()});
+    // A --qemu run recorded to the firmware's exit: its instruction count is the whole run's.
+    if (auto qemu = recording.header.find("qemu"); qemu != recording.header.end() && qemu->is_object()) {
+        const auto instructions = qemu->find("instructions");
+        if (qemu->value("exited", false) && instructions != qemu->end() && instructions->is_number_unsigned())
+            out.run_instructions = instructions->get<uint64_t>();
+    }
     if (recording.summary) {
         out.sampler = *recording.summary;
         // How the samples were taken, from the header, beside the figures (the HTML report

@@ -12,7 +12,12 @@ core::SampleSet parse_truth(std::string_view text, const std::string& path, cons
     out.exact = true;
     LineCursor lines(text, &progress);
     std::string_view line;
+    uint64_t total = 0;
+    bool overflow = false;   // no run executes 2^64 instructions: such a file has no total
+    std::optional<std::string> cut;
     while (lines.next(line)) {
+        if (line.starts_with(cut_run_marker))
+            cut = std::string(line.substr(line.find("run cut")));   // "run cut at ...", as the note
         if (line.empty() || line.front() == '#')
             continue;
         const size_t space = line.find(' ');
@@ -22,9 +27,14 @@ core::SampleSet parse_truth(std::string_view text, const std::string& path, cons
             throw Error(path, "line " + std::to_string(lines.number()),
                         "'" + std::string(line.substr(0, 40)) + "' is not '0xADDRESS COUNT'");
         out.counts.push_back(entry);
+        overflow |= __builtin_add_overflow(total, entry.count, &total);
     }
     if (out.counts.empty())
         throw Error(path, "", "no counts in the file");
+    if (cut)
+        out.notes.push_back(*cut + "; the shares are of these instructions, and there is no whole run's total");
+    else if (!overflow)
+        out.run_instructions = total;
     return out;
 }
 

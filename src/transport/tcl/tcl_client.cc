@@ -91,6 +91,14 @@ std::string TclClient::exchange(const std::string& message, std::string_view wha
         }
         if (!answered_ && !buffer_.empty() && (buffer_.front() == '+' || buffer_.front() == '$'))
             throw Error(Error::Kind::protocol, connection_.peer(), excerpt(what), gdb_server_answered());
+        // OpenOCD's telnet server greets a client with telnet options (IAC = 0xFF, RFC 854)
+        // and its banner; the Tcl port never speaks first.
+        const bool telnet =
+            !buffer_.empty() && (buffer_.front() == '\xff' || buffer_.starts_with("Open On-Chip Debugger"));
+        if (!answered_ && telnet)
+            throw Error(Error::Kind::protocol, connection_.peer(), excerpt(what),
+                        "the server speaks telnet, as OpenOCD's telnet port (4444 by default) does: give "
+                        "--openocd its Tcl port, 6666 by default");
     }
 }
 

@@ -22,14 +22,18 @@ public:
     explicit DecayingTally(std::optional<double> half_life);
 
     // One sample of `key` taken at `at` (non-decreasing from one call to the next).
-    void add(const std::string& key, double at);
+    // `on_stack`: the distinct keys of the sample's whole call chain, `key` among them, each
+    // credited once with the sample's weight for its inclusive share (top --stacks).
+    void add(const std::string& key, double at, const std::vector<std::string>& on_stack = {});
 
     struct Entry {
         std::string key;
         double weight = 0;   // the sum of its samples' weights, as of the last sample
         Share share;         // of the total weight, standard error from n_eff
+        double inclusive_weight = 0;   // of the samples with the key anywhere on their stack
+        Share inclusive;
     };
-    // Heaviest first.
+    // Heaviest (by weight) first; with stacks, keys met only as callers too.
     std::vector<Entry> ranked() const;
 
     uint64_t samples() const { return samples_; }
@@ -46,6 +50,7 @@ private:
     double sum_ = 0;          // weights in units of the weight at `origin_`
     double sum_squares_ = 0;
     std::unordered_map<std::string, double> weights_;
+    std::unordered_map<std::string, double> inclusive_;   // in the same units as weights_
 };
 
 } // namespace mcuprof::core

@@ -19,8 +19,9 @@ struct DiffRow {
     double a_percent = 0;
     double b_percent = 0;
     double delta_pp = 0;   // b - a, percentage points
-    double z = 0;          // delta over its standard error under "same share"
-    bool flagged = false;  // |z| above the threshold
+    double z = 0;          // delta over its standard error under "same share"; ±inf when the
+                           // error is 0 (both sides exact, or a share of exactly 0 or 1 that moved)
+    bool flagged = false;  // |z| above the threshold: with both sides exact, any move
     uint64_t a_distinct = 0;   // distinct sampled addresses in the row, each side
     uint64_t b_distinct = 0;
     std::string function;  // the enclosing function of a line or address row; a function row's own name
@@ -42,15 +43,36 @@ struct ProfileDiff {
     bool a_exact = false;
     bool b_exact = false;
     double threshold = 3;
+    // The whole runs' instructions, when each side knows them (Profile::run_instructions).
+    std::optional<uint64_t> a_instructions;
+    std::optional<uint64_t> b_instructions;
     std::vector<DiffRow> rows;   // by the larger of the two shares, descending
     std::vector<DiffHint> hints;
 };
+
+// B's run over A's, when both know their instructions: what a change cost in total, which
+// shares cannot show (a share is of its own run).
+std::optional<double> total_ratio(const ProfileDiff& diff);
+// The totals' gate: B's run took more than `percent` % more instructions than A's. False
+// when a side has no total (the command refuses the gate then, before it compares).
+bool total_grew(const ProfileDiff& diff, double percent);
+// The lines every diff format shows, in words: how many rows are flagged and on what rule
+// ("3 of 14 rows differ by more than 3 standard errors", or with two censuses "3 of 14 rows
+// moved; both sides are exact counts, so every move is real"); the totals ("" when a side
+// has none): "instructions of the whole run: A 1066725, B 2412111, B/A 2.261 (+126.13 %)".
+std::string flagged_summary(const ProfileDiff& diff);
+std::string totals_summary(const ProfileDiff& diff);
+// A z-score as the tables show it: one decimal, or +inf / -inf when the error is 0.
+std::string z_text(double z);
+// Both sides are censuses: no difference is chance, so every row that moved is flagged.
+inline bool both_exact(const ProfileDiff& diff) { return diff.a_exact && diff.b_exact; }
 
 class SymbolTable;
 
 // The z-score of each row tests "both profiles have the same share p". With both sides
 // sampled it is the two-proportion test with the pooled share; when one side is a census
-// (truth counts), only the sampled side varies: z = (q - p) / sqrt(p(1-p)/N).
+// (truth counts), only the sampled side varies: z = (q - p) / sqrt(p(1-p)/N). When both are
+// censuses nothing varies: a row that moved has z = ±inf and is flagged.
 // `code`, when given, is the firmware both profiles come from: the hints read its
 // instructions (cpsie i) and function sizes.
 ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold = 3.0,
@@ -83,9 +105,10 @@ void write_html(const ProfileDiff& diff, std::ostream& out);
 void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows = 0);
 nlohmann::json to_json(const ProfileDiff& diff);
 // A GitHub-flavoured Markdown summary for a pull-request comment or a CI job summary: the
-// verdict of the gate when `fail_above_pp` is given, both origins, and the rows that moved
+// verdict of each gate asked (`fail_above_pp`, `fail_total_above_percent`), both origins, the
+// totals, and the rows that moved
 // beyond the threshold (all rows when none did), then the hints. max_rows 0: every row.
 void write_markdown(const ProfileDiff& diff, std::ostream& out, std::optional<double> fail_above_pp,
-                    size_t max_rows = 0);
+                    std::optional<double> fail_total_above_percent = std::nullopt, size_t max_rows = 0);
 
 } // namespace mcuprof::core

@@ -79,6 +79,7 @@ struct Profile {
     Grouping by = Grouping::function;
     bool exact = false;                  // a census: "samples" are executed instructions
     double total = 0;
+    std::optional<uint64_t> run_instructions;   // the whole run's instructions, when known (SampleSet)
     double unattributed = 0;             // samples in no function
     uint64_t distinct_addresses = 0;
     std::optional<LockstepFinding> lockstep;

@@ -22,8 +22,10 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows = 0);
 // measured (halt latency when it halted, the DWT_PCSR batches' round trips and halted reads
 // when it read PCSR). With stacks, the line ends with how many chains were truncated, by reason.
 std::string describe_sampler(const SamplerFigures& figures);
+// A recording's pacing (SamplerFigures::pacing, JSON text) in words, for the HTML page.
+std::string describe_pacing(const std::string& pacing_json);
 
-// "stacks: N of M chains truncated (P % of the samples): count reason, ...", and that the
+// "stacks: N of M chains truncated (P % of the samples): reason: count, ...", and that the
 // inclusive shares are lower bounds when more than 1 % were.
 std::string describe_truncation(const Truncation& truncation);
 
@@ -126,6 +128,7 @@ struct ProfileDiff;
 struct DiffReportOptions {
     size_t top = 0;                         // rows shown; 0: all
     std::optional<double> fail_above_pp;    // the CI gate (diff --fail-above), when asked
+    std::optional<double> fail_total_above_percent;   // the totals' gate (diff --fail-total-above)
 };
 struct DiffFormat {
     std::string_view name;

@@ -77,6 +77,10 @@ struct SampleSet {
     std::map<std::string, uint64_t> without_address;
     std::map<uint32_t, std::string> tag_names; // tag value -> task name
     bool exact = false;                       // a census (every instruction), not a sample
+    // The instructions the whole run executed, when the source knows them: a census's sum, or
+    // the recorded run of a --qemu recording that ran to the firmware's exit. diff compares
+    // them (--fail-total-above); a run cut at an instruction budget has no total.
+    std::optional<uint64_t> run_instructions;
     std::vector<std::string> notes;           // what the reader wants the user to know
     // Warnings stored with the samples, by kind (a recording's "emulator-bias"): the profile
     // carries them under that kind, so a diff can give its hint.

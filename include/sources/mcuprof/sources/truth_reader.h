@@ -9,6 +9,11 @@
 
 namespace mcuprof::sources {
 
+// The line mcuprof appends to a census of a run it cut at an instruction budget (truth --qemu
+// of firmware that does not exit): a comment to the plugin's format, it tells the reader the
+// census is of the run's first N instructions, so it has no whole run's total.
+inline constexpr std::string_view cut_run_marker = "# mcuprof: run cut at the instruction budget";
+
 core::SampleSet parse_truth(std::string_view text, const std::string& path, const ReadProgress& progress = {});
 core::SampleSet read_truth(const std::string& path, const ReadProgress& progress = {});
 
