@@ -8,7 +8,12 @@ default). For each latency:
   profile        OpenOCD's `profile SECONDS gmon.out` (--profile-calls of them in a row):
                  DWT_PCSR read 1024 times per non-incrementing memory command
                  (READMEM_32BIT_NO_ADDR_INC), at most 10000 reads a call
-  halt           mcuprof record --mode halt --interval 1ns: halt, get_reg, resume per sample
+  halt           mcuprof record --mode halt --interval 1ns: one Tcl script per sample through the
+                 core's debug registers (DHCSR C_HALT, pc lr sp xPSR by DCRSR/DCRDR, DHCSR again)
+  halt-stacks    the same with --stacks: also r7 and a stack window read in that script, further
+                 stack reads while halted, then the resume
+  halt-openocd   OpenOCD's own `halt; get_reg {pc lr sp xPSR}; resume` per sample in a Tcl loop
+                 (mcuprof's halt mode before; run by this script, polling on as it comes)
   halt-budget    the same with --max-halted 25: the halted share held under 25 % (a quarter of
                  --halt-samples: each sample then takes four halts' time)
   pcsr           mcuprof record --mode pcsr --interval 1ns: DWT_PCSR by `read_memory`, --batch
@@ -173,6 +178,21 @@ def apreg_loop(rig, samples, batch=64):
     return script_loop(rig, script, samples)
 
 
+def openocd_halt_loop(rig, samples):
+    """mcuprof's halt script before the debug registers: OpenOCD's halt (its whole debug entry),
+    get_reg and resume, one Tcl round trip a sample; the halted share by this script's clock
+    (each round trip is a halt: a lower bound, the core runs briefly inside `resume`)."""
+    def run():
+        started = time.perf_counter()
+        halted = 0.0
+        for _ in range(samples):
+            asked = time.perf_counter()
+            rig.tcl.raw("halt; set _r [get_reg {pc lr sp xPSR}]; resume; set _r")
+            halted += time.perf_counter() - asked
+        return samples, time.perf_counter() - started, halted
+    return measured(rig, run)
+
+
 def plain_loop(rig, samples, batch=16):
     """mcuprof's read_memory batch of 16 without `capture`: OpenOCD's background polling
     runs between the reads (OpenOCD 0.12's command.c, jim_capture, is what holds it off)."""
@@ -223,7 +243,8 @@ def main():
                         help="`profile` calls per run, one after the other (3 x `profile 10` against 30000 samples: "
                              "the same number of calls as mcuprof makes)")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--methods", default="profile,halt,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
+    parser.add_argument("--methods",
+                        default="profile,halt,halt-stacks,halt-openocd,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
                         help="which to run (profile always runs: it is the reference)")
     parser.add_argument("--account", action="store_true",
                         help="instead: the USB commands of one `profile 0` and one long `profile` call, by kind")
@@ -250,6 +271,8 @@ def main():
             runners = {
                 "profile": lambda: openocd_profile(rig, args.profile_seconds, rig.work, args.profile_calls),
                 "halt": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work),
+                "halt-stacks": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work, "--stacks"),
+                "halt-openocd": lambda: openocd_halt_loop(rig, max(10, args.halt_samples // 10)),
                 "pcsr": lambda: mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work),
                 "halt-budget": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples // 4, rig.work,
                                                       "--max-halted", "25"),

@@ -18,6 +18,7 @@
 #include <boost/program_options.hpp>
 
 #include "mcuprof/core/decay.h"
+#include "mcuprof/core/sampler_figures.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/recording.h"
@@ -338,6 +339,8 @@ int top_command(const Arguments& args)
     }
     before = Frame{};   // the last table's rate and duty are over the whole run
     show(stats.end_reason);
+    if (auto intrusion = core::intrusion_warning(stats.figures()))
+        std::fprintf(stderr, "mcuprof top: warning: %s\n", intrusion->c_str());
     if (stats.samples == 0)
         throw sources::Error(!o.sampling.qemu.machine.empty() ? "qemu " + o.sampling.qemu.machine
                              : o.sampling.gdb.empty()       ? o.sampling.openocd

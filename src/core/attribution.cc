@@ -593,6 +593,9 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
     if (!samples.exact && !samples.pcs.empty())
         check_sequences(profile, samples);
     check_straddling_buckets(profile, samples, symbols);
+    if (samples.sampler)
+        if (auto intrusion = intrusion_warning(*samples.sampler))
+            profile.warnings.push_back({"intrusion", *intrusion});
     if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
         char text[256];
         std::snprintf(text, sizeof text,

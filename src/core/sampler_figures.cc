@@ -1,5 +1,7 @@
 #include "mcuprof/core/sampler_figures.h"
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/error.h"
@@ -167,6 +169,21 @@ SamplerFigures sampler_figures_from_json(const nlohmann::json& s, const std::str
     if (s.contains("pacing"))
         f.pacing = read.object(s, "pacing").dump();
     return f;
+}
+
+// A sampler that kept the target halted most of the time changed the program it measured:
+// interrupts, timers and polling loops see a core that stops between them.
+std::optional<std::string> intrusion_warning(const SamplerFigures& figures)
+{
+    if (!(figures.wall_seconds > 0) || !(figures.halted_share() > 0.5))
+        return std::nullopt;
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "the sampler kept the target halted %.1f %% of the time (running %.1f %%): code that depends on "
+                  "time (interrupts, timers, polling loops) ran unlike it runs alone; --max-halted PERCENT (e.g. 25) "
+                  "holds the halted share under a budget",
+                  100.0 * figures.halted_share(), 100.0 * figures.run_duty);
+    return std::string(text);
 }
 
 } // namespace mcuprof::core

@@ -142,6 +142,26 @@ TEST_CASE("attribution: samples outside every function, and the 5 % warning")
     CHECK_FALSE(has_warning(attribute(s, symbols, nullptr, {}), "unattributed"));
 }
 
+TEST_CASE("attribution: a sampler that kept the target halted over half the time is warned of, naming --max-halted")
+{
+    const SymbolTable symbols = SymbolTable::load(fixture);
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000010};
+    s.sampler = SamplerFigures{};
+    s.sampler->wall_seconds = 10;
+    s.sampler->run_duty = 0.015;   // halted 98.5 % of the time
+    const Profile halted = attribute(s, symbols, nullptr, {});
+    REQUIRE(has_warning(halted, "intrusion"));
+    const auto w = std::find_if(halted.warnings.begin(), halted.warnings.end(),
+                                [](const Warning& x) { return x.kind == "intrusion"; });
+    CHECK(w->message.find("halted 98.5 % of the time") != std::string::npos);
+    CHECK(w->message.find("--max-halted") != std::string::npos);
+    s.sampler->run_duty = 0.5;   // half: the bound is "more than half"
+    CHECK_FALSE(has_warning(attribute(s, symbols, nullptr, {}), "intrusion"));
+    s.sampler.reset();   // an input without a sampler (a dump, a census)
+    CHECK_FALSE(has_warning(attribute(s, symbols, nullptr, {}), "intrusion"));
+}
+
 TEST_CASE("attribution: by task, with the dump's task table")
 {
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));

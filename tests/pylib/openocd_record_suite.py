@@ -94,6 +94,16 @@ def observed_shares(test: unittest.TestCase, report: dict, samples: int, truth_c
     return {k: v / samples for k, v in rows.items() if v}
 
 
+def debug_state(tcl) -> dict:
+    """What a recording must leave as it found it: DHCSR's control bits (C_DEBUGEN, C_HALT,
+    C_STEP, C_MASKINTS, C_SNAPSTALL: bits 5:0; the status bits change as the core runs), DFSR,
+    DEMCR (ARMv7-M ARM C1.6), and whether OpenOCD polls the target."""
+    def word(address):
+        return int(tcl.run(f"read_memory {address} 32 1").split()[0], 0)
+    return {"dhcsr_controls": word(0xE000EDF0) & 0x2F, "dfsr": word(0xE000ED30), "demcr": word(0xE000EDFC),
+            "polling": "background polling: on" in tcl.raw("poll")}
+
+
 def record(tcl_port: int, mode: str, *options: str, rec: Path) -> list[str]:
     """The command line of a recording through OpenOCD of ELF into `rec`, JSON profile."""
     return [str(CLI), "record", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", mode, *options, "--elf", str(ELF),
@@ -117,12 +127,15 @@ class RecordThroughOpenOCD(unittest.TestCase):
         tcl_port = cls.tcl_port
 
         cls.results = {}
+        cls.debug_state = {}
         for mode, options in (("halt", HALT_INTERVAL), ("pcsr", ("--batch", str(PCSR_BATCH)))):
             rec = cls.work / f"{mode}.rec"
+            before = debug_state(cls.tcl)
             r = subprocess.run(record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options, rec=rec),
                                capture_output=True, text=True, timeout=600)
             state = cls.tcl.run("[target current] curstate").strip()
             cls.results[mode] = (r, rec, state)
+            cls.debug_state[mode] = (before, debug_state(cls.tcl))
             print(f"\nrecord --openocd --mode {mode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}",
                   file=sys.stderr)
 
@@ -144,6 +157,25 @@ class RecordThroughOpenOCD(unittest.TestCase):
             p.kill()
             out, err = p.communicate()
         cls.sigint = (p.returncode, out, err, cls.tcl.run("[target current] curstate").strip(), report_json(rec))
+
+        # Someone else halts the core in the middle of a halt-mode recording (OpenOCD's own
+        # `halt`, as a GDB user's would): the next sample finds it halted, leaves it so and
+        # ends the recording; then it is resumed for what follows.
+        rec = cls.work / "other.rec"
+        p = subprocess.Popen(record(tcl_port, "halt", "--samples", "10000000", rec=rec),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_samples(p, rec, 5)
+        cls.tcl.run("halt")
+        try:
+            out, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        # `poll` as it is, not inside `capture`, which returns the log it caught (the halted
+        # target's state) instead of the command's result when there is any.
+        cls.other_halt = (p.returncode, err, cls.tcl.run("[target current] curstate").strip(),
+                          cls.tcl.raw("poll").strip())
+        cls.tcl.run("resume")
 
         # OpenOCD and the vprobe leave; QEMU then says whether its guest runs.
         shut_down_openocd(cls)
@@ -186,6 +218,21 @@ class RecordThroughOpenOCD(unittest.TestCase):
         said = int(re.search(r"mcuprof record: (\d+) samples in ", err).group(1))
         self.assertEqual(doc["samples"], said)
         self.assertEqual(json.loads(out)["samples"], said)
+
+    def test_halt_mode_leaves_the_debug_registers_and_openocd_as_found(self):
+        # DHCSR's control bits, DFSR and DEMCR as before the recording, OpenOCD's polling on
+        # again (it was on), its view "running" (profile() checks curstate).
+        self.profile("halt")
+        before, after = self.debug_state["halt"]
+        self.assertEqual(after, before)
+        self.assertTrue(before["polling"], before)
+
+    def test_a_core_halted_by_someone_else_is_left_halted(self):
+        code, err, state, poll = self.other_halt
+        self.assertEqual(code, 0, err)
+        self.assertIn("halted by someone else", err)
+        self.assertEqual(state, "halted")
+        self.assertIn("background polling: on", poll)
 
     def test_halt_mode_within_4_se_of_the_truth(self):
         halt_profile_checks(self, self.profile("halt"), self.truth, SAMPLES["halt"])

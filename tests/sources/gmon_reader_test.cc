@@ -39,8 +39,35 @@ TEST_CASE("gmon reader: the time histogram becomes buckets; arcs are counted, no
     CHECK(s.buckets[1].count == 65535);
     CHECK(s.origin.find("4 bins, 1000 samples/s") != std::string::npos);
     CHECK(s.origin.find("1 call arcs not used") != std::string::npos);
-    REQUIRE(s.notes.size() == 1);
-    CHECK(s.notes[0].find("saturated") != std::string::npos);
+    REQUIRE(s.notes.size() == 2);
+    CHECK(s.notes[0].find("no identity of the firmware") != std::string::npos);
+    CHECK(s.notes[1].find("saturated") != std::string::npos);
+}
+
+TEST_CASE("gmon reader: bins of a width that is no whole number cover the addresses OpenOCD put in them")
+{
+    // OpenOCD's `profile` without an address range over 0x08000322-0x0800066b: 420 bins of
+    // 841 / 420 = 2.0024 bytes. Bin k holds count k + 1, so each address's bucket names its bin.
+    const uint32_t low = 0x08000322, high = 0x0800066b, bins = 420;
+    std::string g = "gmon" + le32(1) + std::string(12, '\0') + '\0';
+    g += le32(low) + le32(high) + le32(bins) + le32(1000) + std::string("seconds") + std::string(8, '\0') + "s";
+    for (uint32_t k = 0; k < bins; ++k)
+        g += std::string{char((k + 1) & 0xFF), char((k + 1) >> 8)};
+    const auto s = parse_gmon(g, "gmon.out");
+    REQUIRE(s.buckets.size() == bins);
+    size_t covered = 0;
+    for (uint32_t pc = low; pc < high; ++pc) {
+        // The bin OpenOCD's write_gmon (target.c) counts the PC in.
+        const uint64_t openocd_bin = uint64_t(pc - low) * bins / (high - low);
+        for (const auto& b : s.buckets)
+            if (pc >= b.start && pc - b.start < b.size) {
+                CHECK_MESSAGE(b.count == openocd_bin + 1, "pc " << pc);
+                ++covered;
+            }
+    }
+    CHECK(covered == high - low);   // every address in exactly one bucket
+    CHECK(s.buckets.front().start == low);
+    CHECK(s.buckets.back().start + s.buckets.back().size == high);
 }
 
 TEST_CASE("gmon reader: damaged files name the offset")

@@ -330,33 +330,65 @@ TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped;
     CHECK(without.halts == 4);
 }
 
-TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt with the task pointer, the name read once")
-{
-    // OpenOCD's answers by what the script asks (the scripts arrive quoted, inside catch).
-    auto has = [](const std::string& message, const char* word) { return message.find(word) != std::string::npos; };
-    fakes::FakeTclServer server([&](const std::string& m) -> std::optional<std::vector<std::string>> {
-        if (has(m, "get_reg"))   // halt, registers, the pxCurrentTCB word, resume
-            return std::vector<std::string>{"0 pc 0x08000102 lr 0x08000201 sp 0x20001000 xPSR 0x01000000\n",
+namespace {
+// OpenOCD's Tcl port as the halt mode sees it, by what each script asks (the scripts arrive
+// quoted, inside catch): the halt script answers DHCSR as found (`found`: 0x01000001,
+// C_DEBUGEN with S_RETIRE_ST, a running core; or S_HALT set, someone else's halt), then the
+// registers pc lr sp xPSR, then the pxCurrentTCB word; the task's name; DFSR; poll; curstate.
+struct HaltModeOpenocd {
+    static bool has(const std::string& message, const char* word) { return message.find(word) != std::string::npos; }
+    std::string found = "16777217";
+    fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
+        if (has(m, "_mcuprof_d")) {
+            if (found != "16777217")
+                return std::vector<std::string>{"0 halted " + found};
+            return std::vector<std::string>{"0 " + found + "\n0x08000102 0x08000201 0x20001000 0x01000000\n",
                                             "0x20000100"};
-        if (has(m, "read_memory"))   // the name at 0x20000108, two words: "moto", "r"
+        }
+        if (has(m, "read_memory\\ 536871176\\ 32\\ 2"))   // the name at 0x20000108: "moto", "r"
             return std::vector<std::string>{"0 0x6f746f6d 0x00000072"};
+        if (has(m, "read_memory\\ 3758157104\\ 32\\ 1"))   // DFSR: nothing set
+            return std::vector<std::string>{"0 0x00000000"};
+        if (has(m, "write_memory\\ 3758157104") || has(m, "poll\\ off") || has(m, "poll\\ on"))
+            return std::vector<std::string>{"0 "};
+        if (has(m, "poll"))
+            return std::vector<std::string>{"0 background polling: on\nTAP: stm32f4x.cpu (enabled)\n"};
         if (has(m, "curstate"))
             return std::vector<std::string>{"0 running"};
         if (has(m, "target\\ current") || has(m, "target\\ names"))
             return std::vector<std::string>{"0 stm32f4x.cpu"};
         return std::vector<std::string>{"1 unexpected"};
-    });
-    OpenocdSamplerOptions options;
-    options.tcl = transport::Endpoint{"127.0.0.1", server.port()};
-    options.pacing = fast();
-    options.timeout = std::chrono::seconds(2);
-    options.extras.tasks = TaskLayout{0x20000010, 8, 8};
-    OpenocdSampler sampler(options);
+    }};
+    SamplerStats run(Collect& sink, uint64_t samples)
+    {
+        OpenocdSamplerOptions options;
+        options.tcl = transport::Endpoint{"127.0.0.1", server.port()};
+        options.pacing = fast();
+        options.timeout = std::chrono::seconds(2);
+        options.extras.tasks = TaskLayout{0x20000010, 8, 8};
+        OpenocdSampler sampler(options);
+        const std::atomic<bool> stop{false};
+        SamplingPlan plan;
+        plan.samples = samples;
+        SamplerStats stats = sampler.run(sink, plan, stop);
+        CHECK(sampler.describe()["source"] == "openocd");
+        return stats;
+    }
+    size_t count(const char* word)
+    {
+        size_t n = 0;
+        for (const std::string& m : server.received())
+            n += has(m, word);
+        return n;
+    }
+};
+} // namespace
+
+TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt through DHCSR and DCRSR, the name read once")
+{
+    HaltModeOpenocd openocd;
     Collect sink;
-    const std::atomic<bool> stop{false};
-    SamplingPlan plan;
-    plan.samples = 3;
-    const SamplerStats stats = sampler.run(sink, plan, stop);
+    const SamplerStats stats = openocd.run(sink, 3);
     CHECK(stats.samples == 3);
     REQUIRE(sink.samples.size() == 3);
     for (const LiveSample& s : sink.samples) {
@@ -366,18 +398,42 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt with the t
         CHECK(s.tag == 0x20000100);
     }
     CHECK(sink.tasks == std::vector<std::pair<uint32_t, std::string>>{{0x20000100, "motor"}});
-    unsigned halts = 0, name_reads = 0;
-    for (const std::string& m : server.received()) {
-        if (has(m, "get_reg")) {
-            ++halts;
-            CHECK(has(m, "resume"));          // resumed in the same round trip
-            CHECK(has(m, "536870928\\ 1"));   // pxCurrentTCB (0x20000010), one word
-        } else if (has(m, "read_memory")) {
-            ++name_reads;
-            CHECK(has(m, "read_memory\\ 536871176\\ 32\\ 2"));
-        }
+    unsigned halts = 0;
+    for (const std::string& m : openocd.server.received()) {
+        if (!HaltModeOpenocd::has(m, "_mcuprof_d"))
+            continue;
+        ++halts;
+        // DHCSR written with the key, C_HALT and C_DEBUGEN kept with the bits found, together
+        // with DCRSR's first REGSEL (15, the PC); then DCRSR 14, 13, 16 (lr, sp, xPSR); DHCSR as
+        // found to resume in the same script; never OpenOCD's own halt or resume.
+        CHECK(HaltModeOpenocd::has(m, "write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$_mcuprof_k\\ |\\ 3\\}\\]\\ 15\\]"));
+        CHECK(HaltModeOpenocd::has(m, "\\{14\\ 13\\ 16\\ -1\\}"));
+        CHECK(HaltModeOpenocd::has(m, "write_memory\\ 3758157296\\ 32\\ \\$_mcuprof_k"));
+        CHECK(HaltModeOpenocd::has(m, "536870928\\ 1"));   // pxCurrentTCB (0x20000010), one word
+        CHECK_FALSE(HaltModeOpenocd::has(m, "halt\\;"));
+        CHECK_FALSE(HaltModeOpenocd::has(m, "resume"));
     }
     CHECK(halts == 3);
-    CHECK(name_reads == 1);
-    CHECK(sampler.describe()["source"] == "openocd");
+    CHECK(openocd.count("read_memory\\ 536871176\\ 32\\ 2") == 1);   // the task's name, once
+    // Polling off before the first halt and on again at the end; DFSR.HALTED, which the halts
+    // set and which was clear, cleared.
+    CHECK(openocd.count("poll\\ off") == 1);
+    CHECK(openocd.count("poll\\ on") == 1);
+    CHECK(openocd.count("write_memory\\ 3758157104\\ 32\\ 1") == 1);
+}
+
+TEST_CASE("sampling loop over OpenOCD's Tcl port: a core someone else halted is left halted and ends the recording")
+{
+    HaltModeOpenocd openocd;
+    openocd.found = "0x00030003";   // S_HALT, S_REGRDY, C_HALT, C_DEBUGEN: a breakpoint, another debugger
+    Collect sink;
+    const SamplerStats stats = openocd.run(sink, 3);
+    CHECK(stats.samples == 0);
+    CHECK(sink.has_event("target-stop"));
+    CHECK(sink.has_event("left-halted"));
+    CHECK(stats.end_reason.find("halted by someone else (DHCSR 0x00030003") != std::string::npos);
+    CHECK(openocd.count("resume") == 0);
+    CHECK(openocd.count("curstate") == 1);   // at the start only: not asked to resume at the end
+    CHECK(openocd.count("write_memory\\ 3758157104") == 0);   // DFSR: the other's halt reason kept
+    CHECK(openocd.count("poll\\ on") == 1);
 }

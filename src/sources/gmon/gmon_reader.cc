@@ -123,14 +123,17 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
     out.origin = "gmon.out histogram: " + path;
     size_t saturated = 0;
     for (const GmonFile::Histogram& h : file.histograms) {
-        // Bin k covers [low + k * span / bins, low + (k + 1) * span / bins), as gprof
-        // divides the range.
+        // OpenOCD's write_gmon (src/target/target.c) puts a PC in bin (pc - low) * bins / span,
+        // rounded down, so bin k holds exactly the addresses from low + ceil(k * span / bins)
+        // up to low + ceil((k + 1) * span / bins): with a width that is no whole number (841
+        // bytes in 420 bins, 2.0024 each) that is one byte past the floor, where it differs.
         const uint64_t span = uint64_t(h.high) - h.low;
         const uint64_t bins = h.counts.size();
+        auto bin_start = [&](uint64_t k) { return h.low + uint32_t((span * k + bins - 1) / bins); };
         for (uint64_t k = 0; k < bins; ++k) {
             const uint16_t count = h.counts[k];
-            const uint32_t start = h.low + uint32_t(span * k / bins);
-            const uint32_t end = h.low + uint32_t(span * (k + 1) / bins);
+            const uint32_t start = bin_start(k);
+            const uint32_t end = bin_start(k + 1);
             if (count != 0)
                 out.buckets.push_back({start, end - start, count});
             saturated += count == 0xFFFF;
@@ -139,6 +142,10 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
     }
     if (out.buckets.empty())
         throw Error(path, "offset " + std::to_string(bytes.size()), "no histogram samples in the file");
+    // Nothing in a gmon.out says which firmware it was taken from (OpenOCD writes the PCs'
+    // range and counts only): a wrong ELF names the samples wrongly and nothing can tell.
+    out.notes.push_back("a gmon.out carries no identity of the firmware it was taken from: the function names are "
+                        "right only if --elf is the image that ran");
     if (saturated > 0)
         out.notes.push_back(std::to_string(saturated) +
                             " histogram bin(s) saturated at 65535 (gmon counts are 16-bit): their shares are lower "

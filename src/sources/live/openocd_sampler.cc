@@ -1,6 +1,6 @@
 #include "mcuprof/sources/openocd_sampler.h"
 
-#include <map>
+#include <cstdio>
 #include <optional>
 #include <sstream>
 
@@ -28,11 +28,72 @@ std::string pcsr_batch_script(unsigned count)
            " 32 1]}}; set _mcuprof_o";
 }
 
-// The registers get_reg reads at a halt: pc, lr, sp and xPSR; for unwinding all of r0-r15
-// and the banked stack pointers (OpenOCD's armv7m register names).
-const std::vector<std::string> few_registers = {"pc", "lr", "sp", "xPSR"};
-const std::vector<std::string> all_registers = {"r0", "r1", "r2",  "r3",  "r4",  "r5", "r6", "r7",   "r8", "r9",
-                                                "r10", "r11", "r12", "sp", "lr", "pc", "xPSR", "msp", "psp"};
+// Halting through the core's debug registers (ARMv7-M ARM, C1.6), with OpenOCD's memory
+// commands, instead of OpenOCD's `halt`, `get_reg` and `resume`: OpenOCD's own halt runs its
+// whole debug entry (every core register through DCRSR/DCRDR, DFSR, the FPU state) and its
+// resume writes the registers back, about 340 USB commands a sample through an ST-Link
+// (docs/live.md, "Halting at probe speed"). Each `read_memory`/`write_memory` here is one
+// memory command to the probe; the whole sample is one Tcl script.
+constexpr uint32_t dcrsr = 0xE000EDF4;
+constexpr uint32_t dfsr = 0xE000ED30;
+constexpr uint32_t dhcsr_dbgkey = 0xA05F0000;   // DHCSR writes are ignored without it
+constexpr uint32_t c_debugen = 1u << 0;
+constexpr uint32_t c_halt = 1u << 1;
+// The control bits a write keeps as they were found: C_DEBUGEN, C_STEP, C_MASKINTS,
+// C_SNAPSTALL (C_HALT is ours to set and clear).
+constexpr uint32_t dhcsr_kept_controls = 0x2D;
+constexpr uint32_t s_regrdy = 1u << 16;
+constexpr uint32_t s_halt = 1u << 17;
+constexpr uint32_t dfsr_halted = 1u << 0;   // DFSR.HALTED: a halt request (C1.6.1), write 1 to clear
+
+// A core register by its DCRSR REGSEL (C1.6.3).
+struct CoreRegister {
+    const char* name;
+    uint32_t regsel;
+};
+// What every halt sample reads.
+const std::vector<CoreRegister> sample_registers = {{"pc", 15}, {"lr", 14}, {"sp", 13}, {"xPSR", 16}};
+// For unwinding every general register: the call-frame rules may compute the CFA from any
+// of them or take a caller's value from one (with r7 alone the call-tree test's inclusive
+// shares were off beyond 4 standard errors); PSP is read when a chain needs it.
+const std::vector<CoreRegister> stack_registers = {
+    {"pc", 15}, {"lr", 14}, {"sp", 13}, {"xPSR", 16}, {"r0", 0}, {"r1", 1}, {"r2", 2},   {"r3", 3},   {"r4", 4},
+    {"r5", 5},  {"r6", 6},  {"r7", 7},  {"r8", 8},     {"r9", 9}, {"r10", 10}, {"r11", 11}, {"r12", 12}};
+constexpr uint32_t regsel_msp = 17;
+constexpr uint32_t regsel_psp = 18;
+
+std::string hex(uint32_t value)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08X", unsigned(value));
+    return text;
+}
+
+// Tcl that reads the registers `regsels` of the halted core into the list _mcuprof_v, the
+// first one's DCRSR write already made: for each, DHCSR (S_REGRDY: the transfer is done; a
+// few retries, it is set long before a probe's next command arrives) read with DCRDR in one
+// three-word read (DHCSR, DCRSR, DCRDR are consecutive), then the next DCRSR write.
+std::string register_reads(const std::vector<uint32_t>& regsels)
+{
+    std::string next;
+    for (size_t i = 1; i < regsels.size(); ++i)
+        next += std::to_string(regsels[i]) + " ";
+    return "set _mcuprof_v {}; foreach _mcuprof_s {" + next +
+           "-1} {set _mcuprof_t 0; while 1 {set _mcuprof_w [read_memory " + std::to_string(dhcsr) +
+           " 32 3]; if {[lindex $_mcuprof_w 0] & " + std::to_string(s_regrdy) +
+           "} break; if {[incr _mcuprof_t] == 4} {error \"DHCSR [lindex $_mcuprof_w 0]: S_REGRDY never set, the "
+           "core did not halt or the register transfer did not end\"}}; lappend _mcuprof_v [lindex $_mcuprof_w 2]; "
+           "if {$_mcuprof_s >= 0} {write_memory " +
+           std::to_string(dcrsr) + " 32 $_mcuprof_s}}; ";
+}
+
+std::vector<uint32_t> regsels_of(const std::vector<CoreRegister>& registers)
+{
+    std::vector<uint32_t> regsels;
+    for (const CoreRegister& r : registers)
+        regsels.push_back(r.regsel);
+    return regsels;
+}
 
 // A memory range as the 32-bit reads OpenOCD makes: the words that cover it.
 struct WordRange {
@@ -90,10 +151,12 @@ public:
         if (options_.pacing.pacing == Pacing::pcsr)
             d["round_trip"] = "one Tcl eval per batch of DWT_PCSR reads, the core running";
         else if (options_.extras.stacks)
-            d["round_trip"] = "one Tcl eval per sample: halt, get_reg (all core registers), read_memory (the task "
-                              "pointer, a stack window); further stack reads while halted, then resume";
+            d["round_trip"] = "one Tcl eval per sample through the debug registers (DHCSR C_HALT, DCRSR/DCRDR): "
+                              "r0-r12, sp, lr, pc, xPSR, the task pointer and a stack window; further stack reads "
+                              "while halted, then the resume (DHCSR)";
         else
-            d["round_trip"] = "one Tcl eval per sample: halt, get_reg {pc lr sp xPSR}, resume";
+            d["round_trip"] = "one Tcl eval per sample through the debug registers: DHCSR C_HALT, pc, lr, sp and "
+                              "xPSR by DCRSR/DCRDR, DHCSR again to resume";
         return d;
     }
     std::string server() const override { return "OpenOCD"; }
@@ -105,27 +168,89 @@ public:
             tcl_->eval("resume");
             sink.event("resume", "the target " + target_ + " was halted; resumed to sample it running");
         }
+        if (options_.pacing.pacing != Pacing::pcsr)
+            hold_off_halting_polls(sink);
     }
-    void resume() override { tcl_->eval("resume"); }
+    // Halt mode halts behind OpenOCD's back: its poll must not see those halts (it would run
+    // its debug entry, and then believe the target halted). Polling stays off until the end;
+    // DFSR is read once, to leave its HALTED bit as it was found.
+    void hold_off_halting_polls(SampleSink& sink)
+    {
+        hold_off_polling(sink, "OpenOCD's background polling off while mcuprof halts the core through its debug "
+                               "registers; on again at the end");
+        dfsr_found_ = OpenocdSampler::parse_word(tcl_->eval("read_memory " + std::to_string(dfsr) + " 32 1"),
+                                                 tcl_->peer(), "DFSR");
+    }
+    // After a halt this sampler made (stay_halted): DHCSR as it was found, C_HALT clear.
+    void resume() override
+    {
+        if (halted_by_us_)
+            tcl_->eval("write_memory " + std::to_string(dhcsr) + " 32 " + std::to_string(dhcsr_resume_));
+        else
+            tcl_->eval("resume");
+        halted_by_us_ = false;
+    }
 
-    // One round trip: halt, read the registers and the memory, resume. The resume runs even
-    // when a read fails, so an error never leaves the target halted; the read's error is
-    // raised after. A memory read the target refuses gives an empty line.
+    // One Tcl script: DHCSR read (a core halted already, by a breakpoint or another debugger,
+    // is left alone: the recording ends there); DHCSR C_HALT written together with the first
+    // register's DCRSR (one two-word write: the DCRSR word follows the halt request by a whole
+    // bus transfer, when the core has long stopped; the next read checks S_HALT and S_REGRDY);
+    // the registers; the memory ranges; DHCSR as found again (the resume), even when a read
+    // failed, whose error is raised after. A memory read the target refuses gives an empty line.
     Halt halt_and_read(const HaltRequest& request) override
     {
         Halt halt;
         halt.ran_until = Clock::now();   // when it halted inside the round trip is not known
         halt.running = !request.stay_halted;
-        const std::string answer = tcl_->eval("halt; set _mcuprof_c [catch {" + read_script(request) +
-                                              "} _mcuprof_r]; " + (halt.running ? "resume; " : "") +
-                                              "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r");
+        const std::vector<uint32_t> regsels = regsels_of(registers_of(request));
+        const std::string d = std::to_string(dhcsr);
+        const std::string script =
+            "set _mcuprof_d [read_memory " + d + " 32 1]; if {$_mcuprof_d & " + std::to_string(s_halt) +
+            "} {set _mcuprof_r \"halted $_mcuprof_d\"} else {set _mcuprof_k [expr {" + std::to_string(dhcsr_dbgkey) +
+            " | ($_mcuprof_d & " + std::to_string(dhcsr_kept_controls) + ")}]; write_memory " + d +
+            " 32 [list [expr {$_mcuprof_k | " + std::to_string(c_halt | c_debugen) + "}] " +
+            std::to_string(regsels[0]) + "]; set _mcuprof_c [catch {" + register_reads(regsels) +
+            memory_reads(request) + "} _mcuprof_r]; " +
+            (halt.running ? "write_memory " + d + " 32 $_mcuprof_k; " : "") +
+            "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"$_mcuprof_d\\n$_mcuprof_r\"}; set _mcuprof_r";
+        const std::string answer = tcl_->eval(script);
         halt.stopped = Clock::now();
-        halt.state = parse_halt_state(answer, request);
+        const size_t line_end = answer.find('\n');
+        const std::string first = answer.substr(0, line_end);
+        if (first.rfind("halted ", 0) == 0) {
+            // Someone else's halt: not ours to end, and not a sample of the running program.
+            halted_by_other_ = true;
+            halt.ended = TargetEnd{false, "the core was found halted by someone else (DHCSR " +
+                                              hex(OpenocdSampler::parse_word(first.substr(7), tcl_->peer(), "DHCSR")) +
+                                              ": a breakpoint, or another debugger): left halted"};
+            return halt;
+        }
+        const uint32_t found = OpenocdSampler::parse_word(first, tcl_->peer(), "DHCSR");
+        dhcsr_resume_ = dhcsr_dbgkey | (found & dhcsr_kept_controls);
+        halted_by_us_ = !halt.running;
+        halted_once_ = true;
+        halt.state = parse_halt_state(line_end == std::string::npos ? std::string() : answer.substr(line_end + 1),
+                                      request);
         return halt;
     }
     HaltState read_halt_state(const HaltRequest& request) override
     {
-        return parse_halt_state(tcl_->eval(read_script(request)), request);
+        const std::vector<uint32_t> regsels = regsels_of(registers_of(request));
+        return parse_halt_state(tcl_->eval("write_memory " + std::to_string(dcrsr) + " 32 " +
+                                           std::to_string(regsels[0]) + "; " + register_reads(regsels) +
+                                           memory_reads(request)),
+                                request);
+    }
+    // MSP or PSP of the core this sampler halted, by DCRSR like the others.
+    std::optional<uint32_t> read_stack_pointer(StackPointer which, const core::CoreRegisters&) override
+    {
+        if (!halted_by_us_)
+            return std::nullopt;
+        const uint32_t regsel = which == StackPointer::main ? regsel_msp : regsel_psp;
+        return OpenocdSampler::parse_word(tcl_->eval("write_memory " + std::to_string(dcrsr) + " 32 " +
+                                                     std::to_string(regsel) + "; " + register_reads({regsel}) +
+                                                     "join $_mcuprof_v"),
+                                          tcl_->peer(), "DCRDR");
     }
     std::string read_memory(uint32_t address, uint32_t length) override
     {
@@ -162,8 +287,8 @@ public:
 
     bool enable_pcsr(SampleSink& sink) override
     {
-        if (profile_reader_)
-            hold_off_polling(sink);   // first: the polls it saves start with the next command
+        if (profile_reader_)   // first: the polls it saves start with the next command
+            hold_off_polling(sink, "OpenOCD's background polling off while profile chunks run; on again at the end");
         // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
         const uint32_t demcr_value =
             OpenocdSampler::parse_word(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
@@ -175,7 +300,7 @@ public:
             // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
             sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
                                        " (not implemented): sampling in halt mode instead");
-            restore_polling();
+            hold_off_halting_polls(sink);   // halt mode follows
             return false;
         }
         if (profile_reader_)
@@ -187,13 +312,13 @@ public:
     // -> target_call_timer_callbacks_now; target.c, handle_target), which comes on top of a
     // `profile` call's own three polls. `poll off` stops that until the end (leave_running
     // turns it back on); `profile` still polls, so OpenOCD's idea of the target stays fresh.
-    void hold_off_polling(SampleSink& sink)
+    void hold_off_polling(SampleSink& sink, const std::string& why)
     {
-        if (tcl_->command({"poll"}).find("background polling: on") == std::string::npos)
+        if (polling_held_off_ || tcl_->command({"poll"}).find("background polling: on") == std::string::npos)
             return;
         tcl_->eval("poll off");
         polling_held_off_ = true;
-        sink.event("poll", "OpenOCD's background polling off while profile chunks run; on again at the end");
+        sink.event("poll", why);
     }
     void restore_polling()
     {
@@ -235,8 +360,25 @@ public:
                 tcl_.reset();
                 tcl_ = connect();
             }
+            // A halt of ours the script could not undo (the link failed inside it): the core is
+            // halted behind OpenOCD's back; DHCSR as found resumes it. Someone else's halt stays.
+            if (link_lost && halted_once_ && !halted_by_other_ &&
+                OpenocdSampler::parse_word(tcl_->eval("read_memory " + std::to_string(dhcsr) + " 32 1"),
+                                           tcl_->peer(), "DHCSR") & s_halt) {
+                tcl_->eval("write_memory " + std::to_string(dhcsr) + " 32 " + std::to_string(dhcsr_resume_));
+                sink.event("resume", "the core " + target_ + " was left halted by a sample cut short; resumed");
+            } else if (halted_by_us_) {
+                resume();
+            }
+            halted_by_us_ = false;
+            // DFSR.HALTED as found: our halt requests set it (OpenOCD reads it to tell why
+            // the core halted next time).
+            if (halted_once_ && !halted_by_other_ && !(dfsr_found_ & dfsr_halted))
+                tcl_->eval("write_memory " + std::to_string(dfsr) + " 32 " + std::to_string(dfsr_halted));
             restore_polling();   // before curstate: its dispatch then polls the target
-            if (tcl_->eval("[target current] curstate") == "halted") {
+            if (halted_by_other_) {
+                sink.event("left-halted", "the core " + target_ + " was halted by someone else; left halted");
+            } else if (tcl_->eval("[target current] curstate") == "halted") {
                 tcl_->eval("resume");
                 sink.event("resume", "the target " + target_ + " was halted at the end; resumed");
             }
@@ -253,18 +395,20 @@ private:
         return std::make_unique<transport::TclClient>(options_.tcl, tcl);
     }
 
-    // The registers on the first line, then one line per memory range (its words).
-    static std::string read_script(const HaltRequest& request)
+    static const std::vector<CoreRegister>& registers_of(const HaltRequest& request)
     {
-        std::string names;
-        for (const std::string& name : request.all_registers ? all_registers : few_registers)
-            names += (names.empty() ? "" : " ") + name;
+        return request.all_registers ? stack_registers : sample_registers;
+    }
+    // After register_reads: the registers on the first line, then one line per memory range
+    // (its words; empty when the target refused it).
+    static std::string memory_reads(const HaltRequest& request)
+    {
         std::string ranges;
         for (const MemoryRange& range : request.memory) {
             const WordRange w = words_of(range);
             ranges += " " + std::to_string(w.first) + " " + std::to_string(w.words);
         }
-        return "set _mcuprof_o [list [get_reg {" + names + "}]]; foreach {_mcuprof_a _mcuprof_n} {" + ranges +
+        return "set _mcuprof_o [list [join $_mcuprof_v]]; foreach {_mcuprof_a _mcuprof_n} {" + ranges +
                "} {if {[catch {read_memory $_mcuprof_a 32 $_mcuprof_n} _mcuprof_m]} {set _mcuprof_m {}}; "
                "lappend _mcuprof_o $_mcuprof_m}; join $_mcuprof_o \"\\n\"";
     }
@@ -276,18 +420,18 @@ private:
         for (std::string line; std::getline(in, line);)
             lines.push_back(line);
         lines.resize(1 + request.memory.size());   // a trailing empty line is dropped by getline
-        const std::vector<std::string>& names = request.all_registers ? all_registers : few_registers;
-        const std::vector<uint32_t> values = OpenocdSampler::parse_registers(lines[0], names, tcl_->peer());
+        const std::vector<CoreRegister>& registers = registers_of(request);
+        const std::vector<uint32_t> values = OpenocdSampler::parse_words(lines[0], tcl_->peer(), "DCRDR");
+        if (values.size() != registers.size())
+            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DCRDR",
+                                   "read " + std::to_string(values.size()) + " core registers, not " +
+                                       std::to_string(registers.size()) + ": " + lines[0]);
         HaltState state;
-        for (size_t i = 0; i < names.size(); ++i) {
-            const std::string& name = names[i];
-            if (name == "xPSR") state.registers.xpsr = values[i];
-            else if (name == "msp") state.registers.msp = values[i];
-            else if (name == "psp") state.registers.psp = values[i];
-            else if (name == "sp") state.registers.r[13] = values[i];
-            else if (name == "lr") state.registers.r[14] = values[i];
-            else if (name == "pc") state.registers.r[15] = values[i];
-            else state.registers.r[std::stoul(name.substr(1))] = values[i];
+        for (size_t i = 0; i < registers.size(); ++i) {
+            if (registers[i].regsel == 16)
+                state.registers.xpsr = values[i];
+            else
+                state.registers.r[registers[i].regsel] = values[i];   // REGSEL 0-15 are r0-r15
         }
         for (size_t i = 0; i < request.memory.size(); ++i) {
             const WordRange w = words_of(request.memory[i]);
@@ -307,6 +451,11 @@ private:
     std::string initial_state_;
     std::optional<PcsrProfileReader> profile_reader_;   // --pcsr-read profile
     bool polling_held_off_ = false;                      // `poll off` sent, `poll on` owed
+    uint32_t dhcsr_resume_ = 0;     // DHCSR as found, C_HALT clear: what resumes the core
+    uint32_t dfsr_found_ = 0;
+    bool halted_by_us_ = false;     // a halt of ours awaits its resume (stay_halted)
+    bool halted_once_ = false;
+    bool halted_by_other_ = false;  // found halted: left so
 };
 
 } // namespace
@@ -338,34 +487,6 @@ uint32_t OpenocdSampler::parse_word(const std::string& text, const std::string& 
         throw transport::Error(transport::Error::Kind::protocol, peer, what,
                                "read_memory gave " + std::to_string(words.size()) + " words, not 1");
     return words[0];
-}
-
-// get_reg's answer: "pc 0x0800033e lr 0x080003bd sp 0x2001ffd8 xPSR 0x01000000".
-std::vector<uint32_t> OpenocdSampler::parse_registers(const std::string& text, const std::vector<std::string>& names,
-                                                      const std::string& peer)
-{
-    std::istringstream in(text);
-    std::string name, value;
-    std::map<std::string, uint32_t> found;
-    while (in >> name >> value) {
-        try {
-            size_t used = 0;
-            const unsigned long long v = std::stoull(value, &used, 0);
-            if (used != value.size() || v > 0xFFFFFFFFull)
-                throw std::invalid_argument(value);
-            found[name] = uint32_t(v);
-        } catch (const std::exception&) {
-            throw transport::Error(transport::Error::Kind::protocol, peer, "get_reg", "unexpected answer: " + text);
-        }
-    }
-    std::vector<uint32_t> values;
-    for (const std::string& wanted : names) {
-        auto it = found.find(wanted);
-        if (it == found.end())
-            throw transport::Error(transport::Error::Kind::protocol, peer, "get_reg", "unexpected answer: " + text);
-        values.push_back(it->second);
-    }
-    return values;
 }
 
 OpenocdSampler::OpenocdSampler(const OpenocdSamplerOptions& options)

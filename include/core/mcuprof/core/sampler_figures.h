@@ -75,4 +75,8 @@ struct SamplerFigures {
 nlohmann::json to_json(const SamplerFigures& figures);
 SamplerFigures sampler_figures_from_json(const nlohmann::json& summary, const std::string& where);
 
+// The warning of a halting sampler that kept the target halted more than half the time
+// (naming --max-halted), or nothing.
+std::optional<std::string> intrusion_warning(const SamplerFigures& figures);
+
 } // namespace mcuprof::core

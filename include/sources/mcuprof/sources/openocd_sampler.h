@@ -38,10 +38,6 @@ public:
                                              const std::string& what);
     // the same, for a read of one word: exactly one.
     static uint32_t parse_word(const std::string& text, const std::string& peer, const std::string& what);
-    // get_reg's: "pc 0x0800033e lr 0x080003bd sp 0x2001ffd8 xPSR 0x01000000", each of
-    // `names` present.
-    static std::vector<uint32_t> parse_registers(const std::string& text, const std::vector<std::string>& names,
-                                                 const std::string& peer);
 };
 
 } // namespace mcuprof::sources
