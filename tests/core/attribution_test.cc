@@ -144,7 +144,7 @@ TEST_CASE("attribution: samples outside every function, and the 5 % warning")
 
 TEST_CASE("attribution: a sampler that kept the target halted over half the time is warned of, naming --max-halted")
 {
-    const SymbolTable symbols = SymbolTable::load(fixture);
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000010};
     s.sampler = SamplerFigures{};

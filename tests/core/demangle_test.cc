@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mcuprof/core/demangle.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
 #include "tool_output.h"
 
@@ -85,7 +86,7 @@ TEST_CASE("symbols: one label per function, same-named statics told apart by the
 {
     for (const char* image : cxx_images) {
         CAPTURE(image);
-        const SymbolTable table = SymbolTable::load(image_path(image));
+        const SymbolTable table = SymbolTable::load(Firmware::open(image_path(image)));
         std::set<std::string> labels;
         std::vector<std::string> symbols;
         for (const Function& f : table.functions()) {

@@ -538,7 +538,7 @@ CoreRegisters halted_at(uint32_t sp_, uint32_t pc_, uint32_t lr_, uint32_t xpsr)
 
 TEST_CASE("unwinder: every ARMv8-M EXC_RETURN encoding names its frame's stack, size and mode")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     const uint32_t msp = 0x20001000, psp = 0x20002000, other_msp = 0x20003000, other_psp = 0x20004000;
     struct Case {
         uint32_t exc_return;
@@ -594,7 +594,7 @@ TEST_CASE("unwinder: every ARMv8-M EXC_RETURN encoding names its frame's stack, 
 
 TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and its integrity signature")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     // A Non-secure SysTick (ES 0) that interrupted a Secure handler (S 1, Mode 0), which had
     // interrupted Secure Thread mode: 0xFFFFFFD0 = S, FType, Handler mode, MSP, DCRS 0.
     const uint32_t ns_msp = 0x20001000, s_msp = 0x30001000;
@@ -635,7 +635,7 @@ TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and i
 
 TEST_CASE("unwinder: FNC_RETURN ends the Non-secure chain, or crosses into the Secure caller where its stack is known")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     // A Non-secure function (func_a, Thread mode) entered by BLXNS: LR is FNC_RETURN.
     CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFEFFFFFF, 0x01000000);
     FakeMemory memory;
@@ -666,7 +666,7 @@ TEST_CASE("unwinder: FNC_RETURN ends the Non-secure chain, or crosses into the S
 
 TEST_CASE("unwinder: a frame below MSPLIM or PSPLIM is implausible")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFFFFFFBC, 15);   // to Non-secure Thread mode on PSP
     regs.psp = 0x20002000;
     FakeMemory memory;
@@ -681,7 +681,7 @@ TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in
 {
     // calltree_o2_m4: Reset_Handler is vector 1 (startup.c); main at -O2 saves LR.
     const std::string elf = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
-    const Unwinder unwinder(elf);
+    const Unwinder unwinder(Firmware::open(elf));
     FakeMemory memory;
     CoreRegisters regs;
     regs.r[13] = 0x20001000;
@@ -714,7 +714,7 @@ TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on 
 {
     // PendSV in func_a, which has no call-frame information: LR (into func_c) is a guess. The
     // chain from there cannot reach an exception return: the guessed caller is dropped.
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     FakeMemory memory;
     CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0x08000021, 14);
     const UnwindResult r = unwinder.unwind(regs, memory);
@@ -724,7 +724,7 @@ TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on 
 
 TEST_CASE("unwinder: a Secure function returning to its Non-secure caller (LR bit 0 clear after SG) crosses onto the Non-secure stack")
 {
-    const Unwinder unwinder(fixture);
+    const Unwinder unwinder(Firmware::open(fixture));
     // On the Secure stack in func_a, the Secure entry's leaf; LR after the call in func_c, bit 0
     // clear: a return to the Non-secure state.
     CoreRegisters regs = halted_at(0x30001000, 0x08000002, 0x08000022, 0x01000000);
