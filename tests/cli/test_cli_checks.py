@@ -12,7 +12,6 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 import unittest
 
 import cli_args
@@ -65,17 +64,15 @@ class Checks(unittest.TestCase):
             f.write("prof raw n=3\np 08000000 08000002 08000010\nend\n")
 
     def assert_mistake(self, args, code, *fragments):
-        started = time.monotonic()
         r = run(*args)
-        elapsed = time.monotonic() - started
         self.assertEqual(r.returncode, code, f"{args}: {r.stderr}")
         lines = r.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, f"{args}: {r.stderr}")
         for fragment in fragments:
             self.assertIn(fragment, lines[0], args)
         self.assertEqual(r.stdout, "", args)
+        # Before the link: the listener was never contacted (no timing: a loaded machine is slow).
         self.assertFalse(self.server.contacted(), f"{args}: the server was contacted")
-        self.assertLess(elapsed, 1.0, args)
 
     def test_record_checks_everything_before_the_link(self):
         out = os.path.join(self.dir.name, "r.bin")
