@@ -154,7 +154,7 @@ private:
     Undone undo_frame();
     Undone undo_with_rows(const UnwindRow& row);
     Undone undo_with_exidx(const ExidxEntry& entry);
-    std::optional<UnwindStop> return_to(uint32_t return_address);
+    std::optional<UnwindStop> return_to(uint32_t return_address, uint32_t frame_address);
     std::optional<uint32_t>& stack_of(bool process) { return process ? stacks_.psp : stacks_.msp; }
     const std::optional<uint32_t>* frame_stack(ExcReturn exc);
     std::optional<UnwindStop> cross(ExcReturn exc, uint32_t frame, bool strict);
@@ -226,10 +226,13 @@ UnwindStop ChainWalk::walk()
     while (callers_.size() < max_depth_) {
         if (exception_ != 0 && !handler_frame_ && tables_.in_handler_function(exception_, r_[pc]))
             handler_frame_ = HandlerFrame{r_[sp], callers_.size()};
+        // Where the frame being undone stands (its call site once it has called): undoing it by
+        // the exception tables may already have moved PC.
+        const uint32_t frame_address = leaf_ ? r_[pc] : r_[pc] - 2;
         const Undone undone = undo_frame();
         if (const UnwindStop* stop = std::get_if<UnwindStop>(&undone))
             return *stop;
-        if (const std::optional<UnwindStop> stop = return_to(std::get<uint32_t>(undone)))
+        if (const std::optional<UnwindStop> stop = return_to(std::get<uint32_t>(undone), frame_address))
             return *stop;
     }
     return UnwindStop::depth;
@@ -323,7 +326,7 @@ ChainWalk::Undone ChainWalk::undo_with_exidx(const ExidxEntry& entry)
 }
 
 // Goes on into the code a frame returns to; nothing, or how the chain ends there.
-std::optional<UnwindStop> ChainWalk::return_to(uint32_t return_address)
+std::optional<UnwindStop> ChainWalk::return_to(uint32_t return_address, uint32_t frame_address)
 {
     if (const std::optional<ExcReturn> exc = exc_return(return_address)) {
         // The frame below is the one the exception interrupted, on the stack EXC_RETURN names.
@@ -346,7 +349,7 @@ std::optional<UnwindStop> ChainWalk::return_to(uint32_t return_address)
     // (libgcc's ARMv6-M soft-float routines describe their prologue only): the chain is cut
     // there, and says so.
     if (return_address == 0 || return_address == 0xFFFFFFFFu) {
-        if (tables_.in_handler_function(1, r_[pc]))
+        if (tables_.in_handler_function(1, frame_address))
             return UnwindStop::root;
         // Without PSP a Thread-mode frame may be a task's: taken as a root, as before (the
         // recorded halts of QEMU 7.2 have no PSP; reading it for every such chain is open).
