@@ -1,6 +1,8 @@
 #include "mcuprof/core/dwarf_check.h"
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -147,6 +149,9 @@ std::optional<uint64_t> fixed_form_size(uint64_t form, const UnitParameters& uni
 // One abbreviation: the forms of its attributes in order.
 struct Abbreviation {
     std::vector<uint64_t> forms;
+    // A form whose value may name an entry of another unit (DW_FORM_ref_addr, DW_FORM_ref_sig8,
+    // or DW_FORM_indirect, which can stand for either): its entries are read value by value.
+    bool refers_out = false;
 
     // What an entry's values come to when every form fixes its size (LLVM then skips them all
     // at once), worked out for one unit's parameters and kept while they stay the same.
@@ -207,14 +212,23 @@ AbbreviationTable read_abbreviations(const DebugSections& sections, uint64_t off
             if (form == dw::DW_FORM_implicit_const)
                 in.leb128("an implicit constant", /*is_signed=*/true);
             abbreviation.forms.push_back(form);
+            abbreviation.refers_out |= form == dw::DW_FORM_ref_addr || form == dw::DW_FORM_ref_sig8 ||
+                                       form == dw::DW_FORM_indirect;
         }
         table.emplace(code, std::move(abbreviation));
     }
 }
 
+// Where a unit's entries point outside it: what LLVM reads next when it follows them.
+struct References {
+    std::vector<uint64_t> info_offsets;   // DW_FORM_ref_addr: an offset in .debug_info
+    bool type_units = false;              // DW_FORM_ref_sig8: a type unit, found by its signature
+};
+
 // Steps over one attribute value of a form (DWARF 5 section 7.5.6, table 7.6; and the GNU
-// extensions LLVM 14 reads), as LLVM's DWARFFormValue::skipValue does, but within the unit.
-void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
+// extensions LLVM 14 reads), as LLVM's DWARFFormValue::skipValue does, but within the unit;
+// a reference to another unit is kept in `references`.
+void skip_value(Reader& in, uint64_t form, const UnitParameters& unit, References& references)
 {
     const uint64_t start = in.offset();
     // DW_FORM_indirect: the form comes first, in the entry itself (a loop, not recursion:
@@ -224,7 +238,11 @@ void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
     const What name(form, "");
     const What length(form, "'s length");
     if (const std::optional<uint64_t> size = fixed_form_size(form, unit)) {
-        in.skip(*size, name);
+        if (form == dw::DW_FORM_ref_addr)
+            references.info_offsets.push_back(in.unsigned_(unsigned(*size), name));
+        else
+            in.skip(*size, name);
+        references.type_units |= form == dw::DW_FORM_ref_sig8;
         return;
     }
     switch (form) {
@@ -247,87 +265,110 @@ void skip_value(Reader& in, uint64_t form, const UnitParameters& unit)
     }
 }
 
-// One section of units: every unit header, then every entry of the unit with its attribute
-// values, each within the unit. Returns nothing; throws at the first problem.
-void check_units(const DebugSections& sections, const DebugInfoSection& section, const std::string& elf_path,
-                 std::map<uint64_t, AbbreviationTable>& tables)
+// One unit as its header describes it: where it lies, the sizes of its values, its
+// abbreviations.
+struct Unit {
+    const DebugInfoSection* section = nullptr;
+    uint64_t offset = 0;    // of its header
+    uint64_t entries = 0;   // of its first entry
+    uint64_t end = 0;
+    UnitParameters parameters;
+    uint64_t abbreviations = 0;
+    const AbbreviationTable* table = nullptr;
+    bool type_unit = false;
+    bool checked = false;   // every entry
+};
+
+// A unit's header (DWARF 5 section 7.5.1) at `offset`, checked against the section and what
+// LLVM reads.
+Unit read_unit_header(const DebugSections& sections, const DebugInfoSection& section, uint64_t offset,
+                      const std::string& elf_path)
 {
     const std::string_view bytes = section.bytes;
-    uint64_t offset = 0;
-    while (offset < bytes.size()) {
-        const uint64_t unit_offset = offset;
-        Reader header(elf_path, section.name, bytes, sections.little_endian, offset, bytes.size(), "the section");
-        UnitParameters unit;
-        uint64_t length = header.unsigned_(4, "a unit length");
-        if (length == 0xffffffff) {   // the 64-bit DWARF format (DWARF 5 section 7.4)
-            unit.offset_size = 8;
-            length = header.unsigned_(8, "a 64-bit unit length");
-        } else if (length >= 0xfffffff0) {
-            header.fail(unit_offset, "unit length " + hex(length) + " is a reserved value");
-        }
-        const uint64_t start = header.offset();
-        if (length > bytes.size() - start)
-            header.fail(unit_offset, "unit length " + hex(length) + " runs past the end of the section (" +
-                                         hex(bytes.size()) + ")");
-        const uint64_t end = start + length;
-        Reader in(elf_path, section.name, bytes, sections.little_endian, start, end,
-                  "the unit at " + hex(unit_offset));
+    Unit unit_read;
+    unit_read.section = &section;
+    unit_read.offset = offset;
+    Reader header(elf_path, section.name, bytes, sections.little_endian, offset, bytes.size(), "the section");
+    UnitParameters& unit = unit_read.parameters;
+    uint64_t length = header.unsigned_(4, "a unit length");
+    if (length == 0xffffffff) {   // the 64-bit DWARF format (DWARF 5 section 7.4)
+        unit.offset_size = 8;
+        length = header.unsigned_(8, "a 64-bit unit length");
+    } else if (length >= 0xfffffff0) {
+        header.fail(offset, "unit length " + hex(length) + " is a reserved value");
+    }
+    const uint64_t start = header.offset();
+    if (length > bytes.size() - start)
+        header.fail(offset, "unit length " + hex(length) + " runs past the end of the section (" + hex(bytes.size()) +
+                                ")");
+    const uint64_t end = start + length;
+    unit_read.end = end;
+    Reader in(elf_path, section.name, bytes, sections.little_endian, start, end, "the unit at " + hex(offset));
 
-        unit.version = unsigned(in.unsigned_(2, "a unit's version"));
-        if (unit.version < 2 || unit.version > 5)
-            in.fail(start, "DWARF version " + std::to_string(unit.version) + " (2 to 5 are read)");
-        uint64_t unit_type = section.type_units ? dw::DW_UT_type : dw::DW_UT_compile;
-        uint64_t abbreviations = 0;
-        const uint64_t address_size_at = in.offset() + (unit.version >= 5 ? 1 : unit.offset_size);
-        if (unit.version >= 5) {
-            unit_type = in.unsigned_(1, "a unit type");
-            if (unit_type < dw::DW_UT_compile || unit_type > dw::DW_UT_split_type)
-                in.fail(in.offset() - 1, "unknown unit type " + hex(unit_type));
-            unit.address_size = unsigned(in.unsigned_(1, "an address size"));
-            abbreviations = in.unsigned_(unit.offset_size, "an abbreviation offset");
-        } else {
-            abbreviations = in.unsigned_(unit.offset_size, "an abbreviation offset");
-            unit.address_size = unsigned(in.unsigned_(1, "an address size"));
-        }
-        if (unit.address_size != 2 && unit.address_size != 4 && unit.address_size != 8)
-            in.fail(address_size_at, "address size " + std::to_string(unit.address_size) + " (2, 4 or 8 are read)");
-        if (unit_type == dw::DW_UT_type || unit_type == dw::DW_UT_split_type) {
-            in.unsigned_(8, "a type signature");
-            const uint64_t type_at = in.offset();
-            const uint64_t type_offset = in.unsigned_(unit.offset_size, "a type offset");
-            if (type_offset < in.offset() - unit_offset || type_offset >= end - unit_offset)
-                in.fail(type_at, "type offset " + hex(type_offset) + " is outside its unit's entries");
-        } else if (unit_type == dw::DW_UT_skeleton || unit_type == dw::DW_UT_split_compile) {
-            in.unsigned_(8, "a unit id");
-        }
-        if (abbreviations >= sections.abbreviations.size())
-            in.fail(unit_offset, "abbreviation offset " + hex(abbreviations) + " is past the end of " + abbrev_name +
-                                     " (" + hex(sections.abbreviations.size()) + " bytes)");
-        auto table = tables.find(abbreviations);
-        if (table == tables.end())
-            table = tables.emplace(abbreviations, read_abbreviations(sections, abbreviations, elf_path)).first;
+    unit.version = unsigned(in.unsigned_(2, "a unit's version"));
+    if (unit.version < 2 || unit.version > 5)
+        in.fail(start, "DWARF version " + std::to_string(unit.version) + " (2 to 5 are read)");
+    uint64_t unit_type = section.type_units ? dw::DW_UT_type : dw::DW_UT_compile;
+    const uint64_t address_size_at = in.offset() + (unit.version >= 5 ? 1 : unit.offset_size);
+    if (unit.version >= 5) {
+        unit_type = in.unsigned_(1, "a unit type");
+        if (unit_type < dw::DW_UT_compile || unit_type > dw::DW_UT_split_type)
+            in.fail(in.offset() - 1, "unknown unit type " + hex(unit_type));
+        unit.address_size = unsigned(in.unsigned_(1, "an address size"));
+        unit_read.abbreviations = in.unsigned_(unit.offset_size, "an abbreviation offset");
+    } else {
+        unit_read.abbreviations = in.unsigned_(unit.offset_size, "an abbreviation offset");
+        unit.address_size = unsigned(in.unsigned_(1, "an address size"));
+    }
+    if (unit.address_size != 2 && unit.address_size != 4 && unit.address_size != 8)
+        in.fail(address_size_at, "address size " + std::to_string(unit.address_size) + " (2, 4 or 8 are read)");
+    unit_read.type_unit = unit_type == dw::DW_UT_type || unit_type == dw::DW_UT_split_type;
+    if (unit_read.type_unit) {
+        in.unsigned_(8, "a type signature");
+        const uint64_t type_at = in.offset();
+        const uint64_t type_offset = in.unsigned_(unit.offset_size, "a type offset");
+        if (type_offset < in.offset() - offset || type_offset >= end - offset)
+            in.fail(type_at, "type offset " + hex(type_offset) + " is outside its unit's entries");
+    } else if (unit_type == dw::DW_UT_skeleton || unit_type == dw::DW_UT_split_compile) {
+        in.unsigned_(8, "a unit id");
+    }
+    if (unit_read.abbreviations >= sections.abbreviations.size())
+        in.fail(offset, "abbreviation offset " + hex(unit_read.abbreviations) + " is past the end of " + abbrev_name +
+                            " (" + hex(sections.abbreviations.size()) + " bytes)");
+    unit_read.entries = in.offset();
+    return unit_read;
+}
 
-        // The entries (DWARF 5 section 7.5.2): an abbreviation code, then one value per
-        // attribute of that abbreviation; code 0 is a null entry that ends a list of children.
-        while (!in.at_limit()) {
-            const uint64_t entry = in.offset();
-            const uint64_t code = in.leb128("an abbreviation code");
-            if (code == 0)
-                continue;
-            auto abbreviation = table->second.find(code);
-            if (abbreviation == table->second.end())
-                in.fail(entry, "abbreviation code " + std::to_string(code) + " is not in the unit's table at " +
-                                   abbrev_name + " " + hex(abbreviations));
-            // All at once when every value has a fixed size and they fit (most entries);
-            // value by value otherwise, which also finds the one that does not fit.
-            const Abbreviation& declared = abbreviation->second;
-            if (const std::optional<uint64_t> fixed = declared.fixed_size(unit); fixed && *fixed <= in.left())
-                in.skip(*fixed, "an entry's values");
-            else
-                for (uint64_t form : declared.forms)
-                    skip_value(in, form, unit);
-        }
-        offset = end;
+// A unit's entries (DWARF 5 section 7.5.2): an abbreviation code, then one value per
+// attribute of that abbreviation; code 0 is a null entry that ends a list of children. Only
+// the first (the unit's own entry) when `first_only`. Throws at the first that does not fit.
+void check_entries(const DebugSections& sections, const Unit& unit, bool first_only, References& references,
+                   const std::string& elf_path)
+{
+    const DebugInfoSection& section = *unit.section;
+    Reader in(elf_path, section.name, section.bytes, sections.little_endian, unit.entries, unit.end,
+              "the unit at " + hex(unit.offset));
+    while (!in.at_limit()) {
+        const uint64_t entry = in.offset();
+        const uint64_t code = in.leb128("an abbreviation code");
+        if (code == 0)
+            continue;
+        auto abbreviation = unit.table->find(code);
+        if (abbreviation == unit.table->end())
+            in.fail(entry, "abbreviation code " + std::to_string(code) + " is not in the unit's table at " +
+                               abbrev_name + " " + hex(unit.abbreviations));
+        // All at once when every value has a fixed size, they fit, and none refers to another
+        // unit (most entries); value by value otherwise, which also finds the one that does not
+        // fit.
+        const Abbreviation& declared = abbreviation->second;
+        if (const std::optional<uint64_t> fixed = declared.fixed_size(unit.parameters);
+            fixed && *fixed <= in.left() && !declared.refers_out)
+            in.skip(*fixed, "an entry's values");
+        else
+            for (uint64_t form : declared.forms)
+                skip_value(in, form, unit.parameters, references);
+        if (first_only)
+            return;
     }
 }
 
@@ -341,18 +382,89 @@ constexpr uint64_t most_zlib_expansion = 1032;
 
 } // namespace
 
-void check_debug_entries(const DebugSections& sections, const std::string& elf_path)
+struct DebugEntryCheck::Impl {
+    DebugSections sections;
+    std::string elf_path;
+    std::vector<std::unique_ptr<llvm::SmallString<0>>> decompressed;   // what `sections` points into
+    std::map<uint64_t, AbbreviationTable> tables;                      // by offset in .debug_abbrev
+    std::vector<Unit> units;                                           // in section order, by offset
+
+    void read_headers();
+    void check(Unit& unit);
+};
+
+void DebugEntryCheck::Impl::read_headers()
 {
-    std::map<uint64_t, AbbreviationTable> tables;
     for (const DebugInfoSection& section : sections.units)
-        check_units(sections, section, elf_path, tables);
+        for (uint64_t offset = 0; offset < section.bytes.size();) {
+            Unit unit = read_unit_header(sections, section, offset, elf_path);
+            auto table = tables.find(unit.abbreviations);
+            if (table == tables.end())
+                table = tables.emplace(unit.abbreviations, read_abbreviations(sections, unit.abbreviations, elf_path)).first;
+            unit.table = &table->second;
+            References ignored;   // the unit's own entry names no other unit LLVM follows
+            check_entries(sections, unit, /*first_only=*/true, ignored, elf_path);
+            offset = unit.end;
+            units.push_back(unit);
+        }
 }
 
-void check_debug_entries(const Firmware& firmware)
+void DebugEntryCheck::Impl::check(Unit& first)
+{
+    std::vector<Unit*> pending{&first};
+    while (!pending.empty()) {
+        Unit& unit = *pending.back();
+        pending.pop_back();
+        if (unit.checked)
+            continue;
+        References references;
+        check_entries(sections, unit, /*first_only=*/false, references, elf_path);
+        unit.checked = true;
+        if (references.info_offsets.empty() && !references.type_units)
+            continue;
+        std::sort(references.info_offsets.begin(), references.info_offsets.end());
+        for (Unit& other : units) {
+            const auto at = std::lower_bound(references.info_offsets.begin(), references.info_offsets.end(), other.offset);
+            const bool referred = !other.section->type_units && at != references.info_offsets.end() && *at < other.end;
+            if (!other.checked && (referred || (references.type_units && other.type_unit)))
+                pending.push_back(&other);
+        }
+    }
+}
+
+DebugEntryCheck::DebugEntryCheck(const DebugSections& sections, const std::string& elf_path)
+    : impl_(std::make_unique<Impl>())
+{
+    impl_->sections = sections;
+    impl_->elf_path = elf_path;
+    impl_->read_headers();
+}
+
+DebugEntryCheck::~DebugEntryCheck() = default;
+
+void DebugEntryCheck::check_unit_at(uint64_t offset)
+{
+    for (Unit& unit : impl_->units)
+        if (!unit.section->type_units && offset >= unit.offset && offset < unit.end)
+            impl_->check(unit);
+}
+
+void DebugEntryCheck::check_all()
+{
+    for (Unit& unit : impl_->units)
+        impl_->check(unit);
+}
+
+void check_debug_entries(const DebugSections& sections, const std::string& elf_path)
+{
+    DebugEntryCheck(sections, elf_path).check_all();
+}
+
+std::unique_ptr<DebugEntryCheck> DebugEntryCheck::of(const Firmware& firmware)
 {
     const std::string& elf_path = firmware.path();
     DebugSections sections;   // ELF32 little-endian: Firmware accepts no other
-    std::vector<std::unique_ptr<llvm::SmallString<0>>> decompressed;   // keeps the bytes alive
+    std::vector<std::unique_ptr<llvm::SmallString<0>>> decompressed;   // moved into the check
     for (const Section& section : firmware.sections()) {
         const llvm::StringRef kind = dwarf_name(section.name);
         if (kind != "debug_info" && kind != "debug_types" && kind != "debug_abbrev")
@@ -380,7 +492,9 @@ void check_debug_entries(const Firmware& firmware)
         else
             sections.units.push_back({section.name, std::string_view(bytes.data(), bytes.size()), kind == "debug_types"});
     }
-    check_debug_entries(sections, elf_path);
+    auto check = std::make_unique<DebugEntryCheck>(sections, elf_path);
+    check->impl_->decompressed = std::move(decompressed);   // the buffers stay where they are
+    return check;
 }
 
 } // namespace mcuprof::core

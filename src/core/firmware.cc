@@ -105,7 +105,9 @@ struct Firmware::Impl {
 
     // Each part once, the first time it is asked for. A part whose building throws is tried
     // again (and throws again) the next time: call_once leaves its flag unset then.
-    std::once_flag dwarf_checked, symbols_once, locator_once, layout_once, identity_once, attributes_once;
+    std::once_flag dwarf_headers_once, symbols_once, locator_once, layout_once, identity_once, attributes_once;
+    std::unique_ptr<DebugEntryCheck> dwarf_check;   // built by the header pass
+    std::mutex dwarf_mutex;                          // the check's record of the units it has checked
     std::unique_ptr<SymbolTable> symbols;
     std::unique_ptr<SourceLocator> locator;
     std::unique_ptr<DataLayout> layout;
@@ -281,9 +283,23 @@ std::vector<uint32_t> Firmware::vector_table(size_t most_words) const
     return words;
 }
 
+void Firmware::check_dwarf_units() const
+{
+    std::call_once(impl_->dwarf_headers_once, [this] { impl_->dwarf_check = DebugEntryCheck::of(*this); });
+}
+
+void Firmware::check_dwarf_unit_at(uint64_t offset) const
+{
+    check_dwarf_units();
+    const std::lock_guard<std::mutex> lock(impl_->dwarf_mutex);
+    impl_->dwarf_check->check_unit_at(offset);
+}
+
 void Firmware::check_dwarf() const
 {
-    std::call_once(impl_->dwarf_checked, [this] { check_debug_entries(*this); });
+    check_dwarf_units();
+    const std::lock_guard<std::mutex> lock(impl_->dwarf_mutex);
+    impl_->dwarf_check->check_all();   // the units already checked are not read again
 }
 
 const SymbolTable& Firmware::symbols() const

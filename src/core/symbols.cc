@@ -40,9 +40,10 @@ SymbolTable SymbolTable::parse(std::string_view image, const std::string& name)
 SymbolTable SymbolTable::load(const Firmware& firmware)
 {
     const std::string& elf_path = firmware.path();
-    // Its debugging entries too: every command loads the symbols first, so corrupt DWARF is
-    // reported before a command connects to a target or reads its input.
-    firmware.check_dwarf();
+    // Its DWARF unit headers too (each unit's own entry with them): every command loads the
+    // symbols first, so a damaged unit structure is reported before a command connects to a
+    // target or reads its input. The entries inside a unit are checked when a lookup reads it.
+    firmware.check_dwarf_units();
 
     // The ELFFile interface throughout: every step returns an Expected, where the
     // ObjectFile conveniences (getELFType, getName) abort the process on a damaged section.

@@ -203,14 +203,70 @@ TEST_CASE("dwarf check: the ELFs whose block lengths made LLVM 14 read past its 
         const std::string elf = corpus + name;
         INFO(elf);
         const std::string problem = ".debug_info at 0x238: " + value + " runs past the end of the unit at 0x0 (0x26e)";
-        // Every reader that hands the file to LLVM's DWARF library checks it first.
-        CHECK(message([&] { SymbolTable::load(Firmware::open(elf)); }) == elf + ", " + problem);
+        // Every reader that hands the unit to LLVM's DWARF library checks it first: the data
+        // layout (every unit) and the source locator, at a lookup in the unit (its only one,
+        // 0x08000000 to 0x08000072 in .debug_aranges). The symbols read no DWARF entry, and
+        // the unit's header and own entry are sound: they load.
+        CHECK(message([&] { SymbolTable::load(Firmware::open(elf)); }) == "no error");
         CHECK(message([&] { const Firmware image = Firmware::open(elf); DataLayout layout(image); }) == elf + ", " + problem);
-        CHECK(message([&] { const Firmware image = Firmware::open(elf); SourceLocator locator(image); }) == elf + ", " + problem);
+        CHECK(message([&] {
+                  const Firmware image = Firmware::open(elf);
+                  SourceLocator locator(image);
+                  locator.frames(0x08000000);
+              }) == elf + ", " + problem);
         // The image in memory (what the fuzzer hands in) too, under the name it is given.
         std::ifstream in(elf, std::ios::binary);
         const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         CHECK(message([&] { DataLayout::parse(image, "image"); }) == "image, " + problem);
-        CHECK(message([&] { SymbolTable::parse(image, "image"); }) == "image, " + problem);
+        CHECK(message([&] { SourceLocator::parse(image, "image")->frames(0x08000040); }) == "image, " + problem);
     }
+}
+
+TEST_CASE("dwarf check: a unit's entries are checked when it is read, with the units it refers to")
+{
+    // Two units: unit() at 0x0 and, at 0x18, unit() with its exprloc's length (at 0x28) made
+    // 0x40, past that unit's end at 0x30. The headers and each unit's own entry are sound.
+    const std::string corrupt = with_byte(unit(), 0x10, 0x40);
+    const std::string abbreviation_table = abbreviations();
+    DebugSections sections;
+    sections.abbreviations = abbreviation_table;
+    const std::string two = unit() + corrupt;
+    sections.units.push_back({".debug_info", two, false});
+    auto problem = [](auto&& check) -> std::string {
+        try {
+            check();
+        } catch (const Error& error) {
+            return error.what();
+        }
+        return "";
+    };
+    const std::string second = "fw.elf, .debug_info at 0x28: a DW_FORM_exprloc value of 0x40 bytes runs past the end "
+                               "of the unit at 0x18 (0x30)";
+    {
+        DebugEntryCheck check(sections, "fw.elf");
+        CHECK(problem([&] { check.check_unit_at(0x0); }) == "");
+        CHECK(problem([&] { check.check_unit_at(0x40); }) == "");   // in no unit
+        CHECK(problem([&] { check.check_unit_at(0x20); }) == second);
+        CHECK(problem([&] { check.check_unit_at(0x20); }) == second);   // again: not marked checked
+        CHECK(problem([&] { check.check_all(); }) == second);
+    }
+    // The first unit with a third entry, abbreviation 3 (DW_TAG_variable, DW_AT_type
+    // DW_FORM_ref_addr), naming the second unit's variable: at 0x15 + 0xf = 0x24.
+    //   0x00 length 0x11, version 4, abbreviations 0, address size 4; 0x0b entry 1;
+    //   0x0f entry 3 with 0x24; 0x14 null entry
+    const std::string refers = Bytes()
+                                   .u32(0x11).u16(4).u32(0).u8(4)
+                                   .u8(1).text("a").u8(0x0c)
+                                   .u8(3).u32(0x24)
+                                   .u8(0)
+                                   .data;
+    std::string abbrev = abbreviations();
+    abbrev.insert(abbrev.size() - 1, Bytes().u8(3).u8(0x34).u8(0).u8(0x49).u8(0x10).u8(0).u8(0).data);
+    DebugSections referring;
+    referring.abbreviations = abbrev;
+    const std::string linked = refers + corrupt;
+    referring.units.push_back({".debug_info", linked, false});
+    DebugEntryCheck check(referring, "fw.elf");
+    CHECK(problem([&] { check.check_unit_at(0x0); }) ==
+          "fw.elf, .debug_info at 0x25: a DW_FORM_exprloc value of 0x40 bytes runs past the end of the unit at 0x15 (0x2d)");
 }

@@ -5,8 +5,8 @@
 // call-frame tables (read by the Unwinder built on the image), the data layout (DWARF types), the
 // image's identity and its ARM build attributes. LLVM's types stay behind the pimpl.
 //
-// The debugging entries (.debug_info, .debug_types, .debug_abbrev) are checked once
-// (dwarf_check.h), before the first part that hands them to LLVM.
+// The debugging entries (.debug_info, .debug_types, .debug_abbrev) are checked before LLVM reads
+// them (dwarf_check.h), a unit at a time: a lookup checks the units it reads, not the whole file.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -103,8 +103,14 @@ public:
     bool has_line_tables() const;
     bool has_call_frames() const;
 
-    // Checks the debugging entries once (dwarf_check.h); throws core::Error at the first that
-    // does not fit. Every part that hands DWARF to LLVM calls it first.
+    // The debugging entries, checked as LLVM comes to read them (dwarf_check.h), each part
+    // once; each throws core::Error at the first entry that does not fit (again on a later call).
+    // Every unit's header and its own first entry: before LLVM looks for the unit of an address.
+    void check_dwarf_units() const;
+    // The entries of the unit at a .debug_info offset and of the units they refer to: before
+    // LLVM reads that unit (the source locator, for the unit of each address it looks up).
+    void check_dwarf_unit_at(uint64_t offset) const;
+    // Every entry: before LLVM reads them all (the data layout).
     void check_dwarf() const;
 
     struct Impl;

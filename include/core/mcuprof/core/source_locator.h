@@ -22,9 +22,10 @@ struct SourceFrame {
 
 class SourceLocator {
 public:
-    // Checks the image's DWARF debugging entries (Firmware::check_dwarf): corrupt ones throw
-    // core::Error. The image must outlive the locator; Firmware::locator() keeps the one a
-    // command uses.
+    // Checks the image's DWARF unit headers (Firmware::check_dwarf_units), and before each
+    // lookup the entries of the unit it reads (check_dwarf_unit_at): corrupt ones throw
+    // core::Error, here or from frames(). The image must outlive the locator;
+    // Firmware::locator() keeps the one a command uses.
     explicit SourceLocator(const Firmware& firmware);
     // The same from an image in memory (copied, and kept); `name` stands for the file in errors.
     static std::unique_ptr<SourceLocator> parse(std::string_view image, const std::string& name);
@@ -34,6 +35,7 @@ public:
 
     // The inline chain at an address: the innermost (inlined) function first, the
     // function the code physically belongs to last. Empty without debug information.
+    // Throws core::Error when the unit that holds the address has corrupt entries.
     const std::vector<SourceFrame>& frames(uint32_t address);
 
     // "file:line" of the innermost frame, or empty.
