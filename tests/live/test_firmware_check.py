@@ -9,6 +9,11 @@ the ELF's build attributes.
 - The right ELF over the same link: samples, and the recording says it was verified.
 - OpenOCD's Tcl port through the vprobe (tests/pylib/openocd_rig.py) on the same image: the
   wrong ELF is refused likewise, and the target still runs (OpenOCD's curstate).
+- record --qemu with the ELF of loops_m0 on netduinoplus2 (QEMU loads the image mcuprof is given,
+  so what can be wrong there is the board: a Cortex-M4 under an ARMv6-M image, whose code it
+  runs): exit 2, one line naming the CPUID against ARMv6-M, and no QEMU left behind; with
+  --no-verify the same recording samples, warns, and keeps the warning in the recording; the
+  right image's recording (mixed_m4) says it was verified, vector table, code and CPUID.
 - record --qemu --stacks on an RTOS image (fpu_o2_m4): verified, and strace shows mcuprof's own
   process (its threads, not QEMU) opening the ELF once.
 
@@ -19,6 +24,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -26,6 +32,7 @@ import fwtest
 import qemu_runner
 from live_runs import mcuprof
 from openocd_rig import OPENOCD, require, start_rig, stop_rig
+from process_table import alive, children_of
 
 RUNNING = "loops_forever_m4"
 WRONG = "loops_m0"
@@ -108,6 +115,66 @@ class OverOpenocd(unittest.TestCase):
                 self.assertIn("does not run", line)
                 self.assertIn("Cortex-M4", line)
                 self.assertEqual(state, "running")
+
+
+class OverQemu(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-fwcheck-qemu-"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def record(self, elf: str, rec: Path, *extra: str) -> tuple[subprocess.CompletedProcess, list[int]]:
+        """record --qemu, and the QEMUs it started still alive after it exited (its children,
+        read from the process table while it ran)."""
+        command = [str(fwtest.CLI), "record", "--qemu", "netduinoplus2", "--samples", "50", "--elf", str(fwtest.elf_path(elf)), "-o", str(rec), *extra]
+        with tempfile.TemporaryFile(mode="w+") as out, tempfile.TemporaryFile(mode="w+") as err:
+            proc = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+            children, deadline = set(), time.monotonic() + 600
+            while proc.poll() is None:
+                children |= children_of(proc.pid)
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    self.fail("record --qemu did not finish in 600 s")
+                time.sleep(0.05)
+            out.seek(0)
+            err.seek(0)
+            result = subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
+        return result, [pid for pid in children if alive(pid)]
+
+    def test_wrong_board_for_the_image_is_refused_and_qemu_stopped(self):
+        r, left = self.record(WRONG, self.work / "wrong.rec")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        line = one_line(r.stderr)
+        self.assertIn("does not run", line)
+        self.assertIn("Cortex-M4", line)
+        self.assertRegex(line, r"built for ARMv6S?-M")
+        self.assertNotIn("vector table", line)   # the image QEMU runs is the ELF's: only the core differs
+        self.assertIn("--no-verify", line)
+        self.assertEqual(left, [])
+
+        warned = self.work / "warned.rec"
+        r, left = self.record(WRONG, warned, "--no-verify")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: the target does not run", r.stderr)
+        self.assertEqual(left, [])
+        self.assertIn(b'"firmware-mismatch"', warned.read_bytes())
+        again = mcuprof("report", str(warned), "--elf", str(fwtest.elf_path(WRONG)))
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertRegex(again.stdout + again.stderr, r"the target does not run .*built for ARMv6S?-M")
+
+    def test_right_image_is_verified_in_the_recording(self):
+        rec = self.work / "right.rec"
+        r, left = self.record("mixed_m4", rec)   # a finite M4 image: sampled over its whole run
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(left, [])
+        self.assertNotIn("does not run", r.stderr)
+        data = rec.read_bytes()
+        self.assertIn(b'"firmware-verified"', data)
+        self.assertRegex(data.decode("latin-1"), r"5 of 5 regions \(vector table, code\) equal the ELF's, "
+                                                 r"CPUID 0x410fc24\d \(Cortex-M4\) fits ARMv7E-M")
 
 
 class QemuOpensTheElfOnce(unittest.TestCase):
