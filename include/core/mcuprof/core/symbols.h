@@ -59,6 +59,8 @@ public:
     std::optional<uint16_t> halfword(uint32_t address) const;
     // A global or local data symbol by name.
     std::optional<DataSymbol> find_object(const std::string& name) const;
+    // Whether the symbol table has any data symbol (a stripped one has none).
+    bool has_objects() const { return !objects_.empty(); }
 
     const std::vector<Function>& functions() const { return functions_; }
     const std::vector<CodeSection>& code_sections() const { return code_; }
