@@ -13,6 +13,9 @@ python3 bench/attribution_bench.py --mcuprof "$build/mcuprof" --elf "$build/firm
 echo "== SWO parsing: mcuprof report vs the seed's itm75a.py and pyOCD's SWOParser (MCUPROF_PYOCD_SRC)"
 python3 bench/itm_bench.py --mcuprof "$build/mcuprof" --elf "$build/firmware-ref/loops_m4.elf" --work "$build/bench"
 
+echo "== start-up on 22 MB of DWARF: mcuprof report and record vs llvm-symbolizer and addr2line"
+python3 bench/startup_bench.py --build "$build"
+
 echo
 echo "== live: mcuprof's halting sampler vs the protocol floor and a gdb batch script"
 python3 bench/live_bench.py --build "$build"
