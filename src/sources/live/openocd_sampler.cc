@@ -121,9 +121,9 @@ std::string bytes_of(const std::vector<uint32_t>& words, const WordRange& w, uin
 }
 
 // The halting target behind OpenOCD's current target.
-class TclTarget : public HaltingTarget {
+class TclHaltingTarget : public HaltingTarget {
 public:
-    explicit TclTarget(const OpenocdSamplerOptions& options) : options_(options)
+    explicit TclHaltingTarget(const OpenocdSamplerOptions& options) : options_(options)
     {
         tcl_ = connect();
         // The commands below act on the current target; with several (`targets`), that one.
@@ -490,7 +490,7 @@ uint32_t OpenocdSampler::parse_word(const std::string& text, const std::string& 
 }
 
 OpenocdSampler::OpenocdSampler(const OpenocdSamplerOptions& options)
-    : LiveSampler(std::make_unique<TclTarget>(options), options.pacing, options.extras, options.timeout)
+    : LiveSampler(std::make_unique<TclHaltingTarget>(options), options.pacing, options.extras, options.timeout)
 {
 }
 

@@ -25,9 +25,9 @@ TargetEnd end_of(const transport::StopReply& s)
 }
 
 // The halting target over a GDB server.
-class RspTarget : public HaltingTarget {
+class RspHaltingTarget : public HaltingTarget {
 public:
-    explicit RspTarget(const RspSamplerOptions& options) : options_(options)
+    explicit RspHaltingTarget(const RspSamplerOptions& options) : options_(options)
     {
         gdb_ = connect();
         const transport::StopReply initial = gdb_->handshake();
@@ -204,7 +204,7 @@ private:
 } // namespace
 
 RspHaltingSampler::RspHaltingSampler(const RspSamplerOptions& options)
-    : LiveSampler(std::make_unique<RspTarget>(options), options.pacing, options.extras, options.timeout)
+    : LiveSampler(std::make_unique<RspHaltingTarget>(options), options.pacing, options.extras, options.timeout)
 {
 }
 

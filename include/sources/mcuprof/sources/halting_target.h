@@ -1,8 +1,9 @@
 #pragma once
 // What the sampling loop needs of a debug link, whatever carries it (GDB RSP, OpenOCD's Tcl
 // port, ...): halt, resume, wait for a stop, read the halt state (registers plus memory) in
-// one round trip, read memory, describe the target. One adapter per link
-// (rsp_target.cc, tcl_target.cc); the loop (sampling_loop.h), the stack reader and the RTOS
+// one round trip, read memory, describe the target. One adapter per link, each named for
+// its link (RspHaltingTarget in rsp_sampler.cc, TclHaltingTarget in openocd_sampler.cc; the
+// vprobe's RspTarget is the other way round, a debug target served over RSP); the loop (sampling_loop.h), the stack reader and the RTOS
 // awareness are written once over this interface.
 #include <chrono>
 #include <cstdint>
