@@ -10,6 +10,7 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::core {
 namespace {
@@ -17,13 +18,6 @@ namespace {
 constexpr const char* unknown_function = "?";
 constexpr const char* outside_histogram = "(outside histogram)";
 constexpr const char* untagged = "(no task)";
-
-std::string hex(uint32_t value)
-{
-    char text[16];
-    std::snprintf(text, sizeof text, "0x%08" PRIx32, value);
-    return text;
-}
 
 // One weighted address: a raw sample aggregated with its equals, a census count, or
 // a share of a histogram bucket.
@@ -209,7 +203,7 @@ void add_lockstep_warning(Profile& profile, const LockstepFinding& found, uint32
                       "all %zu samples are at one address, %s: the program idles on one instruction, or the "
                       "sampling period is a multiple of the program's period (lockstep); randomize the interval to "
                       "tell them apart",
-                      found.samples, hex(only_address).c_str());
+                      found.samples, hex32(only_address).c_str());
     } else {
         std::snprintf(text, sizeof text,
                       "sampling is in lockstep with the program: the address sequence repeats every %zu samples "
@@ -281,7 +275,7 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
         if (!tagged)
             return std::string(untagged);
         auto known = samples.tag_names.find(tag);
-        return known != samples.tag_names.end() ? known->second : hex(tag);
+        return known != samples.tag_names.end() ? known->second : hex32(tag);
     };
     if (samples.stacks.empty()) {
         for (const Weighted& item : items)
@@ -400,7 +394,7 @@ void check_straddling_buckets(Profile& profile, const SampleSet& samples, const 
         if (owners.size() < 2)
             continue;
         if (straddling++ == 0) {
-            example = hex(b.start) + " (" + std::to_string(b.size) + " bytes: ";
+            example = hex32(b.start) + " (" + std::to_string(b.size) + " bytes: ";
             for (size_t i = 0; i < owners.size(); ++i)
                 example += (i == 0 ? "" : ", ") + owners[i]->name;
             example += ")";
@@ -449,7 +443,7 @@ Row& address_row(const RowContext& c, const Weighted& item, const Function* f)
     if (item.bucket != nullptr) {
         // A histogram bucket is one row, named by its range and the functions it covers.
         const Bucket& b = *item.bucket;
-        Row& row = c.rows.row(hex(b.start) + "-" + hex(b.start + b.size - 1));
+        Row& row = c.rows.row(hex32(b.start) + "-" + hex32(b.start + b.size - 1));
         row.address = b.start;
         row.size = b.size;
         std::string owners;
@@ -461,7 +455,7 @@ Row& address_row(const RowContext& c, const Weighted& item, const Function* f)
         row.function = owners.empty() ? unknown_function : owners;
         return row;
     }
-    Row& row = c.rows.row(hex(item.pc));
+    Row& row = c.rows.row(hex32(item.pc));
     row.address = item.pc;
     row.function = offset_in(f, item.pc);
     if (c.frames != nullptr) {
@@ -478,7 +472,7 @@ Row& task_row(const RowContext& c, const Weighted& item, const Function*)
     std::string name = untagged;
     if (item.tagged) {
         auto known = c.samples.tag_names.find(item.tag);
-        name = known != c.samples.tag_names.end() ? known->second : hex(item.tag);
+        name = known != c.samples.tag_names.end() ? known->second : hex32(item.tag);
     }
     Row& row = c.rows.row(name);
     if (item.tagged)

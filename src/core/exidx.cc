@@ -8,18 +8,12 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/halted_core.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::core {
 namespace {
 
 constexpr uint32_t exidx_cantunwind = 1u;   // ARM IHI 0038, 5: the function cannot be unwound
-
-std::string hex(uint32_t value)
-{
-    char text[16];
-    std::snprintf(text, sizeof text, "0x%08x", unsigned(value));
-    return text;
-}
 
 uint32_t little_endian_word(const uint8_t* p)
 {
@@ -72,7 +66,7 @@ bool compact_instructions(uint32_t first, uint32_t first_address, const ImageByt
     for (uint32_t i = 1; i <= more; ++i) {
         auto word = image.word(first_address + 4 * i);
         if (!word)
-            throw Error(elf_path, ".ARM.extab " + hex(first_address), "the unwinding instructions run past the image");
+            throw Error(elf_path, ".ARM.extab " + hex32(first_address), "the unwinding instructions run past the image");
         for (int shift = 24; shift >= 0; shift -= 8)
             out.push_back(uint8_t(*word >> shift));
     }
@@ -111,7 +105,7 @@ ExidxTable ExidxTable::read(const Firmware& firmware)
             const uint32_t extab = prel31(data, at + 4);
             auto first = image.word(extab);
             if (!first)
-                throw Error(elf_path, ".ARM.exidx entry at " + hex(at), "points outside the image (" + hex(extab) + ")");
+                throw Error(elf_path, ".ARM.exidx entry at " + hex32(at), "points outside the image (" + hex32(extab) + ")");
             entry.cannot_unwind = !compact_instructions(*first, extab, image, entry, elf_path);
         }
         table.entries_.push_back(std::move(entry));

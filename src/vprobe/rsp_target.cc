@@ -4,6 +4,7 @@
 
 #include "mcuprof/transport/error.h"
 #include "mcuprof/vprobe/error.h"
+#include "mcuprof/transport/rsp_packet.h"
 
 namespace mcuprof::vprobe {
 
@@ -12,13 +13,6 @@ using transport::StopReply;
 namespace {
 
 constexpr int sigtrap = 5;   // GDB's signal for a breakpoint or a finished step; QEMU's interrupt stop is 2
-
-std::string hex32(uint32_t value)
-{
-    char text[16];
-    std::snprintf(text, sizeof text, "%x", value);
-    return text;
-}
 
 std::string little_endian(uint64_t value, size_t bytes)
 {
@@ -198,7 +192,7 @@ const std::string* RspTarget::cached_line(uint32_t line_address)
     auto found = lines_.find(line_address);
     if (found == lines_.end()) {
         ++stats_.memory_requests;
-        const std::string reply = rsp_.request("m" + hex32(line_address) + "," + hex32(cache_line));
+        const std::string reply = rsp_.request("m" + transport::rsp::number_to_hex(line_address) + "," + transport::rsp::number_to_hex(cache_line));
         std::string bytes;
         if (reply.empty() || reply[0] == 'E' || !transport::rsp::from_hex(reply, bytes) || bytes.size() != cache_line)
             bytes.clear();   // part of the line is not mapped: read what is asked, alone
@@ -220,7 +214,7 @@ bool RspTarget::read_memory(uint32_t address, unsigned size, uint32_t& value)
         }
         return while_stopped([&] {
             ++stats_.memory_requests;
-            const std::string reply = rsp_.request("m" + hex32(address) + "," + hex32(size));
+            const std::string reply = rsp_.request("m" + transport::rsp::number_to_hex(address) + "," + transport::rsp::number_to_hex(size));
             std::string bytes;
             if (reply.empty() || reply[0] == 'E' || !transport::rsp::from_hex(reply, bytes) || bytes.size() != size)
                 return false;
@@ -236,7 +230,7 @@ bool RspTarget::write_memory(uint32_t address, unsigned size, uint32_t value)
         return while_stopped([&] {
             lines_.clear();
             ++stats_.memory_requests;
-            const std::string reply = rsp_.request("M" + hex32(address) + "," + hex32(size) + ":" +
+            const std::string reply = rsp_.request("M" + transport::rsp::number_to_hex(address) + "," + transport::rsp::number_to_hex(size) + ":" +
                                                    transport::rsp::to_hex(little_endian(value, size)));
             return reply == "OK";
         });

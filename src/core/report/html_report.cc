@@ -8,6 +8,7 @@
 
 #include "html_page.h"
 #include "mcuprof/core/report.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::core {
 namespace {
@@ -91,11 +92,6 @@ void write_metadata(const Profile& p, std::ostream& out)
 
 // ---- the table --------------------------------------------------------------------------
 
-std::string hex(uint32_t value)
-{
-    return format("0x%08x", unsigned(value));
-}
-
 void write_table(const Profile& p, std::ostream& out)
 {
     double scale = 0;
@@ -117,7 +113,7 @@ void write_table(const Profile& p, std::ostream& out)
             << format("<td data-v=\"%.6g\">%.0f</td>", r.samples, r.samples);
         if (inclusive)
             out << format("<td data-v=\"%.6g\">%.2f</td>", r.inclusive.percent, r.inclusive.percent);
-        out << "<td class=\"loc\">" << (r.address ? hex(*r.address) : "") << "</td><td class=\"loc\">"
+        out << "<td class=\"loc\">" << (r.address ? hex32(*r.address) : "") << "</td><td class=\"loc\">"
             << escape(r.location.empty() ? r.function : r.location) << "</td></tr>\n";
     }
     out << "</tbody></table>\n";

@@ -5,6 +5,7 @@
 
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/sources/halting_target.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 namespace {
@@ -14,13 +15,6 @@ constexpr uint32_t shf_write = 0x1;               // SHF_WRITE: data the firmwar
 constexpr size_t vector_words = 16;               // SP_main, Reset and the 14 system exception vectors
 constexpr size_t code_windows = 4;
 constexpr uint32_t window_bytes = 16;
-
-std::string hex(uint32_t value)
-{
-    char text[16];
-    std::snprintf(text, sizeof text, "0x%08x", unsigned(value));
-    return text;
-}
 
 uint32_t word_at(const std::string& bytes, size_t at)
 {
@@ -121,7 +115,7 @@ FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& che
     for (size_t i = 0; i < check.regions.size(); ++i) {
         const auto& [address, expected] = check.regions[i];
         const std::string found = target.read_memory(address, uint32_t(expected.size()));
-        const std::string what = i == 0 ? "the vector table at " + hex(address) : "the code at " + hex(address);
+        const std::string what = i == 0 ? "the vector table at " + hex32(address) : "the code at " + hex32(address);
         if (found.size() != expected.size()) {
             unread.push_back(what);
             continue;
@@ -130,8 +124,8 @@ FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& che
         for (size_t at = 0; at + 4 <= expected.size(); at += 4)
             if (found.compare(at, 4, expected, at, 4) != 0) {
                 differences.push_back(what + " differs (" + (i == 0 ? "word " + std::to_string(at / 4)
-                                                                    : "at " + hex(address + uint32_t(at))) +
-                                      ": target " + hex(word_at(found, at)) + ", ELF " + hex(word_at(expected, at)) +
+                                                                    : "at " + hex32(address + uint32_t(at))) +
+                                      ": target " + hex32(word_at(found, at)) + ", ELF " + hex32(word_at(expected, at)) +
                                       ")");
                 break;
             }
@@ -141,9 +135,9 @@ FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& che
     if (cpuid_bytes.size() == 4) {
         const uint32_t cpuid = word_at(cpuid_bytes, 0);
         const std::string name = cortex_m_name(cpuid);
-        core_text = "CPUID " + hex(cpuid) + (name.empty() ? " (a part this check does not know)" : " (" + name + ")");
+        core_text = "CPUID " + hex32(cpuid) + (name.empty() ? " (a part this check does not know)" : " (" + name + ")");
         if (check.cpu_arch && !architecture_fits(cpuid, *check.cpu_arch))
-            differences.push_back("the target is a " + name + " (CPUID " + hex(cpuid) + "), the ELF is built for " +
+            differences.push_back("the target is a " + name + " (CPUID " + hex32(cpuid) + "), the ELF is built for " +
                                   check.architecture);
     } else {
         unread.push_back("CPUID");

@@ -7,6 +7,7 @@
 #include "mcuprof/sources/pcsr_profile_reader.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 namespace {
@@ -61,13 +62,6 @@ const std::vector<CoreRegister> stack_registers = {
     {"r5", 5},  {"r6", 6},  {"r7", 7},  {"r8", 8},     {"r9", 9}, {"r10", 10}, {"r11", 11}, {"r12", 12}};
 constexpr uint32_t regsel_msp = 17;
 constexpr uint32_t regsel_psp = 18;
-
-std::string hex(uint32_t value)
-{
-    char text[16];
-    std::snprintf(text, sizeof text, "0x%08X", unsigned(value));
-    return text;
-}
 
 // Tcl that reads the registers `regsels` of the halted core into the list _mcuprof_v, the
 // first one's DCRSR write already made: for each, DHCSR (S_REGRDY: the transfer is done; a
@@ -221,7 +215,7 @@ public:
             // Someone else's halt: not ours to end, and not a sample of the running program.
             halted_by_other_ = true;
             halt.ended = TargetEnd{false, "the core was found halted by someone else (DHCSR " +
-                                              hex(OpenocdSampler::parse_word(first.substr(7), tcl_->peer(), "DHCSR")) +
+                                              hex32(OpenocdSampler::parse_word(first.substr(7), tcl_->peer(), "DHCSR")) +
                                               ": a breakpoint, or another debugger): left halted"};
             return halt;
         }

@@ -8,6 +8,7 @@
 
 #include "mcuprof/sources/error.h"
 #include "mcuprof/transport/error.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 
@@ -19,17 +20,10 @@ namespace {
 constexpr const char* tpiu_base = "0xE0040000";
 constexpr const char* our_tpiu = "mcuprof.tpiu";
 
-std::string hex(uint32_t value)
-{
-    char text[16];
-    std::snprintf(text, sizeof text, "0x%08x", unsigned(value));
-    return text;
-}
-
 uint32_t read_word(transport::TclClient& tcl, uint32_t address, const char* name)
 {
     // OpenOCD 0.12's read_memory returns a Tcl list of numbers ("0x1000000").
-    const std::string answer = tcl.eval("read_memory " + hex(address) + " 32 1");
+    const std::string answer = tcl.eval("read_memory " + hex32(address) + " 32 1");
     try {
         size_t used = 0;
         const unsigned long value = std::stoul(answer, &used, 0);
@@ -43,7 +37,7 @@ uint32_t read_word(transport::TclClient& tcl, uint32_t address, const char* name
 
 void write_word(transport::TclClient& tcl, uint32_t address, uint32_t value)
 {
-    tcl.command({"mww", hex(address), hex(value)});
+    tcl.command({"mww", hex32(address), hex32(value)});
 }
 
 std::vector<std::string> words_of(const std::string& text)
@@ -155,8 +149,8 @@ SwoSetupResult set_up_swo(transport::TclClient& tcl, const SwoSetupOptions& opti
         write_word(tcl, demcr, demcr_before);
         throw Error(tcl.peer(), result.tpiu + " enable",
                     "OpenOCD cannot start the SWO capture: " + openocd_message(e) +
-                        " (DWT and ITM were set up, read back as DEMCR " + hex(result.demcr) + " ITM_TCR " +
-                        hex(result.itm_tcr) + " DWT_CTRL " + hex(result.dwt_ctrl) +
+                        " (DWT and ITM were set up, read back as DEMCR " + hex32(result.demcr) + " ITM_TCR " +
+                        hex32(result.itm_tcr) + " DWT_CTRL " + hex32(result.dwt_ctrl) +
                         ", then restored as they were; the probe and the part must support SWO, see docs/swo.md)");
     }
     return result;

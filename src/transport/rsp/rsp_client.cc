@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "mcuprof/transport/error.h"
+#include "mcuprof/transport/rsp_packet.h"
 
 namespace mcuprof::transport {
 
@@ -10,13 +11,6 @@ using rsp::Frame;
 namespace {
 
 constexpr int max_retransmits = 3;
-
-std::string hex32(uint32_t value)
-{
-    char text[16];
-    std::snprintf(text, sizeof text, "%x", value);
-    return text;
-}
 
 bool is_stop_reply(const std::string& p)
 {
@@ -283,7 +277,7 @@ std::vector<uint32_t> RspClient::read_registers(const std::vector<std::string>& 
     }
     std::vector<std::string> also;
     for (const auto& [address, length] : reads)
-        also.push_back("m" + hex32(address) + "," + hex32(length));
+        also.push_back("m" + rsp::number_to_hex(address) + "," + rsp::number_to_hex(length));
     std::vector<std::string> replies;
     const std::vector<std::string> registers = read_register_bytes(names, also, &replies);
     memory.clear();
@@ -326,7 +320,7 @@ std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::s
         if (in_g(r))
             use_g = true;
         else
-            requests.push_back("p" + hex32(r->number));
+            requests.push_back("p" + rsp::number_to_hex(r->number));
     }
     if (use_g)
         requests.insert(requests.begin(), "g");
@@ -347,10 +341,10 @@ std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::s
         std::string hex;
         if (use_g && r->g_offset + width <= *g_length_)
             hex = replies[0].substr(r->g_offset * 2, width * 2);
-        else if (next_p < replies.size() && requests[next_p] == "p" + hex32(r->number))
+        else if (next_p < replies.size() && requests[next_p] == "p" + rsp::number_to_hex(r->number))
             hex = replies[next_p++];
         else
-            hex = request("p" + hex32(r->number));
+            hex = request("p" + rsp::number_to_hex(r->number));
         std::string bytes;
         if (hex.size() != width * 2 || !rsp::from_hex(hex, bytes))
             protocol_error("register " + r->name, "unreadable value '" + hex.substr(0, 20) + "'");
@@ -364,7 +358,7 @@ void RspClient::write_register(const std::string& name, std::string_view bytes)
     const RegisterInfo* r = target_.find(name);
     if (r == nullptr)
         protocol_error("target description", "no register '" + name + "'");
-    const std::string reply = request("P" + hex32(r->number) + "=" + rsp::to_hex(bytes));
+    const std::string reply = request("P" + rsp::number_to_hex(r->number) + "=" + rsp::to_hex(bytes));
     if (reply != "OK")
         protocol_error("register " + r->name, "write refused ('" + reply.substr(0, 20) + "')");
 }
@@ -381,10 +375,10 @@ std::string RspClient::read_memory(uint32_t address, size_t length)
     std::string data;
     while (data.size() < length) {
         const size_t chunk = std::min(length - data.size(), (packet_size_ - 16) / 2);
-        const std::string reply = request("m" + hex32(address + uint32_t(data.size())) + "," + hex32(uint32_t(chunk)));
+        const std::string reply = request("m" + rsp::number_to_hex(address + uint32_t(data.size())) + "," + rsp::number_to_hex(uint32_t(chunk)));
         std::string bytes;
         if (reply.empty() || reply[0] == 'E' || !rsp::from_hex(reply, bytes) || bytes.empty())
-            protocol_error("memory 0x" + hex32(address + uint32_t(data.size())), "read failed: '" + reply.substr(0, 20) + "'");
+            protocol_error("memory 0x" + rsp::number_to_hex(address + uint32_t(data.size())), "read failed: '" + reply.substr(0, 20) + "'");
         data += bytes;
     }
     return data;
@@ -393,23 +387,23 @@ std::string RspClient::read_memory(uint32_t address, size_t length)
 void RspClient::write_memory(uint32_t address, std::string_view bytes)
 {
     const std::string reply =
-        request("M" + hex32(address) + "," + hex32(uint32_t(bytes.size())) + ":" + rsp::to_hex(bytes));
+        request("M" + rsp::number_to_hex(address) + "," + rsp::number_to_hex(uint32_t(bytes.size())) + ":" + rsp::to_hex(bytes));
     if (reply != "OK")
-        protocol_error("memory 0x" + hex32(address), "write failed: '" + reply.substr(0, 20) + "'");
+        protocol_error("memory 0x" + rsp::number_to_hex(address), "write failed: '" + reply.substr(0, 20) + "'");
 }
 
 void RspClient::insert_breakpoint(uint32_t address)
 {
-    const std::string reply = request("Z0," + hex32(address) + ",2");
+    const std::string reply = request("Z0," + rsp::number_to_hex(address) + ",2");
     if (reply != "OK")
-        protocol_error("breakpoint 0x" + hex32(address), "refused ('" + reply.substr(0, 20) + "')");
+        protocol_error("breakpoint 0x" + rsp::number_to_hex(address), "refused ('" + reply.substr(0, 20) + "')");
 }
 
 void RspClient::remove_breakpoint(uint32_t address)
 {
-    const std::string reply = request("z0," + hex32(address) + ",2");
+    const std::string reply = request("z0," + rsp::number_to_hex(address) + ",2");
     if (reply != "OK")
-        protocol_error("breakpoint 0x" + hex32(address), "removal refused ('" + reply.substr(0, 20) + "')");
+        protocol_error("breakpoint 0x" + rsp::number_to_hex(address), "removal refused ('" + reply.substr(0, 20) + "')");
 }
 
 std::string RspClient::monitor(const std::string& command)

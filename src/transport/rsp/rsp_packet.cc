@@ -99,6 +99,13 @@ std::optional<Frame> FrameReader::next()
     return std::nullopt;
 }
 
+std::string number_to_hex(uint32_t value)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "%x", unsigned(value));
+    return text;
+}
+
 std::string to_hex(std::string_view bytes)
 {
     static const char digits[] = "0123456789abcdef";

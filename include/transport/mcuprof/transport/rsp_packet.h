@@ -42,6 +42,8 @@ private:
 std::string decode_payload(std::string_view raw);
 
 std::string to_hex(std::string_view bytes);
+// A number in a packet: bare lower-case hex digits without leading zeros ("m8000190,4").
+std::string number_to_hex(uint32_t value);
 // False when the text is not an even number of hex digits.
 bool from_hex(std::string_view hex, std::string& bytes);
 // A little-endian target word from its hex image ("90010008" -> 0x08000190).
