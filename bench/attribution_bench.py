@@ -11,11 +11,10 @@ import argparse
 import os
 import random
 import re
-import subprocess
 import sys
-import time
 
 from elf_symbols import nm_symbols
+from timing import median_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "peers", "prof75a.py"))
@@ -38,18 +37,6 @@ def make_dump(elf, samples, path):
         out.write("end\n")
 
 
-def timed(command, runs):
-    """Median wall time of `runs` runs (the machine is shared: one run can be unlucky)."""
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if result.returncode != 0:
-            sys.exit("bench: %s failed: %s" % (command[0], result.stderr.strip()))
-    return sorted(times)[len(times) // 2], result.stdout
-
-
 def counts_from_text(text, pattern):
     return {m.group(2): round(float(m.group(1))) for m in re.finditer(pattern, text, re.M)}
 
@@ -70,8 +57,8 @@ def main():
         make_dump(args.elf, args.samples, dump)
     size_mb = os.path.getsize(dump) / 1e6
 
-    ours_s, ours = timed([args.mcuprof, "report", dump, "--elf", args.elf], args.runs)
-    peer_s, peer = timed([sys.executable, PEER, dump, args.elf], args.runs)
+    ours_s, ours = median_run([args.mcuprof, "report", dump, "--elf", args.elf], args.runs)
+    peer_s, peer = median_run([sys.executable, PEER, dump, args.elf], args.runs)
 
     mine = counts_from_text(ours, r"^\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+(\S+)$")
     theirs = counts_from_text(peer, r"^\s+[\d.]+ %\s+([\d.]+)\s+(\S+)$")

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import qemu_runner
+from timing import median_run
 
 REPO = Path(__file__).resolve().parent.parent
 FILES, FUNCTIONS, TYPES = 60, 64, 360   # about 22 MB of DWARF, 0.8 MB of code
@@ -136,17 +137,6 @@ def probe_address(elf: Path) -> int:
         if len(parts) == 3 and parts[2] == PROBE:
             return int(parts[0], 16) + 8   # inside the loop, in inlined code
     sys.exit(f"bench: no {PROBE} in {elf}")
-
-
-def median_run(command: list[str], runs: int) -> tuple[float, str]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if result.returncode != 0:
-            sys.exit("bench: %s failed: %s" % (" ".join(command), result.stderr.strip()))
-    return sorted(times)[len(times) // 2], result.stdout
 
 
 def main():

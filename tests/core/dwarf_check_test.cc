@@ -67,6 +67,18 @@ std::string check(const std::string& info, const std::string& abbrev = abbreviat
     }
 }
 
+// The error a call throws, or `none`.
+template <typename Call>
+std::string error_of(Call&& call, const std::string& none = "no error")
+{
+    try {
+        call();
+    } catch (const Error& error) {
+        return error.what();
+    }
+    return none;
+}
+
 std::string with_byte(std::string bytes, size_t offset, unsigned value)
 {
     return bytes.replace(offset, 1, 1, char(value));
@@ -191,14 +203,7 @@ TEST_CASE("dwarf check: the ELFs whose block lengths made LLVM 14 read past its 
     const std::pair<std::string, std::string> cases[] = {
         {"block2_length_past_unit_llvm14_overread.elf", "a DW_FORM_block2 value of 0x3501 bytes"},
         {"block4_length_far_past_section_segv.elf", "a DW_FORM_block4 value of 0x40000000 bytes"}};
-    auto message = [](auto&& load) -> std::string {
-        try {
-            load();
-        } catch (const Error& error) {
-            return error.what();
-        }
-        return "no error";
-    };
+    auto message = [](auto&& load) { return error_of(load); };
     for (const auto& [name, value] : cases) {
         const std::string elf = corpus + name;
         INFO(elf);
@@ -232,14 +237,7 @@ TEST_CASE("dwarf check: a unit's entries are checked when it is read, with the u
     sections.abbreviations = abbreviation_table;
     const std::string two = unit() + corrupt;
     sections.units.push_back({".debug_info", two, false});
-    auto problem = [](auto&& check) -> std::string {
-        try {
-            check();
-        } catch (const Error& error) {
-            return error.what();
-        }
-        return "";
-    };
+    auto problem = [](auto&& check) { return error_of(check, ""); };
     const std::string second = "fw.elf, .debug_info at 0x28: a DW_FORM_exprloc value of 0x40 bytes runs past the end "
                                "of the unit at 0x18 (0x30)";
     {
