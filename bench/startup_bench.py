@@ -17,7 +17,7 @@ answers are compared before any figure is printed:
   first sample, as an upper bound (connect, the firmware check, one halt, the profile);
   the QEMU start is outside the timing.
 
-Each figure is the median of --runs runs; the ratios are to llvm-symbolizer (goal: at most 2).
+Each figure is the median of --runs runs, the commands taking turns; the ratios are to llvm-symbolizer (goal: at most 2).
 Benchmarks report figures; they assert nothing (the tests do that)."""
 import argparse
 import os
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import qemu_runner
-from timing import median_run
+from timing import interleaved_medians
 
 REPO = Path(__file__).resolve().parent.parent
 FILES, FUNCTIONS, TYPES = 60, 64, 360   # about 22 MB of DWARF, 0.8 MB of code
@@ -154,10 +154,13 @@ def main():
     dump = work / "one.txt"
     dump.write_text(f"prof raw n=1\np {address:08x}\nend\n")
 
-    symbolizer_s, symbolized = median_run(["llvm-symbolizer-19", f"--obj={elf}", hex(address)], args.runs)
-    addr2line_s, located = median_run(["addr2line", "-f", "-i", "-e", str(elf), hex(address)], args.runs)
-    report_s, reported = median_run([mcuprof, "report", str(dump), "--elf", str(elf)], args.runs)
-    by_line_s, by_line = median_run([mcuprof, "report", str(dump), "--elf", str(elf), "--by", "line"], args.runs)
+    timed = interleaved_medians({
+        "symbolizer": ["llvm-symbolizer-19", f"--obj={elf}", hex(address)],
+        "addr2line": ["addr2line", "-f", "-i", "-e", str(elf), hex(address)],
+        "report": [mcuprof, "report", str(dump), "--elf", str(elf)],
+        "by line": [mcuprof, "report", str(dump), "--elf", str(elf), "--by", "line"]}, args.runs)
+    (symbolizer_s, symbolized), (addr2line_s, located) = timed["symbolizer"], timed["addr2line"]
+    (report_s, reported), (by_line_s, by_line) = timed["report"], timed["by line"]
 
     # The same answer from all: the function the address lies in (the outermost frame, the
     # last name each peer prints) and the innermost line.
