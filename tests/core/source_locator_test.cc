@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -68,8 +69,11 @@ namespace {
 std::map<uint32_t, std::vector<std::string>> addr2line_chains(const std::string& elf, const std::vector<uint32_t>& at)
 {
     std::string command = "arm-none-eabi-addr2line -a -i -e " + elf;
-    for (uint32_t a : at)
-        command += " " + std::to_string(a);
+    char hex[16];
+    for (uint32_t a : at) {
+        std::snprintf(hex, sizeof hex, " 0x%x", a);
+        command += hex;
+    }
     std::map<uint32_t, std::vector<std::string>> chains;
     std::istringstream out(tool_output(command));
     uint32_t address = 0;
@@ -91,19 +95,15 @@ std::string base_line(const std::string& place)
 
 TEST_CASE("source locator: inlined functions are told apart by their abstract origin, as addr2line places them")
 {
-    // cxx_o2_m4's main inlines two std::sort instances whose DWARF names print alike, and the
-    // lambdas each hands its comparison to: every lambda's operator() has the one DWARF name
-    // "operator()". Each must be a function of its own.
+    // cxx_o2_m4's main inlines two std::sort instances whose DWARF names print alike, and
+    // the sorting code inlines the lambdas each hands its comparison to: every lambda's
+    // operator() has the one DWARF name "operator()". Each must be a function of its own.
     const std::string elf = std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf";
     const Firmware image = Firmware::open(elf);
-    const Function* main_function = nullptr;
+    std::vector<uint32_t> addresses;   // every function's code
     for (const Function& f : image.symbols().functions())
-        if (f.name == "main")
-            main_function = &f;
-    REQUIRE(main_function != nullptr);
-    std::vector<uint32_t> addresses;
-    for (uint32_t a = main_function->start; a < main_function->start + main_function->size; a += 2)
-        addresses.push_back(a);
+        for (uint32_t a = f.start; a < f.start + f.size; a += 2)
+            addresses.push_back(a);
     const auto oracle = addr2line_chains(elf, addresses);
 
     SourceLocator locator(image);
@@ -114,7 +114,9 @@ TEST_CASE("source locator: inlined functions are told apart by their abstract or
         const auto& frames = locator.frames(a);
         const std::vector<std::string>& expected = oracle.at(a);
         CAPTURE(a);
-        if (frames.empty() || frames.front().file.empty())
+        // Compiled code only: addr2line reads libgcc's assembly (.S) differently, its symbols
+        // as frames.
+        if (frames.empty() || frames.front().file.empty() || frames.back().file.ends_with(".S"))
             continue;
         // The same chain, frame for frame, as addr2line's.
         REQUIRE(frames.size() == expected.size());
