@@ -688,7 +688,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     if (locator != nullptr && options.by == Grouping::function && !options.inline_frames) {
         for (Row& row : profile.rows)
             if (row.address)
-                row.location = SourceLocator::line_of(locator->frames(*row.address));
+                row.location = locator->line_at(*row.address);
     }
     add_warnings(profile, samples, symbols, options, stripped);
     return profile;

@@ -235,6 +235,18 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
     return cache_.emplace(address, std::move(chain)).first->second;
 }
 
+std::string SourceLocator::line_at(uint32_t address)
+{
+    if (auto cached = cache_.find(address); cached != cache_.end())
+        return line_of(cached->second);
+    const llvm::DILineInfo line = impl_->dwarf->getLineInfoForAddress(
+        {address, llvm::object::SectionedAddress::UndefSection},
+        llvm::DILineInfoSpecifier(FileLineInfoKind::AbsoluteFilePath, llvm::DINameKind::None));
+    if (line.FileName == llvm::DILineInfo::BadString || line.Line == 0)
+        return {};
+    return line.FileName + ":" + std::to_string(line.Line);
+}
+
 std::string SourceLocator::line_of(const std::vector<SourceFrame>& frames)
 {
     if (frames.empty() || frames.front().file.empty())

@@ -41,6 +41,9 @@ public:
 
     // "file:line" of the innermost frame, or empty.
     static std::string line_of(const std::vector<SourceFrame>& frames);
+    // The same for an address, from the line table alone: no function is named, so the
+    // DWARF of the image is not read whole for the labels of inlined functions (frames()).
+    std::string line_at(uint32_t address);
 
 private:
     struct Impl;
