@@ -15,6 +15,7 @@
 #include "firmware_object.h"
 #include "mcuprof/core/demangle.h"
 #include "mcuprof/core/firmware.h"
+#include "mcuprof/core/symbols.h"
 
 namespace mcuprof::core {
 namespace {
@@ -100,6 +101,7 @@ struct SourceLocator::Impl {
     // again, so what is read is what was checked (and no separate debug file is looked for).
     const llvm::object::ObjectFile* object = nullptr;
     std::unique_ptr<llvm::DWARFContext> dwarf;
+    const SymbolTable* symbols = nullptr;   // the image's: the outermost frame's name
 
     // Labels of inlined functions, by the abstract instance's DIE offset. Built on the first
     // inlined frame (a profile without inline chains never reads all of the DWARF).
@@ -182,6 +184,7 @@ SourceLocator::SourceLocator(const Firmware& firmware) : impl_(std::make_unique<
     // finds odd after that check reads as missing information.
     firmware.check_dwarf();
     impl_->object = &object_of(firmware);
+    impl_->symbols = &firmware.symbols();
     auto ignore = [](llvm::Error error) { llvm::consumeError(std::move(error)); };
     impl_->dwarf = llvm::DWARFContext::create(*impl_->object, llvm::DWARFContext::ProcessDebugRelocations::Process,
                                               nullptr, "", ignore, ignore);
@@ -220,9 +223,16 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
             out.symbol = frame.FunctionName;
             out.function = demangle(out.symbol);
         }
-        if (i + 1 < info.getNumberOfFrames() && dies.size() == info.getNumberOfFrames())
-            if (std::string label = impl_->label(dies[i]); !label.empty())
-                out.function = std::move(label);
+        if (i + 1 < info.getNumberOfFrames()) {
+            if (dies.size() == info.getNumberOfFrames())
+                if (std::string label = impl_->label(dies[i]); !label.empty())
+                    out.function = std::move(label);
+        } else if (const Function* f = impl_->symbols->find(address)) {
+            // The function the code belongs to is the symbol's, as every output names it (and
+            // as LLVM's symbolizer did): code with a line table but no DIE (assembly) has it too.
+            out.function = f->name;
+            out.symbol = f->symbol;
+        }
         if (frame.FileName != llvm::DILineInfo::BadString && frame.Line != 0) {
             out.file = frame.FileName;
             out.line = frame.Line;
