@@ -345,6 +345,10 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
                 const std::vector<SourceFrame>* frames =
                     options.inline_frames && locator != nullptr ? &locator->frames(address) : nullptr;
                 holders.emplace_back(function_name(f, frames), options.inline_frames ? nullptr : f);
+                // The functions the innermost one is inlined into are on the stack too.
+                if (frames != nullptr && f != nullptr)
+                    for (size_t i = 1; i < frames->size(); ++i)
+                        holders.emplace_back(i + 1 == frames->size() ? f->name : (*frames)[i].function, nullptr);
             }
         }
         std::sort(holders.begin(), holders.end());
