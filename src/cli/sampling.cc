@@ -91,7 +91,7 @@ void check_sampling_options(const CommandLine& line, const SamplingOptions& o)
     line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
     if (!o.openocd.empty())
         openocd_endpoint(o.openocd);   // a usage error now, not at the link
-    line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST:PORT --mode pcsr");
+    line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST[:PORT] --mode pcsr");
     line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
                    "halting at wall-clock pacing (--pace wall, --mode halt)");
     line.not_with({"stacks"}, o.mode == "pcsr", "--mode pcsr: it needs halts (--mode halt)");

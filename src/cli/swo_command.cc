@@ -19,7 +19,7 @@ namespace mcuprof::cli {
 namespace {
 
 const char* const swo_usage =
-    "usage: mcuprof swo --openocd HOST:PORT --elf ELF --cpu-hz F [--swo-hz F]\n"
+    "usage: mcuprof swo --openocd HOST[:PORT] --elf ELF --cpu-hz F [--swo-hz F]\n"
     "                   [--rate R] [options]\n\n"
     "Turns on the DWT's periodic PC sampling over SWO with no firmware change: writes\n"
     "DEMCR.TRCENA, the ITM (unlocked, ITMENA, SYNCENA, DWTENA, TraceBusID 1) and\n"

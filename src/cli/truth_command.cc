@@ -43,7 +43,13 @@ int truth_command(const Arguments& args)
         const auto session = record_in_qemu(qemu, options.elf, 200'000'000);
         // The counts the report names: the census kept (--census), else the session's own.
         options.input = qemu.census.empty() ? session->recorded().counts_path : qemu.census;
-        write_profile(sources::read_truth(options.input), options, firmware);
+        core::SampleSet census = sources::read_truth(options.input);
+        // Without --census the session's counts file is a temporary one, gone when the session
+        // ends: the report names the run that made it instead.
+        if (qemu.census.empty())
+            census.origin = "exact instruction counts (QEMU truth plugin): truth --qemu " + qemu.machine + " --elf " +
+                            options.elf;
+        write_profile(census, options, firmware);
         return 0;
     }
     options.input = inputs.front();

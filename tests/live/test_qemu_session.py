@@ -128,6 +128,7 @@ class RecordInQemu(unittest.TestCase):
         truth_counts = fwtest.read_counts(self.work / "truth.census")
         self.assertEqual(truth_counts, census)
         self.assertEqual(json.loads(out)["samples"], sum(census.values()))
+        self.assertTrue(json.loads(out)["origin"].endswith(str(self.work / "truth.census")), json.loads(out)["origin"])
 
         n = doc["samples"]
         self.assertGreater(n, 3000 - 5 * math.sqrt(3000))   # about --samples, over the whole run
@@ -173,6 +174,16 @@ class RecordInQemu(unittest.TestCase):
         stacks = fwtest.cli_json("report", str(self.work / "calltree_forever_m4.bin"), "--elf",
                                  str(fwtest.elf_path("calltree_forever_m4")), "--by", "stack")
         self.assertTrue(any(";" in name for name in fwtest.rows(stacks)), "no unwound stacks")
+
+    def test_truth_qemu_without_census_names_the_run_not_a_deleted_file(self):
+        # The session's own counts file is temporary: the report's origin names the run instead.
+        elf = str(fwtest.elf_path("calltree_o2_m4"))
+        truth = Watched("truth", "--qemu", MACHINE, "--elf", elf, "--format", "json")
+        rc, out, err = truth.finish()
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(truth.left_running(), [])
+        origin = json.loads(out)["origin"]
+        self.assertEqual(origin, f"exact instruction counts (QEMU truth plugin): truth --qemu {MACHINE} --elf {elf}")
 
     def test_installed_tool_finds_its_plugin(self):
         # cmake --install puts the plugin in lib/mcuprof; the installed tool finds it from its own path.
