@@ -300,8 +300,8 @@ bool RspTarget::write_register(const std::string& name, uint64_t value)
 
 namespace {
 
-// The special registers the stub reads and writes, with their SYSm numbers.
-// The registers the stub reads, in groups of one run each (six MRS at most): what OpenOCD
+// The special registers the stub reads and writes, with their SYSm numbers, read in groups of
+// one run each (six MRS at most): what OpenOCD
 // reads at every debug entry (REGSEL 17, 18 and 20); ARMv8-M's Non-secure bank, which the
 // Secure state reaches (REGSEL 0x18, 0x19, 0x1E, 0x1F, 0x23's CONTROL); its stack limits.
 struct StubRegister {
