@@ -53,14 +53,16 @@ std::vector<uint32_t> direct_branch_targets(const SymbolTable& code)
 {
     std::vector<uint32_t> targets;
     for (const CodeSection& section : code.code_sections()) {
-        const uint32_t end = section.start + uint32_t(section.bytes.size() & ~size_t(1));
-        for (uint32_t address = section.start & ~1u; address + 2 <= end;) {
-            const uint16_t first = *code.halfword(address);
+        const std::vector<uint8_t>& bytes = section.bytes;
+        auto halfword_at = [&](size_t offset) { return uint16_t(bytes[offset] | bytes[offset + 1] << 8); };
+        for (size_t offset = 0; offset + 2 <= bytes.size();) {
+            const uint16_t first = halfword_at(offset);
             const bool wide = starts_32_bit(first);
-            const std::optional<uint16_t> second = wide && address + 4 <= end ? code.halfword(address + 2) : std::nullopt;
-            if (const std::optional<uint32_t> target = branch_target(address, first, second))
+            const std::optional<uint16_t> second =
+                wide && offset + 4 <= bytes.size() ? std::optional<uint16_t>(halfword_at(offset + 2)) : std::nullopt;
+            if (const std::optional<uint32_t> target = branch_target(section.start + uint32_t(offset), first, second))
                 targets.push_back(*target);
-            address += wide ? 4 : 2;
+            offset += wide ? 4 : 2;
         }
     }
     std::sort(targets.begin(), targets.end());

@@ -10,6 +10,7 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/exidx.h"
+#include "mcuprof/core/symbols.h"
 #include "mcuprof/core/thumb_code.h"
 #include "tool_output.h"
 #include "mcuprof/core/unwinder.h"
@@ -811,4 +812,15 @@ TEST_CASE("thumb code: the direct branch targets are every bl target objdump sho
         CHECK(std::binary_search(targets.begin(), targets.end(), uint32_t(std::stoul(target, nullptr, 16))));
     }
     CHECK(calls >= 15);
+}
+
+TEST_CASE("thumb code: a code section at the top of the address space, or odd-sized, is swept without reading past it")
+{
+    // A BL at 0xFFFFFFFC whose target wraps, and a lone halfword that starts a 32-bit
+    // instruction at the end of a section.
+    CodeSection top{".text", 0xFFFFFFFCu, 4, {0x00, 0xF0, 0x00, 0xF8}};
+    CodeSection cut{".text2", 0x08000000u, 3, {0x00, 0xF0, 0x00}};
+    const SymbolTable code = SymbolTable::from({}, {top, cut});
+    const std::vector<uint32_t> targets = direct_branch_targets(code);
+    CHECK(targets == std::vector<uint32_t>{0x00000000u});   // 0xFFFFFFFC + 4 + 0, modulo 2^32
 }
