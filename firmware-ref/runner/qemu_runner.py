@@ -26,6 +26,7 @@ reaped on every path: normal exit, exception, timeout (the context manager kills
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import json
 import os
@@ -144,6 +145,12 @@ def _listening(port: int, pid: Optional[int] = None) -> bool:
     return False
 
 
+def census_window(before: dict[int, int], after: dict[int, int]) -> dict[int, int]:
+    """The census of the window between two snapshots: what ran after `before`, by address."""
+    window = {address: count - before.get(address, 0) for address, count in after.items()}
+    return {address: count for address, count in window.items() if count > 0}
+
+
 # ---------------------------------------------------------------- the run
 
 
@@ -164,6 +171,10 @@ class QemuRun:
       qmp         True: QMP on a free port (q.qmp_port; q.qmp(...) sends commands)
       singlestep  one guest instruction per translation block (-singlestep on QEMU 7.2,
                   -accel tcg,one-insn-per-tb=on from 8.1: one_insn_per_tb_args)
+      uniform_cost_ns   the truth plugin's uniform-cost mode (needs truth): every instruction
+                  takes this much host time, so wall-clock samples are proportional to
+                  instructions, and census snapshots can be asked for (snapshot()); implies
+                  singlestep (firmware-ref/truth/truth.c)
       record / replay   path of a record/replay log (-icount ...,rr=record|replay,rrfile=)
       icount_shift      default 0
       timeout     seconds for wait() when it is given none; also the hard bound of the run
@@ -178,7 +189,7 @@ class QemuRun:
                  plugin: Optional[str | os.PathLike] = None,
                  truth_args: Sequence[str] = (),
                  gdb: bool | int = False, halted: bool = False, qmp: bool = False,
-                 singlestep: bool = False,
+                 singlestep: bool = False, uniform_cost_ns: Optional[int] = None,
                  record: Optional[str | os.PathLike] = None,
                  replay: Optional[str | os.PathLike] = None,
                  icount_shift: int = 0, semihosting: bool = True,
@@ -212,7 +223,15 @@ class QemuRun:
             self.gdb_port = gdb if isinstance(gdb, int) and not isinstance(gdb, bool) else free_port()
         self.qmp_port: Optional[int] = free_port() if qmp else None
         self.halted = halted
-        self.singlestep = singlestep
+        self.singlestep = singlestep or uniform_cost_ns is not None
+        self.snapshot_fifo: Optional[Path] = None
+        if uniform_cost_ns is not None:
+            if self.truth_path is None:
+                raise QemuError("uniform_cost_ns needs the truth plugin (truth=PATH)")
+            self.snapshot_fifo = self.workdir / "snapshots.fifo"
+            os.mkfifo(self.snapshot_fifo)
+            self.truth_args += [f"cost={int(uniform_cost_ns)}", f"snapshots={self.snapshot_fifo}"]
+        self._snapshots = 0
         self.record = Path(record) if record else None
         self.replay = Path(replay) if replay else None
         self.icount_shift = icount_shift
@@ -392,6 +411,41 @@ class QemuRun:
         for f in (getattr(self, "_stdout", None), getattr(self, "_stderr", None)):
             if f is not None and not f.closed:
                 f.close()
+
+    # ---- census snapshots (uniform-cost mode)
+
+    def snapshot(self, timeout: float = 60.0) -> dict[int, int]:
+        """The exact count of every instruction executed so far, {address: count}, taken by the
+        plugin between two instructions. The vCPU must be running: a halted one serves the
+        request when it runs again. The difference of two snapshots is the census of the window
+        between them."""
+        if self.snapshot_fifo is None:
+            raise QemuError("snapshot() needs uniform_cost_ns")
+        self._snapshots += 1
+        path = self.workdir / f"snapshot-{self._snapshots}.txt"
+        # O_NONBLOCK | O_WRONLY fails at once (ENXIO) when QEMU has not opened the pipe yet.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fd = os.open(self.snapshot_fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                if e.errno != errno.ENXIO or time.monotonic() > deadline or not self.running():
+                    raise QemuError(f"cannot ask for a snapshot: {e}") from e
+                time.sleep(0.05)
+        try:
+            os.write(fd, f"{path}\n".encode())
+        finally:
+            os.close(fd)
+        while not path.exists():
+            if time.monotonic() > deadline or not self.running():
+                raise QemuError(f"the truth plugin wrote no snapshot {path} within {timeout} s")
+            time.sleep(0.01)
+        counts: dict[int, int] = {}
+        for line in path.read_text().splitlines():
+            address, count = line.split()
+            counts[int(address, 16)] = int(count)
+        return counts
 
     # ---- output
 

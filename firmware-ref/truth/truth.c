@@ -26,6 +26,29 @@
  * no task. taskfile lines, sorted by task then address:
  *   0x200001a0 0x080002b4 3504    (control block, address, count; "none" before any task)
  *
+ * Uniform-cost mode makes wall-clock time proportional to instructions, so that a sampler
+ * that halts or reads the PC at wall-clock instants (gdbstub, OpenOCD through the vprobe) can
+ * be held against an exact count:
+ *
+ *   -plugin libtruth.so,outfile=counts.txt,cost=500,snapshots=requests.fifo
+ *
+ * cost=NS: a callback before every instruction waits until NS host nanoseconds have passed
+ * since the previous instruction's turn, so each instruction occupies the same host time. The
+ * turns are kept on a running deadline: an instruction that QEMU itself takes longer than NS
+ * to emulate (an I/O access, a translation) borrows from the next ones, so the time stays
+ * proportional over a run; a pause longer than PAUSE_NS (the vCPU stopped by a debugger's
+ * halt, or the host running something else) starts the deadline afresh instead of being
+ * caught up in a burst. Best with one instruction per translation block (-singlestep or
+ * -accel tcg,one-insn-per-tb=on), where QEMU checks for a halt request between instructions.
+ *
+ * snapshots=FIFO: a named pipe (made by the requester) from which the plugin reads, between two
+ * instructions, lines that each name a file; it writes there the counts so far, in outfile's
+ * format (and in task mode the task lines so far to FILE.tasks), first to FILE.part and then
+ * renamed, so a file that exists is whole. The difference of two snapshots is the exact count
+ * of the window between them, to within the instruction being executed when each was taken.
+ * A halted vCPU runs no instructions: a request made while it is halted is served when it
+ * runs again.
+ *
  * One plugin serves QEMU 7.2 (plugin API 1) and QEMU 10 (API 4): this file is the counting,
  * free of QEMU's types; truth_api1.c and truth_api4.c are the glue, each compiled against its
  * API's own qemu-plugin.h (third_party/qemu-plugin/, from Debian's QEMU source packages), so
@@ -38,6 +61,8 @@
  * retranslates with instruction instrumentation off (CF_MEMI_ONLY), so nothing is counted
  * twice. The guest has one vCPU, so the non-atomic add is exact too.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,6 +70,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "truth.h"
 
@@ -139,6 +166,66 @@ static struct counter *counter_for(uint64_t addr)
     return c;
 }
 
+/* ---- uniform cost and snapshots ---- */
+enum { PAUSE_NS = 20000 };   /* longer than any instruction QEMU emulates; shorter than a halt */
+enum { POLL_EVERY = 4096 };  /* instructions between two looks at the snapshot pipe */
+static uint64_t cost_ns;
+static uint64_t deadline_ns;
+static int snapshot_fd = -1;
+static char *snapshot_fifo;
+static uint64_t until_poll;
+static char request[4096];
+static size_t request_len;
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void write_snapshot(const char *path);
+
+/* Reads what the pipe holds without waiting; serves each whole line. */
+static void poll_snapshot_requests(void)
+{
+    for (;;) {
+        ssize_t got = read(snapshot_fd, request + request_len, sizeof request - 1 - request_len);
+        if (got <= 0)
+            return;   /* 0: no writer now; -1 with EAGAIN: nothing written yet */
+        request_len += (size_t)got;
+        char *line_end;
+        while ((line_end = memchr(request, '\n', request_len)) != NULL) {
+            *line_end = '\0';
+            if (line_end != request)
+                write_snapshot(request);
+            size_t used = (size_t)(line_end - request) + 1;
+            memmove(request, line_end + 1, request_len - used);
+            request_len -= used;
+        }
+        if (request_len == sizeof request - 1) {
+            fprintf(stderr, "truth: a snapshot request of over %zu bytes: dropped\n", sizeof request - 1);
+            request_len = 0;
+        }
+    }
+}
+
+void truth_before_each(void)
+{
+    if (snapshot_fd >= 0 && until_poll-- == 0) {
+        until_poll = POLL_EVERY;
+        poll_snapshot_requests();
+    }
+    if (cost_ns == 0)
+        return;
+    uint64_t now = now_ns();
+    if (now > deadline_ns + PAUSE_NS)
+        deadline_ns = now;   /* after a pause: start afresh, no burst to catch up */
+    deadline_ns += cost_ns;
+    while (now < deadline_ns)
+        now = now_ns();
+}
+
 /* ---- task mode ---- */
 enum { MAX_POINTS = 8 };
 static char *task_path;
@@ -203,6 +290,8 @@ void truth_instrument(void *insn, uint64_t addr)
     if (listed(tcb_loads, n_tcb_loads, addr))
         api->call_on_load(insn);
     api->count_each(insn, c);
+    if (cost_ns != 0 || snapshot_fd >= 0)
+        api->call_before_each(insn);
 }
 
 static int by_address(const void *a, const void *b)
@@ -212,23 +301,31 @@ static int by_address(const void *a, const void *b)
     return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
-void truth_write(void)
+/* The counters executed at least once, sorted by address; NULL when out of memory. */
+static struct counter **executed(size_t *n)
 {
     struct counter **list = malloc((n_counters ? n_counters : 1) * sizeof *list);
     if (list == NULL)
-        return;
-    size_t n = 0;
+        return NULL;
+    *n = 0;
     for (struct slab *s = slabs; s != NULL; s = s->next)
         for (size_t k = 0; k < s->used; k++)
             if (*s->items[k].count != 0) /* translated but never executed: leave out */
-                list[n++] = &s->items[k];
-    qsort(list, n, sizeof *list, by_address);
+                list[(*n)++] = &s->items[k];
+    qsort(list, *n, sizeof *list, by_address);
+    return list;
+}
 
+/* The "0xADDR COUNT" lines to path, or through QEMU's log when path is NULL. */
+static void write_counts(const char *path, struct counter **list, size_t n)
+{
     FILE *f = NULL;
-    if (out_path != NULL) {
-        f = fopen(out_path, "w");
-        if (f == NULL)
-            fprintf(stderr, "truth: cannot write %s\n", out_path);
+    if (path != NULL) {
+        f = fopen(path, "w");
+        if (f == NULL) {
+            fprintf(stderr, "truth: cannot write %s\n", path);
+            return;
+        }
     }
     char line[64];
     for (size_t k = 0; k < n; k++) {
@@ -240,27 +337,82 @@ void truth_write(void)
     }
     if (f != NULL)
         fclose(f);
+}
 
+/* The task lines so far: everything counted since the last switch goes to the running task. */
+static void write_tasks(const char *path, struct counter **list, size_t n)
+{
+    split_counts(NULL, 0);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "truth: cannot write %s\n", path);
+        return;
+    }
+    for (size_t t = 0; t < n_tasks; t++)
+        for (size_t k = 0; k < n; k++)
+            if (list[k]->by_task[t] != 0) {
+                if (t == 0)
+                    fprintf(f, "none");
+                else
+                    fprintf(f, "0x%08" PRIx64, tasks[t]);
+                fprintf(f, " 0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, list[k]->by_task[t]);
+            }
+    fclose(f);
+}
+
+/* A snapshot: written under FILE.part, then renamed, so that FILE appears whole. */
+static void write_snapshot(const char *path)
+{
+    size_t n = 0;
+    struct counter **list = executed(&n);
+    size_t len = strlen(path);
+    char *part = malloc(len + sizeof ".tasks.part");
+    if (list == NULL || part == NULL) {
+        fprintf(stderr, "truth: out of memory for the snapshot %s\n", path);
+        free(list);
+        free(part);
+        return;
+    }
     if (task_path != NULL) {
-        split_counts(NULL, 0);
-        f = fopen(task_path, "w");
-        if (f == NULL)
-            fprintf(stderr, "truth: cannot write %s\n", task_path);
-        for (size_t t = 0; f != NULL && t < n_tasks; t++)
-            for (size_t k = 0; k < n; k++)
-                if (list[k]->by_task[t] != 0) {
-                    if (t == 0)
-                        fprintf(f, "none");
-                    else
-                        fprintf(f, "0x%08" PRIx64, tasks[t]);
-                    fprintf(f, " 0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, list[k]->by_task[t]);
-                }
-        if (f != NULL)
-            fclose(f);
+        char *tasks_file = malloc(len + sizeof ".tasks");
+        if (tasks_file != NULL) {
+            snprintf(part, len + sizeof ".tasks.part", "%s.tasks.part", path);
+            snprintf(tasks_file, len + sizeof ".tasks", "%s.tasks", path);
+            write_tasks(part, list, n);
+            if (rename(part, tasks_file) != 0)
+                fprintf(stderr, "truth: cannot rename %s to %s\n", part, tasks_file);
+            free(tasks_file);
+        }
+    }
+    snprintf(part, len + sizeof ".tasks.part", "%s.part", path);
+    write_counts(part, list, n);
+    if (rename(part, path) != 0)
+        fprintf(stderr, "truth: cannot rename %s to %s\n", part, path);
+    free(part);
+    free(list);
+}
+
+void truth_write(void)
+{
+    size_t n = 0;
+    struct counter **list = executed(&n);
+    if (list == NULL)
+        return;
+    write_counts(out_path, list, n);
+    if (task_path != NULL) {
+        write_tasks(task_path, list, n);
         if (too_many_tasks)
             fprintf(stderr, "truth: more than %d tasks: the rest counted as none\n", MAX_TASKS - 1);
     }
     free(list);
+}
+
+static bool parse_count(const char *text, uint64_t *value)
+{
+    char *end = NULL;
+    errno = 0;
+    *value = strtoull(text, &end, 10);
+    return end != text && *end == '\0' && errno == 0 && *value <= 1000000000u; /* at most 1 s an instruction */
 }
 
 static bool add_point(uint64_t *list, size_t *n, const char *text)
@@ -281,17 +433,28 @@ int truth_start(const struct truth_api *chosen, int argc, char **argv)
             out_path = strdup(argv[k] + 8);
         } else if (strncmp(argv[k], "taskfile=", 9) == 0) {
             task_path = strdup(argv[k] + 9);
+        } else if (strncmp(argv[k], "cost=", 5) == 0 && parse_count(argv[k] + 5, &cost_ns)) {
+        } else if (strncmp(argv[k], "snapshots=", 10) == 0) {
+            snapshot_fifo = strdup(argv[k] + 10);
         } else if (strncmp(argv[k], "tcbload=", 8) == 0 && add_point(tcb_loads, &n_tcb_loads, argv[k] + 8)) {
         } else if (strncmp(argv[k], "taskswitch=", 11) == 0 && add_point(task_switches, &n_task_switches, argv[k] + 11)) {
         } else {
             fprintf(stderr, "truth: bad argument '%s' (expected outfile=PATH, taskfile=PATH, tcbload=ADDR, "
-                            "taskswitch=ADDR; at most %d addresses each)\n", argv[k], MAX_POINTS);
+                            "taskswitch=ADDR, at most %d addresses each; cost=NS, snapshots=FIFO)\n", argv[k], MAX_POINTS);
             return -1;
         }
     }
     if (task_path != NULL && (n_tcb_loads == 0 || n_task_switches == 0)) {
         fprintf(stderr, "truth: taskfile= needs tcbload= and taskswitch=\n");
         return -1;
+    }
+    if (snapshot_fifo != NULL) {
+        /* Non-blocking: the open succeeds with no writer yet, and a read never waits. */
+        snapshot_fd = open(snapshot_fifo, O_RDONLY | O_NONBLOCK);
+        if (snapshot_fd < 0) {
+            fprintf(stderr, "truth: cannot open the snapshot pipe %s: %s\n", snapshot_fifo, strerror(errno));
+            return -1;
+        }
     }
     return 0;
 }

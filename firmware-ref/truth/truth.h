@@ -31,6 +31,8 @@ struct truth_api {
     void (*call_before)(void *insn, size_t point);
     /* at translation: truth_tcb_load(address) at each load insn makes */
     void (*call_on_load)(void *insn);
+    /* at translation: truth_before_each() before each execution of insn */
+    void (*call_before_each)(void *insn);
     /* a line of output to QEMU's log (no outfile=) */
     void (*outs)(const char *line);
 };
@@ -41,6 +43,8 @@ int truth_start(const struct truth_api *api, int argc, char **argv);
 void truth_instrument(void *insn, uint64_t addr);
 void truth_tcb_load(uint64_t vaddr);
 void truth_task_switch(size_t point);
+/* Uniform cost and snapshots (cost=, snapshots=): before each execution of every instruction. */
+void truth_before_each(void);
 /* At exit: the counts (and the task file). */
 void truth_write(void);
 

@@ -41,7 +41,7 @@ static void count_each(void *insn, const struct counter *c)
     qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, c->count, 1);
 }
 
-static const struct truth_api api1 = {new_counts, count_each, call_before, call_on_load, on_outs};
+static const struct truth_api api1 = {new_counts, count_each, call_before, call_on_load, call_before_each, on_outs};
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
 {

@@ -37,7 +37,7 @@ static void count_each(void *insn, const struct counter *c)
     qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64, entry, 1);
 }
 
-static const struct truth_api api4 = {new_counts, count_each, call_before, call_on_load, on_outs};
+static const struct truth_api api4 = {new_counts, count_each, call_before, call_on_load, call_before_each, on_outs};
 
 int truth_install_api4(qemu_plugin_id_t id, int argc, char **argv)
 {

@@ -37,6 +37,18 @@ static void call_on_load(void *insn)
     qemu_plugin_register_vcpu_mem_cb(insn, on_tcb_load, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
 }
 
+static void on_before_each(unsigned int vcpu, void *userdata)
+{
+    (void)vcpu;
+    (void)userdata;
+    truth_before_each();
+}
+
+static void call_before_each(void *insn)
+{
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, on_before_each, QEMU_PLUGIN_CB_NO_REGS, NULL);
+}
+
 static void on_outs(const char *line)
 {
     qemu_plugin_outs(line);

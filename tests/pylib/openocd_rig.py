@@ -145,11 +145,18 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.wait(timeout=5)
 
 
+# The truth plugin's uniform-cost mode (docs/firmware-ref.md): 2000 ns of host time an
+# instruction, where 500 ns left QEMU's own work at each timer event a tenth of the time.
+UNIFORM_COST_NS = 2000
+
+
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
-              vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False) -> None:
+              vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
+              uniform_cost_ns: int | None = None) -> None:
     """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
-    OpenOCD on the vprobe, on ports chosen now. Sets on `rig` (whose `work` folder exists):
+    OpenOCD on the vprobe, on ports chosen now; `uniform_cost_ns`: the truth plugin's
+    uniform-cost mode, with census snapshots (rig.qemu.snapshot()). Sets on `rig` (whose `work` folder exists):
     qemu, vprobe, vprobe_log (its stderr lines, read as they come so the pipe never fills),
     vprobe_reader, bitbang_port (the probe's port, either protocol), openocd, openocd_log,
     tcl_port, gdb_port (OpenOCD's, None unless `openocd_gdb`), tcl. What started is stopped by
@@ -163,7 +170,7 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     rig.vprobe_log = []
     stlink = getattr(rig, "stlink_transport", None)
     rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
-                                   uart=None, timeout=600).start()
+                                   uniform_cost_ns=uniform_cost_ns, uart=None, timeout=600).start()
     rig.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
                                    "--stlink-port" if stlink else "--port", "0", *vprobe_options],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
