@@ -178,6 +178,25 @@ class TruthPlugin(unittest.TestCase):
         self.assertEqual(rec, rep)
         self.assertEqual(rec_res.uart, rep_res.uart)
 
+    def test_uniform_cost_changes_no_count_and_snapshots_are_prefixes(self):
+        # Uniform-cost mode (firmware-ref/truth/truth.c) only spends host time: the run and its
+        # census are the same instruction for instruction. A snapshot taken mid-run counts a
+        # prefix of the run: no address more often than the whole run, fewer in all.
+        plain, _ = self.truth("calltree_o2_m4", singlestep=True)
+        final = self.tmp / "uniform.txt"
+        with qemu_runner.QemuRun(elf_path("calltree_o2_m4"), truth=final, plugin=PLUGIN, uart=None,
+                                 uniform_cost_ns=1000, workdir=self.tmp / "uniform", timeout=600) as q:
+            middle = q.snapshot()   # the first may come before the first instruction: empty
+            while not middle:
+                middle = q.snapshot()
+            self.assertEqual(q.wait(), 0)
+        self.assertEqual(read_counts(final), plain)
+        self.assertTrue(middle, "an empty snapshot")
+        self.assertTrue(all(n <= plain.get(address, 0) for address, n in middle.items()), "not a prefix")
+        self.assertLess(sum(middle.values()), sum(plain.values()))
+        window = qemu_runner.census_window(middle, plain)
+        self.assertEqual(sum(window.values()) + sum(middle.values()), sum(plain.values()))
+
 
 if __name__ == "__main__":
     unittest.main()

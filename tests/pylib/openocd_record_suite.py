@@ -16,19 +16,20 @@ import re
 import unittest
 from pathlib import Path
 
-from openocd_rig import (CLI, ELF, OPENOCD, elf_functions, guest_running, require, shut_down_openocd, start_rig,
-                         stop_rig)
+from openocd_rig import (CLI, ELF, OPENOCD, UNIFORM_COST_NS, elf_functions, guest_running, require, shut_down_openocd,
+                         start_rig, stop_rig)
+from qemu_runner import census_window
 
 Z = 4.0
 SAMPLES = {"halt": 200, "pcsr": 1000}
-# Halt mode's mean interval. The binomial bound needs samples that are independent draws
-# from the whole workload: between two samples the guest must run many rounds of it (about
-# 15 000 instructions each), whatever the machine's speed. At the default 1 ms a loaded
-# machine let the single-stepped guest run only a few thousand instructions between halts, and
-# 200 samples covered a few dozen rounds (copy_scale 49 % against 27 % true). 20 ms gives
-# tens of rounds per sample even at a tenth of this machine's idle speed.
-HALT_INTERVAL = ("--interval", "20ms")
+# The rigs run the truth plugin's uniform-cost mode (UNIFORM_COST_NS a guest instruction), and
+# each recording is held against the exact count of its own window (windowed()). The binomial
+# bound needs samples that are independent draws from the workload: the waits are exponential,
+# with a mean of 100 ms (50 000 instructions at most, three rounds of the workload of about
+# 15 000), so the phase of the workload at each halt is random. Between two PCSR batches too.
+HALT_INTERVAL = ("--interval", "100ms")
 PCSR_BATCH = 16
+PCSR_INTERVAL = ("--interval", "100ms")
 
 
 def by_function(counts: dict[int, int], functions: dict[str, tuple[int, int]]) -> dict[str, int]:
@@ -40,6 +41,14 @@ def by_function(counts: dict[int, int], functions: dict[str, tuple[int, int]]) -
                 out[name] = out.get(name, 0) + n
                 break
     return out
+
+
+def windowed(rig, command: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, dict[str, int]]:
+    """Runs `command` against the rig (QEMU at uniform cost) between two census snapshots:
+    its result, and the exact count of its window by function."""
+    before = rig.qemu.snapshot()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return result, by_function(census_window(before, rig.qemu.snapshot()), elf_functions(ELF))
 
 
 def read_truth(path: Path) -> dict[int, int]:
@@ -74,8 +83,7 @@ def beyond_z_se(observed: dict[str, float], truth: dict[str, float], names, n: i
 
 def halt_profile_checks(test: unittest.TestCase, observed: dict[str, float], truth_counts: dict[str, int],
                         samples: int) -> None:
-    """A halting profile of `samples` samples against the truth (-singlestep: close to uniform
-    over instructions). The three hot functions (27-38 % each in the truth, the rest under
+    """A halting profile of `samples` samples against the exact count of its window. The three hot functions (27-38 % each in the truth, the rest under
     2 %) are the truth's three, in any order: 200 samples do not separate shares 6 points
     apart reliably; every function of 5 % or more is within Z standard errors."""
     truth = shares(truth_counts)
@@ -122,17 +130,17 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
     @classmethod
     def _run(cls):
-        truth = cls.work / "truth.txt"
-        start_rig(cls, ELF, truth=truth, singlestep=True)
+        start_rig(cls, ELF, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS)
         tcl_port = cls.tcl_port
 
         cls.results = {}
+        cls.windows = {}
         cls.debug_state = {}
-        for mode, options in (("halt", HALT_INTERVAL), ("pcsr", ("--batch", str(PCSR_BATCH)))):
+        for mode, options in (("halt", HALT_INTERVAL), ("pcsr", ("--batch", str(PCSR_BATCH), *PCSR_INTERVAL))):
             rec = cls.work / f"{mode}.rec"
             before = debug_state(cls.tcl)
-            r = subprocess.run(record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options, rec=rec),
-                               capture_output=True, text=True, timeout=600)
+            r, cls.windows[mode] = windowed(cls, record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options,
+                                                        rec=rec), timeout=600)
             state = cls.tcl.run("[target current] curstate").strip()
             cls.results[mode] = (r, rec, state)
             cls.debug_state[mode] = (before, debug_state(cls.tcl))
@@ -140,9 +148,9 @@ class RecordThroughOpenOCD(unittest.TestCase):
                   file=sys.stderr)
 
         # mcuprof top through the same OpenOCD (the record command's sources): plain tables.
-        cls.top = subprocess.run([str(CLI), "top", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "pcsr",
-                                  "--samples", "1000", "--refresh", "200ms", "--rows", "0", "--elf", str(ELF)],
-                                 capture_output=True, text=True, timeout=600)
+        cls.top, cls.windows["top"] = windowed(
+            cls, [str(CLI), "top", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "pcsr", "--samples", "1000",
+                  *PCSR_INTERVAL, "--refresh", "200ms", "--rows", "0", "--elf", str(ELF)], timeout=600)
         cls.top_state = cls.tcl.run("[target current] curstate").strip()
 
         # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
@@ -181,7 +189,6 @@ class RecordThroughOpenOCD(unittest.TestCase):
         shut_down_openocd(cls)
         cls.guest_running = guest_running(cls.qemu)
         cls.qemu.stop()
-        cls.truth = by_function(read_truth(truth), elf_functions(ELF))
 
     @classmethod
     def _stop(cls):
@@ -191,7 +198,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
         r, rec, state = self.results[mode]
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(state, "running", f"OpenOCD sees the target {state} after --mode {mode}")
-        return observed_shares(self, json.loads(r.stdout), SAMPLES[mode], self.truth)
+        return observed_shares(self, json.loads(r.stdout), SAMPLES[mode], self.windows[mode])
 
     def test_top_through_openocd(self):
         self.assertEqual(self.top.returncode, 0, self.top.stderr)
@@ -202,8 +209,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
         for line in self.top.stdout.split(last)[1].strip().splitlines()[1:]:
             pct, _, _, name = line.split(None, 3)
             rows[name] = float(pct) / 100
-        total = sum(self.truth.values())
-        self.assertEqual(set(hottest(rows, 3)), set(hottest({k: v / total for k, v in self.truth.items()}, 3)))
+        self.assertEqual(set(hottest(rows, 3)), set(hottest(shares(self.windows["top"]), 3)))
 
     def test_guest_still_running(self):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
@@ -235,11 +241,11 @@ class RecordThroughOpenOCD(unittest.TestCase):
         self.assertIn("background polling: on", poll)
 
     def test_halt_mode_within_4_se_of_the_truth(self):
-        halt_profile_checks(self, self.profile("halt"), self.truth, SAMPLES["halt"])
+        halt_profile_checks(self, self.profile("halt"), self.windows["halt"], SAMPLES["halt"])
 
     def test_pcsr_mode_hot_functions(self):
         observed = self.profile("pcsr")
-        truth = shares(self.truth)
+        truth = shares(self.windows["pcsr"])
         print(f"\npcsr: observed {json.dumps({k: round(v, 3) for k, v in observed.items()})}", file=sys.stderr)
         # Bounds that hold although the reads of a batch are correlated: each batch counted as
         # one independent sample (the batches are separated by random waits), i.e. the 1000
@@ -315,12 +321,12 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
 
     @classmethod
     def _run(cls):
-        truth = cls.work / "truth.txt"
-        start_rig(cls, ELF, truth=truth, singlestep=True, vprobe_options=("--no-pcsr",))
+        start_rig(cls, ELF, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS,
+                  vprobe_options=("--no-pcsr",))
         rec = cls.work / "fallback.rec"
-        cls.fallback = (subprocess.run(record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]), *HALT_INTERVAL,
-                                              rec=rec),
-                                       capture_output=True, text=True, timeout=600), rec)
+        result, cls.truth = windowed(cls, record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]),
+                                                 *HALT_INTERVAL, rec=rec), timeout=600)
+        cls.fallback = (result, rec)
 
         # OpenOCD killed while a halt-mode recording runs: wait until the file holds samples.
         rec = cls.work / "killed.rec"
@@ -343,7 +349,6 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
         cls.vprobe_reader.join(timeout=5)
         cls.guest_running = guest_running(cls.qemu)
         cls.qemu.stop()
-        cls.truth = by_function(read_truth(truth), elf_functions(ELF))
 
     def test_pcsr_absent_falls_back_to_halting_with_a_notice(self):
         r, rec = self.fallback

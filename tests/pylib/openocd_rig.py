@@ -145,6 +145,11 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.wait(timeout=5)
 
 
+# The truth plugin's uniform-cost mode (docs/firmware-ref.md): 2000 ns of host time an
+# instruction, where 500 ns left QEMU's own work at each timer event a tenth of the time.
+UNIFORM_COST_NS = 2000
+
+
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
               vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
               uniform_cost_ns: int | None = None) -> None:

@@ -126,6 +126,19 @@ TEST_CASE("rsp client: a NAK makes it send the packet again; console output is p
     CHECK(asked == 2);
 }
 
+TEST_CASE("rsp client: OpenOCD's keep-alive, a bare 'O' while the target runs, is not a stop reply")
+{
+    fakes::FakeGdbServer server([&](const std::string& p) -> std::string {
+        if (p == "\x03")
+            return rsp::frame("O") + rsp::frame("O") + rsp::frame("T05thread:01;");
+        return standard_script(p);
+    });
+    RspClient client(local(server.port()), quick());
+    client.handshake();
+    client.resume();
+    CHECK(client.interrupt().value == 5);
+}
+
 TEST_CASE("rsp client: resume, interrupt, exit; a refused detach resumes the target anyway")
 {
     bool exit_next = false;

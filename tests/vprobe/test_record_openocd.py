@@ -1,4 +1,4 @@
-"""`mcuprof record --openocd` end to end: QEMU (-singlestep, truth plugin) runs the reference
+"""`mcuprof record --openocd` end to end: QEMU (the truth plugin at uniform cost) runs the reference
 firmware mixed_forever_m4, `mcuprof vprobe` serves remote_bitbang in front of its gdbstub, the
 real OpenOCD (0.12) debugs it, and mcuprof samples it through OpenOCD's Tcl RPC port in both
 modes (docs/live.md, "Over OpenOCD's Tcl port"):
@@ -12,20 +12,22 @@ middle of a recording, which must end with one line, exit code 3, a samples file
 every sample mcuprof said it wrote, and the guest still running.
 
 Checked: exit 0, the sample count, every PC inside a function of the ELF, the profile's hot
-functions against the truth plugin's instruction census of the same run, and that the guest
+functions against the truth plugin's instruction census of the same window, and that the guest
 still runs afterwards, also after a SIGINT in the middle of a recording (its file holding every
 sample it announced; OpenOCD still sees it
 running; QEMU reports it running to a new client
 once OpenOCD and the vprobe are gone).
 
 About the bounds. The truth is a census of instructions; wall-clock stops on QEMU land where
-QEMU happens to be, which is biased by emulation cost (docs/live.md). With -singlestep every
-block is one instruction and halt mode is close to uniform over instructions, so halt mode gets
-a 4-standard-error bound on the shares of the functions that hold at least 5 % of the truth.
-PCSR reads through the vprobe are not independent (back-to-back reads within a batch often see
-the same PC: the core barely moves between them), so pcsr mode gets ranking and containment
-and a bound that counts each batch as one sample: its three hottest functions are the truth's
-three, and their shares are within 4 standard errors computed with N = the number of batches.
+QEMU's host time goes, which is biased by emulation cost (docs/live.md). So QEMU runs the truth
+plugin's uniform-cost mode (every instruction the same host time; docs/firmware-ref.md), and
+each recording is held against the exact count of its own window (the plugin's snapshots just
+before and after it): halt mode gets a 4-standard-error bound on the shares of the functions
+that hold at least 5 % of its window. PCSR reads through the vprobe are not independent
+(back-to-back reads within a batch often see the same PC: the core barely moves between them),
+so pcsr mode gets ranking and containment and a bound that counts each batch as one sample:
+its three hottest functions are the window's three, and their shares are within 4 standard
+errors computed with N = the number of batches.
 
 Ports are chosen at run time; every process started here is stopped on every path.
 """

@@ -1,4 +1,4 @@
-"""Call stacks and task tags through OpenOCD's Tcl port: QEMU (-singlestep, truth plugin), the
+"""Call stacks and task tags through OpenOCD's Tcl port: QEMU (the truth plugin at uniform cost), the
 virtual probe and the real OpenOCD, sampled with `mcuprof record --openocd --mode halt
 --stacks` and `mcuprof top --openocd --stacks --by task`, checked as tests/live/test_stacks.py
 checks the same images over GDB.
@@ -17,9 +17,10 @@ checks the same images over GDB.
                        with another thread, and each thread's share is within 4 standard
                        errors of the truth's (tests/live/test_tasks.py, over GDB).
 
-Wall-clock stops under -singlestep are close to uniform over instructions (as in
-test_record_openocd.py), so the bounds are standard errors of a sample of N from the truth's
-shares. Ports are chosen at run time; every process started here is stopped on every path.
+QEMU runs the truth plugin's uniform-cost mode, so wall-clock halts land on instructions in
+proportion to their executions, and the truth is the exact count of the recordings' own window
+(the plugin's snapshots just before and after them; tests/vprobe/test_oracle_paths.py): the
+bounds are standard errors of a sample of N from the window's shares. Ports are chosen at run time; every process started here is stopped on every path.
 """
 from __future__ import annotations
 
@@ -30,16 +31,19 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from openocd_record_suite import by_function, read_truth
-from openocd_rig import CLI, FW_DIR, OPENOCD, elf_functions, require, shut_down_openocd, start_rig, stop_rig
+from openocd_record_suite import by_function
+from openocd_rig import (CLI, FW_DIR, OPENOCD, UNIFORM_COST_NS, elf_functions, require, shut_down_openocd, start_rig,
+                         stop_rig)
+from qemu_runner import census_window
 from stack_checks import (CHAIN, NO_TASK, ZEPHYR_EDGE, ZEPHYR_OWN, assert_share_between, check_chains_reach_reset,
                           check_tasks_against_stacks, inclusive_beyond_bound, tagged_leaves)
 
 STACK_SAMPLES = 400
 TASK_SAMPLES = 400
-# A mean wait of 20 ms between halts, so that on a slow machine the guest still runs between
-# samples and they stay independent draws of the workload (as test_record_openocd.py found).
-INTERVAL = ("--interval", "20ms")
+# A mean wait of 50 ms between halts: 25 000 instructions of the uniform-cost guest at most, and
+# exponential waits, so the phase of the workload is random at each halt and the samples stay
+# independent draws of it.
+INTERVAL = ("--interval", "50ms")
 
 
 def frames_of(stack: dict) -> list[str]:
@@ -56,12 +60,12 @@ class Rig(unittest.TestCase):
         require((OPENOCD, "arm-none-eabi-nm"), (CLI, cls.ELF))
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-stacks-openocd-"))
         try:
-            truth = cls.work / "truth.txt"
-            start_rig(cls, cls.ELF, truth=truth, singlestep=True)
+            start_rig(cls, cls.ELF, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS)
+            before = cls.qemu.snapshot()
             cls._sample()
+            cls.counts = census_window(before, cls.qemu.snapshot())
             shut_down_openocd(cls)
             cls.qemu.stop()
-            cls.counts = read_truth(truth)
             cls.self_counts = by_function(cls.counts, elf_functions(cls.ELF))
         finally:
             stop_rig(cls)

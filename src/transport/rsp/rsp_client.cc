@@ -24,9 +24,12 @@ bool is_stop_reply(const std::string& p)
 }
 
 // 'O' + hex text is console output; "OK" is a reply.
+// 'O' followed by hex text is console output (GDB's "Stop Reply Packets"); OpenOCD sends a bare
+// 'O', no text, as a keep-alive while the target runs and it is busy (gdb_server.c,
+// gdb_keep_alive), which a loaded machine makes happen in the middle of a recording.
 bool is_console(const std::string& p)
 {
-    return p.size() > 1 && p[0] == 'O' && p != "OK";
+    return !p.empty() && p[0] == 'O' && p != "OK";
 }
 
 } // namespace
