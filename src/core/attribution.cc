@@ -11,6 +11,7 @@
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/hex.h"
+#include "report/text_table.h"
 
 namespace mcuprof::core {
 namespace {
@@ -327,9 +328,9 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
         row.truncated = chain.truncated;
         row.samples = chain.weight;
         if (!chain.task.empty())
-            row.frames.push_back({chain.task, "", 0, 0});
+            row.frames.push_back({chain.task, "", 0, 0, false, ""});
         if (chain.from_secure)
-            row.frames.push_back({secure_frame_name, "", 0, 0});
+            row.frames.push_back({secure_frame_name, "", 0, 0, false, ""});
         std::vector<std::pair<std::string, const Function*>> holders;   // functions on this stack
         for (uint32_t address : chain.addresses) {
             append_frames(row.frames, address, symbols, locator);
@@ -338,6 +339,10 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
                 const std::vector<SourceFrame>* frames =
                     options.inline_frames && locator != nullptr ? &locator->frames(address) : nullptr;
                 holders.emplace_back(function_name(f, frames), options.inline_frames ? nullptr : f);
+                // The functions the innermost one is inlined into are on the stack too.
+                if (frames != nullptr && f != nullptr)
+                    for (size_t i = 1; i < frames->size(); ++i)
+                        holders.emplace_back(i + 1 == frames->size() ? f->name : (*frames)[i].function, nullptr);
             }
         }
         std::sort(holders.begin(), holders.end());
@@ -369,9 +374,9 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
     // Samples that caught no address count in the total: one-frame stacks under their
     // row's name, so that every stack format adds up to the profile's total.
     if (samples.outside_buckets > 0)
-        profile.stacks.push_back({{{outside_histogram, "", 0, 0}}, double(samples.outside_buckets), false});
+        profile.stacks.push_back({{{outside_histogram, "", 0, 0, false, ""}}, double(samples.outside_buckets), false});
     for (const auto& [name, count] : samples.without_address)
-        profile.stacks.push_back({{{name, "", 0, 0}}, double(count), false});
+        profile.stacks.push_back({{{name, "", 0, 0, false, ""}}, double(count), false});
     std::stable_sort(profile.stacks.begin(), profile.stacks.end(),   // ties keep their order: reproducible files
               [](const StackRow& a, const StackRow& b) { return a.samples > b.samples; });
 }
@@ -591,12 +596,10 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
         if (auto intrusion = intrusion_warning(*samples.sampler))
             profile.warnings.push_back({"intrusion", *intrusion});
     if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
-        char text[256];
-        std::snprintf(text, sizeof text,
-                      "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware "
-                      "that ran?",
-                      profile.unattributed, profile.total, 100.0 * profile.unattributed / profile.total,
-                      symbols.path().empty() ? "the symbol table" : symbols.path().c_str());
+        const std::string text = text_table::format(
+            "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware that ran?",
+            profile.unattributed, profile.total, 100.0 * profile.unattributed / profile.total,
+            symbols.path().empty() ? "the symbol table" : symbols.path().c_str());
         profile.warnings.push_back({"unattributed", text});
     }
 }
@@ -642,7 +645,7 @@ std::vector<StackFrame> shown_frames(const StackRow& stack)
     std::vector<StackFrame> frames;
     frames.reserve(stack.frames.size() + 1);
     if (stack.truncated)
-        frames.push_back({truncated_frame_name, "", 0, 0});
+        frames.push_back({truncated_frame_name, "", 0, 0, false, ""});
     frames.insert(frames.end(), stack.frames.begin(), stack.frames.end());
     return frames;
 }
@@ -682,7 +685,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     if (locator != nullptr && options.by == Grouping::function && !options.inline_frames) {
         for (Row& row : profile.rows)
             if (row.address)
-                row.location = SourceLocator::line_of(locator->frames(*row.address));
+                row.location = locator->line_at(*row.address);
     }
     add_warnings(profile, samples, symbols, options, stripped);
     return profile;

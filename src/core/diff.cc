@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/json_numbers.h"
+#include "report/text_table.h"
 
 namespace mcuprof::core {
 
@@ -127,26 +128,23 @@ std::string z_text(double z)
 
 void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
 {
-    char line[1024];
-    std::snprintf(line, sizeof line, "A: %s (%.0f %s)\nB: %s (%.0f %s)\n", diff.a_origin.c_str(), diff.a_total,
+    using text_table::format;
+    out << format("A: %s (%.0f %s)\nB: %s (%.0f %s)\n", diff.a_origin.c_str(), diff.a_total,
                   diff.a_exact ? "instructions" : "samples", diff.b_origin.c_str(), diff.b_total,
                   diff.b_exact ? "instructions" : "samples");
-    out << line;
     if (const std::string totals = totals_summary(diff); !totals.empty())
         out << totals << '\n';
     out << flagged_summary(diff) << " (marked *)\n";
-    std::snprintf(line, sizeof line, "%8s %8s %8s %7s  %s\n", "A %", "B %", "B-A pp", "z", "name");
-    out << line;
+    out << format("%8s %8s %8s %7s  %s\n", "A %", "B %", "B-A pp", "z", "name");
     size_t shown = 0;
     for (const DiffRow& r : diff.rows) {
         if (max_rows != 0 && shown++ == max_rows) {
-            std::snprintf(line, sizeof line, "  ... %zu more rows\n", diff.rows.size() - max_rows);
-            out << line;
+            out << format("  ... %zu more rows\n", diff.rows.size() - max_rows);
             break;
         }
-        std::snprintf(line, sizeof line, "%8.2f %8.2f %+8.2f %7s %s%s\n", r.a_percent, r.b_percent, r.delta_pp,
-                      z_text(r.z).c_str(), r.flagged ? "* " : "  ", r.name.c_str());
-        out << line;
+        text_table::write_row(out, format("%8.2f %8.2f %+8.2f %7s %s", r.a_percent, r.b_percent, r.delta_pp,
+                                          z_text(r.z).c_str(), r.flagged ? "* " : "  "),
+                              r.name);
     }
     for (const DiffHint& h : diff.hints)
         out << "hint: " << h.message << '\n';

@@ -5,6 +5,7 @@
 
 #include "mcuprof/core/diff.h"
 #include "mcuprof/core/symbols.h"
+#include "report/text_table.h"
 
 namespace mcuprof::core {
 namespace {
@@ -23,12 +24,7 @@ constexpr uint64_t few_addresses_min_seen = 20;
 // of the whole run also counts.
 constexpr double invisible_min_percent = 1.0;
 
-std::string format(const char* pattern, auto... values)
-{
-    char text[1024];
-    std::snprintf(text, sizeof text, pattern, values...);
-    return text;
-}
+using text_table::format;
 
 const Function* function_named(const SymbolTable& code, const std::string& name)
 {

@@ -2,6 +2,7 @@
 
 #include "mcuprof/core/call_frames.h"
 #include "mcuprof/core/exidx.h"
+#include "mcuprof/core/thumb_code.h"
 
 #include <algorithm>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
+#include "mcuprof/core/symbols.h"
 
 namespace mcuprof::core {
 namespace {
@@ -83,13 +85,21 @@ std::optional<ExcReturn> save_area_exc_return(uint32_t saved_top, uint32_t psp, 
     return saved->basic_frame() == (gap == core_words) ? saved : std::nullopt;
 }
 
+// EPSR's IT and ICI bits (xPSR bits 26:25 and 15:10; ARMv7-M ARM B1.4.2): not zero inside an
+// IT block or in an interrupted LDM/STM/POP, where the code from PC on is not simply run.
+bool in_it_block_or_ldm(uint32_t xpsr)
+{
+    return (xpsr & 0x0600FC00u) != 0;
+}
+
 // What the unwinder knows of the image: call-frame rows, the vector table, the code.
 struct UnwindTables {
     std::vector<UnwindRow> rows;   // by start address
     std::optional<uint32_t> initial_sp;
     std::vector<uint32_t> vectors;                      // the vector table's words (B1.5.3)
-    std::vector<std::pair<uint32_t, uint32_t>> code;   // executable sections [start, end)
+    SymbolTable code;                                   // the functions and executable sections
     std::vector<uint32_t> function_starts;              // of every FDE and exception-table entry, sorted
+    std::vector<uint32_t> branch_targets;               // of every direct call and branch, sorted
     ExidxTable exidx;                                   // for code without .debug_frame
 
     // The exception-table entry of code no DWARF row covers, when it can be unwound.
@@ -117,10 +127,24 @@ struct UnwindTables {
 
     bool in_code(uint32_t address) const
     {
-        for (const auto& [start, end] : code)
-            if (address >= start && address < end)
-                return true;
-        return code.empty();   // nothing known: take any address
+        return code.code_sections().empty() || code.in_code(address);   // nothing known: take any address
+    }
+
+    // Whether the function holding `address` (by the symbol table, else by the call-frame
+    // tables) is entered only through its address (a thread's entry, started by its RTOS): no
+    // BL or branch in the image goes to its start. False when no function is known to hold it.
+    bool entered_only_by_address(uint32_t address) const
+    {
+        uint32_t start;
+        if (const Function* function = code.find(address)) {
+            start = function->start;
+        } else {
+            auto next = std::upper_bound(function_starts.begin(), function_starts.end(), address);
+            if (next == function_starts.begin())
+                return false;
+            start = *std::prev(next);
+        }
+        return !std::binary_search(branch_targets.begin(), branch_targets.end(), start);
     }
 
     const UnwindRow* find(uint32_t address) const
@@ -175,6 +199,7 @@ private:
     // EXC_RETURN, a frame without LR saved) is a chain that went wrong, not an end.
     uint32_t exception_;   // the exception being handled, 0 in Thread mode
     bool on_psp_;          // in Handler mode the core runs on MSP; in Thread mode on either
+    uint32_t xpsr_;        // of the innermost frame: the halt's, or the one an exception frame stacked
     StackRegisters stacks_;   // of the security state the frame being undone runs in
     StackRegisters other_;    // of the other state (ARMv8-M Security Extension), rarely known
     bool leaf_ = true;        // LR still holds this frame's return address when it saved nothing
@@ -189,7 +214,7 @@ ChainWalk::ChainWalk(const UnwindTables& tables, const CoreRegisters& registers,
                      size_t max_depth)
     : tables_(tables), memory_(memory), max_depth_(max_depth), r_(registers.r),
       exception_(registers.xpsr & 0x1FFu),
-      on_psp_(exception_ == 0 && registers.psp && registers.psp == registers.r[sp]),
+      on_psp_(exception_ == 0 && registers.psp && registers.psp == registers.r[sp]), xpsr_(registers.xpsr),
       stacks_{registers.msp, registers.psp, registers.msplim, registers.psplim, std::nullopt},
       other_(registers.other_security_state)
 {
@@ -242,6 +267,15 @@ UnwindStop ChainWalk::walk()
 ChainWalk::Undone ChainWalk::undo_frame()
 {
     const uint32_t address = leaf_ ? r_[pc] : r_[pc] - 2;
+    // Halted in an epilogue, the code itself says what the frame holds: call-frame information
+    // may stop describing the frame there (libgcc's ARMv6-M __aeabi_fmul after its first pop).
+    if (leaf_ && !in_it_block_or_ldm(xpsr_)) {
+        switch (run_epilogue(tables_.code, r_, memory_)) {
+        case EpilogueResult::returned: return r_[pc];
+        case EpilogueResult::unreadable: return UnwindStop::unreadable;
+        case EpilogueResult::not_epilogue: break;
+        }
+    }
     if (const UnwindRow* row = tables_.find(address))
         return undo_with_rows(*row);
     // No DWARF row, but an exception-table entry (an image or a library built without -g): its
@@ -343,18 +377,16 @@ std::optional<UnwindStop> ChainWalk::return_to(uint32_t return_address, uint32_t
     if (is_fnc_return(return_address))
         return enter_secure_caller();
     // The reset value of LR ends the chain of the reset handler, and 0 or 0xFFFFFFFF the
-    // first frame of a task, which its RTOS built with such an LR (Zephyr's z_thread_entry):
-    // Thread mode on PSP, the tasks' stack. Anywhere else a saved 0 or 0xFFFFFFFF is another
-    // frame's stale word, read where the call-frame information stopped describing the frame
-    // (libgcc's ARMv6-M soft-float routines describe their prologue only): the chain is cut
-    // there, and says so.
+    // first frame of a thread, which its RTOS built with such an LR (Zephyr's z_thread_entry):
+    // Thread mode, in a function no instruction calls or branches to, entered by its address
+    // only. That needs no stack pointer, which QEMU 7.2's gdbstub does not give in Thread mode.
+    // Anywhere else a saved 0 or 0xFFFFFFFF is another frame's stale word, read where the
+    // call-frame information stopped describing the frame: the chain is cut there, and says so.
     if (return_address == 0 || return_address == 0xFFFFFFFFu) {
         if (tables_.in_handler_function(1, frame_address))
             return UnwindStop::root;
-        // Without PSP a Thread-mode frame may be a task's: taken as a root, as before (the
-        // recorded halts of QEMU 7.2 have no PSP; reading it for every such chain is open).
-        const bool maybe_task = exception_ == 0 && (on_psp_ || !stacks_.psp);
-        return maybe_task ? UnwindStop::root : UnwindStop::null_return;
+        const bool thread_entry = exception_ == 0 && tables_.entered_only_by_address(frame_address);
+        return thread_entry ? UnwindStop::root : UnwindStop::null_return;
     }
     // No call returns to the first instruction of a function: that return address was
     // planted in a thread's first frame (an RTOS's task-exit hook) and the thread's entry
@@ -429,6 +461,7 @@ std::optional<UnwindStop> ChainWalk::cross(ExcReturn exc, uint32_t frame, bool s
     r_[lr] = stacked[5];
     r_[pc] = stacked[6] & ~1u;
     r_[sp] = frame + size;
+    xpsr_ = stacked[7];
     if (exc.crosses_security_state())
         std::swap(stacks_, other_);
     on_psp_ = exc.on_psp();
@@ -573,9 +606,8 @@ struct Unwinder::Impl : UnwindTables {};
 
 Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
 {
-    for (const Section& section : firmware.sections())
-        if (section.executable() && section.size > 0)
-            impl_->code.emplace_back(section.address, uint32_t(section.address + section.size));
+    impl_->code = firmware.symbols();   // a copy: the image may go away
+    impl_->branch_targets = direct_branch_targets(impl_->code);
     impl_->vectors = firmware.vector_table();
     if (!impl_->vectors.empty())
         impl_->initial_sp = impl_->vectors[0];
@@ -586,6 +618,10 @@ Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
             const RegisterRule::Kind lr_kind = row.rules[lr].kind;
             lr_saved = lr_saved || (lr_kind != RegisterRule::Kind::unspecified && lr_kind != RegisterRule::Kind::same_value);
             impl_->rows.push_back({row, lr_saved});
+            // An FDE may give its range with the Thumb bit set (libgcc's ARMv6-M division does):
+            // instructions start at even addresses.
+            impl_->rows.back().start &= ~1u;
+            impl_->rows.back().end &= ~1u;
         }
     }
     impl_->exidx = ExidxTable::read(firmware);

@@ -67,6 +67,31 @@ std::string core_register_name(uint32_t regsel)
 // The special-purpose registers packed into REGSEL 20, most significant first.
 const char* const special_registers[] = {"control", "faultmask", "basepri", "primask"};
 
+// ARMv8-M's REGSEL values for the banked registers (DDI 0553, DCRSR): the stack pointers and
+// limits of either security state, and the special word (as REGSEL 20) of each, 0x22
+// Secure, 0x23 Non-secure. What GDB's secext feature calls them, and the current state's
+// own register of that name.
+struct BankedRegister {
+    uint32_t regsel;
+    const char* name;
+    bool secure;
+    const char* current;
+};
+constexpr BankedRegister banked_registers[] = {
+    {0x18, "msp_ns", false, "msp"},       {0x19, "psp_ns", false, "psp"},       {0x1A, "msp_s", true, "msp"},
+    {0x1B, "psp_s", true, "psp"},         {0x1C, "msplim_s", true, "msplim"},   {0x1D, "psplim_s", true, "psplim"},
+    {0x1E, "msplim_ns", false, "msplim"}, {0x1F, "psplim_ns", false, "psplim"},
+};
+constexpr uint32_t regsel_special_s = 0x22, regsel_special_ns = 0x23;
+
+// ARMv8-M Mainline cores QEMU has, all with the Security Extension (PARTNO in CPUID[15:4]):
+// Cortex-M33 0xD21, M55 0xD22, M85 0xD23, M35P 0xD31.
+bool mainline_with_security(uint32_t cpuid_value)
+{
+    const uint32_t part = (cpuid_value >> 4) & 0xFFFu;
+    return (cpuid_value >> 24) == 0x41u && (part == 0xD21u || part == 0xD22u || part == 0xD23u || part == 0xD31u);
+}
+
 // Whether the core's DWT has DWT_PCSR: ARMv6-M (CPUID.ARCHITECTURE 0xC, DDI 0419 C1.8.1) and
 // ARMv8-M Baseline (the Cortex-M23, PARTNO 0xD20; DDI 0553, "DWT_PCSR": Mainline only) have
 // none, and the register reads 0 there; ARMv7-M and ARMv8-M Mainline have it.
@@ -96,7 +121,8 @@ bool CortexMDebug::is_simulated(uint32_t a)
 {
     using namespace components;
     return in_block(a, itm) || in_block(a, dwt) || in_block(a, fpb) || in_block(a, rom_table) || a == cpuid ||
-           a == dfsr || a == dhcsr || a == dcrsr || a == dcrdr || a == demcr || (a >= 0xE000EFD0 && a <= 0xE000EFFC);
+           a == dfsr || a == dhcsr || a == dcrsr || a == dcrdr || a == demcr || a == dscsr ||
+           (a >= 0xE000EFD0 && a <= 0xE000EFFC);
 }
 
 // CYCCNT counts while the core runs with CYCCNTENA and TRCENA set (DDI 0403, DWT_CYCCNT:
@@ -123,6 +149,7 @@ void CortexMDebug::note_running()
     cyccnt_base_ = cyccnt();
     cyccnt_since_ = now();
     halted_ = false;
+    secure_current_ = false;
     retired_since_read_ = true;
     regrdy_ = false;
     cyccnt_counting_ = (dwt_ctrl_ & dwt_cyccntena) && (demcr_ & trcena);
@@ -241,6 +268,19 @@ std::optional<uint32_t> CortexMDebug::read_core_register(uint32_t regsel)
         }
         return word;
     }
+    for (const BankedRegister& banked : banked_registers)
+        if (regsel == banked.regsel)
+            return has_security_extension() ? read_banked(banked.name, banked.secure, banked.current) : std::nullopt;
+    if ((regsel == regsel_special_s || regsel == regsel_special_ns) && has_security_extension()) {
+        const bool secure = regsel == regsel_special_s;
+        uint32_t word = 0;
+        for (const char* name : special_registers) {
+            word <<= 8;
+            if (auto v = read_banked(std::string(name) + (secure ? "_s" : "_ns"), secure, name))
+                word |= *v & 0xFF;
+        }
+        return word;
+    }
     if (regsel >= regsel_s0 && regsel <= regsel_s31) {
         // S(2n) and S(2n+1) are the low and high halves of D(n), as GDB's VFP feature has them.
         const unsigned s = regsel - regsel_s0;
@@ -296,6 +336,55 @@ std::optional<uint32_t> CortexMDebug::read_special(const char* name)
     return target_.read_special_register(name);
 }
 
+std::optional<uint32_t> CortexMDebug::read_banked(const std::string& name, bool secure_bank, const char* current)
+{
+    if (target_.has_register(name)) {
+        if (auto v = target_.read_register(name))
+            return uint32_t(*v);
+        return std::nullopt;
+    }
+    const std::optional<bool> secure = security_state();
+    if (!secure)
+        return std::nullopt;
+    if (*secure == secure_bank)
+        return read_special(current);
+    // The Non-secure bank from the Secure state: MRS's _NS forms. The Secure bank cannot be
+    // reached from the Non-secure state (RAZ there).
+    return *secure ? target_.read_special_register(name) : std::nullopt;
+}
+
+bool CortexMDebug::has_security_extension()
+{
+    return target_.has_register("msp_s") || mainline_with_security(target_cpuid());
+}
+
+// Where the target describes both banks (QEMU 10's secext feature) and its current stack
+// pointers (m-system), the current state is the bank they match: MSP, else PSP, MSPLIM,
+// PSPLIM when the two banks hold the same value. Otherwise, or when all four agree, the
+// target's other means (QEMU 7.2: the TT stub).
+std::optional<bool> CortexMDebug::security_state()
+{
+    if (!halted_)
+        return secure_;
+    if (secure_current_)
+        return secure_;
+    secure_.reset();
+    for (const char* name : {"msp", "psp", "msplim", "psplim"}) {
+        const std::string s = std::string(name) + "_s", ns = std::string(name) + "_ns";
+        if (!target_.has_register(name) || !target_.has_register(s) || !target_.has_register(ns))
+            continue;
+        const auto now = target_.read_register(name), in_s = target_.read_register(s), in_ns = target_.read_register(ns);
+        if (now && in_s && in_ns && *in_s != *in_ns) {
+            secure_ = *now == *in_s;
+            break;
+        }
+    }
+    if (!secure_)
+        secure_ = target_.read_security_state();
+    secure_current_ = true;
+    return secure_;
+}
+
 bool CortexMDebug::write_special(const char* name, uint32_t value)
 {
     if (target_.has_register(name))
@@ -330,6 +419,7 @@ void CortexMDebug::reset(bool from_pin)
     const bool catch_reset = (dhcsr_control_ & c_debugen) && (demcr_ & vc_corereset);
     target_.reset(catch_reset);
     reset_since_read_ = true;
+    secure_current_ = false;
     step_requested_ = false;
     regrdy_ = false;
     if (catch_reset) {
@@ -415,6 +505,10 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
         return dfsr_;
     case cpuid:
         return target_cpuid();
+    case dscsr:
+        if (!has_security_extension())
+            return 0;   // RES0 without the Security Extension
+        return (security_state().value_or(false) ? dscsr_cds : 0) | dscsr_control_;
     case dwt_cyccnt:
         return cyccnt();
     case dwt_pcsr: {
@@ -502,6 +596,11 @@ bool CortexMDebug::write_simulated(uint32_t a, uint32_t value)
         return true;
     case dfsr:
         dfsr_ &= ~value;
+        return true;
+    case dscsr:
+        // A debugger's change of the security state (CDS with CDSKEY 0) is not made: QEMU's
+        // gdbstub cannot switch it. The bank select is kept for reads.
+        dscsr_control_ = value & dscsr_sbrsel_bits;
         return true;
     case dwt_ctrl:
         cyccnt_base_ = cyccnt();

@@ -294,22 +294,37 @@ bool RspTarget::write_register(const std::string& name, uint64_t value)
 
 namespace {
 
-// The special registers the stub reads and writes, with their SYSm numbers.
-const std::pair<const char*, transport::SpecialRegister> special_registers[] = {
-    {"msp", transport::SpecialRegister::msp},
-    {"psp", transport::SpecialRegister::psp},
-    {"primask", transport::SpecialRegister::primask},
-    {"basepri", transport::SpecialRegister::basepri},
-    {"faultmask", transport::SpecialRegister::faultmask},
-    {"control", transport::SpecialRegister::control},
+// The special registers the stub reads and writes, with their SYSm numbers, read in groups of
+// one run each (six MRS at most): what OpenOCD
+// reads at every debug entry (REGSEL 17, 18 and 20); ARMv8-M's Non-secure bank, which the
+// Secure state reaches (REGSEL 0x18, 0x19, 0x1E, 0x1F, 0x23's CONTROL); its stack limits.
+struct StubRegister {
+    const char* name;
+    transport::SpecialRegister sysm;
+    int group;
+};
+constexpr StubRegister special_registers[] = {
+    {"msp", transport::SpecialRegister::msp, 0},
+    {"psp", transport::SpecialRegister::psp, 0},
+    {"primask", transport::SpecialRegister::primask, 0},
+    {"basepri", transport::SpecialRegister::basepri, 0},
+    {"faultmask", transport::SpecialRegister::faultmask, 0},
+    {"control", transport::SpecialRegister::control, 0},
+    {"msp_ns", transport::SpecialRegister::msp_ns, 1},
+    {"psp_ns", transport::SpecialRegister::psp_ns, 1},
+    {"msplim_ns", transport::SpecialRegister::msplim_ns, 1},
+    {"psplim_ns", transport::SpecialRegister::psplim_ns, 1},
+    {"control_ns", transport::SpecialRegister::control_ns, 1},
+    {"msplim", transport::SpecialRegister::msplim, 2},
+    {"psplim", transport::SpecialRegister::psplim, 2},
 };
 
-std::optional<transport::SpecialRegister> special_register(const std::string& name)
+const StubRegister* special_register(const std::string& name)
 {
-    for (const auto& [known, sysm] : special_registers)
-        if (name == known)
-            return sysm;
-    return std::nullopt;
+    for (const StubRegister& known : special_registers)
+        if (name == known.name)
+            return &known;
+    return nullptr;
 }
 
 // The registers the stub places itself by and puts back (six MRS write r0-r5).
@@ -348,19 +363,24 @@ transport::HaltedCore RspTarget::halted_core()
 std::optional<uint32_t> RspTarget::read_special_register(const std::string& name)
 {
     return unless_gone(std::optional<uint32_t>(), [&]() -> std::optional<uint32_t> {
-        if (core_ != Core::halted || has_register(name) || !special_register(name) || !stub_can_run(rsp_.target()))
+        const StubRegister* asked = special_register(name);
+        if (core_ != Core::halted || has_register(name) || !asked || !stub_can_run(rsp_.target()))
             return std::nullopt;
-        if (special_.empty()) {
-            // OpenOCD reads every register at each debug entry (REGSEL 17, 18 and 20): all six
-            // in one run, kept until the core runs or a register is written.
-            std::vector<transport::SpecialRegister> all;
-            for (const auto& [known, sysm] : special_registers)
-                all.push_back(sysm);
-            const transport::StubReads read = transport::read_special_registers(rsp_, halted_core(), all);
+        if (special_.count(name) == 0) {
+            // The register's whole group in one run, kept until the core runs or a register
+            // is written.
+            std::vector<const StubRegister*> group;
+            std::vector<transport::SpecialRegister> sysm;
+            for (const StubRegister& known : special_registers)
+                if (known.group == asked->group) {
+                    group.push_back(&known);
+                    sysm.push_back(known.sysm);
+                }
+            const transport::StubReads read = transport::read_special_registers(rsp_, halted_core(), sysm);
             ++stats_.stub_runs;
             stats_.stub_steps += read.steps;
-            for (size_t i = 0; i < all.size(); ++i)
-                special_[special_registers[i].first] = read.values[i];
+            for (size_t i = 0; i < group.size(); ++i)
+                special_[group[i]->name] = read.values[i];
         }
         return special_.at(name);
     });
@@ -369,17 +389,30 @@ std::optional<uint32_t> RspTarget::read_special_register(const std::string& name
 bool RspTarget::write_special_register(const std::string& name, uint32_t value)
 {
     return unless_gone(false, [&]() -> bool {
-        const std::optional<transport::SpecialRegister> sysm = special_register(name);
-        if (core_ != Core::halted || has_register(name) || !sysm || !stub_can_run(rsp_.target()))
+        const StubRegister* known = special_register(name);
+        if (core_ != Core::halted || has_register(name) || !known || !stub_can_run(rsp_.target()))
             return false;
         unsigned steps = 0;
-        const bool written = transport::write_special_register(rsp_, halted_core(), *sysm, value, steps);
+        const bool written = transport::write_special_register(rsp_, halted_core(), known->sysm, value, steps);
         ++stats_.stub_runs;
         stats_.stub_steps += steps;
         // Writing MSP or PSP may move SP, CONTROL may switch it: everything is read again.
         registers_.clear();
         special_.clear();
         return written;
+    });
+}
+
+std::optional<bool> RspTarget::read_security_state()
+{
+    return unless_gone(std::optional<bool>(), [&]() -> std::optional<bool> {
+        if (core_ != Core::halted || !stub_can_run(rsp_.target()))
+            return std::nullopt;
+        unsigned steps = 0;
+        const std::optional<bool> secure = transport::read_security_state(rsp_, halted_core(), steps);
+        ++stats_.stub_runs;
+        stats_.stub_steps += steps;
+        return secure;
     });
 }
 

@@ -1,9 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "mcuprof/core/call_graph.h"
+#include "mcuprof/core/diff.h"
 #include "mcuprof/core/report.h"
 
 using namespace mcuprof::core;
@@ -77,4 +80,63 @@ TEST_CASE("report: JSON carries the documented keys")
     CHECK(j["warnings"][0]["kind"] == "lockstep");
     CHECK(j["by"] == "function");
     CHECK(j["exact"] == false);
+}
+
+namespace {
+
+// A text with its spaces and line breaks gone: a folded name reads whole again.
+std::string without_spaces(const std::string& text)
+{
+    std::string out;
+    for (char c : text)
+        if (c != ' ' && c != '\n')
+            out += c;
+    return out;
+}
+
+size_t longest_line(const std::string& text)
+{
+    size_t longest = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        longest = std::max(longest, line.size());
+    return longest;
+}
+
+} // namespace
+
+TEST_CASE("report: a 3000-character name is whole in the profile, diff and call-graph tables, folded")
+{
+    std::string scoped = "app::Filter<";   // breaks after ", " and "::"
+    while (scoped.size() < 3000)
+        scoped += "std::array<unsigned int, 16u>, ";
+    scoped += "int>::push(float)";
+    const std::string solid(3000, 'x');   // no place to break: cut every 100 characters
+    for (const std::string& name : {scoped, solid}) {
+        CAPTURE(name.size());
+        Profile p = sample_profile();
+        p.rows[0].name = name;
+        std::ostringstream profile_text;
+        write_text(p, profile_text);
+
+        Profile q = sample_profile();
+        q.rows[0].name = name;
+        q.rows[0].samples = 5000;
+        q.rows[0].share = share_of(5000, 10000, false);
+        std::ostringstream diff_text;
+        write_text(diff_profiles(p, q), diff_text);
+
+        CallGraph graph;
+        graph.functions.push_back({name, "", 0, 0x08000100, 10, 10, std::nullopt});
+        std::ostringstream graph_text;
+        write_call_graph_text(graph, graph_text);
+
+        for (const std::string& text : {profile_text.str(), diff_text.str(), graph_text.str()}) {
+            // Nothing cut: the name is there whole once its folding spaces are gone; no line is
+            // longer than the numbers (at most 60 characters), an indent of 4 and 100 of the name.
+            CHECK(without_spaces(text).find(without_spaces(name)) != std::string::npos);
+            CHECK(longest_line(text) <= 60 + 4 + 100);
+            CHECK(std::count(text.begin(), text.end(), '\n') >= 30);
+        }
+    }
 }

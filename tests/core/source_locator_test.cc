@@ -1,9 +1,17 @@
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
+#include "tool_output.h"
 
 using namespace mcuprof::core;
 
@@ -52,4 +60,92 @@ TEST_CASE("source locator: no debug information gives empty chains, not errors")
     CHECK(SourceLocator::line_of(frames).empty());
     // A file that cannot be read is an error of the image, before any locator is made.
     CHECK_THROWS_AS(Firmware::open("/nonexistent.elf"), Error);
+}
+
+namespace {
+
+// arm-none-eabi-addr2line's inline chain of each address (-i: innermost first), as
+// "file:line" without the discriminator: the oracle for which code runs at an address.
+std::map<uint32_t, std::vector<std::string>> addr2line_chains(const std::string& elf, const std::vector<uint32_t>& at)
+{
+    std::string command = "arm-none-eabi-addr2line -a -i -e " + elf;
+    char hex[16];
+    for (uint32_t a : at) {
+        std::snprintf(hex, sizeof hex, " 0x%x", a);
+        command += hex;
+    }
+    std::map<uint32_t, std::vector<std::string>> chains;
+    std::istringstream out(tool_output(command));
+    uint32_t address = 0;
+    for (std::string line; std::getline(out, line);) {
+        if (line.starts_with("0x"))
+            address = uint32_t(std::stoul(line, nullptr, 16));
+        else
+            chains[address].push_back(line.substr(0, line.find(" (discriminator")));
+    }
+    return chains;
+}
+
+std::string base_line(const std::string& place)
+{
+    return place.substr(place.find_last_of('/') + 1);
+}
+
+} // namespace
+
+TEST_CASE("source locator: inlined functions are told apart by their abstract origin, as addr2line places them")
+{
+    // cxx_o2_m4's main inlines two std::sort instances whose DWARF names print alike, and
+    // the sorting code inlines the lambdas each hands its comparison to: every lambda's
+    // operator() has the one DWARF name "operator()". Each must be a function of its own.
+    const std::string elf = std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf";
+    const Firmware image = Firmware::open(elf);
+    std::vector<uint32_t> addresses;   // every function's code
+    for (const Function& f : image.symbols().functions())
+        for (uint32_t a = f.start; a < f.start + f.size; a += 2)
+            addresses.push_back(a);
+    const auto oracle = addr2line_chains(elf, addresses);
+
+    SourceLocator locator(image);
+    std::map<std::string, std::set<std::string>> lambdas;      // label -> addr2line's innermost lines
+    std::map<std::string, std::set<std::string>> sort_sites;   // sort's call site -> its labels
+    size_t chains = 0;
+    for (uint32_t a : addresses) {
+        const auto& frames = locator.frames(a);
+        const std::vector<std::string>& expected = oracle.at(a);
+        CAPTURE(a);
+        // Compiled code only: addr2line reads libgcc's assembly (.S) differently, its symbols
+        // as frames.
+        if (frames.empty() || frames.front().file.empty() || frames.back().file.ends_with(".S"))
+            continue;
+        // The same chain, frame for frame, as addr2line's.
+        REQUIRE(frames.size() == expected.size());
+        for (size_t i = 0; i < frames.size(); ++i)
+            CHECK(frames[i].file + ":" + std::to_string(frames[i].line) == expected[i]);
+        chains += frames.size() > 1;
+        if (frames.front().function.starts_with("operator() ("))
+            lambdas[frames.front().function].insert(base_line(expected.front()));
+        for (size_t i = 0; i + 1 < frames.size(); ++i)
+            if (frames[i].function.starts_with("sort<app::Record*"))
+                sort_sites[base_line(expected[i + 1])].insert(frames[i].function);
+    }
+    CHECK(chains > 50);
+    // A lambda's code is on the line it is written on: its label names that line.
+    REQUIRE(lambdas.size() >= 2);
+    for (const auto& [label, lines] : lambdas) {
+        CAPTURE(label);
+        REQUIRE(lines.size() == 1);
+        CHECK(label == "operator() (" + *lines.begin() + ")");
+    }
+    // Two call sites, one sort each, two functions.
+    REQUIRE(sort_sites.size() == 2);
+    std::set<std::string> sorts;
+    for (const auto& [site, labels] : sort_sites) {
+        CAPTURE(site);
+        CHECK(labels.size() == 1);
+        sorts.insert(labels.begin(), labels.end());
+    }
+    CHECK(sorts.size() == 2);
+    for (const std::string& label : sorts)
+        CHECK(label.find(" (DIE 0x") != std::string::npos);
 }

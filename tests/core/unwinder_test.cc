@@ -10,6 +10,8 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/exidx.h"
+#include "mcuprof/core/symbols.h"
+#include "mcuprof/core/thumb_code.h"
 #include "tool_output.h"
 #include "mcuprof/core/unwinder.h"
 
@@ -91,12 +93,17 @@ TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory
     CHECK(r.stop == UnwindStop::bad_frame);
     CHECK(r.stack.truncated);
 
-    regs.r[14] = 0xFFFFFFFF;   // LR's reset value, but this image has no reset handler: not a root
+    // LR's reset value in Thread mode, in func_a, which no instruction of this image calls or
+    // branches to: a thread's entry (an RTOS sets such an LR), the root. In a handler: marked.
+    regs.r[14] = 0xFFFFFFFF;
     regs.xpsr = 0x01000000;
+    r = unwinder.unwind(regs, memory);
+    CHECK(r.stop == UnwindStop::root);
+    CHECK(r.stack.callers.empty());
+    regs.xpsr = 0x0000000F;
     r = unwinder.unwind(regs, memory);
     CHECK(r.stop == UnwindStop::null_return);
     CHECK(r.stack.truncated);
-    CHECK(r.stack.callers.empty());
 }
 
 TEST_CASE("unwinder: an ELF that cannot be read is an error naming it")
@@ -677,36 +684,50 @@ TEST_CASE("unwinder: a frame below MSPLIM or PSPLIM is implausible")
     CHECK(unwinder.unwind(regs, memory).stop == UnwindStop::bad_frame);
 }
 
-TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in the reset handler")
+// Whether objdump shows a branch or call to `function` anywhere in the image.
+bool branched_to(const std::string& elf, const std::string& function)
 {
-    // calltree_o2_m4: Reset_Handler is vector 1 (startup.c); main at -O2 saves LR.
-    const std::string elf = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
-    const Unwinder unwinder(Firmware::open(elf));
+    return tool_output("arm-none-eabi-objdump -d '" + elf + "' | grep -cE '\\s(bl|b|b\\.w|b\\.n|b[a-z]{2}(\\.[wn])?)\\s+[0-9a-f]+ <" +
+                       function + ">' || true") != "0\n";
+}
+
+TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in the reset handler or a thread's entry")
+{
+    // calltree_o2_m4: Reset_Handler is vector 1 (startup.c); main at -O2 saves LR, and
+    // Reset_Handler calls it. fpu_o2_m4: task_fir is a task's entry, which nothing calls.
+    const std::string calltree = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
+    const std::string fpu = std::string(FIRMWARE_DIR) + "/fpu_o2_m4.elf";
+    REQUIRE(branched_to(calltree, "main"));
+    REQUIRE_FALSE(branched_to(fpu, "task_fir"));
+    const Unwinder unwinder(Firmware::open(calltree)), tasks(Firmware::open(fpu));
     FakeMemory memory;
     CoreRegisters regs;
     regs.r[13] = 0x20001000;
     regs.xpsr = 0x01000000;
     for (const uint32_t reset_lr : {0x00000000u, 0xFFFFFFFFu}) {
-        regs.psp.reset();
         CAPTURE(reset_lr);
         regs.r[14] = reset_lr;
-        regs.r[15] = symbol_address(elf, "Reset_Handler");
-        UnwindResult r = unwinder.unwind(regs, memory);
-        CHECK(r.stop == UnwindStop::root);
-        CHECK_FALSE(r.stack.truncated);
-        // The same LR in the first instruction of another function: cut CFI (libgcc's ARMv6-M
-        // soft float describes its prologue only) reads a stale 0 this way. A task's entry on
-        // PSP is a root (and so, for now, a frame whose stack is unknown); on MSP it is marked.
-        regs.r[15] = symbol_address(elf, "main");
-        r = unwinder.unwind(regs, memory);
-        CHECK(r.stop == UnwindStop::root);
-        regs.psp = 0x20002000;
-        r = unwinder.unwind(regs, memory);
-        CHECK(r.stop == UnwindStop::null_return);
-        CHECK(r.stack.truncated);
-        regs.psp = regs.r[13];   // the same frame on PSP: a task's first frame
-        r = unwinder.unwind(regs, memory);
-        CHECK(r.stop == UnwindStop::root);
+        // With PSP unknown (QEMU 7.2's gdbstub in Thread mode), on PSP, and on MSP.
+        for (const std::optional<uint32_t> psp : {std::optional<uint32_t>(), std::optional<uint32_t>(0x20001000u),
+                                                  std::optional<uint32_t>(0x20002000u)}) {
+            CAPTURE(psp.value_or(0));
+            regs.psp = psp;
+            regs.r[15] = symbol_address(calltree, "Reset_Handler");
+            UnwindResult r = unwinder.unwind(regs, memory);
+            CHECK(r.stop == UnwindStop::root);
+            CHECK_FALSE(r.stack.truncated);
+            // The same LR in a function that is called: cut CFI (libgcc's ARMv6-M soft float
+            // describes its prologue only) reads a stale 0 this way. Marked.
+            regs.r[15] = symbol_address(calltree, "main");
+            r = unwinder.unwind(regs, memory);
+            CHECK(r.stop == UnwindStop::null_return);
+            CHECK(r.stack.truncated);
+            // A thread's entry: the root, whatever the stack pointers say.
+            regs.r[15] = symbol_address(fpu, "task_fir");
+            r = tasks.unwind(regs, memory);
+            CHECK(r.stop == UnwindStop::root);
+            CHECK_FALSE(r.stack.truncated);
+        }
     }
 }
 
@@ -742,4 +763,64 @@ TEST_CASE("unwinder: a Secure function returning to its Non-secure caller (LR bi
     CHECK(r.stop == UnwindStop::no_frame_info);
     // func_a's LR was no stale guess: only an SG clears bit 0.
     CHECK(r.stack.callers == std::vector<uint32_t>{0x08000020u});
+}
+
+TEST_CASE("unwinder: halted in an epilogue that call-frame information no longer describes, the code is run to its return")
+{
+    // libgcc's ARMv6-M __aeabi_fmul: push {r4-r7, lr}, then r8-r10 through r6, r7, lr (push
+    // {r6, r7, lr}); its epilogue pops {r5, r6, r7}, moves them back to r8-r10 and pops {r4-r7,
+    // pc}. Its CFI describes the prologue only: after the first pop it still puts the frame
+    // 32 bytes above SP, 12 too many.
+    const std::string elf = std::string(FIRMWARE_DIR) + "/arch_microbit.elf";
+    const Unwinder unwinder(Firmware::open(elf));
+    std::istringstream disassembly(tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + elf +
+                                               "' | sed -n '/<__aeabi_fmul>:/,/^$/p' | grep -A4 'pop\t{r5, r6, r7}'"));
+    std::vector<uint32_t> epilogue;   // the first pop, the three moves, the last pop
+    for (std::string line; std::getline(disassembly, line);)
+        epilogue.push_back(uint32_t(std::stoul(line, nullptr, 16)));
+    REQUIRE(epilogue.size() == 5);
+    const uint32_t return_address = after_call_of(elf, "__aeabi_fmul");
+    const uint32_t sp = 0x20001000;
+    FakeMemory memory;
+    for (uint32_t i = 0; i < 8; ++i)   // r8-r10 (as r5-r7), r4-r7, the return address
+        memory.words[sp + 4 * i] = i < 7 ? 0x100 + i : return_address | 1u;
+    for (size_t i = 0; i < epilogue.size(); ++i) {
+        CAPTURE(epilogue[i]);
+        // Before the first pop SP is at r8-r10's copies; after it 12 bytes above.
+        CoreRegisters regs = halted_at(i == 0 ? sp : sp + 12, epilogue[i], 0, 0x01000000);
+        const UnwindResult r = unwinder.unwind(regs, memory, 1);
+        REQUIRE(r.stack.callers.size() == 1);
+        CHECK(r.stack.callers[0] == return_address - 2);
+        CHECK(r.stop == UnwindStop::depth);
+    }
+    // Inside an IT block (EPSR.IT not zero) the code is not run: the CFI row says where the
+    // frame is, and after the first pop it is wrong.
+    CoreRegisters regs = halted_at(sp + 12, epilogue[1], 0, 0x01000000 | (1u << 10));
+    CHECK(unwinder.unwind(regs, memory, 1).stack.callers != std::vector<uint32_t>{return_address - 2});
+}
+
+TEST_CASE("thumb code: the direct branch targets are every bl target objdump shows")
+{
+    const std::string elf = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
+    const Firmware firmware = Firmware::open(elf);
+    const std::vector<uint32_t> targets = direct_branch_targets(firmware.symbols());
+    std::istringstream disassembly(tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + elf +
+                                               "' | grep -E '\tbl\t' | awk '{print $3}'"));
+    size_t calls = 0;
+    for (std::string target; std::getline(disassembly, target); ++calls) {
+        CAPTURE(target);
+        CHECK(std::binary_search(targets.begin(), targets.end(), uint32_t(std::stoul(target, nullptr, 16))));
+    }
+    CHECK(calls >= 15);
+}
+
+TEST_CASE("thumb code: a code section at the top of the address space, or odd-sized, is swept without reading past it")
+{
+    // A BL at 0xFFFFFFFC whose target wraps, and a lone halfword that starts a 32-bit
+    // instruction at the end of a section.
+    CodeSection top{".text", 0xFFFFFFFCu, 4, {0x00, 0xF0, 0x00, 0xF8}};
+    CodeSection cut{".text2", 0x08000000u, 3, {0x00, 0xF0, 0x00}};
+    const SymbolTable code = SymbolTable::from({}, {top, cut});
+    const std::vector<uint32_t> targets = direct_branch_targets(code);
+    CHECK(targets == std::vector<uint32_t>{0x00000000u});   // 0xFFFFFFFC + 4 + 0, modulo 2^32
 }

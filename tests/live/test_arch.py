@@ -104,9 +104,6 @@ class ArchImages(unittest.TestCase):
                   f"4 SE {100 * Z * se:.2f} %)", file=sys.stderr)
             self.assertLessEqual(abs(sampled_count / of - p), Z * se, f"{name}: {what} inclusive")
 
-    @unittest.skip("known failure, issue 28 open: 0.93 % of the chains end as implausible frames inside "
-                   "libgcc's ARMv6-M soft float (CFI for its prologue only), so run_round's inclusive share "
-                   "is 99.02 % against the truth's 99.98 %")
     def test_microbit_cortex_m0(self):
         self.check_image("arch_microbit")
 

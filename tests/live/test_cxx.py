@@ -14,9 +14,11 @@ The images never end: each run stops at an instruction budget, so nothing depend
 from __future__ import annotations
 
 import collections
+import html
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -195,6 +197,89 @@ class CxxFirmware(unittest.TestCase):
                 self.assertEqual({p: c for p, c in by_line.items() if c and ":" in p},
                                  {p: c for p, c in ours_lines.items() if ":" in p and "no line" not in p})
 
+    def test_namesakes_are_apart_in_every_format(self):
+        """Functions that share a c++filt name (nm's checksum and mix of unit_a.cpp and unit_b.cpp,
+        at four addresses) and inlined functions that share a DWARF name (the lambdas'
+        operator(), the two std::sort instances) are apart in every format, under the JSON
+        report's labels, as each format's own reader sees them."""
+        run = self.runs["cxx_o2_m4"]
+        doc = run.report()
+        symbols = [s for s in nm_symbols(run.elf, "TtWw") if s.size > 0]
+        starts = collections.defaultdict(set)
+        for symbol, shown in zip(symbols, cxxfilt([s.name for s in symbols])):
+            starts[shown].add(symbol.start)
+        namesakes = {name: found for name, found in starts.items() if len(found) > 1}
+        self.assertEqual(set(namesakes), {"checksum(unsigned char const*, int)",
+                                          "(anonymous namespace)::mix(unsigned int)"})
+        rows = {r["address"]: r for r in doc["functions"] if "address" in r}
+        labels = {rows[a]["name"]: rows[a]["samples"] for found in namesakes.values() for a in found}
+        self.assertEqual(len(labels), 4, labels)
+        frames = {f["function"] for stack in doc["stacks"] for f in stack["frames"]}
+        self.assertTrue(set(labels) <= frames)
+        self.assertNotIn("operator()", frames)
+        # Which lambdas a run samples depends on the run; that each is named by its line is the
+        # unit test's (source locator, against addr2line).
+        self.assertTrue([f for f in frames if f.startswith("operator() (")], frames)
+        self.assertGreaterEqual(len([f for f in frames if f.startswith(("sort<", "__sort<"))]), 2, frames)
+
+        def written(fmt: str) -> Path:
+            out = self.work / f"namesakes.{fmt}"
+            mcuprof("report", str(run.rec), "--elf", str(run.elf), "--format", fmt, "-o", str(out))
+            return out
+
+        # The stack formats: the same frames, by the same names.
+        collapsed = written("collapsed").read_text().splitlines()
+        self.assertEqual({f for line in collapsed for f in line.rsplit(" ", 1)[0].split(";")}, frames)
+        speedscope = json.loads(written("speedscope").read_text())
+        self.assertEqual({f["name"] for f in speedscope["shared"]["frames"]}, frames)
+        shared = json.loads(written("firefox").read_text())["shared"]
+        self.assertEqual({shared["stringArray"][i] for i in shared["funcTable"]["name"]}, frames)
+        profile = self.work / "namesakes.pb.gz"
+        mcuprof("report", str(run.rec), "--elf", str(run.elf), "--format", "pprof", "-o", str(profile))
+        pprof = {rest.removesuffix(" (inline)"): flat for flat, rest in go_pprof(profile)}
+        # pprof shortens some names (for_each<...> reads "for_each"): none merges, and every
+        # label is there whole.
+        self.assertEqual(len(pprof), len(frames))
+        self.assertTrue({f for f in frames if f.endswith(")") and " (" in f} <= set(pprof))
+        # callgrind_annotate: one row per label, its self samples the JSON row's.
+        annotated = subprocess.run(["callgrind_annotate", str(written("callgrind"))], capture_output=True, text=True,
+                                   check=True).stdout
+        for label, samples in labels.items():
+            self.assertEqual(pprof[label], samples, label)
+            found = [line for line in annotated.splitlines() if line.endswith(":" + label)]
+            self.assertEqual(len(found), 1, label)
+            self.assertEqual(int(found[0].split()[0].replace(",", "")), samples, label)
+        # gprof reads the ELF's symbols itself: two rows of each name, with the two rows' shares.
+        flat = subprocess.run(["arm-none-eabi-gprof", "-b", "-p", str(run.elf), str(written("gmon"))],
+                              capture_output=True, text=True, check=True).stdout
+        for name in namesakes:
+            gprof = sorted(float(line.split()[0]) for line in flat.splitlines() if line.endswith(" " + name))
+            ours = sorted(r["percent"] for r in doc["functions"] if r["name"].startswith(name + " ("))
+            self.assertEqual(len(gprof), 2, name)
+            for theirs, mine in zip(gprof, ours):
+                self.assertAlmostEqual(theirs, mine, delta=0.011, msg=name)
+        # HTML: the table and the timeline's legend name each namesake whole.
+        page = written("html").read_text()
+        cells = {html.unescape(c) for c in re.findall(r'<td class="name">(.*?)</td>', page)}
+        self.assertTrue(set(labels) <= cells)
+        legend = page[page.index('<table class="legend">'):]
+        legend = {html.unescape(c) for c in re.findall(r'<td class="name">(.*?)</td>', legend[:legend.index("</table>")])}
+        # The legend's five hottest: whole names of function rows, unit_a's mix (a third of the
+        # time) under its label.
+        self.assertTrue(legend <= {r["name"] for r in doc["functions"]}, legend)
+        self.assertIn("(anonymous namespace)::mix(unsigned int) (unit_a.cpp)", legend)
+        # The diff against the truth: a row per label, each side's count the JSON's and the census's.
+        diff = json.loads(mcuprof("diff", str(run.rec), str(self.work / "cxx_o2_m4.census"), "--elf", str(run.elf),
+                                  "--format", "json"))
+        diff_rows = {r["name"]: r for r in diff["rows"]}
+        sizes = {s.start: s.size for s in symbols}
+        for found in namesakes.values():
+            for start in found:
+                label = rows[start]["name"]
+                census = sum(c for a, c in run.census.items() if start <= a < start + sizes[start])
+                self.assertEqual((diff_rows[label]["a_samples"], diff_rows[label]["b_samples"]),
+                                 (labels[label], census), label)
+
     def test_long_names_fold_in_text_and_wrap_in_html(self):
         run = self.runs["cxx_o2_m4"]
         for grouping in ("function", "address", "stack"):
@@ -209,6 +294,17 @@ class CxxFirmware(unittest.TestCase):
             for row in doc["functions"]:
                 self.assertIn(row["name"].replace(" ", ""), joined)
                 self.assertIn(row.get("function", "").replace(" ", ""), joined)
+        # The diff's table folds the same way.
+        census = str(self.work / "cxx_o2_m4.census")
+        text = mcuprof("diff", str(run.rec), census, "--elf", str(run.elf))
+        self.assertLessEqual(max(len(line) for line in text.splitlines() if not line.startswith(("hint", "A:", "B:"))),
+                             160)
+        joined = "".join(line.strip() for line in text.splitlines()).replace(" ", "")
+        names = [r["name"] for r in json.loads(mcuprof("diff", str(run.rec), census, "--elf", str(run.elf),
+                                                       "--format", "json"))["rows"]]
+        self.assertTrue(any(len(n) > 200 for n in names))
+        for name in names:
+            self.assertIn(name.replace(" ", ""), joined)
         page = self.work / "cxx.html"
         mcuprof("report", str(run.rec), "--elf", str(run.elf), "--format", "html", "-o", str(page))
         extents = chromium_page.table_extents(page, 1400)

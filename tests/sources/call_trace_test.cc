@@ -1,10 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <initializer_list>
 #include <string>
 
+#include "mcuprof/core/call_graph.h"
+#include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/sources/call_trace.h"
+#include "../core/tool_output.h"
 
 using namespace mcuprof;
 using namespace mcuprof::sources;
@@ -204,4 +209,26 @@ TEST_CASE("call trace: read from an ITM stream, only 4-byte writes on the chosen
     name_call_trace(t, symbols, nullptr);
     CHECK(function(t, main_fn).name == "main");
     CHECK(function(t, f_fn).name == "f");
+}
+
+TEST_CASE("call trace: same-named statics are two boxes of the dot graph, as graphviz draws them")
+{
+    // The two static checksum() of cxx_o2_m4 (unit_a.cpp, unit_b.cpp) as an instrumented trace
+    // would find them: by address. Named from the image, each keeps its file in the label.
+    const core::Firmware image = core::Firmware::open(std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf");
+    CallTrace t;
+    for (const core::Function& f : image.symbols().functions())
+        if (f.symbol == "_ZL8checksumPKhi")
+            t.graph.functions.push_back({"", "", 0, f.start, 10, 10, 1});
+    REQUIRE(t.graph.functions.size() == 2);
+    name_call_trace(t, image.symbols(), &image.locator());
+    const std::string dot_file = "call_trace_test_namesakes.dot";
+    {
+        std::ofstream out(dot_file);
+        core::write_dot(t.graph, out);
+    }
+    const std::string svg = tool_output("dot -Tsvg " + dot_file);
+    std::remove(dot_file.c_str());
+    CHECK(svg.find(">checksum(unsigned char const*, int) (unit_a.cpp)</text>") != std::string::npos);
+    CHECK(svg.find(">checksum(unsigned char const*, int) (unit_b.cpp)</text>") != std::string::npos);
 }

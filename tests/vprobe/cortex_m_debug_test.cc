@@ -309,3 +309,105 @@ TEST_CASE("cortex-m: a BKPT written by the debugger becomes a breakpoint; its re
     CHECK(f.target.breakpoints.empty());
     CHECK(f.rd(0x08000324, 2) == 0xB510);
 }
+
+namespace {
+
+// A Cortex-M33 r0p3 (ARMv8-M Mainline with the Security Extension, its TRM's CPUID).
+void cortex_m33(FakeTarget& target)
+{
+    target.map(cpuid, 4);
+    for (uint32_t i = 0; i < 4; ++i)
+        target.memory[cpuid + i] = uint8_t(0x410FD213u >> (8 * i));
+}
+
+uint32_t core_register(Fixture& f, uint32_t regsel)
+{
+    f.wr(dcrsr, regsel);
+    return f.rd(dcrdr);
+}
+
+} // namespace
+
+TEST_CASE("cortex-m: ARMv8-M DSCSR.CDS and the banked registers from a target that describes both banks (QEMU 10)")
+{
+    Fixture f;
+    cortex_m33(f.target);
+    // GDB's m-system (the current state's) and secext features, halted in the Non-secure state.
+    f.target.registers.insert({{"msp", 0x28400000}, {"psp", 0}, {"msplim", 0}, {"psplim", 0},
+                               {"msp_ns", 0x28400000}, {"msp_s", 0x381FFF80}, {"psp_ns", 0}, {"psp_s", 0x38100000},
+                               {"msplim_ns", 0x28000000}, {"msplim_s", 0x38000000}, {"psplim_ns", 0}, {"psplim_s", 0},
+                               {"control_ns", 0}, {"control_s", 2}, {"primask_ns", 1}, {"primask_s", 0},
+                               {"basepri_ns", 0}, {"basepri_s", 0}, {"faultmask_ns", 0}, {"faultmask_s", 0}});
+    f.halt();
+    CHECK(f.rd(dscsr) == 0);   // CDS 0: Non-secure
+    CHECK(core_register(f, 0x18) == 0x28400000);   // MSP_NS
+    CHECK(core_register(f, 0x1A) == 0x381FFF80);   // MSP_S
+    CHECK(core_register(f, 0x1B) == 0x38100000);   // PSP_S
+    CHECK(core_register(f, 0x1C) == 0x38000000);   // MSPLIM_S
+    CHECK(core_register(f, 0x1E) == 0x28000000);   // MSPLIM_NS
+    CHECK(core_register(f, 0x22) == 0x02000000);   // CONTROL_S, FAULTMASK_S, BASEPRI_S, PRIMASK_S
+    CHECK(core_register(f, 0x23) == 0x00000001);
+    CHECK(f.target.security_reads == 0);   // the registers told
+    // Resumed and halted in the Secure state: MSP is MSP_S now.
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.target.registers["msp"] = 0x381FFF80;
+    f.halt();
+    CHECK(f.rd(dscsr) == dscsr_cds);
+    // MSP equal in both banks: PSP decides; all equal: the target's other means.
+    f.target.registers["msp_ns"] = 0x381FFF80;
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.halt();
+    CHECK(f.rd(dscsr) == 0);   // PSP 0 is PSP_NS's, not PSP_S's
+    for (const char* name : {"psp_s", "msplim_s", "msplim_ns"})
+        f.target.registers[name] = 0;
+    f.target.security = true;
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.halt();
+    CHECK(f.rd(dscsr) == dscsr_cds);
+    CHECK(f.target.security_reads == 1);
+    CHECK(f.rd(dscsr) == dscsr_cds);   // once per halt
+    CHECK(f.target.security_reads == 1);
+    // The bank select is stored; a write of CDS changes nothing.
+    f.wr(dscsr, 0x3);
+    CHECK(f.rd(dscsr) == (dscsr_cds | 0x3));
+}
+
+TEST_CASE("cortex-m: ARMv8-M DSCSR.CDS by the target's other means and the banks the stub reaches (QEMU 7.2)")
+{
+    Fixture f;
+    cortex_m33(f.target);
+    f.target.special = {{"msp", 0x30001000}, {"psp", 0x30002000}, {"control", 2}, {"primask", 0},
+                        {"basepri", 0},      {"faultmask", 0},    {"msplim", 0x30000000}, {"psplim", 0x30001800},
+                        {"msp_ns", 0x20001000}, {"psp_ns", 0x20002000}, {"control_ns", 0}};
+    f.target.security = true;
+    f.halt();
+    CHECK(f.rd(dscsr) == dscsr_cds);
+    CHECK(core_register(f, 0x1A) == 0x30001000);   // MSP_S: the current MSP
+    CHECK(core_register(f, 0x1D) == 0x30001800);   // PSPLIM_S: the current PSPLIM
+    CHECK(core_register(f, 0x18) == 0x20001000);   // MSP_NS: MRS's _NS form from Secure
+    CHECK(core_register(f, 0x22) == 0x02000000);
+    // Non-secure: the Secure bank is out of the stub's reach (reads 0), the current bank is NS.
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.target.security = false;
+    f.halt();
+    CHECK(f.rd(dscsr) == 0);
+    CHECK(core_register(f, 0x18) == 0x30001000);   // MSP_NS: the current MSP
+    CHECK(core_register(f, 0x1A) == 0);
+    // The security state unknown: no bank is read.
+    f.wr(dhcsr, dbgkey | c_debugen);
+    f.target.security.reset();
+    f.halt();
+    CHECK(f.rd(dscsr) == 0);
+    CHECK(core_register(f, 0x18) == 0);
+}
+
+TEST_CASE("cortex-m: without the Security Extension DSCSR and the banked REGSEL values read 0")
+{
+    Fixture f;   // the fake's CPUID cannot be read: a Cortex-M4
+    f.target.special = {{"msp", 0x20001000}};
+    f.target.security = true;
+    f.halt();
+    CHECK(f.rd(dscsr) == 0);
+    CHECK(core_register(f, 0x1A) == 0);
+    CHECK(f.target.security_reads == 0);
+}

@@ -3,7 +3,10 @@ board in firmware-ref's board table (issue 28): it examines the core QEMU runs (
 debug unit answers with the target's own CPUID), halts it in a function of the image and lets
 it run again, and `mcuprof record --mode pcsr` samples DWT_PCSR where the architecture has it
 (ARMv7-M, ARMv8-M Mainline) and falls back to halting, with its notice, where it has none
-(ARMv6-M: the Cortex-M0 of microbit)."""
+(ARMv6-M: the Cortex-M0 of microbit). On the Cortex-M33 (Security Extension) DSCSR.CDS names the
+security state of each halt, and DCRSR's banked REGSEL values read the stack pointers of either
+state: the Secure state by the address of the halted code (the an505's IDAU: bit 28 set is
+Secure), the stack pointers against OpenOCD's own MSP and the stacks the vector tables give."""
 from __future__ import annotations
 
 import json
@@ -14,13 +17,33 @@ import unittest
 from pathlib import Path
 
 from elf_symbols import nm_symbols
+import qemu_runner
 from openocd_rig import CLI, FW_DIR, OPENOCD, require, start_rig, stop_rig
 
 SAMPLES = 200
+DSCSR, DCRSR, DCRDR = 0xE000EE08, 0xE000EDF4, 0xE000EDF8
+CDS = 1 << 16
+MSP_NS, MSP_S = 0x18, 0x1A   # DCRSR.REGSEL (ARMv8-M ARM, DDI 0553, "DCRSR")
+STACK_BYTES = 0x4000         # a stack pointer lies this far below its stack's top at most
+
+
+def word_in_elf(elf: Path, address: int) -> int:
+    """The little-endian word at `address` in the ELF, as objdump -s shows it."""
+    out = subprocess.run(["arm-none-eabi-objdump", "-s", f"--start-address=0x{address:x}",
+                          f"--stop-address=0x{address + 4:x}", str(elf)], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    line = next(l for l in out.splitlines() if l.strip().startswith(f"{address:x}"))
+    return int.from_bytes(bytes.fromhex(line.split()[1]), "little")
+
+
+def value(text: str) -> int:
+    """The value OpenOCD printed after the colon: `reg pc` ("pc (/32): 0x100003d4") and `mdw`
+    ("0xe000ee08: 00010000")."""
+    return int(text.split(":", 1)[1].split()[0], 16)
 
 
 class ArchThroughVprobe(unittest.TestCase):
-    def check(self, name: str, core: str, pcsr: bool):
+    def check(self, name: str, core: str, pcsr: bool, security=None):
         elf = FW_DIR / f"{name}.elf"
         require((OPENOCD,), (CLI, elf))
         rig = type("Rig", (), {})()
@@ -39,6 +62,8 @@ class ArchThroughVprobe(unittest.TestCase):
             pc = int(match.group(1), 16)
             self.assertTrue(any(start <= pc < end for start, end in functions.values()), f"pc 0x{pc:08x}")
             rig.tcl.run("resume")
+            if security is not None:
+                security(rig, elf, functions)
 
             r = subprocess.run([str(CLI), "record", "--openocd", f"127.0.0.1:{rig.tcl_port}", "--mode", "pcsr",
                                 "--samples", str(SAMPLES), "--elf", str(elf), "-o", str(rig.work / "rec.bin"),
@@ -65,11 +90,60 @@ class ArchThroughVprobe(unittest.TestCase):
     def test_an500_cortex_m7(self):
         self.check("arch_forever_an500", "Cortex-M7", pcsr=True)
 
+    def halted_at(self, rig, address: int, hardware: bool):
+        """Runs to a breakpoint at `address`; returns (pc, DSCSR, OpenOCD's MSP, MSP_NS, MSP_S)."""
+        t = rig.tcl.run
+        t("halt")
+        t(f"bp 0x{address:x} 2" + (" hw" if hardware else ""))
+        t("resume")
+        t("wait_halt 60000")
+        t(f"rbp 0x{address:x}")
+        pc, dscsr, msp = value(t("reg pc")), value(t(f"mdw 0x{DSCSR:x}")), value(t("reg msp"))
+        banked = []
+        for regsel in (MSP_NS, MSP_S):
+            t(f"mww 0x{DCRSR:x} 0x{regsel:x}")
+            banked.append(value(t(f"mdw 0x{DCRDR:x}")))
+        return pc, dscsr, msp, banked[0], banked[1]
+
     def test_an505_cortex_m33(self):
-        self.check("arch_forever_an505", "Cortex-M33", pcsr=True)
+        def secure_only(rig, elf, functions):
+            pc, dscsr, msp, _, msp_s = self.halted_at(rig, functions["run_round"][0], hardware=True)
+            self.assertEqual(pc, functions["run_round"][0])
+            self.assertTrue(pc & (1 << 28))
+            self.assertEqual(dscsr & CDS, CDS)
+            self.assertEqual(msp_s, msp)
+            rig.tcl.run("resume")
+
+        self.check("arch_forever_an505", "Cortex-M33", pcsr=True, security=secure_only)
 
     def test_an505_cortex_m33_nonsecure_behind_the_secure_boot(self):
-        self.check("arch_ns_forever_an505", "Cortex-M33", pcsr=True)
+        def both_states(rig, elf, functions):
+            secure_top = word_in_elf(elf, 0x10000000)             # the Secure vector table's initial MSP
+            nonsecure_top = word_in_elf(elf, functions["ns_vector_table"][0])
+            in_stack = lambda sp, top: top - STACK_BYTES <= sp <= top
+            # In the Secure function the application calls: Secure; MSP_S is MSP; the Non-secure
+            # MSP (MRS MSP_NS through the stub on QEMU 7.2, QEMU 10's secext) in its stack.
+            entry = functions["secure_scramble"][0]
+            pc, dscsr, msp, msp_ns, msp_s = self.halted_at(rig, entry, hardware=True)
+            self.assertEqual((pc, dscsr & CDS), (entry, CDS))
+            self.assertEqual(msp_s, msp)
+            self.assertTrue(in_stack(msp, secure_top), hex(msp))
+            self.assertTrue(in_stack(msp_ns, nonsecure_top), hex(msp_ns))
+            # In the application: Non-secure; MSP_NS is MSP; the Secure MSP only where QEMU's
+            # gdbstub describes it (secext, QEMU 8 on), else out of reach from this state (0).
+            run_round = functions["run_round"][0]
+            pc, dscsr, msp, msp_ns, msp_s = self.halted_at(rig, run_round, hardware=False)
+            self.assertEqual((pc, dscsr & CDS), (run_round, 0))
+            self.assertFalse(pc & (1 << 28))
+            self.assertEqual(msp_ns, msp)
+            self.assertTrue(in_stack(msp, nonsecure_top), hex(msp))
+            if qemu_runner.qemu_version(qemu_runner.QEMU) >= (8, 0):
+                self.assertTrue(in_stack(msp_s, secure_top), hex(msp_s))
+            else:
+                self.assertEqual(msp_s, 0)
+            rig.tcl.run("resume")
+
+        self.check("arch_ns_forever_an505", "Cortex-M33", pcsr=True, security=both_states)
 
     def test_an547_cortex_m55(self):
         self.check("arch_forever_an547", "Cortex-M55", pcsr=True)

@@ -134,6 +134,14 @@ public:
         log.push_back("write " + name);
         return true;
     }
+    // The security state by other means (QEMU 7.2: the TT stub); counted.
+    std::optional<bool> security;
+    int security_reads = 0;
+    std::optional<bool> read_security_state() override
+    {
+        ++security_reads;
+        return halted ? security : std::nullopt;
+    }
     std::optional<uint32_t> sample_pc() override
     {
         if (halted)

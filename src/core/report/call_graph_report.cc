@@ -8,6 +8,7 @@
 
 #include "json_numbers.h"
 #include "mcuprof/core/call_graph.h"
+#include "text_table.h"
 
 namespace mcuprof::core {
 namespace {
@@ -54,29 +55,24 @@ void write_call_graph_text(const CallGraph& graph, std::ostream& out, const std:
         if (graph.edges[i].caller < graph.functions.size() && graph.edges[i].callee < graph.functions.size())
             callees[graph.edges[i].caller].push_back(i);
 
-    char line[256];
-    std::snprintf(line, sizeof line, "\n%8s %14s %8s %14s %10s  %s\n", "incl%", "inclusive", "self%", "self", "calls",
-                  "function");
-    out << line;
+    using text_table::format;
+    out << format("\n%8s %14s %8s %14s %10s  %s\n", "incl%", "inclusive", "self%", "self", "calls", "function");
     for (size_t i : order) {
         const CallGraphFunction& f = graph.functions[i];
-        std::snprintf(line, sizeof line, "%8.2f %14.0f %8.2f %14.0f %10s  ", percent(f.inclusive_cost),
-                      f.inclusive_cost, percent(f.self_cost), f.self_cost, calls_text(f.calls).c_str());
-        out << line << f.name;
-        if (!f.file.empty())
-            out << "  (" << location(f.file, f.line) << ")";
-        out << "\n";
+        text_table::write_row(out,
+                              format("%8.2f %14.0f %8.2f %14.0f %10s  ", percent(f.inclusive_cost), f.inclusive_cost,
+                                     percent(f.self_cost), f.self_cost, calls_text(f.calls).c_str()),
+                              f.name + (f.file.empty() ? "" : "  (" + location(f.file, f.line) + ")"));
         std::stable_sort(callees[i].begin(), callees[i].end(), [&](size_t a, size_t b) {
             return graph.edges[a].inclusive_cost > graph.edges[b].inclusive_cost;
         });
         for (size_t k : callees[i]) {
             const CallGraphEdge& e = graph.edges[k];
-            std::snprintf(line, sizeof line, "%8.2f %14.0f %8s %14s %10s    -> ", percent(e.inclusive_cost),
-                          e.inclusive_cost, "", "", calls_text(e.calls).c_str());
-            out << line << graph.functions[e.callee].name;
-            if (!e.file.empty())
-                out << "  (called at " << location(e.file, e.line) << ")";
-            out << "\n";
+            text_table::write_row(out,
+                                  format("%8.2f %14.0f %8s %14s %10s    -> ", percent(e.inclusive_cost),
+                                         e.inclusive_cost, "", "", calls_text(e.calls).c_str()),
+                                  graph.functions[e.callee].name +
+                                      (e.file.empty() ? "" : "  (called at " + location(e.file, e.line) + ")"));
         }
     }
 }

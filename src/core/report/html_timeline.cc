@@ -57,7 +57,9 @@ void write_timeline(const Timeline& t, std::ostream& out)
     using html::format;
     if (t.series.empty() || t.slices < 2)
         return;
-    constexpr double width = 1200, height = 220, top = 12, legend = 180, plot = width - legend;   // top: the 100 % label
+    // The legend is a table below the plot, not SVG text beside it: SVG text does not wrap, and
+    // the end of a long C++ name, where namesakes differ (" (unit_a.cpp)"), was cut off.
+    constexpr double width = 1200, height = 220, top = 12, plot = width - 40;   // top: the 100 % label
     const double slice_ms = (t.end_ms - t.start_ms) / double(t.slices);
     out << "<h2>Timeline</h2>\n<p>The share of the " << t.series.size()
         << " hottest functions in each of " << t.slices << " slices of " << html::readable_ms(slice_ms)
@@ -70,6 +72,7 @@ void write_timeline(const Timeline& t, std::ostream& out)
                       "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\">%d %%</text>\n",
                       plot, y, y, plot + 4, y + 3, tick * 25);
     }
+    std::string legend;   // one row per series: its colour, its whole name
     for (size_t k = 0; k < t.series.size(); ++k) {
         const TimelineSeries& s = t.series[k];
         const std::string colour = format("hsl(%zu,70%%,45%%)", k * 360 / t.series.size());
@@ -81,14 +84,14 @@ void write_timeline(const Timeline& t, std::ostream& out)
         }
         out << "<polyline class=\"series\" fill=\"none\" stroke-width=\"2\" stroke=\"" << colour
             << "\" data-function=\"" << escape(s.function) << "\" data-shares=\"" << shares << "\" points=\""
-            << points << "\"><title>" << escape(s.function) << "</title></polyline>\n"
-            << format("<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\" fill=\"", plot + 40, top + 14.0 + 16.0 * k) << colour
-            << "\">" << escape(s.function) << "</text>\n";
+            << points << "\"><title>" << escape(s.function) << "</title></polyline>\n";
+        legend += "<tr><td style=\"color:" + colour + "\">&#9632;</td><td class=\"name\">" + escape(s.function) +
+                  "</td></tr>\n";
     }
     out << format("<text x=\"0\" y=\"%.0f\" font-size=\"10\">%.3g ms</text>", top + height + 14, t.start_ms)
         << format("<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"end\">%.3g ms</text>\n", plot,
                   top + height + 14, t.end_ms)
-        << "</svg>\n";
+        << "</svg>\n<table class=\"legend\">\n" << legend << "</table>\n";
 }
 
 } // namespace mcuprof::core

@@ -8,16 +8,12 @@
 #include <vector>
 
 #include "mcuprof/core/report.h"
+#include "text_table.h"
 
 namespace mcuprof::core {
 namespace {
 
-std::string format(const char* pattern, auto... values)
-{
-    char text[1024];
-    std::snprintf(text, sizeof text, pattern, values...);
-    return text;
-}
+using text_table::format;
 
 std::string detail_of(const Profile& profile, const Row& row)
 {
@@ -39,32 +35,6 @@ std::string detail_of(const Profile& profile, const Row& row)
         break;
     }
     return detail;
-}
-
-// Text tables fold a long name onto lines of at most this many characters (docs/formats.md).
-constexpr size_t name_width = 100;
-
-// The pieces of a name as the table folds it: each at most `width` characters, broken after
-// the last ", ", ";" or "::" that fits (a template's arguments, a stack's frames, a scope),
-// else at the width; nothing is dropped.
-std::vector<std::string> fold(const std::string& text, size_t width)
-{
-    std::vector<std::string> pieces;
-    size_t at = 0;
-    while (text.size() - at > width) {
-        size_t cut = 0;
-        for (const char* mark : {", ", ";", "::"}) {
-            const size_t found = text.rfind(mark, at + width - std::strlen(mark));
-            if (found != std::string::npos && found > at)
-                cut = std::max(cut, found + std::strlen(mark));
-        }
-        if (cut == 0)
-            cut = at + width;
-        pieces.push_back(text.substr(at, cut - at));
-        at = cut;
-    }
-    pieces.push_back(text.substr(at));
-    return pieces;
 }
 
 // The chain ends of a sampler's figures.
@@ -176,10 +146,7 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
                                                                           : format("%12.1f", row.samples);
         const std::string numbers =
             format("%8.2f %7.2f %s%s  ", row.share.percent, row.share.stderr_pp, incl.c_str(), count.c_str());
-        const std::vector<std::string> pieces = fold(row.name + (detail.empty() ? "" : "  ") + detail, name_width);
-        out << numbers << pieces.front() << '\n';
-        for (size_t i = 1; i < pieces.size(); ++i)   // continuation lines, under the name and indented
-            out << std::string(numbers.size() + 4, ' ') << pieces[i] << '\n';
+        text_table::write_row(out, numbers, row.name + (detail.empty() ? "" : "  ") + detail);
     }
 }
 

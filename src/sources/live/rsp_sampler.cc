@@ -27,6 +27,15 @@ TargetEnd end_of(const transport::StopReply& s)
 // The halting target over a GDB server.
 class RspHaltingTarget : public HaltingTarget {
 public:
+    static std::optional<uint32_t>& stack_register(core::CoreRegisters& registers, const std::string& name)
+    {
+        if (name == "msp")
+            return registers.msp;
+        if (name == "psp")
+            return registers.psp;
+        return name == "msplim" ? registers.msplim : registers.psplim;
+    }
+
     explicit RspHaltingTarget(const RspSamplerOptions& options) : options_(options)
     {
         gdb_ = connect();
@@ -42,7 +51,8 @@ public:
             all_registers_.push_back(name);
         // The banked stack pointers, where the server describes them (OpenOCD does; QEMU
         // 7.2's gdbstub does not): they let the unwinder cross from a handler to a task's stack.
-        for (const char* name : {"msp", "psp"})
+        // ARMv8-M's stack limits too (QEMU 10's m-system feature): a frame below is implausible.
+        for (const char* name : {"msp", "psp", "msplim", "psplim"})
             if (gdb_->target().find(name) != nullptr)
                 all_registers_.push_back(name);
         qemu_ = gdb_->is_qemu();
@@ -104,7 +114,7 @@ public:
                 state.registers.r[i] = values[i];
             state.registers.xpsr = values[16];
             for (size_t i = 17; i < all_registers_.size(); ++i)
-                (all_registers_[i] == "msp" ? state.registers.msp : state.registers.psp) = values[i];
+                stack_register(state.registers, all_registers_[i]) = values[i];
         } else {
             static const std::vector<std::string> few = {"pc", "lr", "sp", "xpsr"};
             const std::vector<uint32_t> values = gdb_->read_registers(few, request.memory, state.memory);

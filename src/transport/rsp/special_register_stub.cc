@@ -222,6 +222,17 @@ StubReads read_special_registers(RspClient& gdb, const HaltedCore& halted, const
     return out;
 }
 
+std::optional<bool> read_security_state(RspClient& gdb, const HaltedCore& halted, unsigned& steps)
+{
+    // TT r0, r1 (T1: E840 | Rn, F000 | Rd << 8), with r1 the halted PC.
+    constexpr uint32_t tt_r0_r1 = 0xE841F000u;
+    const StubRun run = run_stub(gdb, halted, {tt_r0_r1}, {0, halted.pc}, 1);
+    steps += run.steps;
+    if (!run.ran)
+        return std::nullopt;
+    return (run.outputs[0] & (1u << 22)) != 0;
+}
+
 bool write_special_register(RspClient& gdb, const HaltedCore& halted, SpecialRegister which, uint32_t value,
                             unsigned& steps)
 {

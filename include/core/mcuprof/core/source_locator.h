@@ -1,6 +1,6 @@
 #pragma once
 // Source lines and inline chains of code addresses, from the ELF's DWARF through LLVM's
-// Symbolize library. Every distinct address is looked up once and remembered.
+// DWARFContext. Every distinct address is looked up once and remembered.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,7 +13,10 @@ namespace mcuprof::core {
 class Firmware;
 
 struct SourceFrame {
-    std::string function;   // as DWARF names it, demangled (demangle.h); empty when unknown
+    // As DWARF names it, demangled (demangle.h); empty when unknown. An inlined frame is its
+    // abstract origin's function: where two functions DWARF describes share a name, the name
+    // says which, by the declaration's file, file:line or DIE (" (unit_a.cpp)", as symbols.h).
+    std::string function;
     std::string file;       // empty when there is no line information
     uint32_t line = 0;
     uint32_t column = 0;
@@ -40,6 +43,9 @@ public:
 
     // "file:line" of the innermost frame, or empty.
     static std::string line_of(const std::vector<SourceFrame>& frames);
+    // The same for an address, from the line table alone: no function is named, so the
+    // DWARF of the image is not read whole for the labels of inlined functions (frames()).
+    std::string line_at(uint32_t address);
 
 private:
     struct Impl;

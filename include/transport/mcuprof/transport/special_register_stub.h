@@ -20,6 +20,7 @@ class RspClient;
 enum class SpecialRegister : uint8_t {
     msp = 8, psp = 9, primask = 16, basepri = 17, faultmask = 19, control = 20,
     msp_ns = 0x88, psp_ns = 0x89, control_ns = 0x94,
+    msplim = 0x0A, psplim = 0x0B, msplim_ns = 0x8A, psplim_ns = 0x8B,   // ARMv8-M's stack limits
 };
 
 // The core at this halt, as read by the caller: where the stub goes (below SP), the PC and
@@ -54,5 +55,12 @@ StubReads read_special_registers(RspClient& gdb, const HaltedCore& halted, const
 // the single steps taken are added to `steps`.
 bool write_special_register(RspClient& gdb, const HaltedCore& halted, SpecialRegister which, uint32_t value,
                             unsigned& steps);
+
+// The security state of a halted ARMv8-M core with the Security Extension, by one TT of the
+// halted PC (ARMv8-M ARM, DDI 0553, "TT"; the stub runs where the core runs, below SP): its S
+// flag, bit 22, says the address is Secure, and reads as zero from the Non-secure state.
+// True for Secure; nullopt when the instruction did not run. Only for such a core: elsewhere
+// TT is UNDEFINED. The single steps taken are added to `steps`.
+std::optional<bool> read_security_state(RspClient& gdb, const HaltedCore& halted, unsigned& steps);
 
 } // namespace mcuprof::transport

@@ -27,6 +27,12 @@ constexpr uint32_t dhcsr = 0xE000EDF0;
 constexpr uint32_t dcrsr = 0xE000EDF4;
 constexpr uint32_t dcrdr = 0xE000EDF8;
 constexpr uint32_t demcr = 0xE000EDFC;
+// DSCSR, Debug Security Control and Status Register (ARMv8-M with the Security Extension;
+// DDI 0553, "DSCSR"): CDS, the current security state (1 Secure); SBRSEL/SBRSELEN choose the
+// bank of SP, MSP and PSP that DCRSR's REGSEL 13, 17 and 18 reach (stored, not applied).
+constexpr uint32_t dscsr = 0xE000EE08;
+constexpr uint32_t dscsr_cds = 1u << 16;
+constexpr uint32_t dscsr_sbrsel_bits = 0x3;
 
 // DHCSR, Debug Halting Control and Status Register.
 constexpr uint32_t dbgkey = 0xA05Fu << 16;
@@ -134,6 +140,12 @@ private:
     // MSP, PSP, CONTROL and the masks: by name where the target describes them, else by the
     // target's other means (DebugTarget::read_special_register).
     std::optional<uint32_t> read_special(const char* name);
+    // ARMv8-M's banked registers (MSP_NS, PSP_S, MSPLIM_S, CONTROL_NS, ...): by name where the
+    // target describes them (QEMU 10's secext feature), else the current state's own register
+    // for its bank, or the stub's view of the other bank (the Non-secure one, from Secure).
+    std::optional<uint32_t> read_banked(const std::string& name, bool secure_bank, const char* current);
+    bool has_security_extension();
+    std::optional<bool> security_state();
     bool write_special(const char* name, uint32_t value);
     void reset(bool from_pin);
     uint32_t cyccnt() const;
@@ -154,6 +166,11 @@ private:
     uint32_t demcr_ = 0;
     uint32_t dfsr_ = 0;
     std::optional<uint32_t> cpuid_;
+    uint32_t dscsr_control_ = 0;    // SBRSEL, SBRSELEN as written
+    // The security state at this halt (kept while the core runs: DSCSR read then gives the
+    // last halt's), and whether it was read since the core last ran.
+    std::optional<bool> secure_;
+    bool secure_current_ = false;
 
     uint32_t dwt_ctrl_ = 0;
     uint32_t cyccnt_base_ = 0;

@@ -42,6 +42,11 @@ public:
     virtual std::optional<uint32_t> read_special_register(const std::string& /*name*/) { return std::nullopt; }
     virtual bool write_special_register(const std::string& /*name*/, uint32_t /*value*/) { return false; }
 
+    // An ARMv8-M core with the Security Extension, halted: true in the Secure state, false in
+    // the Non-secure, by other means than registers (QEMU 7.2: a TT instruction run by the
+    // stub). nullopt where it cannot tell.
+    virtual std::optional<bool> read_security_state() { return std::nullopt; }
+
     // Running: the PC of an instruction the core has just executed (QEMU: a brief halt).
     // nullopt when the core halted meanwhile (a breakpoint).
     virtual std::optional<uint32_t> sample_pc() = 0;

@@ -49,6 +49,7 @@ public:
     // (transport/special_register_stub.h), all six read in one run, once per halt.
     std::optional<uint32_t> read_special_register(const std::string& name) override;
     bool write_special_register(const std::string& name, uint32_t value) override;
+    std::optional<bool> read_security_state() override;
     std::optional<uint32_t> sample_pc() override;
     void set_breakpoints(const std::set<uint32_t>& addresses) override;
 

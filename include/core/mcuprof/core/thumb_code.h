@@ -1,0 +1,33 @@
+#pragma once
+// The image's Thumb code as the unwinder reads it (SymbolTable's code sections): the functions
+// some instruction enters directly (by BL, B.W or B), and an epilogue run forward from a halted PC. Encodings: ARMv7-M Architecture Reference Manual
+// (DDI 0403), A5 "The Thumb Instruction Set Encoding" and A7.7; ARMv6-M's are a subset.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace mcuprof::core {
+
+class StackMemory;
+class SymbolTable;
+
+// Every address a BL, B.W or B in the code branches to, sorted: a linear sweep of the code
+// sections, one instruction after another (a literal pool decoded as instructions adds
+// targets at worst).
+std::vector<uint32_t> direct_branch_targets(const SymbolTable& code);
+
+// What running the code from a halted PC to its return gave.
+enum class EpilogueResult { not_epilogue, returned, unreadable };
+
+// Runs the instructions from `registers[15]` forward when every one up to the function's
+// return is an epilogue's: POP (with PC: the return), MOV between registers, ADD SP, #imm,
+// VPOP, POP.W / LDR.W Rt, [SP], #4, and BX Rm (the return). These neither branch nor write
+// memory, so the result is what the core will do: `registers` become the caller's, PC the
+// return address as the core will load it (Thumb bit, or an EXC_RETURN / FNC_RETURN value).
+// Call-frame information may not describe such code (libgcc's ARMv6-M soft float describes
+// its prologue only). Only for the halted frame itself, outside an IT block or an interrupted
+// LDM (EPSR's IT/ICI bits zero), which the caller checks.
+EpilogueResult run_epilogue(const SymbolTable& code, std::array<uint32_t, 16>& registers, StackMemory& memory);
+
+} // namespace mcuprof::core
