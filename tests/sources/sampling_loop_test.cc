@@ -338,6 +338,7 @@ namespace {
 struct HaltModeOpenocd {
     static bool has(const std::string& message, const char* word) { return message.find(word) != std::string::npos; }
     std::string found = "16777217";
+    bool polled_once = true;   // false: "unknown" until a poll, as OpenOCD says right after init
     fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
         if (has(m, "_mcuprof_d")) {
             if (found != "16777217")
@@ -351,10 +352,12 @@ struct HaltModeOpenocd {
             return std::vector<std::string>{"0 0x00000000"};
         if (has(m, "write_memory\\ 3758157104") || has(m, "poll\\ off") || has(m, "poll\\ on"))
             return std::vector<std::string>{"0 "};
-        if (has(m, "poll"))
+        if (has(m, "poll")) {
+            polled_once = true;
             return std::vector<std::string>{"0 background polling: on\nTAP: stm32f4x.cpu (enabled)\n"};
+        }
         if (has(m, "curstate"))
-            return std::vector<std::string>{"0 running"};
+            return std::vector<std::string>{polled_once ? "0 running" : "0 unknown"};
         if (has(m, "target\\ current") || has(m, "target\\ names"))
             return std::vector<std::string>{"0 stm32f4x.cpu"};
         return std::vector<std::string>{"1 unexpected"};
@@ -383,6 +386,15 @@ struct HaltModeOpenocd {
     }
 };
 } // namespace
+
+TEST_CASE("sampling loop over OpenOCD's Tcl port: a target OpenOCD has not polled yet is polled once, then sampled")
+{
+    HaltModeOpenocd openocd;
+    openocd.polled_once = false;   // curstate says "unknown" until a poll
+    Collect sink;
+    CHECK(openocd.run(sink, 2).samples == 2);
+    CHECK(openocd.count("curstate") >= 2);
+}
 
 TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt through DHCSR and DCRSR, the name read once")
 {

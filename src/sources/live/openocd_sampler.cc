@@ -126,6 +126,14 @@ public:
         for (std::string name; names >> name;)
             ++target_count_;
         initial_state_ = tcl_->eval("[target current] curstate");
+        // OpenOCD calls a target's state "unknown" until it has polled it once; its background
+        // polling starts from a timer after `init` (target.c, handle_target), so a client that
+        // connects as soon as the Tcl port opens can ask first (Debian 13's OpenOCD, measured).
+        // `poll` polls the current target now.
+        if (initial_state_ == "unknown") {
+            tcl_->eval("poll");
+            initial_state_ = tcl_->eval("[target current] curstate");
+        }
         if (initial_state_ != "running" && initial_state_ != "halted")
             throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "curstate",
                                    "target " + target_ + " is " + initial_state_ + ", neither running nor halted");
