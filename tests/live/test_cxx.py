@@ -55,7 +55,20 @@ def addr2line(elf: Path, addresses: list[int]) -> dict[int, str]:
         out = subprocess.run(["arm-none-eabi-addr2line", "-i", "-e", str(elf), hex(address)],
                              capture_output=True, text=True, check=True).stdout
         found[address] = out.splitlines()[0].split(" (discriminator")[0]
+        if found[address].startswith("??"):
+            found[address] = second_opinion(elf, address)
     return found
+
+
+def second_opinion(elf: Path, address: int) -> str:
+    """llvm-symbolizer-19's file:line where binutils has none: Debian 13's addr2line (binutils
+    2.44) answers ??:? inside GCC 14's libgcc assembly (ieee754-sf.S, whose unit has a line
+    table), where binutils 2.40 and llvm-symbolizer agree on the line."""
+    out = subprocess.run(["llvm-symbolizer-19", f"--obj={elf}", hex(address)], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    place = out[1] if len(out) > 1 else "??:0"
+    file, line = place.rsplit(":", 2)[0:2] if place.count(":") >= 2 else (place, "")
+    return "??:?" if file == "??" or line in ("", "0") else f"{file}:{line}"
 
 
 def go_pprof(profile: Path, *options: str) -> list[tuple[int, str]]:
