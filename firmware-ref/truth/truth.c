@@ -59,11 +59,20 @@
  * in front of the instruction: no helper call per instruction. Counts stay exact under
  * -icount, because when an I/O access forces QEMU to retranslate the tail of a block it
  * retranslates with instruction instrumentation off (CF_MEMI_ONLY), so nothing is counted
- * twice. The guest has one vCPU, so the non-atomic add is exact too.
+ * twice.
+ *
+ * A machine of several cores (mps2-an521's two Cortex-M33) is counted per vCPU: QEMU runs each
+ * vCPU in a thread of its own (MTTCG), and each vCPU adds only to its own counts (API 1: a
+ * callback given the vCPU's index; API 4: its entry of a scoreboard), so the non-atomic adds
+ * stay exact. The files then carry one line per address and core, "0xADDRESS COUNT CORE",
+ * after a line "# vcpus N"; uniform cost keeps one deadline per vCPU, so each core's own
+ * instructions are paced alike. Task mode follows one core's tasks only: it refuses a machine
+ * of several.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -80,8 +89,6 @@ static const struct truth_api *api;
 /* ---- per-address counters ----
  * A counter's address is baked into translated code, so counters never move: they live in
  * fixed-size slabs. Only the lookup table of pointers is rehashed when it grows. */
-enum { SLAB_COUNTERS = 4096 };
-
 struct slab {
     struct slab *next;
     size_t used;
@@ -95,6 +102,7 @@ static struct counter **table; /* open addressing, linear probing, power-of-two 
 static size_t table_size;
 static size_t n_counters;
 static char *out_path;
+static unsigned n_vcpus = 1;
 
 static size_t hash_addr(uint64_t addr, size_t mask)
 {
@@ -170,10 +178,12 @@ static struct counter *counter_for(uint64_t addr)
 enum { PAUSE_NS = 20000 };   /* longer than any instruction QEMU emulates; shorter than a halt */
 enum { POLL_EVERY = 4096 };  /* instructions between two looks at the snapshot pipe */
 static uint64_t cost_ns;
-static uint64_t deadline_ns;
+static uint64_t deadline_ns[MAX_VCPUS];
 static int snapshot_fd = -1;
 static char *snapshot_fifo;
-static uint64_t until_poll;
+static uint64_t until_poll[MAX_VCPUS];
+/* One vCPU at a time serves the pipe; the others go on running meanwhile. */
+static pthread_mutex_t snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
 static char request[4096];
 static size_t request_len;
 
@@ -210,19 +220,25 @@ static void poll_snapshot_requests(void)
     }
 }
 
-void truth_before_each(void)
+void truth_before_each(unsigned vcpu)
 {
-    if (snapshot_fd >= 0 && until_poll-- == 0) {
-        until_poll = POLL_EVERY;
-        poll_snapshot_requests();
+    if (vcpu >= n_vcpus)
+        vcpu = 0;   /* a vCPU QEMU did not announce: paced with the first */
+    if (snapshot_fd >= 0 && until_poll[vcpu]-- == 0) {
+        until_poll[vcpu] = POLL_EVERY;
+        if (pthread_mutex_trylock(&snapshot_lock) == 0) {
+            poll_snapshot_requests();
+            pthread_mutex_unlock(&snapshot_lock);
+        }
     }
     if (cost_ns == 0)
         return;
     uint64_t now = now_ns();
-    if (now > deadline_ns + PAUSE_NS)
-        deadline_ns = now;   /* after a pause: start afresh, no burst to catch up */
-    deadline_ns += cost_ns;
-    while (now < deadline_ns)
+    uint64_t *deadline = &deadline_ns[vcpu];
+    if (now > *deadline + PAUSE_NS)
+        *deadline = now;   /* after a pause: start afresh, no burst to catch up */
+    *deadline += cost_ns;
+    while (now < *deadline)
         now = now_ns();
 }
 
@@ -301,6 +317,15 @@ static int by_address(const void *a, const void *b)
     return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
+/* The executions of c on every vCPU. */
+static uint64_t total_of(const struct counter *c)
+{
+    uint64_t total = 0;
+    for (unsigned k = 0; k < n_vcpus; k++)
+        total += api->count_of(c, k);
+    return total;
+}
+
 /* The counters executed at least once, sorted by address; NULL when out of memory. */
 static struct counter **executed(size_t *n)
 {
@@ -310,7 +335,7 @@ static struct counter **executed(size_t *n)
     *n = 0;
     for (struct slab *s = slabs; s != NULL; s = s->next)
         for (size_t k = 0; k < s->used; k++)
-            if (*s->items[k].count != 0) /* translated but never executed: leave out */
+            if (total_of(&s->items[k]) != 0) /* translated but never executed: leave out */
                 list[(*n)++] = &s->items[k];
     qsort(list, *n, sizeof *list, by_address);
     return list;
@@ -328,13 +353,27 @@ static void write_counts(const char *path, struct counter **list, size_t n)
         }
     }
     char line[64];
-    for (size_t k = 0; k < n; k++) {
-        snprintf(line, sizeof line, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, *list[k]->count);
+    if (n_vcpus > 1) {
+        snprintf(line, sizeof line, "# vcpus %u\n", n_vcpus);
         if (f != NULL)
             fputs(line, f);
         else
             api->outs(line);
     }
+    for (size_t k = 0; k < n; k++)
+        for (unsigned vcpu = 0; vcpu < n_vcpus; vcpu++) {
+            uint64_t count = api->count_of(list[k], vcpu);
+            if (n_vcpus == 1)
+                snprintf(line, sizeof line, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, count);
+            else if (count != 0)
+                snprintf(line, sizeof line, "0x%08" PRIx64 " %" PRIu64 " %u\n", list[k]->addr, count, vcpu);
+            else
+                continue;
+            if (f != NULL)
+                fputs(line, f);
+            else
+                api->outs(line);
+        }
     if (f != NULL)
         fclose(f);
 }
@@ -425,9 +464,14 @@ static bool add_point(uint64_t *list, size_t *n, const char *text)
     return true;
 }
 
-int truth_start(const struct truth_api *chosen, int argc, char **argv)
+int truth_start(const struct truth_api *chosen, unsigned vcpus, int argc, char **argv)
 {
     api = chosen;
+    if (vcpus < 1 || vcpus > MAX_VCPUS) {
+        fprintf(stderr, "truth: the machine has %u vCPUs; the plugin counts 1 to %d\n", vcpus, MAX_VCPUS);
+        return -1;
+    }
+    n_vcpus = vcpus;
     for (int k = 0; k < argc; k++) {
         if (strncmp(argv[k], "outfile=", 8) == 0) {
             out_path = strdup(argv[k] + 8);
@@ -443,6 +487,10 @@ int truth_start(const struct truth_api *chosen, int argc, char **argv)
                             "taskswitch=ADDR, at most %d addresses each; cost=NS, snapshots=FIFO)\n", argv[k], MAX_POINTS);
             return -1;
         }
+    }
+    if (task_path != NULL && n_vcpus > 1) {
+        fprintf(stderr, "truth: taskfile= follows the tasks of one core; this machine has %u\n", n_vcpus);
+        return -1;
     }
     if (task_path != NULL && (n_tcb_loads == 0 || n_task_switches == 0)) {
         fprintf(stderr, "truth: taskfile= needs tcbload= and taskswitch=\n");

@@ -11,10 +11,12 @@
 #include <stdint.h>
 
 enum { MAX_TASKS = 8 }; /* task 0 is "none": before the first switch */
+enum { MAX_VCPUS = 8 };  /* cores counted apart (mps2-an521 has 2) */
+enum { SLAB_COUNTERS = 4096 };
 
 struct counter {
     uint64_t addr;
-    uint64_t *count;    /* executions: the slot the API's inline add writes, never moved */
+    uint64_t *count;    /* vCPU 0's executions: the slot the API's inline add writes, never moved */
     void *storage;      /* the API's handle of the slab of counts this slot is in ... */
     size_t slot;        /* ... and its index there */
     uint64_t split;     /* task mode: the part of count already given to a task */
@@ -25,8 +27,10 @@ struct counter {
 struct truth_api {
     /* n zeroed counts that never move (their addresses are baked into translated code) */
     uint64_t *(*new_counts)(size_t n, void **storage);
-    /* at translation: "*c->count += 1" inline before each execution of insn */
+    /* at translation: vCPU k's count of c plus 1 before each execution of insn on vCPU k */
     void (*count_each)(void *insn, const struct counter *c);
+    /* vCPU k's executions of c */
+    uint64_t (*count_of)(const struct counter *c, unsigned vcpu);
     /* at translation: truth_task_switch(point) before each execution of insn */
     void (*call_before)(void *insn, size_t point);
     /* at translation: truth_tcb_load(address) at each load insn makes */
@@ -37,20 +41,21 @@ struct truth_api {
     void (*outs)(const char *line);
 };
 
-/* The plugin's arguments; 0, or -1 after a one-line message on stderr. */
-int truth_start(const struct truth_api *api, int argc, char **argv);
+/* The plugin's arguments and the machine's vCPUs; 0, or -1 after a one-line message on stderr. */
+int truth_start(const struct truth_api *api, unsigned vcpus, int argc, char **argv);
 /* One translated instruction: its counter and, in task mode, its calls. */
 void truth_instrument(void *insn, uint64_t addr);
 void truth_tcb_load(uint64_t vaddr);
 void truth_task_switch(size_t point);
 /* Uniform cost and snapshots (cost=, snapshots=): before each execution of every instruction. */
-void truth_before_each(void);
+void truth_before_each(unsigned vcpu);
 /* At exit: the counts (and the task file). */
 void truth_write(void);
 
 /* API 4's glue (truth_api4.c), for the entry points in truth_api1.c: whether the running QEMU
  * has API 4's calls, and the plugin's start under it (id: QEMU's qemu_plugin_id_t). */
 bool truth_api4_present(void);
-int truth_install_api4(uint64_t id, int argc, char **argv);
+/* info: QEMU's qemu_info_t, whose layout API 1 and API 4 share */
+int truth_install_api4(uint64_t id, const void *info, int argc, char **argv);
 
 #endif

@@ -21,9 +21,10 @@ bool truth_api4_present(void)
            qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu != NULL;
 }
 
-/* The counts are vCPU 0's entry: the machines are single-core. QEMU moves a scoreboard's
+/* The counts are vCPU 0's entry, each other vCPU's its own entry. QEMU moves a scoreboard's
  * entries only when a vCPU beyond those it allocated for (16 at first, plugins/core.c) comes
- * up, so with one vCPU the counts never move, as the translated code's adds need. */
+ * up, so with the few vCPUs of our machines the counts never move, as the translated code's
+ * adds need. */
 static uint64_t *new_counts(size_t n, void **storage)
 {
     struct qemu_plugin_scoreboard *score = qemu_plugin_scoreboard_new(n * sizeof(uint64_t));
@@ -37,9 +38,15 @@ static void count_each(void *insn, const struct counter *c)
     qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64, entry, 1);
 }
 
-static const struct truth_api api4 = {new_counts, count_each, call_before, call_on_load, call_before_each, on_outs};
-
-int truth_install_api4(qemu_plugin_id_t id, int argc, char **argv)
+static uint64_t count_of(const struct counter *c, unsigned vcpu)
 {
-    return install(id, &api4, argc, argv);
+    const uint64_t *entry = qemu_plugin_scoreboard_find(c->storage, vcpu);
+    return entry[c->slot];
+}
+
+static const struct truth_api api4 = {new_counts, count_each, count_of, call_before, call_on_load, call_before_each, on_outs};
+
+int truth_install_api4(qemu_plugin_id_t id, const void *info, int argc, char **argv)
+{
+    return install(id, info, &api4, argc, argv);
 }

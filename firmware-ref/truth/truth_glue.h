@@ -9,6 +9,9 @@
 
 #include "truth.h"
 
+/* The machine's vCPUs, from QEMU's qemu_info_t at install. */
+static unsigned glue_vcpus = 1;
+
 _Static_assert(_Generic((qemu_plugin_id_t)0, uint64_t: 1, default: 0), "truth.h passes plugin ids as uint64_t");
 
 static void on_tcb_load(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *userdata)
@@ -39,9 +42,8 @@ static void call_on_load(void *insn)
 
 static void on_before_each(unsigned int vcpu, void *userdata)
 {
-    (void)vcpu;
     (void)userdata;
-    truth_before_each();
+    truth_before_each(vcpu);
 }
 
 static void call_before_each(void *insn)
@@ -73,9 +75,10 @@ static void on_plugin_exit(qemu_plugin_id_t id, void *userdata)
 }
 
 /* The plugin's start under this API: its arguments, then the two callbacks. */
-static int install(qemu_plugin_id_t id, const struct truth_api *api, int argc, char **argv)
+static int install(qemu_plugin_id_t id, const qemu_info_t *info, const struct truth_api *api, int argc, char **argv)
 {
-    if (truth_start(api, argc, argv) != 0)
+    glue_vcpus = info->system_emulation && info->system.smp_vcpus > 1 ? (unsigned)info->system.smp_vcpus : 1u;
+    if (truth_start(api, glue_vcpus, argc, argv) != 0)
         return -1;
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
     qemu_plugin_register_atexit_cb(id, on_plugin_exit, NULL);
