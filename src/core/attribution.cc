@@ -1,5 +1,7 @@
 #include "mcuprof/core/profile.h"
 
+#include "mcuprof/core/cores.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -495,6 +497,8 @@ RowMaker row_maker(Grouping by)
     case Grouping::line: return line_row;
     case Grouping::address: return address_row;
     case Grouping::task: return task_row;
+    case Grouping::core:       // rows made from the cores later
+        return function_row;
     }
     return function_row;
 }
@@ -549,6 +553,22 @@ RowBuilder stack_rows(const Profile& profile, const SampleSet& samples)
         row.samples += stack.samples;
         row.distinct_addresses = 0;
     }
+    add_rows_without_address(rows, samples);
+    return rows;
+}
+
+// By core: one row per core, its samples (or executed instructions), listed even when none.
+RowBuilder core_rows(const SampleSet& samples)
+{
+    RowBuilder rows;
+    for (uint32_t core : cores_of(samples)) {
+        Row& row = rows.row(core_name(samples, core));
+        row.distinct_addresses = 0;
+    }
+    for (size_t i = 0; i < samples.pcs.size(); ++i)
+        rows.row(core_name(samples, samples.cores.empty() ? 0u : samples.cores[i])).samples += 1;
+    for (const AddressCount& c : samples.counts)
+        rows.row(core_name(samples, c.core)).samples += double(c.count);
     add_rows_without_address(rows, samples);
     return rows;
 }
@@ -625,6 +645,8 @@ std::optional<Grouping> parse_grouping(std::string_view text)
         return Grouping::task;
     if (text == "stack")
         return Grouping::stack;
+    if (text == "core")
+        return Grouping::core;
     return std::nullopt;
 }
 
@@ -636,6 +658,7 @@ std::string_view name_of(Grouping grouping)
     case Grouping::address: return "address";
     case Grouping::task: return "task";
     case Grouping::stack: return "stack";
+    case Grouping::core: return "core";
     }
     return "?";
 }
@@ -680,6 +703,8 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         build_stacks(profile, samples, items, symbols, locator, options, rows);
     if (options.by == Grouping::stack)
         rows = stack_rows(profile, samples);
+    if (options.by == Grouping::core)
+        rows = core_rows(samples);
     compute_shares(profile, rows.take(), samples, profile.unwound && options.by == Grouping::function);
     // Function rows say where their hottest code is, when lines are known.
     if (locator != nullptr && options.by == Grouping::function && !options.inline_frames) {
@@ -688,6 +713,17 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
                 row.location = locator->line_at(*row.address);
     }
     add_warnings(profile, samples, symbols, options, stripped);
+    // Each core's own profile: by the same grouping (by function when the rows are the cores).
+    if (is_multicore(samples)) {
+        AttributionOptions each = options;
+        each.stacks = false;
+        if (each.by == Grouping::core)
+            each.by = Grouping::function;
+        for (uint32_t core : cores_of(samples)) {
+            Profile one = attribute(samples_of_core(samples, core), symbols, locator, each);
+            profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows)});
+        }
+    }
     return profile;
 }
 

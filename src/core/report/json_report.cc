@@ -12,12 +12,10 @@ namespace {
 double percent_value(double percent) { return json_numbers::percent(percent); }
 nlohmann::json count_value(double count) { return json_numbers::count(count); }
 
-} // namespace
-
-nlohmann::json to_json(const Profile& profile)
+nlohmann::json rows_json(const std::vector<Row>& profile_rows)
 {
     nlohmann::json rows = nlohmann::json::array();
-    for (const Row& row : profile.rows) {
+    for (const Row& row : profile_rows) {
         nlohmann::json r = {
             {"name", row.name},
             {"samples", count_value(row.samples)},
@@ -42,6 +40,14 @@ nlohmann::json to_json(const Profile& profile)
             r["inlined_into"] = row.inlined_into;
         rows.push_back(std::move(r));
     }
+    return rows;
+}
+
+} // namespace
+
+nlohmann::json to_json(const Profile& profile)
+{
+    nlohmann::json rows = rows_json(profile.rows);
     nlohmann::json warnings = nlohmann::json::array();
     for (const Warning& w : profile.warnings)
         warnings.push_back({{"kind", w.kind}, {"message", w.message}});
@@ -93,6 +99,16 @@ nlohmann::json to_json(const Profile& profile)
     // "functions" is the documented name of the row list whatever the grouping, so a
     // consumer reads one key; "rows" would only repeat it.
     doc["functions"] = std::move(rows);
+    // A multi-core chip: each core's own rows, shares of its own samples.
+    if (!profile.cores.empty()) {
+        nlohmann::json cores = nlohmann::json::array();
+        for (const CoreProfile& core : profile.cores)
+            cores.push_back({{"core", core.core},
+                             {"name", core.name},
+                             {"samples", count_value(core.total)},
+                             {"functions", rows_json(core.rows)}});
+        doc["cores"] = std::move(cores);
+    }
     return doc;
 }
 

@@ -22,6 +22,7 @@ std::string detail_of(const Profile& profile, const Row& row)
     case Grouping::function:
     case Grouping::task:
     case Grouping::stack:
+    case Grouping::core:
         break;
     case Grouping::line:
         detail = row.function;
@@ -80,6 +81,31 @@ std::string describe_method(const SamplerFigures& s)
     return out;
 }
 
+// The grouping of each core's own table: by function where the main rows are the cores.
+Grouping core_grouping(const Profile& profile)
+{
+    return profile.by == Grouping::core ? Grouping::function : profile.by;
+}
+
+void write_rows(const Profile& profile, const std::vector<Row>& rows, bool inclusive, std::ostream& out, size_t max_rows)
+{
+    size_t shown = 0;
+    for (const Row& row : rows) {
+        if (max_rows != 0 && shown++ == max_rows) {
+            out << format("  ... %zu more rows\n", rows.size() - max_rows);
+            break;
+        }
+        std::string detail = detail_of(profile, row);
+        const std::string incl = inclusive ? format("%8.2f", row.inclusive.percent) : "";
+        // Counts are whole numbers except where samples are weighted (top's decaying view).
+        const std::string count = row.samples == std::floor(row.samples) ? format("%12.0f", row.samples)
+                                                                          : format("%12.1f", row.samples);
+        const std::string numbers =
+            format("%8.2f %7.2f %s%s  ", row.share.percent, row.share.stderr_pp, incl.c_str(), count.c_str());
+        text_table::write_row(out, numbers, row.name + (detail.empty() ? "" : "  ") + detail);
+    }
+}
+
 } // namespace
 
 std::string describe_sampler(const SamplerFigures& s)
@@ -133,20 +159,12 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
     out << format("%8s %7s %s%12s  %s\n", "%", "+-se", inclusive ? (lower_bounds ? " incl>=%" : "  incl %") : "",
                   count_title,
                   std::string(name_of(profile.by)).c_str());
-    size_t shown = 0;
-    for (const Row& row : profile.rows) {
-        if (max_rows != 0 && shown++ == max_rows) {
-            out << format("  ... %zu more rows\n", profile.rows.size() - max_rows);
-            break;
-        }
-        std::string detail = detail_of(profile, row);
-        const std::string incl = inclusive ? format("%8.2f", row.inclusive.percent) : "";
-        // Counts are whole numbers except where samples are weighted (top's decaying view).
-        const std::string count = row.samples == std::floor(row.samples) ? format("%12.0f", row.samples)
-                                                                          : format("%12.1f", row.samples);
-        const std::string numbers =
-            format("%8.2f %7.2f %s%s  ", row.share.percent, row.share.stderr_pp, incl.c_str(), count.c_str());
-        text_table::write_row(out, numbers, row.name + (detail.empty() ? "" : "  ") + detail);
+    write_rows(profile, profile.rows, inclusive, out, max_rows);
+    // A multi-core chip: each core's table, its shares of its own samples.
+    for (const CoreProfile& core : profile.cores) {
+        out << format("\n%s: %s %.0f\n", core.name.c_str(), count_title, core.total);
+        out << format("%8s %7s %12s  %s\n", "%", "+-se", count_title, std::string(name_of(core_grouping(profile))).c_str());
+        write_rows(profile, core.rows, false, out, max_rows);
     }
 }
 

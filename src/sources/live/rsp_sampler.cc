@@ -56,6 +56,14 @@ public:
             if (gdb_->target().find(name) != nullptr)
                 all_registers_.push_back(name);
         qemu_ = gdb_->is_qemu();
+        // Every core QEMU shows (one process per CPU cluster, each attached; each CPU a thread),
+        // so that one halt reads them all: its interrupt stops every vCPU, its 'c' resumes them.
+        // Other servers' threads may be an RTOS's tasks (OpenOCD's -rtos), not cores.
+        if (qemu_) {
+            threads_ = gdb_->attach_every_process();
+            if (threads_.size() > 1)
+                gdb_->select_thread(threads_[0]);
+        }
     }
 
     nlohmann::json describe() const override
@@ -63,7 +71,27 @@ public:
         nlohmann::json d = {{"source", "gdb"}, {"gdb", options_.gdb.text()}};
         if (qemu_)
             d["server"] = "qemu";
+        if (threads_.size() > 1) {
+            d["cores"] = nlohmann::json::array();
+            for (size_t i = 0; i < threads_.size(); ++i)
+                d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"thread", threads_[i]}});
+        }
         return d;
+    }
+    std::vector<std::string> cores() const override
+    {
+        std::vector<std::string> names;
+        for (size_t i = 0; threads_.size() > 1 && i < threads_.size(); ++i)
+            names.push_back(core_name(i));
+        return names;
+    }
+    void select_core(size_t core) override
+    {
+        if (threads_.size() > 1 && core < threads_.size() && core != selected_core_) {
+            gdb_->select_thread(threads_[core]);
+            selected_core_ = core;
+            general_registers_read_ = false;   // the stub puts back the registers of the core it found
+        }
     }
     std::string server() const override { return "the GDB server"; }
     std::string peer() const override { return gdb_ ? gdb_->peer() : "gdb " + options_.gdb.text(); }
@@ -72,6 +100,7 @@ public:
     void start(SampleSink&) override { resume(); }
     void resume() override
     {
+        select_core(0);
         gdb_->resume();
         running_ = true;
         general_registers_read_ = false;
@@ -106,23 +135,14 @@ public:
     }
     HaltState read_halt_state(const HaltRequest& request) override
     {
+        select_core(0);
         HaltState state;
         general_registers_read_ = request.all_registers;
-        if (request.all_registers) {
-            const std::vector<uint32_t> values = gdb_->read_registers(all_registers_, request.memory, state.memory);
-            for (size_t i = 0; i < 16; ++i)
-                state.registers.r[i] = values[i];
-            state.registers.xpsr = values[16];
-            for (size_t i = 17; i < all_registers_.size(); ++i)
-                stack_register(state.registers, all_registers_[i]) = values[i];
-        } else {
-            static const std::vector<std::string> few = {"pc", "lr", "sp", "xpsr"};
-            const std::vector<uint32_t> values = gdb_->read_registers(few, request.memory, state.memory);
-            state.registers.r[15] = values[0];
-            state.registers.r[14] = values[1];
-            state.registers.r[13] = values[2];
-            state.registers.xpsr = values[3];
-        }
+        state.registers = read_core(std::nullopt, request, state.memory);
+        // The other cores at the same halt: their registers, each in a round trip of its own.
+        std::vector<std::string> none;
+        for (size_t core = 1; core < threads_.size(); ++core)
+            state.other_cores.push_back(read_core(threads_[core], HaltRequest{request.all_registers, {}, true}, none));
         return state;
     }
     // Described by the server: read by name; otherwise (QEMU 7.2) through the MRS stub.
@@ -166,6 +186,33 @@ public:
     }
 
 private:
+    std::string core_name(size_t core) const { return "core " + std::to_string(core) + " (thread " + threads_[core] + ")"; }
+
+    // One core's registers (the selected core's, or another thread's), with the request's
+    // memory read in the same round trip.
+    core::CoreRegisters read_core(const std::optional<std::string>& thread, const HaltRequest& request,
+                                  std::vector<std::string>& memory)
+    {
+        static const std::vector<std::string> few = {"pc", "lr", "sp", "xpsr"};
+        const std::vector<std::string>& names = request.all_registers ? all_registers_ : few;
+        const std::vector<uint32_t> values = thread ? gdb_->read_registers_of(*thread, names, request.memory, memory)
+                                                    : gdb_->read_registers(names, request.memory, memory);
+        core::CoreRegisters registers;
+        if (request.all_registers) {
+            for (size_t i = 0; i < 16; ++i)
+                registers.r[i] = values[i];
+            registers.xpsr = values[16];
+            for (size_t i = 17; i < all_registers_.size(); ++i)
+                stack_register(registers, all_registers_[i]) = values[i];
+        } else {
+            registers.r[15] = values[0];
+            registers.r[14] = values[1];
+            registers.r[13] = values[2];
+            registers.xpsr = values[3];
+        }
+        return registers;
+    }
+
     std::unique_ptr<transport::RspClient> connect() const
     {
         transport::RspClient::Options rsp;
@@ -209,6 +256,8 @@ private:
     bool general_registers_read_ = false;
     uint64_t stepped_ = 0;   // single steps of the stack-pointer stub
     bool qemu_ = false;      // the server is QEMU's gdbstub
+    std::vector<std::string> threads_;   // one per core the server shows, core 0 first
+    size_t selected_core_ = 0;
 };
 
 } // namespace

@@ -174,23 +174,38 @@ private:
         return r;
     }
 
-    // The sample of one halt, its stack unwound and its task tagged; handed to the sink.
+    // A sample's time and registers.
+    LiveSample sample_of(const core::CoreRegisters& registers, Clock::time_point stopped, uint32_t core) const
+    {
+        LiveSample s;
+        s.time_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - start_).count());
+        s.pc = registers.r[15];
+        s.lr = registers.r[14];
+        s.sp = registers.r[13];
+        s.xpsr = registers.xpsr;
+        s.core = core;
+        return s;
+    }
+
+    void unwind_into(LiveSample& s, StackReader& reader, HaltState& state)
+    {
+        const UnwoundHalt halt = reader.unwind(state, target_);
+        s.stack = halt.unwound.stack;
+        ++unwind_stops_[std::string(core::describe(halt.unwound.stop))];
+        memory_reads_ += halt.memory_reads;
+        frames_ += halt.unwound.stack.callers.size();
+    }
+
+    // The samples of one halt: one per core, all at the halt's time, core 0's first. Each is
+    // unwound by a stack reader of its core's own (its stack window follows that core's SP);
+    // only core 0's is tagged with the running task (the per-core task pointers of an SMP
+    // kernel are not read yet).
     void take(HaltState& state, Clock::time_point asked, Clock::time_point stopped)
     {
         stats_.halt_latency_us.push_back(1e6 * seconds_between(asked, stopped));
-        LiveSample s;
-        s.time_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - start_).count());
-        s.pc = state.registers.r[15];
-        s.lr = state.registers.r[14];
-        s.sp = state.registers.r[13];
-        s.xpsr = state.registers.xpsr;
-        if (stacks_) {
-            const UnwoundHalt halt = stacks_->unwind(state, target_);
-            s.stack = halt.unwound.stack;
-            ++unwind_stops_[std::string(core::describe(halt.unwound.stop))];
-            memory_reads_ += halt.memory_reads;
-            frames_ += halt.unwound.stack.callers.size();
-        }
+        LiveSample s = sample_of(state.registers, stopped, 0);
+        if (stacks_)
+            unwind_into(s, *stacks_, state);
         if (tasks_)
             if (auto task = tasks_->running(state, target_)) {   // none before the scheduler starts
                 s.tag = task->control_block;
@@ -199,6 +214,19 @@ private:
                     sink_.task(task->control_block, *task->name);
             }
         sink_.sample(s);
+        for (size_t core = 1; core <= state.other_cores.size(); ++core) {
+            LiveSample other = sample_of(state.other_cores[core - 1], stopped, uint32_t(core));
+            if (stacks_) {
+                while (other_stacks_.size() < core)
+                    other_stacks_.push_back(stacks_->fresh());
+                HaltState alone{state.other_cores[core - 1], {}, {}};
+                target_.select_core(core);
+                unwind_into(other, other_stacks_[core - 1], alone);
+            }
+            sink_.sample(other);
+        }
+        if (!state.other_cores.empty())
+            target_.select_core(0);
         ++stats_.samples;
         progress(stopped);
     }
@@ -354,6 +382,7 @@ private:
     const SamplingPlan& plan_;
     const std::atomic<bool>& stop_;
     std::optional<StackReader> stacks_;
+    std::vector<StackReader> other_stacks_;   // cores 1, 2, ... of a multi-core target
     std::optional<TaskNames> tasks_;
     std::optional<FirmwareCheck> firmware_check_;
 

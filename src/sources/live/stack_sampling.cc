@@ -108,7 +108,8 @@ UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
                           options_.unwinder->initial_stack_pointer());
     const uint32_t sp = state.registers.r[13] & ~3u;
     bool covered = false;
-    if (guess) {
+    // No window with the registers (another core's halt state): read from SP.
+    if (guess && !state.memory.empty()) {
         std::string bytes = std::move(state.memory.back());
         state.memory.pop_back();
         // Enough of the new stack in the guess: from SP, the window's worth or up to the top.

@@ -21,6 +21,10 @@ constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the p
 // A stack record follows the sample record it belongs to (type 4, added in version 1:
 // readers that predate it skip it as an unknown type).
 enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3, stack_record = 4 };
+constexpr uint32_t sample_tagged = 1u;     // a sample's flags, bit 0
+// Bits 8-15: the core of a multi-core chip (added in version 1: older recordings have 0 there,
+// core 0, and older readers ignore them).
+constexpr uint32_t sample_core_shift = 8;
 constexpr uint32_t stack_truncated = 1u;   // flags bit 0
 constexpr uint32_t stack_stop_shift = 1;   // flags bits 1-4: why the chain ended (core::UnwindStop)
 constexpr size_t sample_size = 32;
@@ -96,7 +100,7 @@ void RecordingWriter::sample(const LiveSample& s)
     put32(payload, s.sp);
     put32(payload, s.xpsr);
     put32(payload, s.tag);
-    put32(payload, s.tagged ? 1u : 0u);
+    put32(payload, (s.tagged ? sample_tagged : 0u) | (s.core & 0xFFu) << sample_core_shift);
     record(sample_record, payload);
     if (s.stack) {
         // u32 flags, then one u32 per caller (innermost first). The length field caps a
@@ -192,7 +196,9 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             s.sp = get32(d + 16);
             s.xpsr = get32(d + 20);
             s.tag = get32(d + 24);
-            s.tagged = (get32(d + 28) & 1u) != 0;
+            const uint32_t flags = get32(d + 28);
+            s.tagged = (flags & sample_tagged) != 0;
+            s.core = (flags >> sample_core_shift) & 0xFFu;
             r.samples.push_back(s);
             break;
         }
@@ -267,8 +273,19 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         stacks |= recording.samples[i].stack.has_value();
     out.pcs.reserve(n);
     out.times_ns.reserve(n);
+    bool several_cores = false;
+    for (size_t i = 0; i < n; ++i)
+        several_cores |= recording.samples[i].core != 0;
+    // "cores": [{"core": 0, "name": "core 0 (thread p01.01)"}, ...]: every core sampled, named.
+    if (auto cores = recording.header.find("cores"); cores != recording.header.end() && cores->is_array())
+        for (const nlohmann::json& c : *cores)
+            if (c.is_object() && c.contains("core") && c["core"].is_number_unsigned())
+                out.core_names[c["core"].get<uint32_t>()] = text_of(c, "name", "core " + std::to_string(c["core"].get<uint32_t>()));
+    several_cores |= out.core_names.size() > 1;
     for (size_t i = 0; i < n; ++i) {
         out.pcs.push_back(recording.samples[i].pc);
+        if (several_cores)
+            out.cores.push_back(recording.samples[i].core);
         out.times_ns.push_back(recording.samples[i].time_ns);
         if (tagged)
             out.tags.push_back(recording.samples[i].tag);

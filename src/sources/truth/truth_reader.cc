@@ -18,14 +18,32 @@ core::SampleSet parse_truth(std::string_view text, const std::string& path, cons
     while (lines.next(line)) {
         if (line.starts_with(cut_run_marker))
             cut = std::string(line.substr(line.find("run cut")));   // "run cut at ...", as the note
+        // A machine of several cores: "# vcpus N", then "0xADDRESS COUNT CORE" lines.
+        if (line.starts_with(vcpus_marker)) {
+            uint64_t vcpus = 0;
+            if (!parse_decimal(line.substr(vcpus_marker.size()), vcpus) || vcpus == 0 || vcpus > max_cores)
+                throw Error(path, "line " + std::to_string(lines.number()),
+                            "'" + std::string(line.substr(0, 40)) + "' is not '# vcpus N' with N from 1 to " +
+                                std::to_string(max_cores));
+            for (uint32_t core = 0; core < vcpus; ++core)
+                out.core_names[core] = "core " + std::to_string(core);
+            continue;
+        }
         if (line.empty() || line.front() == '#')
             continue;
         const size_t space = line.find(' ');
+        const size_t second = space == std::string_view::npos ? space : line.find(' ', space + 1);
         core::AddressCount entry;
+        uint64_t core = 0;
+        const bool with_core = second != std::string_view::npos;
         if (space == std::string_view::npos || !parse_hex32(line.substr(0, space), entry.address) ||
-            !parse_decimal(line.substr(space + 1), entry.count))
+            !parse_decimal(line.substr(space + 1, with_core ? second - space - 1 : std::string_view::npos), entry.count) ||
+            (with_core && (!parse_decimal(line.substr(second + 1), core) || out.core_names.count(uint32_t(core)) == 0)))
             throw Error(path, "line " + std::to_string(lines.number()),
-                        "'" + std::string(line.substr(0, 40)) + "' is not '0xADDRESS COUNT'");
+                        "'" + std::string(line.substr(0, 40)) + "' is not '0xADDRESS COUNT'" +
+                            (out.core_names.empty() ? "" : " or '0xADDRESS COUNT CORE' with a core below " +
+                                                                std::to_string(out.core_names.size())));
+        entry.core = uint32_t(core);
         out.counts.push_back(entry);
         overflow |= __builtin_add_overflow(total, entry.count, &total);
     }

@@ -185,9 +185,12 @@ std::string RspClient::first_reply(std::string_view framed_query)
 StopReply RspClient::handshake()
 {
     // xmlRegisters=arm: we read target descriptions (GDB sends its list of architectures;
-    // QEMU offers qXfer:features:read only to a client that names one). No multiprocess+:
-    // with it QEMU refuses a plain 'D' (E22) and would keep the target halted.
-    const std::string query = rsp::frame("qSupported:swbreak+;hwbreak+;vContSupported+;xmlRegisters=arm");
+    // QEMU offers qXfer:features:read only to a client that names one). multiprocess+, as GDB
+    // sends it: QEMU's gdbstub shows each CPU cluster of a machine (the SSE-200's two cores) as
+    // a process, and thread ids pPID.TID name a core whatever mode an earlier client left it in
+    // (QEMU 7.2 keeps multiprocess mode once any client asked for it). detach() gives the
+    // process ids that mode wants.
+    const std::string query = rsp::frame("qSupported:multiprocess+;swbreak+;hwbreak+;vContSupported+;xmlRegisters=arm");
     send_frame(query);
     // QEMU stops a running guest when a client connects and says so unasked, with a stop
     // reply that may come before the answer to our first packet.
@@ -197,6 +200,7 @@ StopReply RspClient::handshake()
     size_t at = supported.find("PacketSize=");
     if (at != std::string::npos)
         packet_size_ = std::max<size_t>(256, std::stoul(supported.substr(at + 11), nullptr, 16));
+    multiprocess_ = supported.find("multiprocess+") != std::string::npos;
     if (supported.find("QStartNoAckMode+") != std::string::npos && request("QStartNoAckMode") == "OK")
         no_ack_ = true;
     if (supported.find("qXfer:features:read+") == std::string::npos)
@@ -208,6 +212,62 @@ StopReply RspClient::handshake()
     if (!is_stop_reply(reason))
         protocol_error("?", "'" + reason.substr(0, 40) + "' is not a stop reply");
     return parse_stop(reason, connection_->peer());
+}
+
+std::vector<std::string> RspClient::threads()
+{
+    std::vector<std::string> ids;
+    for (std::string reply = request("qfThreadInfo"); !reply.empty() && reply[0] == 'm'; reply = request("qsThreadInfo")) {
+        for (size_t at = 1; at < reply.size();) {
+            const size_t comma = std::min(reply.find(',', at), reply.size());
+            if (comma > at)
+                ids.push_back(reply.substr(at, comma - at));
+            at = comma + 1;
+        }
+        if (ids.size() > 4096)
+            protocol_error("qsThreadInfo", "more than 4096 threads: the list does not end");
+    }
+    return ids;
+}
+
+std::vector<std::string> RspClient::attach_every_process()
+{
+    // QEMU's gdbstub numbers its processes from 1 (one per CPU cluster, hw/core/cpu-cluster.c)
+    // and attaches only the first when a client connects; vAttach of a process it does not
+    // have answers E22. A server without multiprocess+ has no processes to attach.
+    if (multiprocess_)
+        for (uint32_t pid = 2; pid <= max_processes; ++pid) {
+            const std::string reply = request("vAttach;" + rsp::number_to_hex(pid));
+            if (!is_stop_reply(reply))
+                break;
+            attached_.push_back(pid);
+        }
+    return threads();
+}
+
+void RspClient::select_thread(const std::string& thread)
+{
+    const std::string reply = request("Hg" + thread);
+    if (reply != "OK")
+        protocol_error("Hg" + thread, "the server would not select the thread ('" + reply.substr(0, 20) + "')");
+    if (request("Hc" + thread) != "OK")   // steps (the stack-pointer stub) go to this core too
+        protocol_error("Hc" + thread, "the server would not select the thread for steps");
+    selected_ = thread;
+}
+
+std::vector<uint32_t> RspClient::read_registers_of(const std::string& thread, const std::vector<std::string>& names,
+                                                   const std::vector<std::pair<uint32_t, uint32_t>>& reads,
+                                                   std::vector<std::string>& memory)
+{
+    batch_thread_ = thread;
+    try {
+        std::vector<uint32_t> values = read_registers(names, reads, memory);
+        batch_thread_.clear();
+        return values;
+    } catch (...) {
+        batch_thread_.clear();
+        throw;
+    }
 }
 
 void RspClient::resume()
@@ -327,9 +387,28 @@ std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::s
     }
     if (use_g)
         requests.insert(requests.begin(), "g");
+    // Another core's registers (and memory as it sees it): Hg selects it in the same round
+    // trip, and Hg back to the selected core ends the batch, so that later reads (the stub's,
+    // 'p') find that core.
+    const bool other_core = !batch_thread_.empty() && batch_thread_ != selected_;
+    if (other_core && selected_.empty())
+        protocol_error("Hg" + batch_thread_, "no thread selected to come back to");   // select_thread first
     const size_t register_requests = requests.size();
     requests.insert(requests.end(), also.begin(), also.end());
+    if (other_core) {
+        requests.insert(requests.begin(), "Hg" + batch_thread_);
+        requests.push_back("Hg" + selected_);
+    }
     std::vector<std::string> replies = request_all(requests);
+    if (other_core) {
+        const std::string& refused = replies.front() != "OK" ? replies.front() : replies.back();
+        if (refused != "OK")
+            protocol_error("Hg" + batch_thread_, "the server would not select the thread ('" + refused.substr(0, 20) + "')");
+        replies.pop_back();
+        replies.erase(replies.begin());
+        requests.pop_back();
+        requests.erase(requests.begin());
+    }
     if (also_replies != nullptr)
         also_replies->assign(replies.begin() + long(register_requests), replies.end());
     replies.resize(register_requests);
@@ -346,7 +425,7 @@ std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::s
             hex = replies[0].substr(r->g_offset * 2, width * 2);
         else if (next_p < replies.size() && requests[next_p] == "p" + rsp::number_to_hex(r->number))
             hex = replies[next_p++];
-        else
+        else if (!other_core)
             hex = request("p" + rsp::number_to_hex(r->number));
         std::string bytes;
         if (hex.size() != width * 2 || !rsp::from_hex(hex, bytes))
@@ -470,6 +549,11 @@ void RspClient::detach()
     // default gdb-detach handler), so a plain 'D' would leave the target halted.
     if (is_openocd())
         monitor_unless_refused("resume");   // refused: the target runs already
+    // Every process attached besides the first, then the first: QEMU resumes the machine when
+    // the last attached process is detached.
+    for (auto pid = attached_.rbegin(); pid != attached_.rend(); ++pid)
+        request("D;" + rsp::number_to_hex(*pid));
+    attached_.clear();
     std::string reply = request("D");
     if (reply != "OK") {
         // QEMU 7.2 keeps multiprocess mode on once any client (gdb itself) negotiated it, and

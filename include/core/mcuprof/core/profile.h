@@ -18,8 +18,9 @@ namespace mcuprof::core {
 class SymbolTable;
 class SourceLocator;
 
-// stack: one row per distinct call chain (the callers' functions, root first).
-enum class Grouping { function, line, address, task, stack };
+// stack: one row per distinct call chain (the callers' functions, root first); core: one row
+// per core of a multi-core chip.
+enum class Grouping { function, line, address, task, stack, core };
 
 std::optional<Grouping> parse_grouping(std::string_view text);
 std::string_view name_of(Grouping grouping);
@@ -79,6 +80,15 @@ struct Truncation {
     bool inclusive_lower_bounds() const { return percent() > 1.0; }
 };
 
+// One core's own profile (a multi-core sample set): its rows, by the profile's grouping, with
+// shares of its own samples.
+struct CoreProfile {
+    uint32_t core = 0;
+    std::string name;
+    double total = 0;
+    std::vector<Row> rows;               // by samples, descending
+};
+
 struct Profile {
     std::string origin;
     Grouping by = Grouping::function;
@@ -96,6 +106,8 @@ struct Profile {
     Truncation truncation;               // of the unwound chains (all zero for flat samples)
     std::vector<Warning> warnings;
     std::optional<SamplerFigures> sampler;   // copied from the samples: rate, duty, halt latency
+    // A multi-core sample set: each core's profile, in core order (empty for one core).
+    std::vector<CoreProfile> cores;
 };
 
 struct AttributionOptions {

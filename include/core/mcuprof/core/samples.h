@@ -16,6 +16,7 @@ namespace mcuprof::core {
 struct AddressCount {
     uint32_t address = 0;
     uint64_t count = 0;
+    uint32_t core = 0;       // the core that executed them (a census of a multi-core machine)
 };
 
 // One histogram bucket: `count` samples fell somewhere in [start, start + size).
@@ -71,6 +72,11 @@ struct SampleSet {
     std::string origin;                       // e.g. "on-chip dump, raw ring"
     std::vector<uint32_t> pcs;                // sampled PCs, in the order taken
     std::vector<uint32_t> tags;               // empty, or one tag (task pointer) per pc
+    // Multi-core: empty (one core, or core 0 alone), or the core of each pc; the names of
+    // the cores sampled (core index -> name), which a report lists even where a core has no
+    // samples. A census has its cores in counts[].core.
+    std::vector<uint32_t> cores;
+    std::map<uint32_t, std::string> core_names;
     std::vector<Sequence> sequences;          // partition of pcs; empty means one sequence
     std::vector<CallStack> stacks;            // empty, or the callers of each pc (one per pc)
     std::vector<uint64_t> times_ns;           // empty, or when each pc was taken (ns since the start)

@@ -49,6 +49,9 @@ struct HaltRequest {
 struct HaltState {
     core::CoreRegisters registers;
     std::vector<std::string> memory;   // one per requested range; empty where the target refused
+    // A multi-core target: the registers of cores 1, 2, ... at the same halt (the request's
+    // registers; its memory ranges are core 0's).
+    std::vector<core::CoreRegisters> other_cores;
 };
 
 // The target ended instead of halting: it exited, was terminated or stopped by itself.
@@ -75,6 +78,12 @@ public:
     virtual std::string server() const = 0;
     // The link's far end as errors name it ("gdb 127.0.0.1:1234").
     virtual std::string peer() const = 0;
+
+    // The cores sampled at each halt, by name ("core 1 (thread p02.02)"); one core: empty.
+    virtual std::vector<std::string> cores() const { return {}; }
+    // Later reads (read_memory, read_stack_pointer) go to this core of a multi-core target;
+    // core 0 again before the target resumes.
+    virtual void select_core(size_t /*core*/) {}
 
     // Gets the target running for sampling, saying so through `sink` when that is news.
     virtual void start(SampleSink& sink) = 0;

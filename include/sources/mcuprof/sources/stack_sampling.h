@@ -32,6 +32,8 @@ public:
     // stack was at the last halt (one round trip per halt instead of two), and the target
     // kept halted for the reads a deep stack needs.
     void add_to(HaltRequest& request) const;
+    // A reader with the same options and no history: another core's, whose stack is elsewhere.
+    StackReader fresh() const { return StackReader(options_); }
     // Unwinds the halt read with that request (its last memory range is the window, taken
     // out of `state`). Reads more through `target` as frames need; memory the target refuses
     // only ends the chain (marked truncated). Throws transport::Error when the link fails.

@@ -77,6 +77,20 @@ public:
     std::vector<uint32_t> read_registers(const std::vector<std::string>& names,
                                          const std::vector<std::pair<uint32_t, uint32_t>>& reads,
                                          std::vector<std::string>& memory);
+    // The threads the server lists (qfThreadInfo, qsThreadInfo), in its order: QEMU's gdbstub
+    // lists each CPU of the processes attached as a thread ("p01.01" in multiprocess mode).
+    std::vector<std::string> threads();
+    // Attaches every process the server has besides the first (QEMU: one per CPU cluster;
+    // vAttach until it refuses one) and returns every thread then listed. A server without
+    // multiprocess+ gets no vAttach.
+    std::vector<std::string> attach_every_process();
+    // Hg and Hc: later register reads, writes and steps go to this thread (core).
+    void select_thread(const std::string& thread);
+    // read_registers(names, reads, memory) of another thread, in one round trip: Hg to it
+    // first and Hg back to the selected thread at the end.
+    std::vector<uint32_t> read_registers_of(const std::string& thread, const std::vector<std::string>& names,
+                                            const std::vector<std::pair<uint32_t, uint32_t>>& reads,
+                                            std::vector<std::string>& memory);
     // 'P': one register by name from its little-endian bytes. Throws when refused.
     void write_register(const std::string& name, std::string_view bytes);
     std::string read_memory(uint32_t address, size_t length);
@@ -88,8 +102,8 @@ public:
     // A command for the server's own monitor (qRcmd: QEMU's HMP, OpenOCD's commands);
     // returns what it printed. Throws when the server answers with an error.
     std::string monitor(const std::string& command);
-    // Leaves the target running and closes: 'D' (or 'D;1' where QEMU insists on
-    // multiprocess), after which the server resumes the target; OpenOCD, which leaves it
+    // Leaves the target running and closes: 'D;PID' for every process attached besides the
+    // first, then 'D' (or 'D;1' where QEMU insists on multiprocess), after which the server resumes the target; OpenOCD, which leaves it
     // halted, is told to `resume` first. A server that refuses both gets 'c' before the
     // connection closes.
     void detach();
@@ -126,6 +140,11 @@ private:
     std::optional<size_t> g_length_;
     TargetDescription target_;
     std::optional<bool> qemu_, openocd_;   // the server's identity, once known
+    bool multiprocess_ = false;            // the server offered multiprocess+
+    static constexpr uint32_t max_processes = 16;
+    std::vector<uint32_t> attached_;       // processes attached besides the first (vAttach)
+    std::string selected_;                 // the thread Hg selected last; empty: the server's choice
+    std::string batch_thread_;             // read_registers_of: the thread of this batch
 };
 
 } // namespace mcuprof::transport

@@ -1,0 +1,64 @@
+#include "mcuprof/core/cores.h"
+
+#include <set>
+
+namespace mcuprof::core {
+
+std::vector<uint32_t> cores_of(const SampleSet& samples)
+{
+    std::set<uint32_t> cores;
+    for (const auto& [core, name] : samples.core_names)
+        cores.insert(core);
+    cores.insert(samples.cores.begin(), samples.cores.end());
+    for (const AddressCount& c : samples.counts)
+        cores.insert(c.core);
+    if (cores.empty())
+        cores.insert(0);
+    return {cores.begin(), cores.end()};
+}
+
+bool is_multicore(const SampleSet& samples)
+{
+    return cores_of(samples).size() > 1;
+}
+
+std::string core_name(const SampleSet& samples, uint32_t core)
+{
+    auto named = samples.core_names.find(core);
+    return named != samples.core_names.end() ? named->second : "core " + std::to_string(core);
+}
+
+SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
+{
+    SampleSet out;
+    out.origin = samples.origin;
+    out.exact = samples.exact;
+    out.tag_names = samples.tag_names;
+    out.notes = samples.notes;
+    out.warnings = samples.warnings;
+    out.sampler = samples.sampler;
+    auto core_at = [&](size_t i) { return samples.cores.empty() ? 0u : samples.cores[i]; };
+    for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        if (core_at(i) != core)
+            continue;
+        out.pcs.push_back(samples.pcs[i]);
+        if (!samples.tags.empty())
+            out.tags.push_back(samples.tags[i]);
+        if (!samples.stacks.empty())
+            out.stacks.push_back(samples.stacks[i]);
+        if (!samples.times_ns.empty())
+            out.times_ns.push_back(samples.times_ns[i]);
+    }
+    for (const AddressCount& c : samples.counts)
+        if (c.core == core)
+            out.counts.push_back(c);
+    // The histogram and the samples without an address have no core: core 0's.
+    if (core == 0) {
+        out.buckets = samples.buckets;
+        out.outside_buckets = samples.outside_buckets;
+        out.without_address = samples.without_address;
+    }
+    return out;
+}
+
+} // namespace mcuprof::core
