@@ -145,6 +145,21 @@ def _listening(port: int, pid: Optional[int] = None) -> bool:
     return False
 
 
+def counts_by_core(text: str) -> dict[int, dict[int, int]]:
+    """The truth plugin's counts by core, {core: {address: count}}: "0xADDR COUNT" lines (one
+    core), or "# vcpus N" and then "0xADDR COUNT CORE" lines (a multi-core machine)."""
+    cores: dict[int, dict[int, int]] = {0: {}}
+    for line in text.splitlines():
+        if line.startswith("# vcpus "):
+            cores = {core: {} for core in range(int(line.split()[2]))}
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split()
+        core = int(fields[2]) if len(fields) > 2 else 0
+        cores[core][int(fields[0], 16)] = int(fields[1])
+    return cores
+
+
 def census_window(before: dict[int, int], after: dict[int, int]) -> dict[int, int]:
     """The census of the window between two snapshots: what ran after `before`, by address."""
     window = {address: count - before.get(address, 0) for address, count in after.items()}
@@ -176,7 +191,9 @@ class QemuRun:
                   instructions, and census snapshots can be asked for (snapshot()); implies
                   singlestep (firmware-ref/truth/truth.c)
       record / replay   path of a record/replay log (-icount ...,rr=record|replay,rrfile=)
-      icount_shift      default 0
+      icount_shift      default 0; None: no -icount, so that QEMU runs each vCPU of a multi-core
+                  machine in a thread of its own (MTTCG; -icount runs them in turn on one thread),
+                  as uniform cost on mps2-an521 needs
       timeout     seconds for wait() when it is given none; also the hard bound of the run
       workdir     where QEMU's stdout/stderr (and uart.txt) go; default: a fresh temporary
                   directory, removed at close() unless keep_workdir=True
@@ -192,7 +209,7 @@ class QemuRun:
                  singlestep: bool = False, uniform_cost_ns: Optional[int] = None,
                  record: Optional[str | os.PathLike] = None,
                  replay: Optional[str | os.PathLike] = None,
-                 icount_shift: int = 0, semihosting: bool = True,
+                 icount_shift: Optional[int] = 0, semihosting: bool = True,
                  timeout: float = DEFAULT_TIMEOUT,
                  workdir: Optional[str | os.PathLike] = None, keep_workdir: bool = False,
                  extra_args: Sequence[str] = (), qemu: str = QEMU):
@@ -262,8 +279,9 @@ class QemuRun:
             icount += f",rr=record,rrfile={self.record}"
         elif self.replay:
             icount += f",rr=replay,rrfile={self.replay}"
-        args = [self.qemu, "-M", self.machine, "-nodefaults", "-display", "none",
-                "-icount", icount, "-kernel", str(self.elf)]
+        args = [self.qemu, "-M", self.machine, "-nodefaults", "-display", "none", "-kernel", str(self.elf)]
+        if self.icount_shift is not None or self.record or self.replay:
+            args += ["-icount", icount]
         if self.semihosting:
             args += ["-semihosting-config", "enable=on,target=native"]
         if self._uart_mode == "socket":
@@ -414,11 +432,8 @@ class QemuRun:
 
     # ---- census snapshots (uniform-cost mode)
 
-    def snapshot(self, timeout: float = 60.0) -> dict[int, int]:
-        """The exact count of every instruction executed so far, {address: count}, taken by the
-        plugin between two instructions. The vCPU must be running: a halted one serves the
-        request when it runs again. The difference of two snapshots is the census of the window
-        between them."""
+    def _snapshot_file(self, timeout: float) -> Path:
+        """Asks the plugin for a snapshot and waits for its file."""
         if self.snapshot_fifo is None:
             raise QemuError("snapshot() needs uniform_cost_ns")
         self._snapshots += 1
@@ -441,11 +456,23 @@ class QemuRun:
             if time.monotonic() > deadline or not self.running():
                 raise QemuError(f"the truth plugin wrote no snapshot {path} within {timeout} s")
             time.sleep(0.01)
+        return path
+
+    def snapshot(self, timeout: float = 60.0) -> dict[int, int]:
+        """The exact count of every instruction executed so far, {address: count}, taken by the
+        plugin between two instructions (every core's, on a multi-core machine). The vCPU must be
+        running: a halted one serves the request when it runs again. The difference of two
+        snapshots is the census of the window between them."""
         counts: dict[int, int] = {}
-        for line in path.read_text().splitlines():
-            address, count = line.split()
-            counts[int(address, 16)] = int(count)
+        for by_address in counts_by_core(self._snapshot_file(timeout).read_text()).values():
+            for address, count in by_address.items():
+                counts[address] = counts.get(address, 0) + count
         return counts
+
+    def snapshot_by_core(self, timeout: float = 60.0) -> dict[int, dict[int, int]]:
+        """snapshot() of each core apart: {core: {address: count}}, every core of the machine
+        listed (the plugin counts per vCPU on a multi-core machine)."""
+        return counts_by_core(self._snapshot_file(timeout).read_text())
 
     # ---- output
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inputs.h"
+#include "mcuprof/core/cores.h"
 #include "mcuprof/core/diff.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
@@ -37,6 +38,7 @@ struct DiffOptions {
     double threshold = 3.0;
     std::optional<double> fail_above;
     std::optional<double> fail_total_above;
+    std::optional<uint32_t> core;   // compare this core of a multi-core chip only
 };
 
 // Parses and checks every option before an input is read. False when --help was shown.
@@ -50,6 +52,8 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
     add_report_options(line, o.report, choices);
     line.options()
         ("elf-b", po::value(&o.elf_b)->value_name("FILE"), "the ELF of B when it differs from A's (--elf)")
+        ("core", po::value<uint32_t>()->value_name("N")->notifier([&](uint32_t n) { o.core = n; }),
+         "compare core N of a multi-core chip (0 first), each side's shares of that core's own samples")
         ("threshold", po::value(&o.threshold)->value_name("Z")->default_value(3.0),
          "flag rows whose difference exceeds Z standard errors")
         ("fail-above", po::value<double>()->value_name("PP")->notifier([&](double pp) { o.fail_above = pp; }),
@@ -80,7 +84,7 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
 // opened into `firmware`; the one used is returned.
 const core::Firmware& side_profile(const std::string& input, const ReportOptions& options, const std::string& elf,
                                    std::optional<core::Firmware>& firmware, const core::Firmware* other,
-                                   core::Profile& profile)
+                                   std::optional<uint32_t> core, core::Profile& profile)
 {
     sources::RecordedFirmware recorded;
     InputSelection selection;
@@ -98,6 +102,15 @@ const core::Firmware& side_profile(const std::string& input, const ReportOptions
     for (const core::Warning& warning : side.warnings)
         std::cerr << "mcuprof diff: warning: " << input << ": " << warning.message << '\n';
     profile = build_profile(samples, side, image);
+    if (core) {
+        std::optional<core::Profile> one = core::core_profile(profile, *core);
+        if (!one)
+            throw mcuprof::Error(input, "", "--core " + std::to_string(*core) + ": the input has no such core (" +
+                                                (profile.cores.empty() ? std::string("it has one core")
+                                                                       : std::to_string(profile.cores.size()) + " cores") +
+                                                ")");
+        profile = std::move(*one);
+    }
     return image;
 }
 
@@ -113,8 +126,8 @@ int diff_command(const Arguments& args)
     const std::string& elf_b = o.elf_b.empty() ? options.elf : o.elf_b;
     std::optional<core::Firmware> firmware_a, firmware_b;
     core::Profile a, b;
-    const core::Firmware& image_a = side_profile(o.inputs[0], options, options.elf, firmware_a, nullptr, a);
-    const core::Firmware& image_b = side_profile(o.inputs[1], options, elf_b, firmware_b, &image_a, b);
+    const core::Firmware& image_a = side_profile(o.inputs[0], options, options.elf, firmware_a, nullptr, o.core, a);
+    const core::Firmware& image_b = side_profile(o.inputs[1], options, elf_b, firmware_b, &image_a, o.core, b);
     // The hints read instructions (cpsie i): only when both sides are the same firmware.
     const core::SymbolTable* code = &image_a == &image_b ? &image_a.symbols() : nullptr;
     // The totals' gate needs both totals: a side without one is refused before the report is written.

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "mcuprof/core/cores.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
@@ -145,10 +146,12 @@ core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& 
 {
     auto by = core::parse_grouping(options.by);
     if (!by)
-        throw UsageError("--by takes function, line, address, task or stack, not '" + options.by + "'");
+        throw UsageError("--by takes function, line, address, task, stack or core, not '" + options.by + "'");
     if (*by == core::Grouping::task && samples.tags.empty())
         throw mcuprof::Error(options.input, "",
                              "--by task needs samples tagged with the current task; this input has no tags");
+    if (*by == core::Grouping::core && !core::is_multicore(samples))
+        throw mcuprof::Error(options.input, "", "--by core needs the samples of a multi-core chip; this input has one core");
     return *by;
 }
 

@@ -24,7 +24,7 @@ int truth_command(const Arguments& args)
     line.positionals(inputs, 0, 1, "one COUNTS file");
     // Truth counts carry no task tags: no --by task.
     ReportChoices choices;
-    choices.groupings = {"function", "line", "address", "stack"};
+    choices.groupings = {"function", "line", "address", "stack", "core"};
     add_report_options(line, options, choices);
     QemuOptions qemu;
     add_qemu_options(line.description(), qemu);

@@ -61,4 +61,23 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
     return out;
 }
 
+std::optional<Profile> core_profile(const Profile& whole, uint32_t core)
+{
+    if (whole.cores.empty())
+        return core == 0 ? std::optional<Profile>(whole) : std::nullopt;
+    for (const CoreProfile& one : whole.cores)
+        if (one.core == core) {
+            Profile p;
+            p.origin = whole.origin + ", " + one.name;
+            p.by = whole.by == Grouping::core ? Grouping::function : whole.by;
+            p.exact = whole.exact;
+            p.total = one.total;
+            p.rows = one.rows;
+            p.warnings = whole.warnings;
+            p.sampler = whole.sampler;
+            return p;
+        }
+    return std::nullopt;
+}
+
 } // namespace mcuprof::core

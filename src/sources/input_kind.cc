@@ -22,7 +22,8 @@ InputKind detect_input(std::string_view head)
     if (head.find("prof raw n=") != std::string_view::npos || head.find("prof hist base=") != std::string_view::npos ||
         head.find("prof topn n=") != std::string_view::npos)
         return InputKind::dump;
-    // Truth counts: the first line is "0xADDR COUNT".
+    // Truth counts: the first line is "0xADDR COUNT" (a multi-core machine's, after "# vcpus N":
+    // "0xADDR COUNT CORE").
     LineCursor lines(head);
     std::string_view line;
     while (lines.next(line)) {
@@ -32,7 +33,8 @@ InputKind detect_input(std::string_view head)
         uint32_t address = 0;
         uint64_t count = 0;
         if (line.substr(0, 2) == "0x" && space != std::string_view::npos &&
-            parse_hex32(line.substr(0, space), address) && parse_decimal(line.substr(space + 1), count))
+            parse_hex32(line.substr(0, space), address) &&
+            parse_decimal(line.substr(space + 1, line.find(' ', space + 1) - space - 1), count))
             return InputKind::truth_counts;
         break;
     }

@@ -2,9 +2,11 @@
 // The cores of a multi-core sample set (issue 29): which cores it has, and the samples of one
 // of them, so that every core gets a profile of its own beside the whole chip's.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "mcuprof/core/profile.h"
 #include "mcuprof/core/samples.h"
 
 namespace mcuprof::core {
@@ -19,5 +21,10 @@ std::string core_name(const SampleSet& samples, uint32_t core);
 // The samples (pcs with their tags, stacks and times) and counts of one core, with the set's
 // origin, notes and sampler figures; its cores left empty.
 SampleSet samples_of_core(const SampleSet& samples, uint32_t core);
+
+// One core's profile as a profile of its own (its rows and total; the whole's origin,
+// grouping, warnings and sampler figures), for a diff of that core; nothing when the profile
+// has no such core. A profile of one core is its own core 0.
+std::optional<Profile> core_profile(const Profile& whole, uint32_t core);
 
 } // namespace mcuprof::core

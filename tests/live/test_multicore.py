@@ -1,0 +1,170 @@
+"""Every core of a multi-core chip (issue 29): mps2-an521, QEMU's SSE-200 with two Cortex-M33, and
+our own two-core image (firmware-ref/src/scen_dual.c: core 1 released by core 0, work of its own
+per core, shared_step run by both with different weights).
+
+- The truth plugin counts per vCPU: on the image that runs to its end, every function's count on
+  each core is its rounds times the instructions of one call, counted by hand from the
+  disassembly (spin's loop at -O2 is 6 instructions a pass, plus 3 for entry and exit: 6n + 3
+  for spin(n)); no core executes the other's functions.
+- `record --gdb` to QEMU's gdbstub samples both cores at each halt: QEMU runs the truth plugin
+  in its uniform-cost mode without -icount, so that each vCPU runs in a thread of its own
+  (MTTCG) at the same host time per instruction; per-core census snapshots taken just before
+  and after the recording give each core's exact count of the recording's own window. Each
+  core's shares are held against its own window within 4 standard errors, sqrt(p(1-p)/N) with
+  N that core's samples. The recording ends by its sample count; the image never ends.
+- `report --by core` and the per-core tables (text and JSON) come from the same recording;
+  `diff --core N` compares one core; the recording keeps the core of every sample.
+
+Ports are chosen at run time; every QEMU started here is stopped by the test that started it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import fwtest
+import qemu_runner
+
+CLI = fwtest.CLI
+FINITE = "dual_an521"
+FOREVER = "dual_forever_an521"
+ROUNDS = 4000          # scen_dual.c's ROUNDS for dual_an521 (firmware-ref/CMakeLists.txt)
+COST_NS = 2000
+HALTS = 1500
+Z = 4.0
+MIN_SHARE = 0.005
+
+
+def spin_call(n: int) -> int:
+    """Instructions of one call of a function that is spin(n) alone (c0_heavy, shared_step, ...)."""
+    return 6 * n + 3
+
+
+def by_function(counts: dict[int, int], image: str) -> dict[str, int]:
+    return dict(fwtest.by_function(counts, fwtest.symbols(image)))
+
+
+class TruthPerCore(unittest.TestCase):
+    """The plugin's per-vCPU split on the image that ends, against counts by hand."""
+
+    @classmethod
+    def setUpClass(cls):
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-dual-truth-"))
+        cls.truth_file = work / "truth.txt"
+        # Without -icount: the two vCPUs run in threads of their own, as in the live test.
+        with qemu_runner.QemuRun(fwtest.elf_path(FINITE), truth=cls.truth_file, uart=None, icount_shift=None,
+                                 workdir=work, timeout=300) as q:
+            cls.status = q.wait()
+        cls.cores = qemu_runner.counts_by_core(cls.truth_file.read_text())
+
+    def test_each_core_runs_its_own_work(self):
+        self.assertEqual(self.status, 0)
+        self.assertEqual(sorted(self.cores), [0, 1])
+        core0, core1 = (by_function(self.cores[k], FINITE) for k in (0, 1))
+        expected0 = {"c0_heavy": spin_call(90), "c0_light": spin_call(30), "shared_step": spin_call(60)}
+        expected1 = {"c1_alpha": spin_call(40), "c1_beta": spin_call(80), "shared_step": spin_call(180)}
+        for name, per_call in expected0.items():
+            self.assertEqual(core0.get(name), ROUNDS * per_call, name)
+        for name, per_call in expected1.items():
+            self.assertEqual(core1.get(name), ROUNDS * per_call, name)
+        self.assertEqual([f for f in core0 if f.startswith("c1_") or f.startswith("core1_")], [])
+        self.assertEqual([f for f in core1 if f.startswith("c0_") or f.startswith("core0_")], [])
+
+    def test_report_reads_the_census_per_core(self):
+        run = subprocess.run([str(CLI), "report", str(self.truth_file), "--elf", str(fwtest.elf_path(FINITE)),
+                              "--format", "json"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        doc = json.loads(run.stdout)
+        self.assertEqual([c["core"] for c in doc["cores"]], [0, 1])
+        for core in doc["cores"]:
+            truth = by_function(self.cores[core["core"]], FINITE)
+            self.assertEqual(core["samples"], sum(truth.values()))
+            self.assertEqual({r["name"]: r["samples"] for r in core["functions"]}, truth)
+
+
+class RecordBothCores(unittest.TestCase):
+    """record --gdb on QEMU's gdbstub at uniform cost against each core's own window."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-dual-live-"))
+        cls.rec = cls.work / "dual.rec"
+        elf = fwtest.elf_path(FOREVER)
+        with qemu_runner.QemuRun(elf, gdb=True, truth=cls.work / "truth.txt", uart=None, icount_shift=None,
+                                 uniform_cost_ns=COST_NS, workdir=cls.work, timeout=900) as q:
+            q.wait_listening(q.gdb_port)
+            before = q.snapshot_by_core()
+            cls.recording = subprocess.run([str(CLI), "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--samples", str(HALTS),
+                                      "--interval", "5ms", "--seed", "29", "--elf", str(elf), "-o", str(cls.rec),
+                                      "--format", "json"], capture_output=True, text=True, timeout=900)
+            after = q.snapshot_by_core()
+            cls.still_running = q.running()
+            q.stop()
+        cls.windows = {core: by_function(qemu_runner.census_window(before[core], after[core]), FOREVER)
+                       for core in before}
+
+    def report(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(CLI), "report", str(self.rec), "--elf", str(fwtest.elf_path(FOREVER)), *args],
+                              capture_output=True, text=True, timeout=300)
+
+    def test_each_core_within_4_se_of_its_window(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        self.assertTrue(self.still_running)
+        doc = json.loads(self.recording.stdout)
+        self.assertEqual(doc["samples"], 2 * HALTS)   # one sample per core at each halt
+        cores = {c["core"]: c for c in doc["cores"]}
+        self.assertEqual(sorted(cores), [0, 1])
+        for core, window in self.windows.items():
+            n = cores[core]["samples"]
+            self.assertEqual(n, HALTS)
+            sampled = {r["name"]: r["samples"] for r in cores[core]["functions"]}
+            total = sum(window.values())
+            bad, shown = [], []
+            for name in sorted(set(window) | set(sampled), key=lambda k: -window.get(k, 0)):
+                p = window.get(name, 0) / total
+                q = sampled.get(name, 0) / n
+                shown.append(f"{name} {100 * q:.2f}/{100 * p:.2f}")
+                if p < MIN_SHARE:
+                    self.assertLess(q, MIN_SHARE + Z * math.sqrt(MIN_SHARE / n), name)
+                    continue
+                z = (q - p) / math.sqrt(p * (1 - p) / n)
+                if abs(z) > Z:
+                    bad.append((name, round(100 * q, 2), round(100 * p, 2), round(z, 2)))
+            print(f"\ncore {core}: " + ", ".join(shown) + f" (% sampled/exact); beyond 4 SE: {bad}", file=sys.stderr)
+            self.assertEqual(bad, [], f"core {core}")
+
+    def test_by_core_and_per_core_tables(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        by_core = self.report("--by", "core", "--format", "json")
+        self.assertEqual(by_core.returncode, 0, by_core.stderr)
+        rows = json.loads(by_core.stdout)["functions"]
+        self.assertEqual(sorted((r["name"].split(" (")[0], r["samples"]) for r in rows),
+                         [("core 0", HALTS), ("core 1", HALTS)])
+        text = self.report()
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("core 0 (thread p01.01): samples 1500", text.stdout)
+        self.assertIn("core 1 (thread p02.02): samples 1500", text.stdout)
+
+    def test_diff_of_one_core(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        run = subprocess.run([str(CLI), "diff", str(self.rec), str(self.rec), "--elf", str(fwtest.elf_path(FOREVER)),
+                              "--core", "1", "--format", "json"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        rows = {r["name"]: r for r in json.loads(run.stdout)["rows"]}
+        self.assertIn("c1_beta", rows)
+        self.assertNotIn("c0_heavy", rows)
+        self.assertEqual(sum(r["a_samples"] for r in rows.values()), HALTS)
+        refused = subprocess.run([str(CLI), "diff", str(self.rec), str(self.rec), "--elf",
+                                  str(fwtest.elf_path(FOREVER)), "--core", "2"], capture_output=True, text=True,
+                                 timeout=300)
+        self.assertEqual(refused.returncode, 2)
+        self.assertIn("no such core", refused.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
