@@ -12,6 +12,7 @@ per core, shared_step run by both with different weights).
   and after the recording give each core's exact count of the recording's own window. Each
   core's shares are held against its own window within 4 standard errors, sqrt(p(1-p)/N) with
   N that core's samples. The recording ends by its sample count; the image never ends.
+- `record --qemu` and `truth --qemu` refuse the machine in one line naming the alternative.
 - `report --by core` and the per-core tables (text and JSON) come from the same recording;
   `diff --core N` compares one core; the recording keeps the core of every sample.
 
@@ -164,6 +165,23 @@ class RecordBothCores(unittest.TestCase):
                                  timeout=300)
         self.assertEqual(refused.returncode, 2)
         self.assertIn("no such core", refused.stderr)
+
+
+class QemuSessionRefuses(unittest.TestCase):
+    """--qemu records and replays, which QEMU refuses on a multi-core machine: one line, exit 2,
+    naming the way that works; never a profile of core 0 alone."""
+
+    def test_record_and_truth_refuse_with_the_alternative(self):
+        for command in ("record", "truth"):
+            args = [str(CLI), command, "--qemu", "mps2-an521", "--elf", str(fwtest.elf_path(FINITE))]
+            if command == "record":
+                args += ["--samples", "10", "-o", str(Path(tempfile.mkdtemp(prefix="mcuprof-dual-rr-")) / "x.rec")]
+            run = subprocess.run(args, capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 2, run.stderr)
+            self.assertEqual(run.stdout, "")
+            self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+            self.assertIn("more than one core", run.stderr)
+            self.assertIn("record --gdb", run.stderr)
 
 
 if __name__ == "__main__":

@@ -393,6 +393,15 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
         if (!gdb) {
             if (port_was_busy(*qemu) && attempt < 3)
                 continue;
+            // QEMU refuses record/replay on a machine of several cores ("Record/replay feature
+            // is not supported for 'smp'", QEMU 7.2 and 10): no exact pacing for any core, and
+            // never core 0's profile shown as the chip's.
+            if (qemu->stderr_text().find("not supported for 'smp'") != std::string::npos)
+                throw Error(launch_.program, "record",
+                            "the machine has more than one core, and QEMU cannot record and replay a multi-core "
+                            "machine: sample every core at each halt with record --gdb on QEMU's own gdbstub "
+                            "(-gdb tcp::1234), and count them with the truth plugin in QEMU itself (-plugin "
+                            "libtruth.so,outfile=FILE counts each core apart); docs/live.md, \"Several cores\"");
             throw Error(launch_.program, "record", "QEMU " + qemu->how_it_ended() + ": " + qemu->stderr_text());
         }
         try {
