@@ -306,3 +306,42 @@ TEST_CASE("attribution: flat samples give one-frame stacks only when asked, incl
     CHECK(row_named(p, "func_a").inclusive_samples == 2);
     CHECK(row_named(p, "local_b").inclusive.percent == doctest::Approx(100.0 / 3));
 }
+
+TEST_CASE("attribution: a multi-core sample set has each core's profile, with shares of its own samples")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    // Core 0: 3 in func_a, 1 in func_c; core 1: 2 in local_b, 2 in func_c; core 2 named, never sampled.
+    s.pcs = {0x08000000, 0x08000010, 0x08000000, 0x08000012, 0x08000002, 0x08000020, 0x08000020, 0x08000020};
+    s.cores = {0, 1, 0, 1, 0, 1, 0, 1};
+    s.core_names = {{0, "core 0"}, {1, "core 1"}, {2, "core 2"}};
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.total == 8);
+    REQUIRE(p.cores.size() == 3);
+    CHECK(p.cores[0].total == 4);
+    CHECK(p.cores[0].rows[0].name == "func_a");
+    CHECK(p.cores[0].rows[0].samples == 3);
+    CHECK(p.cores[0].rows[0].share.percent == doctest::Approx(75.0));
+    // The binomial standard error of 3 of 4: sqrt(0.75 * 0.25 / 4) = 21.65 percentage points.
+    CHECK(p.cores[0].rows[0].share.stderr_pp == doctest::Approx(21.65).epsilon(0.001));
+    CHECK(p.cores[1].rows[0].samples == 2);
+    CHECK(p.cores[1].rows[0].share.percent == doctest::Approx(50.0));
+    CHECK(p.cores[2].total == 0);
+    CHECK(p.cores[2].rows.empty());
+
+    AttributionOptions by_core;
+    by_core.by = Grouping::core;
+    const Profile c = attribute(s, symbols, nullptr, by_core);
+    REQUIRE(c.rows.size() == 3);
+    CHECK(c.rows[0].name == "core 0");
+    CHECK(c.rows[0].samples == 4);
+    CHECK(c.rows[0].share.percent == doctest::Approx(50.0));
+    CHECK(c.rows[2].name == "core 2");
+    CHECK(c.rows[2].samples == 0);
+    CHECK(c.cores[1].rows[0].name == "func_c");   // each core's own table stays by function
+
+    // One core: no per-core profiles.
+    s.cores.clear();
+    s.core_names.clear();
+    CHECK(attribute(s, symbols, nullptr, {}).cores.empty());
+}

@@ -91,6 +91,38 @@ TEST_CASE("recording: what is written is read back, field for field")
     CHECK(to_samples(r, 2).pcs.size() == 2);
 }
 
+TEST_CASE("recording: the core of each sample, and the cores the header names")
+{
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", "gdb"},
+                                   {"cores", {{{"core", 0}, {"name", "core 0 (thread p01.01)"}},
+                                              {{"core", 1}, {"name", "core 1 (thread p02.02)"}}}}});
+        for (uint32_t core : {0u, 1u, 0u, 1u}) {
+            LiveSample s;
+            s.pc = 0x10000100 + 0x100 * core;
+            s.core = core;
+            s.tagged = core == 0;
+            w.sample(s);
+        }
+    }
+    const Recording r = read_recording(f.path);
+    REQUIRE(r.samples.size() == 4);
+    CHECK(r.samples[1].core == 1);
+    CHECK(r.samples[1].tagged == false);
+    CHECK(r.samples[2].core == 0);
+    CHECK(r.samples[2].tagged);
+    const auto samples = to_samples(r, std::nullopt);
+    CHECK(samples.cores == std::vector<uint32_t>{0, 1, 0, 1});
+    CHECK(samples.core_names.at(1) == "core 1 (thread p02.02)");
+
+    // A recording of one core (and every recording made before cores were recorded: their
+    // flags' bits 8-15 are 0) has no cores in its samples.
+    TempFile g;
+    write_three(g.path);
+    CHECK(to_samples(read_recording(g.path), std::nullopt).cores.empty());
+}
+
 TEST_CASE("recording: a torn last record is dropped and said so; the rest is kept")
 {
     TempFile f;
