@@ -152,7 +152,7 @@ UNIFORM_COST_NS = 2000
 
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
               vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
-              uniform_cost_ns: int | None = None) -> None:
+              uniform_cost_ns: int | None = None, openocd_commands: tuple[str, ...] = ()) -> None:
     """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
     OpenOCD on the vprobe, on ports chosen now; `uniform_cost_ns`: the truth plugin's
@@ -165,7 +165,8 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     The probe is remote_bitbang (JTAG, qemu-vprobe.cfg), or, when `rig.stlink_transport` is
     "dapdirect_swd" or "hla_swd", an ST-Link over SWD (vprobe --stlink-port, qemu-stlink.cfg);
     `rig.probe_link`, when set, is called with the probe's port and returns the port OpenOCD
-    connects to (a proxy in between)."""
+    connects to (a proxy in between). `openocd_commands`: more configuration commands (-c),
+    after the probe's configuration and before `init`."""
     rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
     rig.vprobe_log = []
     stlink = getattr(rig, "stlink_transport", None)
@@ -198,7 +199,7 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     rig.openocd = subprocess.Popen(
         [OPENOCD, *probe,
          "-c", f"gdb_port {rig.gdb_port}" if openocd_gdb else "gdb_port disabled", "-c", "telnet_port disabled",
-         "-c", f"tcl_port {rig.tcl_port}", "-c", "init"],
+         "-c", f"tcl_port {rig.tcl_port}", *(a for c in openocd_commands for a in ("-c", c)), "-c", "init"],
         stdin=subprocess.DEVNULL, stdout=rig.openocd_log, stderr=subprocess.STDOUT, cwd=rig.work)
     wait_port(rig.tcl_port, rig.openocd, "openocd")
     rig.tcl = TclRpc(rig.tcl_port)

@@ -122,9 +122,13 @@ public:
         tcl_ = connect();
         // The commands below act on the current target; with several (`targets`), that one.
         target_ = tcl_->eval("target current");
-        std::istringstream names(tcl_->eval("target names"));
-        for (std::string name; names >> name;)
+        const std::string names = tcl_->eval("target names");
+        std::istringstream words(names);
+        for (std::string name; words >> name;)
             ++target_count_;
+        unsampled_ = other_openocd_cores(names, target_, [this](const std::string& name) {
+            return tcl_->eval("if {[catch {{" + name + "} cget -type} _mcuprof_t]} {set _mcuprof_t {}}; set _mcuprof_t");
+        });
         initial_state_ = tcl_->eval("[target current] curstate");
         // OpenOCD calls a target's state "unknown" until it has polled it once; its background
         // polling starts from a timer after `init` (target.c, handle_target), so a client that
@@ -162,6 +166,7 @@ public:
         return d;
     }
     std::string server() const override { return "OpenOCD"; }
+    std::vector<std::string> unsampled_cores() override { return unsampled_; }
     std::string peer() const override { return tcl_ ? tcl_->peer() : "openocd tcl " + options_.tcl.text(); }
 
     void start(SampleSink& sink) override
@@ -449,6 +454,7 @@ private:
     OpenocdSamplerOptions options_;
     std::unique_ptr<transport::TclClient> tcl_;
     std::string target_;
+    std::vector<std::string> unsampled_;   // OpenOCD's other targets, not sampled
     size_t target_count_ = 0;
     std::string initial_state_;
     std::optional<PcsrProfileReader> profile_reader_;   // --pcsr-read profile

@@ -1,5 +1,6 @@
 #include "mcuprof/sources/rsp_sampler.h"
 
+#include <cctype>
 #include <thread>
 
 #include "mcuprof/sources/stack_pointer_stub.h"
@@ -77,6 +78,28 @@ public:
                 d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"thread", threads_[i]}});
         }
         return d;
+    }
+    // OpenOCD's GDB port serves one target (or one SMP group, which this link samples as one
+    // core): its other targets are named. Its monitor commands act on the port's own target.
+    std::vector<std::string> unsampled_cores() override
+    {
+        if (qemu_ || !gdb_->is_openocd())
+            return {};
+        auto answer = [this](const std::string& command) {
+            std::string text = gdb_->monitor(command);
+            while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+                text.pop_back();
+            return text;
+        };
+        return other_openocd_cores(answer("target names"), answer("target current"), [&](const std::string& name) {
+            try {
+                return answer(name + " cget -type");
+            } catch (const transport::Error& e) {
+                if (e.kind() != transport::Error::Kind::protocol)
+                    throw;
+                return std::string();
+            }
+        });
     }
     std::vector<std::string> cores() const override
     {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "mcuprof/sources/error.h"
@@ -46,6 +47,7 @@ public:
     SamplerStats run()
     {
         try {
+            say_unsampled_cores();
             if (firmware_check_)
                 check_firmware(*firmware_check_);
             switch (pacing_.pacing) {
@@ -90,6 +92,20 @@ public:
     }
 
 private:
+    // Never silent: the cores the link shows and this run does not sample, named in an event
+    // that every report of the recording shows.
+    void say_unsampled_cores()
+    {
+        const std::vector<std::string> others = target_.unsampled_cores();
+        if (others.empty())
+            return;
+        std::string names;
+        for (const std::string& name : others)
+            names += (names.empty() ? "" : ", ") + name;
+        sink_.event("cores-not-sampled", "not sampled: " + names + " (" + target_.server() +
+                                             " has more cores than this link samples; docs/live.md, \"Several cores\")");
+    }
+
     // Before the first sample: the target against the ELF. A mismatch leaves the target
     // running and ends the command (exit 2), unless --no-verify made it a warning.
     void check_firmware(const FirmwareCheck& check)
@@ -519,6 +535,21 @@ nlohmann::json LiveSampler::describe() const
 SamplerStats LiveSampler::run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop)
 {
     return run_sampling_loop(*target_, pacing_, seed_, extras_, replay_.get(), sink, plan, stop);
+}
+
+std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,
+                                             const std::function<std::string(const std::string&)>& type_of)
+{
+    std::vector<std::string> others;
+    std::istringstream words(names);
+    for (std::string name; words >> name;) {
+        if (name == current)
+            continue;
+        const std::string type = type_of(name);
+        if (type != "mem_ap")   // a bare access port (OpenOCD's mem_ap target) is no core
+            others.push_back(name + (type.empty() ? "" : " (" + type + ")"));
+    }
+    return others;
 }
 
 } // namespace mcuprof::sources

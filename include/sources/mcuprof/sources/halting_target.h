@@ -6,6 +6,7 @@
 // vprobe's RspTarget is the other way round, a debug target served over RSP); the loop (sampling_loop.h), the stack reader and the RTOS
 // awareness are written once over this interface.
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -81,6 +82,9 @@ public:
 
     // The cores sampled at each halt, by name ("core 1 (thread p02.02)"); one core: empty.
     virtual std::vector<std::string> cores() const { return {}; }
+    // Cores the link shows and does not sample (OpenOCD's other targets), by name, for the
+    // report to name: never a silent profile of one core as the chip's.
+    virtual std::vector<std::string> unsampled_cores() { return {}; }
     // Later reads (read_memory, read_stack_pointer) go to this core of a multi-core target;
     // core 0 again before the target resumes.
     virtual void select_core(size_t /*core*/) {}
@@ -131,5 +135,10 @@ public:
     // link between the server and its probe, or the probe and the target, is gone).
     virtual bool reaches_target() { return true; }
 };
+
+// OpenOCD's targets (`target names`) besides `current`, each with its type as `cget -type`
+// gives it ("stm32h7x.cpu1 (cortex_m)"), leaving out bare access ports (mem_ap).
+std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,
+                                             const std::function<std::string(const std::string&)>& type_of);
 
 } // namespace mcuprof::sources
