@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,6 +152,31 @@ class RecordBothCores(unittest.TestCase):
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn("core 0 (thread p01.01): samples 1500", text.stdout)
         self.assertIn("core 1 (thread p02.02): samples 1500", text.stdout)
+
+    def test_firefox_thread_and_pprof_label_per_core(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        firefox = self.work / "dual.firefox.json"
+        run = self.report("--format", "firefox", "-o", str(firefox))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        threads = {t["name"]: t["samples"]["length"] for t in json.loads(firefox.read_text())["threads"]}
+        self.assertEqual(threads, {"core 0 (thread p01.01)": HALTS, "core 1 (thread p02.02)": HALTS})
+        # go tool pprof (the peer tool) reads the "core" label: -tags counts the samples per core,
+        # and -tagfocus keeps one core, whose functions are then that core's alone.
+        go = shutil.which("go")
+        if go is None:
+            fwtest._missing("go is not installed (Debian package golang-go)")
+        profile = self.work / "dual.pb.gz"
+        run = self.report("--format", "pprof", "-o", str(profile))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        env = dict(os.environ, HOME=tempfile.gettempdir(), PPROF_TMPDIR=tempfile.gettempdir())
+        tags = subprocess.run([go, "tool", "pprof", "-tags", str(profile)], capture_output=True, text=True,
+                              timeout=300, env=env, check=True).stdout
+        self.assertIn(f"{HALTS}.0 (50.00%): core 0 (thread p01.01)", tags)
+        self.assertIn(f"{HALTS}.0 (50.00%): core 1 (thread p02.02)", tags)
+        top = subprocess.run([go, "tool", "pprof", "-top", "-tagfocus=core=core 1", str(profile)],
+                             capture_output=True, text=True, timeout=300, env=env, check=True).stdout
+        self.assertIn("c1_beta", top)
+        self.assertNotIn("c0_heavy", top)
 
     def test_diff_of_one_core(self):
         self.assertEqual(self.recording.returncode, 0, self.recording.stderr)

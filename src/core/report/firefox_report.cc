@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/cores.h"
 #include "mcuprof/core/report.h"
 #include "interned_strings.h"
 
@@ -158,24 +159,29 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
         return it->second;
     };
     // One thread per RTOS task when the samples are tagged (the profiler shows each as a
-    // track), else one "firmware" thread; each holds its samples in the order taken.
+    // track), else one "firmware" thread; on a multi-core chip one per core, and per task
+    // within it ("core 1: motor"). Each holds its samples in the order taken.
     struct Thread {
         std::string name;
         json stack = json::array();
         json time = json::array();
     };
     std::vector<Thread> threads;
-    std::map<uint32_t, size_t> thread_of_tag;
+    std::map<std::pair<uint32_t, uint32_t>, size_t> thread_of;   // (core, tag) -> thread
+    const bool by_core = is_multicore(samples);
     auto thread_for = [&](size_t i) -> Thread& {
         const uint32_t tag = samples.tags.empty() ? 0 : samples.tags[i];
-        auto [it, added] = thread_of_tag.emplace(tag, threads.size());
+        const uint32_t core = samples.cores.empty() ? 0 : samples.cores[i];
+        auto [it, added] = thread_of.emplace(std::pair{core, tag}, threads.size());
         if (added) {
             auto named = samples.tag_names.find(tag);
             char hex[16];
             std::snprintf(hex, sizeof hex, "0x%08x", tag);
-            threads.push_back({samples.tags.empty() ? "firmware"
-                               : named != samples.tag_names.end() ? named->second
-                                                                  : hex});
+            const std::string task = named != samples.tag_names.end() ? named->second : hex;
+            const std::string core_part = by_core ? core_name(samples, core) : "";
+            threads.push_back({samples.tags.empty() ? (by_core ? core_part : "firmware")
+                               : by_core            ? core_part + ": " + task
+                                                    : task});
         }
         return threads[it->second];
     };

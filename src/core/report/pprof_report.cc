@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "mcuprof/core/cores.h"
 #include "mcuprof/core/protobuf.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
@@ -77,12 +78,19 @@ public:
         return it->second;
     }
 
-    void add_sample(std::span<const uint64_t> leaf_first, uint64_t value)
+    // `core`: the sample's "core" label (a multi-core chip's), none when empty.
+    void add_sample(std::span<const uint64_t> leaf_first, uint64_t value, const std::string& core = {})
     {
         ProtoWriter s;
         s.packed(1, leaf_first);        // location_id, the leaf first
         const uint64_t values[] = {value};
         s.packed(2, values);
+        if (!core.empty()) {
+            ProtoWriter label;          // Label: key, str (string table indexes)
+            label.varint(1, text("core"));
+            label.varint(2, text(core));
+            s.message(3, label);
+        }
         samples_.message(sample, s);
     }
 
@@ -134,6 +142,7 @@ namespace {
 // and inline chain, so that `go tool pprof -lines`, `-list` and `-raw` see what
 // `mcuprof report --by line` and `--by address` see.
 struct AddressChain {
+    std::string core;                    // the core of a multi-core chip (the "core" label), else empty
     std::string task;                    // a root frame by task (report --by task), else empty
     bool truncated = false;
     std::vector<uint32_t> addresses;
@@ -153,8 +162,10 @@ std::map<AddressChain, double> address_chains(const Profile& profile, const Samp
         std::snprintf(hex, sizeof hex, "0x%08x", tag);
         return hex;
     };
+    const bool by_core = is_multicore(samples);
+    auto core_of = [&](uint32_t core) { return by_core ? core_name(samples, core) : std::string(); };
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
-        AddressChain chain{task_of(i), false, {}};
+        AddressChain chain{core_of(samples.cores.empty() ? 0 : samples.cores[i]), task_of(i), false, {}};
         if (!samples.stacks.empty()) {
             const CallStack& stack = samples.stacks[i];
             chain.addresses.assign(stack.callers.rbegin(), stack.callers.rend());
@@ -164,7 +175,7 @@ std::map<AddressChain, double> address_chains(const Profile& profile, const Samp
         chains[chain] += 1;
     }
     for (const AddressCount& c : samples.counts)
-        chains[AddressChain{{}, false, {c.address}}] += double(c.count);
+        chains[AddressChain{core_of(c.core), {}, false, {c.address}}] += double(c.count);
     return chains;
 }
 
@@ -195,7 +206,7 @@ std::string write_pprof(const ReportInput& input, std::ostream& out)
             root_first.push_back(builder.location_id(it->second));
         }
         const std::vector<uint64_t> leaf_first(root_first.rbegin(), root_first.rend());
-        builder.add_sample(leaf_first, uint64_t(std::llround(weight)));
+        builder.add_sample(leaf_first, uint64_t(std::llround(weight)), chain.core);
     }
     // Histogram buckets have no one address, and some rows none at all ("(sleep)"): those
     // come from the profile's stacks, one Location per function as they name it.
