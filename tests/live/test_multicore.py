@@ -20,6 +20,7 @@ Ports are chosen at run time; every QEMU started here is stopped by the test tha
 """
 from __future__ import annotations
 
+import html.parser
 import json
 import math
 import os
@@ -46,6 +47,40 @@ MIN_SHARE = 0.005
 def spin_call(n: int) -> int:
     """Instructions of one call of a function that is spin(n) alone (c0_heavy, shared_step, ...)."""
     return 6 * n + 3
+
+
+def html_tables(page: str) -> dict[str, list[list[str]]]:
+    """The cells of every table of an HTML page with an id, by id, row by row (the body's rows)."""
+    class Tables(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.current, self.row, self.cell = {}, None, None, None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table" and dict(attrs).get("id"):
+                self.current = self.tables.setdefault(dict(attrs)["id"], [])
+            elif tag == "tr" and self.current is not None:
+                self.row = []
+            elif tag == "td" and self.row is not None:
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag == "td" and self.cell is not None:
+                self.row.append(self.cell.strip())
+                self.cell = None
+            elif tag == "tr" and self.row:
+                self.current.append(self.row)
+                self.row = None
+            elif tag == "table":
+                self.current = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    parser = Tables()
+    parser.feed(page)
+    return parser.tables
 
 
 def by_function(counts: dict[int, int], image: str) -> dict[str, int]:
@@ -177,6 +212,18 @@ class RecordBothCores(unittest.TestCase):
                              capture_output=True, text=True, timeout=300, env=env, check=True).stdout
         self.assertIn("c1_beta", top)
         self.assertNotIn("c0_heavy", top)
+
+    def test_html_table_per_core(self):
+        """Each core's HTML table holds that core's rows of the JSON report, sample for sample."""
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        page = self.work / "dual.html"
+        run = self.report("--format", "html", "-o", str(page))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        tables = html_tables(page.read_text())
+        cores = {c["core"]: c for c in json.loads(self.report("--format", "json").stdout)["cores"]}
+        for core, doc in cores.items():
+            rows = tables[f"profile-core-{core}"]
+            self.assertEqual({r[0]: float(r[4]) for r in rows}, {f["name"]: f["samples"] for f in doc["functions"]})
 
     def test_diff_of_one_core(self):
         self.assertEqual(self.recording.returncode, 0, self.recording.stderr)

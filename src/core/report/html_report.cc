@@ -92,19 +92,21 @@ void write_metadata(const Profile& p, std::ostream& out)
 
 // ---- the table --------------------------------------------------------------------------
 
-void write_table(const Profile& p, std::ostream& out)
+// One table of rows: the profile's (id "profile"), or a core's ("profile-core-N", by
+// `by`, with no inclusive column: a core's own rows carry none).
+void write_rows(const Profile& p, const std::vector<Row>& rows, Grouping by, const std::string& title,
+                const std::string& id, bool inclusive, std::ostream& out)
 {
     double scale = 0;
-    for (const Row& r : p.rows)
+    for (const Row& r : rows)
         scale = std::max(scale, r.share.high);
-    const bool inclusive = p.unwound && p.by == Grouping::function;
     const std::string unit = p.exact ? "instructions" : "samples";
-    out << "<h2>By " << name_of(p.by) << "</h2>\n<table class=\"sortable\" id=\"profile\">\n<thead><tr>"
-        << "<th class=\"name\">" << name_of(p.by) << "</th><th>self %</th><th>&plusmn; se</th>"
+    out << "<h2>" << escape(title) << "</h2>\n<table class=\"sortable\" id=\"" << id << "\">\n<thead><tr>"
+        << "<th class=\"name\">" << name_of(by) << "</th><th>self %</th><th>&plusmn; se</th>"
         << "<th>95 % interval</th><th>" << unit << "</th>" << (inclusive ? (p.truncation.inclusive_lower_bounds() ? "<th>inclusive % (lower bound)</th>" : "<th>inclusive %</th>")
                       : "")
         << "<th>address</th><th class=\"name\">location</th></tr></thead>\n<tbody>\n";
-    for (const Row& r : p.rows) {
+    for (const Row& r : rows) {
         out << "<tr><td class=\"name\">" << escape(r.name) << "</td>"
             << format("<td data-v=\"%.6g\">%.2f</td><td data-v=\"%.6g\">%.2f</td>", r.share.percent, r.share.percent,
                       r.share.stderr_pp, r.share.stderr_pp)
@@ -117,6 +119,19 @@ void write_table(const Profile& p, std::ostream& out)
             << escape(r.location.empty() ? r.function : r.location) << "</td></tr>\n";
     }
     out << "</tbody></table>\n";
+}
+
+// The profile's table, then on a multi-core chip each core's, its shares of its own samples.
+void write_table(const Profile& p, std::ostream& out)
+{
+    write_rows(p, p.rows, p.by, "By " + std::string(name_of(p.by)), "profile", p.unwound && p.by == Grouping::function,
+               out);
+    const Grouping each = p.by == Grouping::core ? Grouping::function : p.by;
+    for (const CoreProfile& core : p.cores)
+        write_rows(p, core.rows, each,
+                   core.name + format(": %.0f %s, by ", core.total, p.exact ? "instructions" : "samples") +
+                       std::string(name_of(each)),
+                   "profile-core-" + std::to_string(core.core), false, out);
 }
 
 // ---- the annotated source ---------------------------------------------------------------
