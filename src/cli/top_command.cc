@@ -66,6 +66,8 @@ struct Frame {
     double effective = 0;
     double wall_seconds = 0;
     double running_seconds = 0;
+    // A multi-core target: each core's rows, shares of its own samples (core 0 first).
+    std::vector<std::pair<uint32_t, std::vector<core::DecayingTally::Entry>>> cores;
 };
 
 // Takes the samples on the sampling thread: names each by its function, weighs it, keeps it
@@ -75,7 +77,7 @@ public:
     TopSink(const core::SymbolTable& symbols, bool by_task, const std::optional<HalfLife>& half_life,
             sources::RecordingWriter* writer)
         : symbols_(symbols), by_task_(by_task),
-          tally_(half_life ? std::optional<double>(half_life->value) : std::nullopt),
+          half_life_(half_life ? std::optional<double>(half_life->value) : std::nullopt), tally_(half_life_),
           by_samples_(half_life && half_life->in_samples),
           writer_(writer)
     {
@@ -85,6 +87,9 @@ public:
     {
         std::lock_guard<std::mutex> lock(mutex_);
         tally_.add(key_of(s), by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9, stack_keys(s));
+        // Each core's own tally too, shown once a second core is met (a multi-core target).
+        core::DecayingTally& own = core_tallies_.try_emplace(s.core, half_life_).first->second;
+        own.add(key_of(s), by_samples_ ? double(own.samples()) : double(s.time_ns) * 1e-9, {});
         if (writer_ != nullptr) {
             writer_->sample(s);
             const auto now = Clock::now();
@@ -119,7 +124,11 @@ public:
     Frame frame() const
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        return {tally_.ranked(), tally_.samples(), tally_.effective_samples(), wall_seconds_, running_seconds_};
+        Frame f{tally_.ranked(), tally_.samples(), tally_.effective_samples(), wall_seconds_, running_seconds_, {}};
+        for (const auto& [core, tally] : core_tallies_)
+            if (core_tallies_.size() > 1)
+                f.cores.emplace_back(core, tally.ranked());
+        return f;
     }
 
 private:
@@ -154,9 +163,11 @@ private:
 
     const core::SymbolTable& symbols_;
     bool by_task_;
+    std::optional<double> half_life_;
     std::map<uint32_t, std::string> tasks_;   // control block -> name, as the sampler met them
     mutable std::mutex mutex_;
     core::DecayingTally tally_;
+    std::map<uint32_t, core::DecayingTally> core_tallies_;   // a multi-core target's, by core
     bool by_samples_;
     sources::RecordingWriter* writer_;
     Clock::time_point flushed_ = Clock::now();
@@ -174,6 +185,15 @@ public:
 private:
     void (*previous_)(int);
 };
+
+void print_rows(std::FILE* out, const std::vector<core::DecayingTally::Entry>& entries, size_t rows, bool by_task)
+{
+    std::fprintf(out, "\n       %%    +-se      weight  %s\n", by_task ? "task" : "function");
+    for (size_t i = 0; i < entries.size() && (rows == 0 || i < rows); ++i) {
+        const auto& r = entries[i];
+        std::fprintf(out, "%8.2f %7.2f %11.1f  %s\n", r.share.percent, r.share.stderr_pp, r.weight, r.key.c_str());
+    }
+}
 
 // One table: a header line with the rate and duty since the previous frame, then the rows.
 void print_frame(std::FILE* out, const Frame& now, const Frame& before, double elapsed, const std::string& ended,
@@ -196,10 +216,10 @@ void print_frame(std::FILE* out, const Frame& now, const Frame& before, double e
         }
         return;
     }
-    std::fprintf(out, "\n       %%    +-se      weight  %s\n", by_task ? "task" : "function");
-    for (size_t i = 0; i < now.rows.size() && (rows == 0 || i < rows); ++i) {
-        const auto& r = now.rows[i];
-        std::fprintf(out, "%8.2f %7.2f %11.1f  %s\n", r.share.percent, r.share.stderr_pp, r.weight, r.key.c_str());
+    print_rows(out, now.rows, rows, by_task);
+    for (const auto& [core, core_rows] : now.cores) {
+        std::fprintf(out, "core %u:", core);
+        print_rows(out, core_rows, rows, by_task);
     }
 }
 

@@ -13,6 +13,7 @@ per core, shared_step run by both with different weights).
   core's shares are held against its own window within 4 standard errors, sqrt(p(1-p)/N) with
   N that core's samples. The recording ends by its sample count; the image never ends.
 - `record --qemu` and `truth --qemu` refuse the machine in one line naming the alternative.
+- `top --gdb` shows a table per core.
 - `report --by core` and the per-core tables (text and JSON) come from the same recording;
   `diff --core N` compares one core; the recording keeps the core of every sample.
 
@@ -239,6 +240,31 @@ class RecordBothCores(unittest.TestCase):
                                  timeout=300)
         self.assertEqual(refused.returncode, 2)
         self.assertIn("no such core", refused.stderr)
+
+
+class TopShowsEachCore(unittest.TestCase):
+    """`top --gdb` on the two-core image: the last table has a section per core, each with that
+    core's functions only and its own samples (no decay: the weights are sample counts)."""
+
+    def test_a_table_per_core(self):
+        elf = fwtest.elf_path(FOREVER)
+        with qemu_runner.QemuRun(elf, gdb=True, uart=None, icount_shift=None, timeout=300) as q:
+            q.wait_listening(q.gdb_port)
+            run = subprocess.run([str(CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                                  "--samples", "200", "--rows", "0"], capture_output=True, text=True, timeout=300)
+            q.stop()
+        self.assertEqual(run.returncode, 0, run.stderr)
+        last = run.stdout[run.stdout.rindex("top "):]
+        sections = {}
+        for part in last.split("\ncore ")[1:]:
+            header, *lines = part.splitlines()
+            rows = {line.split()[3]: float(line.split()[2]) for line in lines[1:] if line.strip()}
+            sections[int(header.rstrip(":"))] = rows
+        self.assertEqual(sorted(sections), [0, 1])
+        for core, rows in sections.items():
+            self.assertEqual(sum(rows.values()), 200, rows)
+            foreign = "c1_" if core == 0 else "c0_"
+            self.assertEqual([f for f in rows if f.startswith(foreign)], [], rows)
 
 
 class QemuSessionRefuses(unittest.TestCase):
