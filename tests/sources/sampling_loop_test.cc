@@ -72,8 +72,18 @@ public:
         s.registers.xpsr = 0x01000000;
         for (const MemoryRange& range : request.memory)
             s.memory.push_back(read_memory(range.first, range.second));
+        for (unsigned core = 1; core <= other_cores; ++core) {
+            core::CoreRegisters other;
+            other.r[15] = 0x09000000 + 0x100 * core + 2 * halts;
+            s.other_cores.push_back(other);
+        }
         return s;
     }
+    std::vector<std::string> unsampled_cores() override { return unsampled; }
+    void select_core(size_t core) override { selected = core; }
+    unsigned other_cores = 0;   // cores 1.. read at each halt besides core 0
+    std::vector<std::string> unsampled;
+    size_t selected = 0;
     std::string read_memory(uint32_t address, uint32_t length) override
     {
         ++memory_reads[address];
@@ -177,6 +187,42 @@ TEST_CASE("sampling loop: the plan's samples, each a halt's registers; the targe
         CHECK(stats.running_seconds <= stats.wall_seconds);
         CHECK(stats.running_seconds >= 0);
     }
+}
+
+TEST_CASE("sampling loop: every core at each halt, one sample each at the halt's time; the others named")
+{
+    ScriptedTarget target;
+    target.other_cores = 2;
+    target.unsampled = {"chip.cpu3 (cortex_m)"};
+    Collect sink;
+    const SamplerStats stats = run(target, sink, 3);
+    CHECK(stats.samples == 3);   // the plan counts halts
+    REQUIRE(sink.samples.size() == 9);
+    for (unsigned halt = 0; halt < 3; ++halt)
+        for (unsigned core = 0; core < 3; ++core) {
+            const LiveSample& s = sink.samples[3 * halt + core];
+            CHECK(s.core == core);
+            CHECK(s.time_ns == sink.samples[3 * halt].time_ns);
+            CHECK(s.pc == (core == 0 ? 0x08000100 : 0x09000000 + 0x100 * core) + 2 * (halt + 1));
+        }
+    CHECK(target.selected == 0);
+    REQUIRE(sink.has_event("cores-not-sampled"));
+    for (const auto& [kind, message] : sink.events)
+        if (kind == "cores-not-sampled")
+            CHECK(message.rfind("not sampled: chip.cpu3 (cortex_m) (the script has more cores", 0) == 0);
+}
+
+TEST_CASE("sampling loop: OpenOCD's other targets are the cores not sampled, access ports left out")
+{
+    const std::map<std::string, std::string> types = {
+        {"stm32h7x.ap2", "mem_ap"}, {"stm32h7x.cpu0", "cortex_m"}, {"stm32h7x.cpu1", "cortex_m"}};
+    const auto others = other_openocd_cores("stm32h7x.ap2 stm32h7x.cpu0 stm32h7x.cpu1", "stm32h7x.cpu0",
+                                            [&](const std::string& name) { return types.at(name); });
+    CHECK(others == std::vector<std::string>{"stm32h7x.cpu1 (cortex_m)"});
+    CHECK(other_openocd_cores("one.cpu", "one.cpu", [](const std::string&) { return std::string("cortex_m"); })
+              .empty());
+    CHECK(other_openocd_cores("a b", "a", [](const std::string&) { return std::string(); }) ==
+          std::vector<std::string>{"b"});   // a type OpenOCD would not give: the name alone
 }
 
 TEST_CASE("sampling loop: the running task tags each sample; its name is read once")

@@ -1,4 +1,4 @@
-"""The example configs for real boards (configs/openocd/stm32f4-*.cfg) as OpenOCD 0.12 reads
+"""The example configs for real boards (configs/openocd/stm32f4-*.cfg, stm32h745-stlink.cfg) as OpenOCD 0.12 reads
 them, without a probe: every command of the configuration stage runs (the `find`s of the
 shipped interface and target scripts, the adapter driver, the transport, the DAP, the target
 and its flash banks, the ports), then `shutdown` ends OpenOCD before `init` would open USB.
@@ -43,6 +43,16 @@ class OpenOCDConfigs(unittest.TestCase):
                 check = next(line for line in r.stderr.splitlines() if line.startswith("CHECK"))
                 self.assertEqual(check.split()[1:4], [adapter, transport, "stm32f4x.cpu"])
                 self.assertIn(f"adapter speed: {khz} kHz", check)
+
+    def test_the_dual_core_config_has_both_cores(self):
+        # STM32H745/H755: the Cortex-M7 and the Cortex-M4 as two cortex_m targets (and the
+        # mem_ap of access port 2, which mcuprof does not count as a core).
+        r = subprocess.run([OPENOCD, "-f", str(REPO / "configs" / "openocd" / "stm32h745-stlink.cfg"), "-c", PROBE],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        check = next(line for line in r.stderr.splitlines() if line.startswith("CHECK"))
+        self.assertEqual(check.split()[1:6], ["st-link", "dapdirect_swd", "stm32h7x.ap2", "stm32h7x.cpu0",
+                                              "stm32h7x.cpu1"])
 
     def test_a_missing_script_fails(self):
         # The check above would notice a config that does not parse: a `find` that fails is exit 1.

@@ -394,9 +394,12 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
             if (port_was_busy(*qemu) && attempt < 3)
                 continue;
             // QEMU refuses record/replay on a machine of several cores ("Record/replay feature
-            // is not supported for 'smp'", QEMU 7.2 and 10): no exact pacing for any core, and
-            // never core 0's profile shown as the chip's.
-            if (qemu->stderr_text().find("not supported for 'smp'") != std::string::npos)
+            // is not supported for 'smp'", QEMU 7.2; "Record/replay is not supported with
+            // multiple CPUs", QEMU 10): no exact pacing for any core, and never core 0's
+            // profile shown as the chip's.
+            const std::string said = qemu->stderr_text();
+            if (said.find("not supported for 'smp'") != std::string::npos ||
+                said.find("not supported with multiple CPUs") != std::string::npos)
                 throw Error(launch_.program, "record",
                             "the machine has more than one core, and QEMU cannot record and replay a multi-core "
                             "machine: sample every core at each halt with record --gdb on QEMU's own gdbstub "
