@@ -25,6 +25,7 @@ import html.parser
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -215,7 +216,8 @@ class RecordBothCores(unittest.TestCase):
         self.assertNotIn("c0_heavy", top)
 
     def test_html_table_per_core(self):
-        """Each core's HTML table holds that core's rows of the JSON report, sample for sample."""
+        """Each core's HTML table holds that core's rows of the JSON report, sample for sample, and
+        each core's timeline its five hottest functions."""
         self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
         page = self.work / "dual.html"
         run = self.report("--format", "html", "-o", str(page))
@@ -225,6 +227,12 @@ class RecordBothCores(unittest.TestCase):
         for core, doc in cores.items():
             rows = tables[f"profile-core-{core}"]
             self.assertEqual({r[0]: float(r[4]) for r in rows}, {f["name"]: f["samples"] for f in doc["functions"]})
+            # The core's timeline: its own hottest functions only.
+            svg = re.search(f'<svg id="timeline-core-{core}".*?</svg>', page.read_text(), re.S)
+            self.assertIsNotNone(svg, f"no timeline for core {core}")
+            functions = set(re.findall(r'data-function="([^"]*)"', svg.group(0)))
+            hottest = [f["name"] for f in doc["functions"]][:5]
+            self.assertEqual(functions, set(hottest))
 
     def test_diff_of_one_core(self):
         self.assertEqual(self.recording.returncode, 0, self.recording.stderr)

@@ -28,7 +28,9 @@ std::string json_format(const ReportInput& input, std::ostream& out)
 
 std::string html_format(const ReportInput& input, std::ostream& out)
 {
-    write_html({input.profile, input.lines, input.read_source, 5, timeline_of(input.samples, input.symbols)}, out);
+    write_html({input.profile, input.lines, input.read_source, 5, timeline_of(input.samples, input.symbols),
+                core_timelines_of(input.samples, input.symbols)},
+               out);
     return {};
 }
 

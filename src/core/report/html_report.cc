@@ -250,6 +250,8 @@ void write_html(const HtmlReport& report, std::ostream& out)
     write_metadata(p, out);
     write_flame_graph(p, out);
     write_timeline(report.timeline, out);
+    for (const CoreTimeline& core : report.core_timelines)
+        write_timeline(core.timeline, out, core.name, "timeline-core-" + std::to_string(core.core));
     write_table(p, out);
     if (report.lines != nullptr)
         write_sources(report, out);

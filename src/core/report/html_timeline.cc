@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "html_page.h"
+#include "mcuprof/core/cores.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
 
@@ -51,7 +52,16 @@ Timeline timeline_of(const SampleSet& samples, const SymbolTable& symbols, size_
     return t;
 }
 
-void write_timeline(const Timeline& t, std::ostream& out)
+std::vector<CoreTimeline> core_timelines_of(const SampleSet& samples, const SymbolTable& symbols)
+{
+    std::vector<CoreTimeline> timelines;
+    if (is_multicore(samples))
+        for (uint32_t core : cores_of(samples))
+            timelines.push_back({core, core_name(samples, core), timeline_of(samples_of_core(samples, core), symbols)});
+    return timelines;
+}
+
+void write_timeline(const Timeline& t, std::ostream& out, const std::string& core_name, const std::string& id)
 {
     using html::escape;
     using html::format;
@@ -61,11 +71,11 @@ void write_timeline(const Timeline& t, std::ostream& out)
     // the end of a long C++ name, where namesakes differ (" (unit_a.cpp)"), was cut off.
     constexpr double width = 1200, height = 220, top = 12, plot = width - 40;   // top: the 100 % label
     const double slice_ms = (t.end_ms - t.start_ms) / double(t.slices);
-    out << "<h2>Timeline</h2>\n<p>The share of the " << t.series.size()
-        << " hottest functions in each of " << t.slices << " slices of " << html::readable_ms(slice_ms)
-        << " of the recording.</p>\n"
-        << format("<svg id=\"timeline\" width=\"%.0f\" height=\"%.0f\" data-slices=\"%zu\">\n", width,
-                  top + height + 20, t.slices);
+    out << "<h2>Timeline" << (core_name.empty() ? "" : ", " + escape(core_name)) << "</h2>\n<p>The share of the "
+        << t.series.size() << " hottest functions" << (core_name.empty() ? "" : " of this core")
+        << " in each of " << t.slices << " slices of " << html::readable_ms(slice_ms) << " of the recording.</p>\n"
+        << format("<svg id=\"%s\" width=\"%.0f\" height=\"%.0f\" data-slices=\"%zu\">\n", escape(id).c_str(),
+                  width, top + height + 20, t.slices);
     for (int tick = 0; tick <= 4; ++tick) {   // 0 %, 25 %, ..., 100 %
         const double y = top + height - height * tick / 4.0;
         out << format("<line x1=\"0\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"

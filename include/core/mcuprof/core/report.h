@@ -61,17 +61,30 @@ class SymbolTable;
 // Empty without sample times (only recordings have them).
 Timeline timeline_of(const SampleSet& samples, const SymbolTable& symbols, size_t functions = 5);
 
+// One core's timeline (a multi-core recording).
+struct CoreTimeline {
+    uint32_t core = 0;
+    std::string name;
+    Timeline timeline;
+};
+
 struct HtmlReport {
     const Profile& profile;              // the table, the flame graph (stacks) and the metadata
     const Profile* lines = nullptr;      // the same samples by line: the annotated source
     SourceReader read_source;            // may be empty: no source text, shares per line only
     size_t annotated_functions = 5;      // the hottest functions whose lines are shown
     Timeline timeline{};                 // shown when it has series (recordings)
+    // A multi-core recording: each core's timeline, with the core's name, after the chip's.
+    std::vector<CoreTimeline> core_timelines{};
 };
 
 // The timeline as an SVG (svg#timeline, one polyline.series per function with its
-// data-function and data-shares), for the HTML report.
-void write_timeline(const Timeline& timeline, std::ostream& out);
+// data-function and data-shares), for the HTML report; a core's as svg#timeline-core-N under
+// a heading naming the core.
+void write_timeline(const Timeline& timeline, std::ostream& out, const std::string& core_name = {},
+                    const std::string& id = "timeline");
+// Each core's timeline of a multi-core sample set, with its name; empty for one core.
+std::vector<CoreTimeline> core_timelines_of(const SampleSet& samples, const SymbolTable& symbols);
 
 // One self-contained HTML file (docs/formats.md): a flame graph when the profile has
 // unwound stacks, else an icicle of functions; a sortable table with 95 % interval bars;
