@@ -24,6 +24,7 @@ struct Kernel {
 };
 constexpr Kernel kernels[] = {
     {&find_freertos_tasks, "pxCurrentTCB"},
+    {&find_freertos_smp_tasks, "pxCurrentTCBs"},
     {&find_zephyr_threads, "_kernel"},
 };
 
@@ -64,6 +65,16 @@ std::optional<TaskLayout> kernel_layout(const core::DataLayout& layout, const st
     return tasks;
 }
 
+void add_core_pointers(const core::DataLayout& layout, TaskLayout& tasks, std::string (*path_of)(unsigned core))
+{
+    for (unsigned core = 1; core < 256; ++core) {
+        const auto pointer = layout.object(path_of(core));
+        if (!pointer || !pointer->type || pointer->type->kind != core::TypeLayout::Kind::pointer)
+            return;
+        tasks.other_cores_current.push_back(pointer->address);
+    }
+}
+
 std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout)
 {
     for (const Kernel& kernel : kernels)
@@ -98,14 +109,17 @@ void TaskNames::add_to(HaltRequest& request)
     request.memory.emplace_back(layout_.current_task, 4);
     if (layout_.started_flag != 0)
         request.memory.emplace_back(layout_.started_flag, layout_.started_size);
+    for (uint32_t address : layout_.other_cores_current)   // an SMP kernel: every core's pointer
+        request.memory.emplace_back(address, 4);
 }
 
-std::optional<TaskNames::Running> TaskNames::running(const HaltState& state, HaltingTarget& target)
+std::optional<TaskNames::Running> TaskNames::running(const HaltState& state, HaltingTarget& target, size_t core)
 {
-    const size_t ranges = layout_.started_flag != 0 ? 2 : 1;
-    if (state.memory.size() < first_range_ + ranges)
+    const size_t ranges = (layout_.started_flag != 0 ? 2 : 1) + layout_.other_cores_current.size();
+    if (state.memory.size() < first_range_ + ranges || core > layout_.other_cores_current.size())
         return std::nullopt;
-    const std::string& pointer = state.memory[first_range_];
+    const size_t pointer_range = core == 0 ? first_range_ : first_range_ + ranges - layout_.other_cores_current.size() + core - 1;
+    const std::string& pointer = state.memory[pointer_range];
     if (pointer.size() != 4)
         return std::nullopt;   // the target refused the read
     if (layout_.started_flag != 0) {

@@ -212,23 +212,30 @@ private:
         frames_ += halt.unwound.stack.callers.size();
     }
 
+    // A core's running task, from the pointers core 0's state read; none before the scheduler starts.
+    void tag(LiveSample& s, const HaltState& state, size_t core)
+    {
+        if (!tasks_)
+            return;
+        if (auto task = tasks_->running(state, target_, core)) {
+            s.tag = task->control_block;
+            s.tagged = true;
+            if (task->name_added)
+                sink_.task(task->control_block, *task->name);
+        }
+    }
+
     // The samples of one halt: one per core, all at the halt's time, core 0's first. Each is
     // unwound by a stack reader of its core's own (its stack window follows that core's SP);
-    // only core 0's is tagged with the running task (the per-core task pointers of an SMP
-    // kernel are not read yet).
+    // each is tagged with its own core's running task where the kernel keeps one per core (an
+    // SMP kernel; core 0's pointer read in the halt's round trip gives every core's).
     void take(HaltState& state, Clock::time_point asked, Clock::time_point stopped)
     {
         stats_.halt_latency_us.push_back(1e6 * seconds_between(asked, stopped));
         LiveSample s = sample_of(state.registers, stopped, 0);
         if (stacks_)
             unwind_into(s, *stacks_, state);
-        if (tasks_)
-            if (auto task = tasks_->running(state, target_)) {   // none before the scheduler starts
-                s.tag = task->control_block;
-                s.tagged = true;
-                if (task->name_added)
-                    sink_.task(task->control_block, *task->name);
-            }
+        tag(s, state, 0);
         sink_.sample(s);
         for (size_t core = 1; core <= state.other_cores.size(); ++core) {
             LiveSample other = sample_of(state.other_cores[core - 1], stopped, uint32_t(core));
@@ -239,6 +246,7 @@ private:
                 target_.select_core(core);
                 unwind_into(other, other_stacks_[core - 1], alone);
             }
+            tag(other, state, core);
             sink_.sample(other);
         }
         if (!state.other_cores.empty())

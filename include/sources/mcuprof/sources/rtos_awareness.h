@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mcuprof/sources/halting_target.h"
 
@@ -29,12 +30,21 @@ struct TaskLayout {
     uint32_t started_flag = 0;
     uint32_t started_size = 0;
     std::string kernel{};        // "FreeRTOS", "Zephyr": for messages
+    // An SMP kernel's pointers of cores 1, 2, ...: their running tasks (FreeRTOS SMP's
+    // pxCurrentTCBs[i], Zephyr's _kernel.cpus[i].current), as many as the kernel has cores.
+    std::vector<uint32_t> other_cores_current{};
 };
 
 // One finder per kernel, each in its own file (src/sources/live/rtos/): the layout when the
 // firmware's DWARF has that kernel's symbols, else nothing.
 std::optional<TaskLayout> find_freertos_tasks(const core::DataLayout& layout);
 std::optional<TaskLayout> find_zephyr_threads(const core::DataLayout& layout);
+std::optional<TaskLayout> find_freertos_smp_tasks(const core::DataLayout& layout);
+
+// An SMP kernel: the addresses of the current-task pointers of cores 1, 2, ... into
+// tasks.other_cores_current, from `path_of(core)` ("_kernel.cpus[1].current"), up to the
+// array's end as the DWARF gives it.
+void add_core_pointers(const core::DataLayout& layout, TaskLayout& tasks, std::string (*path_of)(unsigned core));
 
 // What the finders share: the layout from the kernel's names. `current` is the member path of
 // the pointer to the running task's control block (a structure); `name` its char array member
@@ -64,9 +74,10 @@ public:
         const std::string* name = nullptr;
         bool name_added = false;   // the name was read just now
     };
-    // The task that ran at the halt read through add_to's request; nothing before the
-    // scheduler started, or when the target refused the read.
-    std::optional<Running> running(const HaltState& state, HaltingTarget& target);
+    // The task that ran at the halt read through add_to's request on `core` (core 0's state
+    // holds every core's pointer); nothing before the scheduler started, when the target
+    // refused the read, or for a core the kernel does not have.
+    std::optional<Running> running(const HaltState& state, HaltingTarget& target, size_t core = 0);
 
     // The task's name; `added` tells whether it was read just now.
     const std::string& name_of(HaltingTarget& target, uint32_t tcb, bool& added);

@@ -11,4 +11,14 @@ std::optional<TaskLayout> find_freertos_tasks(const core::DataLayout& layout)
     return kernel_layout(layout, "FreeRTOS", "pxCurrentTCB", "pcTaskName", "xSchedulerRunning");
 }
 
+// FreeRTOS SMP (V11, configNUMBER_OF_CORES > 1): TCB_t * volatile pxCurrentTCBs[cores], one
+// running task per core, the rest as above.
+std::optional<TaskLayout> find_freertos_smp_tasks(const core::DataLayout& layout)
+{
+    auto tasks = kernel_layout(layout, "FreeRTOS", "pxCurrentTCBs[0]", "pcTaskName", "xSchedulerRunning");
+    if (tasks)
+        add_core_pointers(layout, *tasks, [](unsigned core) { return "pxCurrentTCBs[" + std::to_string(core) + "]"; });
+    return tasks;
+}
+
 } // namespace mcuprof::sources

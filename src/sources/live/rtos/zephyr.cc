@@ -11,7 +11,12 @@ namespace mcuprof::sources {
 
 std::optional<TaskLayout> find_zephyr_threads(const core::DataLayout& layout)
 {
-    return kernel_layout(layout, "Zephyr", "_kernel.cpus[0].current", "name", "z_sys_post_kernel");
+    auto threads = kernel_layout(layout, "Zephyr", "_kernel.cpus[0].current", "name", "z_sys_post_kernel");
+    // SMP (CONFIG_SMP, CONFIG_MP_MAX_NUM_CPUS > 1): one struct _cpu per core, each its current.
+    if (threads)
+        add_core_pointers(layout, *threads,
+                          [](unsigned core) { return "_kernel.cpus[" + std::to_string(core) + "].current"; });
+    return threads;
 }
 
 } // namespace mcuprof::sources
