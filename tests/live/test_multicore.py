@@ -144,7 +144,7 @@ class RecordBothCores(unittest.TestCase):
                                       "--interval", "5ms", "--seed", "29", "--elf", str(elf), "-o", str(cls.rec),
                                       "--format", "json"], capture_output=True, text=True, timeout=900)
             after = q.snapshot_by_core()
-            cls.still_running = q.running()
+            cls.still_running = q.running()   # and the guest runs: the snapshot after needs its vCPUs running
             q.stop()
         cls.windows = {core: by_function(qemu_runner.census_window(before[core], after[core]), FOREVER)
                        for core in before}
