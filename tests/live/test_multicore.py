@@ -143,8 +143,9 @@ class RecordBothCores(unittest.TestCase):
             cls.recording = subprocess.run([str(CLI), "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--samples", str(HALTS),
                                       "--interval", "5ms", "--seed", "29", "--elf", str(elf), "-o", str(cls.rec),
                                       "--format", "json"], capture_output=True, text=True, timeout=900)
+            # The guest left running: a snapshot is served only by a running vCPU.
             after = q.snapshot_by_core()
-            cls.still_running = q.running()   # and the guest runs: the snapshot after needs its vCPUs running
+            cls.still_running = q.running()
             q.stop()
         cls.windows = {core: by_function(qemu_runner.census_window(before[core], after[core]), FOREVER)
                        for core in before}
