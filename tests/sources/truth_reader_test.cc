@@ -52,6 +52,7 @@ TEST_CASE("truth reader: a multi-core census has the core of every line, and eve
                          "smp.txt, line 2: '0x10000200 7 2' is not '0xADDRESS COUNT' or '0xADDRESS COUNT CORE' "
                          "with a core below 2",
                          Error);
+    CHECK_THROWS_AS(parse_truth("# vcpus 2\n0x10000200 7 4294967296\n", "smp.txt"), Error);   // not core 0
     CHECK_THROWS_WITH_AS(parse_truth("0x10000200 7 0\n", "one.txt"),
                          "one.txt, line 1: '0x10000200 7 0' is not '0xADDRESS COUNT'", Error);
     CHECK_THROWS_WITH_AS(parse_truth("# vcpus 0\n0x10000200 7\n", "smp.txt"),

@@ -38,7 +38,8 @@ core::SampleSet parse_truth(std::string_view text, const std::string& path, cons
         const bool with_core = second != std::string_view::npos;
         if (space == std::string_view::npos || !parse_hex32(line.substr(0, space), entry.address) ||
             !parse_decimal(line.substr(space + 1, with_core ? second - space - 1 : std::string_view::npos), entry.count) ||
-            (with_core && (!parse_decimal(line.substr(second + 1), core) || out.core_names.count(uint32_t(core)) == 0)))
+            (with_core && (!parse_decimal(line.substr(second + 1), core) || core >= max_cores ||
+                           out.core_names.count(uint32_t(core)) == 0)))
             throw Error(path, "line " + std::to_string(lines.number()),
                         "'" + std::string(line.substr(0, 40)) + "' is not '0xADDRESS COUNT'" +
                             (out.core_names.empty() ? "" : " or '0xADDRESS COUNT CORE' with a core below " +
