@@ -26,4 +26,15 @@ Share share_of(double count, double total, bool exact)
     return s;
 }
 
+Share share_with_variance(double count, double total, double variance)
+{
+    if (total <= 0)
+        return {};
+    const double p = count / total;
+    if (variance <= 0 || p <= 0 || p >= 1)
+        return share_of(count, total, false);
+    const double effective = p * (1.0 - p) / variance;
+    return share_of(p * effective, effective, false);
+}
+
 } // namespace mcuprof::core

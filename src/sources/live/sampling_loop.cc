@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "mcuprof/sources/error.h"
 #include "mcuprof/transport/error.h"
@@ -324,6 +325,7 @@ private:
             const Clock::time_point answered = Clock::now();
             stats_.pcsr->round_trip_us.push_back(1e6 * seconds_between(asked, answered));
             stats_.pcsr->reads += pcs.size();
+            bool first = true;   // of this batch's samples: the batch is one burst
             for (size_t i = 0; i < pcs.size(); ++i) {
                 if (pcs[i] == 0xFFFFFFFF) {   // the core was halted (by someone else)
                     ++stats_.pcsr->halted_reads;
@@ -331,6 +333,7 @@ private:
                 }
                 LiveSample s;
                 s.pc = pcs[i];
+                s.starts_burst = std::exchange(first, false);
                 // Spread over the round trip: the reads follow one another evenly.
                 s.time_ns = time_of(asked) + uint64_t(double(time_of(answered) - time_of(asked)) *
                                                       (double(i) + 0.5) / double(pcs.size()));

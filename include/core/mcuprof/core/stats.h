@@ -14,4 +14,9 @@ struct Share {
 // exact: the counts are a census (the truth plugin), so there is no sampling error.
 Share share_of(double count, double total, bool exact);
 
+// A share of correlated samples, whose variance (of the fraction) was estimated another way
+// (the spread between bursts of back-to-back reads): the standard error is its root, and the
+// Wilson interval that of the effective number of samples p(1-p)/variance.
+Share share_with_variance(double count, double total, double variance);
+
 } // namespace mcuprof::core
