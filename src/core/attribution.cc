@@ -630,7 +630,7 @@ void compute_shares(Profile& profile, std::vector<Row> rows, const SampleSet& sa
             row.inclusive = share_of(row.inclusive_samples, profile.total, samples.exact);
             continue;
         }
-        row.share = share_with_variance(row.samples, profile.total, variance[r]);
+        row.share = share_with_variance(row.samples, profile.total, variance[r], double(samples.bursts.size() - 1));
         row.inclusive = inclusive_known ? share_of(row.inclusive_samples, profile.total, false) : row.share;
         const double binomial = share_of(row.samples, profile.total, false).stderr_pp;
         if (binomial > 0)

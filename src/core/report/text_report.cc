@@ -96,9 +96,14 @@ std::string describe_errors(const Profile& profile)
         return "none: exact counts";
     if (profile.errors.bursts == 0)
         return "binomial: each sample taken on its own";
-    return format("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or profile "
-                  "chunks, whose reads are correlated): up to %.1f times the binomial figure",
-                  profile.errors.bursts, profile.errors.largest_ratio);
+    std::string text = format("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
+                              "profile chunks, whose reads are correlated): up to %.1f times the binomial figure",
+                              profile.errors.bursts, profile.errors.largest_ratio);
+    if (profile.errors.bursts < 20)   // the variance's own error: a chi-square of k - 1 degrees
+        text += format("; only %zu bursts, so the errors themselves are rough (the 95 %% intervals use Student's t "
+                       "of %zu degrees of freedom)",
+                       profile.errors.bursts, profile.errors.bursts - 1);
+    return text;
 }
 
 std::string describe_truncation(const Truncation& truncation)

@@ -15,8 +15,10 @@ struct Share {
 Share share_of(double count, double total, bool exact);
 
 // A share of correlated samples, whose variance (of the fraction) was estimated another way
-// (the spread between bursts of back-to-back reads): the standard error is its root, and the
-// Wilson interval that of the effective number of samples p(1-p)/variance.
-Share share_with_variance(double count, double total, double variance);
+// (the spread between bursts of back-to-back reads) with `degrees` degrees of freedom: the
+// standard error is its root, and the interval Wilson's for the effective number of samples
+// p(1-p)/variance, widened by Student's t quantile over the normal one, since a variance from
+// few bursts is itself uncertain.
+Share share_with_variance(double count, double total, double variance, double degrees);
 
 } // namespace mcuprof::core
