@@ -277,6 +277,15 @@ class RecordThroughOpenOCD(unittest.TestCase):
         print(f"\npcsr: errors {doc['errors']}", file=sys.stderr)
         self.assertEqual(beyond_own_se(doc, truth), [])
 
+    def test_the_virtual_probe_is_known_and_its_bias_warned_of(self):
+        # The vprobe's two words in the ROM table (mcuprof/vprobe_signature.h) come through
+        # OpenOCD: the header names the probe, and every report warns of QEMU's wall clock.
+        for mode in ("halt", "pcsr"):
+            r, _, _ = self.results[mode]
+            self.assertIn("mcuprof record: warning: behind OpenOCD is mcuprof's virtual probe", r.stderr)
+            kinds = [w["kind"] for w in json.loads(r.stdout)["warnings"]]
+            self.assertIn("emulator-bias", kinds, mode)
+
     def test_pcsr_summary_tells_batches_not_halts(self):
         # pcsr mode never halts: its figures are the batches' round trips and the reads that
         # found the core halted, not a halt latency.
