@@ -83,9 +83,10 @@ def beyond_z_se(observed: dict[str, float], truth: dict[str, float], names, n: i
 
 def beyond_own_se(report: dict, truth: dict[str, float], min_share: float = 0.01) -> list[tuple]:
     """The functions of the truth (share >= min_share) whose share in a JSON report is more than
-    Z of the report's own standard errors from it: (name, observed, truth, Z x se). A function
-    the report lacks gets the binomial error at its true share times the report's largest ratio
-    of its errors to the binomial ones."""
+    Z standard errors from it: (name, observed, truth, Z x se). The standard error is the
+    binomial one at the true share (as a score test has it: a small row's own binomial error
+    at its observed share is too small) times the report's own ratio for that row (its burst
+    error over its binomial one, docs/live.md); a row the report lacks gets its largest ratio."""
     rows = {row["name"]: row for row in report["functions"]}
     n = report["samples"]
     bad = []
@@ -94,8 +95,9 @@ def beyond_own_se(report: dict, truth: dict[str, float], min_share: float = 0.01
             continue
         row = rows.get(name)
         q = row["percent"] / 100 if row else 0.0
-        se = row["stderr"] / 100 if row and row["stderr"] > 0 else \
-            report["errors"]["largest_ratio"] * math.sqrt(p * (1 - p) / n)
+        binomial_q = math.sqrt(q * (1 - q) / n)
+        ratio = row["stderr"] / 100 / binomial_q if row and binomial_q > 0 else report["errors"]["largest_ratio"]
+        se = ratio * math.sqrt(p * (1 - p) / n)
         if abs(q - p) > Z * se:
             bad.append((name, round(q, 4), round(p, 4), round(Z * se, 4)))
     return bad
