@@ -421,47 +421,41 @@ static void write_times(const char *path, struct counter **list, size_t n)
     fclose(f);
 }
 
-/* A snapshot: written under FILE.part, then renamed, so that FILE appears whole (and, in
- * uniform-cost mode, FILE.time before it). */
+/* FILE with `suffix` (FILE itself for ""), written by `write` under that name plus ".part",
+ * then renamed, so that it appears whole. */
+static void write_whole(const char *path, const char *suffix, void (*write)(const char *, struct counter **, size_t),
+                        struct counter **list, size_t n)
+{
+    size_t size = strlen(path) + strlen(suffix) + sizeof ".part";
+    char *part = malloc(size), *whole = malloc(size);
+    if (part == NULL || whole == NULL) {
+        fprintf(stderr, "truth: out of memory for the snapshot %s%s\n", path, suffix);
+    } else {
+        snprintf(whole, size, "%s%s", path, suffix);
+        snprintf(part, size, "%s%s.part", path, suffix);
+        write(part, list, n);
+        if (rename(part, whole) != 0)
+            fprintf(stderr, "truth: cannot rename %s to %s\n", part, whole);
+    }
+    free(part);
+    free(whole);
+}
+
+/* A snapshot: FILE appears whole, and last (FILE.tasks in task mode, FILE.time in uniform-cost
+ * mode before it). */
 static void write_snapshot(const char *path)
 {
     size_t n = 0;
     struct counter **list = executed(&n);
-    size_t len = strlen(path);
-    char *part = malloc(len + sizeof ".tasks.part");
-    if (list == NULL || part == NULL) {
+    if (list == NULL) {
         fprintf(stderr, "truth: out of memory for the snapshot %s\n", path);
-        free(list);
-        free(part);
         return;
     }
-    if (task_path != NULL) {
-        char *tasks_file = malloc(len + sizeof ".tasks");
-        if (tasks_file != NULL) {
-            snprintf(part, len + sizeof ".tasks.part", "%s.tasks.part", path);
-            snprintf(tasks_file, len + sizeof ".tasks", "%s.tasks", path);
-            write_tasks(part, list, n);
-            if (rename(part, tasks_file) != 0)
-                fprintf(stderr, "truth: cannot rename %s to %s\n", part, tasks_file);
-            free(tasks_file);
-        }
-    }
-    if (cost_ns != 0) {
-        char *time_file = malloc(len + sizeof ".time");
-        if (time_file != NULL) {
-            snprintf(part, len + sizeof ".tasks.part", "%s.time.part", path);
-            snprintf(time_file, len + sizeof ".time", "%s.time", path);
-            write_times(part, list, n);
-            if (rename(part, time_file) != 0)
-                fprintf(stderr, "truth: cannot rename %s to %s\n", part, time_file);
-            free(time_file);
-        }
-    }
-    snprintf(part, len + sizeof ".tasks.part", "%s.part", path);
-    write_counts(part, list, n);
-    if (rename(part, path) != 0)
-        fprintf(stderr, "truth: cannot rename %s to %s\n", part, path);
-    free(part);
+    if (task_path != NULL)
+        write_whole(path, ".tasks", write_tasks, list, n);
+    if (cost_ns != 0)
+        write_whole(path, ".time", write_times, list, n);
+    write_whole(path, "", write_counts, list, n);
     free(list);
 }
 
