@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -742,7 +743,9 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     // rows are made from the samples' addresses (not from stacks) and every sample is a read.
     const bool by_bursts = samples.bursts.size() >= 2 && !samples.exact && options.by != Grouping::stack &&
                            samples.counts.empty() && samples.buckets.empty() && samples.without_address.empty() &&
-                           samples.bursts.front() == 0;
+                           samples.bursts.front() == 0 && samples.bursts.back() < samples.pcs.size() &&
+                           std::adjacent_find(samples.bursts.begin(), samples.bursts.end(), std::greater_equal<>()) ==
+                               samples.bursts.end();
     std::unordered_map<uint64_t, size_t> row_of;
     RowBuilder rows = group_rows(profile, items, samples, symbols, locator, options, by_bursts ? &row_of : nullptr);
     profile.unwound = !samples.stacks.empty();

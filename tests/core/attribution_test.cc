@@ -331,6 +331,12 @@ TEST_CASE("attribution: bursts of correlated reads get their standard errors fro
     CHECK(a.share.low < 60.0);
     CHECK(a.share.high > 60.0);
 
+    // Bursts that do not fit the samples (out of order, past the end) are not trusted: binomial.
+    s.bursts = {0, 8, 4};
+    CHECK(attribute(s, symbols, nullptr, {}).errors.bursts == 0);
+    s.bursts = {0, 4, 10};
+    CHECK(attribute(s, symbols, nullptr, {}).errors.bursts == 0);
+
     // Without bursts, the same samples are binomial.
     s.bursts.clear();
     const Profile binomial = attribute(s, symbols, nullptr, {});

@@ -227,5 +227,64 @@ class TclHaltStlinkHla(ThroughTheVprobe, unittest.TestCase):
     stlink_transport = "hla_swd"
 
 
+class PcsrCoverage(unittest.TestCase):
+    """The 95 % intervals of PCSR recordings (`--mode pcsr`, batches of 16 back-to-back reads
+    through the vprobe over JTAG, whose errors come from the spread between the batches:
+    docs/live.md, "Error bars of correlated reads") against the time census of each one's own
+    window: WINDOWS recordings in a row on one rig, every function of at least 2 % of its
+    window (five functions: about 50 intervals). Asserted: the intervals cover their truth at
+    least 87.5 % of the time: of 50, a coverage of 95 % gives 47.5 +- 1.5 and one of 80 % 40 +-
+    2.8, so the bound (43.75) lies more than 2.5 of either's standard errors from both. Printed beside: the
+    coverage the binomial intervals of the same reads would have had."""
+    WINDOWS = 10
+    READS = 400
+    MIN_SHARE = 0.02
+
+    @classmethod
+    def setUpClass(cls):
+        require((OPENOCD, "arm-none-eabi-nm"), (CLI, fwtest.elf_path(IMAGE)))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-oracle-pcsr-"))
+        cls.runs = []
+        try:
+            start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS)
+            for k in range(cls.WINDOWS):
+                before = snapshot(cls.qemu)
+                run = subprocess.run(
+                    [str(CLI), "record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "pcsr", "--batch", "16",
+                     "--interval", "100ms", "--samples", str(cls.READS), "--seed", str(100 + k),
+                     "--elf", str(fwtest.elf_path(IMAGE)), "-o", str(cls.work / f"pcsr-{k}.rec"), "--format", "json"],
+                    capture_output=True, text=True, timeout=900)
+                cls.runs.append((run, windows(before, snapshot(cls.qemu))["time"]))
+        finally:
+            stop_rig(cls)
+
+    def test_the_95_percent_intervals_cover_the_time_census(self):
+        covered = covered_binomial = intervals = 0
+        for run, truth in self.runs:
+            self.assertEqual(run.returncode, 0, run.stderr)
+            doc = json.loads(run.stdout)
+            self.assertEqual(doc["errors"]["method"], "bursts")
+            rows = {row["name"]: row for row in doc["functions"]}
+            total = sum(truth.values())
+            for name, n in truth.items():
+                p = 100 * n / total
+                if p < 100 * self.MIN_SHARE:
+                    continue
+                intervals += 1
+                row = rows.get(name)
+                if row is None:
+                    continue
+                low, high = row["ci95"]
+                covered += low <= p <= high
+                q, reads = row["percent"] / 100, doc["samples"]
+                half = 196 * math.sqrt(q * (1 - q) / reads)   # the normal binomial interval, percent
+                covered_binomial += abs(row["percent"] - p) <= half
+        print(f"\nPCSR 95 % intervals: {covered} of {intervals} cover the time census of their window "
+              f"({100 * covered / intervals:.1f} %); the binomial ones would have covered {covered_binomial}",
+              file=sys.stderr)
+        self.assertGreaterEqual(intervals, 40)
+        self.assertGreaterEqual(covered, 0.875 * intervals)
+
+
 if __name__ == "__main__":
     unittest.main()
