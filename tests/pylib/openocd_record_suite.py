@@ -23,7 +23,7 @@ from qemu_runner import census_window
 Z = 4.0
 SAMPLES = {"halt": 200, "pcsr": 1000}
 # The rigs run the truth plugin's uniform-cost mode (UNIFORM_COST_NS a guest instruction), and
-# each recording is held against the exact count of its own window (windowed()). The binomial
+# each recording is held against the time census of its own window (windowed()). The binomial
 # bound needs samples that are independent draws from the workload: the waits are exponential,
 # with a mean of 100 ms (50 000 instructions at most, three rounds of the workload of about
 # 15 000), so the phase of the workload at each halt is random. Between two PCSR batches too.
@@ -45,10 +45,14 @@ def by_function(counts: dict[int, int], functions: dict[str, tuple[int, int]]) -
 
 def windowed(rig, command: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, dict[str, int]]:
     """Runs `command` against the rig (QEMU at uniform cost) between two census snapshots:
-    its result, and the exact count of its window by function."""
-    before = rig.qemu.snapshot()
+    its result, and the time census of its window by function (host ns in which a wall-clock
+    halt would have stopped in each: the reference for halts and PCSR reads on a loaded host
+    too, which the instruction counts are not; docs/firmware-ref.md, "The time census")."""
+    rig.qemu.snapshot()
+    before = rig.qemu.snapshot_times()
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    return result, by_function(census_window(before, rig.qemu.snapshot()), elf_functions(ELF))
+    rig.qemu.snapshot()
+    return result, by_function(census_window(before, rig.qemu.snapshot_times()), elf_functions(ELF))
 
 
 def read_truth(path: Path) -> dict[int, int]:
