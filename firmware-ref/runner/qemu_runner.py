@@ -34,6 +34,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -160,6 +161,29 @@ def counts_by_core(text: str) -> dict[int, dict[int, int]]:
     return cores
 
 
+def exception_entries(elf: Path) -> list[int]:
+    """The distinct handler addresses of an image's vector table (its `.vectors` section, or
+    the first allocated one: word 0 is the initial stack pointer, then the handlers, Thumb bit
+    set), read from the ELF32 file itself; [] when there is none."""
+    data = Path(elf).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1 or data[5] != 1:
+        return []
+    shoff, = struct.unpack_from("<I", data, 0x20)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
+    sections = [struct.unpack_from("<IIIIIIIIII", data, shoff + k * shentsize) for k in range(shnum)]
+    names = sections[shstrndx][4]
+    def name(sec):
+        start = names + sec[0]
+        return data[start:data.index(b"\0", start)].decode()
+    SHT_PROGBITS, SHF_ALLOC = 1, 2
+    loaded = [sec for sec in sections if sec[1] == SHT_PROGBITS and sec[2] & SHF_ALLOC and sec[5] >= 8]
+    table = next((sec for sec in loaded if name(sec) == ".vectors"), min(loaded, key=lambda sec: sec[3], default=None))
+    if table is None:
+        return []
+    words = struct.unpack_from(f"<{table[5] // 4}I", data, table[4])
+    return sorted({w & ~1 for w in words[1:] if w & 1})[:64]
+
+
 def census_window(before: dict[int, int], after: dict[int, int]) -> dict[int, int]:
     """The census of the window between two snapshots: what ran after `before`, by address."""
     window = {address: count - before.get(address, 0) for address, count in after.items()}
@@ -248,6 +272,9 @@ class QemuRun:
             self.snapshot_fifo = self.workdir / "snapshots.fifo"
             os.mkfifo(self.snapshot_fifo)
             self.truth_args += [f"cost={int(uniform_cost_ns)}", f"snapshots={self.snapshot_fifo}"]
+            # The handlers' first instructions: the time census gives QEMU's work before an
+            # interrupt's entry to the interrupted code (firmware-ref/truth/truth.c).
+            self.truth_args += [f"entry={hex(a)}" for a in exception_entries(self.elf)]
         self._snapshots = 0
         self.record = Path(record) if record else None
         self.replay = Path(replay) if replay else None
@@ -464,7 +491,9 @@ class QemuRun:
         running: a halted one serves the request when it runs again. The difference of two
         snapshots is the census of the window between them."""
         counts: dict[int, int] = {}
-        for by_address in counts_by_core(self._snapshot_file(timeout).read_text()).values():
+        path = self._snapshot_file(timeout)
+        self.last_snapshot = path
+        for by_address in counts_by_core(path.read_text()).values():
             for address, count in by_address.items():
                 counts[address] = counts.get(address, 0) + count
         return counts
@@ -472,7 +501,20 @@ class QemuRun:
     def snapshot_by_core(self, timeout: float = 60.0) -> dict[int, dict[int, int]]:
         """snapshot() of each core apart: {core: {address: count}}, every core of the machine
         listed (the plugin counts per vCPU on a multi-core machine)."""
-        return counts_by_core(self._snapshot_file(timeout).read_text())
+        path = self._snapshot_file(timeout)
+        self.last_snapshot = path
+        return counts_by_core(path.read_text())
+
+    def snapshot_times(self) -> dict[int, int]:
+        """The host nanoseconds of every instruction so far, {address: ns}, of the last
+        snapshot(): the time a wall-clock halt would have found each instruction next
+        (firmware-ref/truth/truth.c, truth_before_each). The difference of two is the time
+        census of the window between them."""
+        times: dict[int, int] = {}
+        for line in Path(f"{self.last_snapshot}.time").read_text().splitlines():
+            address, ns = line.split()[:2]
+            times[int(address, 16)] = int(ns)
+        return times
 
     # ---- output
 

@@ -21,7 +21,8 @@ constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the p
 // A stack record follows the sample record it belongs to (type 4, added in version 1:
 // readers that predate it skip it as an unknown type).
 enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3, stack_record = 4 };
-constexpr uint32_t sample_tagged = 1u;     // a sample's flags, bit 0
+constexpr uint32_t sample_tagged = 1u;         // sample flags bit 0
+constexpr uint32_t sample_starts_burst = 2u;   // sample flags bit 1
 // Bits 8-15: the core of a multi-core chip (added in version 1: older recordings have 0 there,
 // core 0, and older readers ignore them).
 constexpr uint32_t sample_core_shift = 8;
@@ -100,7 +101,8 @@ void RecordingWriter::sample(const LiveSample& s)
     put32(payload, s.sp);
     put32(payload, s.xpsr);
     put32(payload, s.tag);
-    put32(payload, (s.tagged ? sample_tagged : 0u) | (s.core & 0xFFu) << sample_core_shift);
+    put32(payload, (s.tagged ? sample_tagged : 0u) | (s.starts_burst ? sample_starts_burst : 0u) |
+                       (s.core & 0xFFu) << sample_core_shift);
     record(sample_record, payload);
     if (s.stack) {
         // u32 flags, then one u32 per caller (innermost first). The length field caps a
@@ -198,6 +200,7 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             s.tag = get32(d + 24);
             const uint32_t flags = get32(d + 28);
             s.tagged = (flags & sample_tagged) != 0;
+            s.starts_burst = (flags & sample_starts_burst) != 0;
             s.core = (flags >> sample_core_shift) & 0xFFu;
             r.samples.push_back(s);
             break;
@@ -291,7 +294,12 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             out.tags.push_back(recording.samples[i].tag);
         if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
             out.stacks.push_back(recording.samples[i].stack.value_or(core::CallStack{{}, true}));
+        if (recording.samples[i].starts_burst)
+            out.bursts.push_back(i);
     }
+    // Reads before the first marked start (none, as the samplers write them) are a burst too.
+    if (!out.bursts.empty() && out.bursts.front() != 0)
+        out.bursts.insert(out.bursts.begin(), 0);
     // "tasks": {"0x20000100": "motor", ...}; entries that are not that are skipped.
     auto tasks = recording.header.find("tasks");
     if (tasks != recording.header.end() && tasks->is_object())

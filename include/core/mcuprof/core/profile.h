@@ -106,6 +106,15 @@ struct Profile {
     Truncation truncation;               // of the unwound chains (all zero for flat samples)
     std::vector<Warning> warnings;
     std::optional<SamplerFigures> sampler;   // copied from the samples: rate, duty, halt latency
+    // How the standard errors were computed. bursts == 0: binomial, each sample independent
+    // (or none at all, for a census). Else from the spread between that many bursts of
+    // back-to-back reads (SampleSet::bursts); largest_ratio is the largest of a row's standard
+    // error over the binomial one (the design effect's root), which says how much the reads
+    // of one burst repeat each other.
+    struct ErrorModel {
+        size_t bursts = 0;
+        double largest_ratio = 1;
+    } errors;
     // A multi-core sample set: each core's profile, in core order (empty for one core).
     std::vector<CoreProfile> cores;
 };
