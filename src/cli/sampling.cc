@@ -244,20 +244,4 @@ sources::SamplingPlan sampling_plan(const SamplingOptions& o, uint64_t default_s
     return plan;
 }
 
-nlohmann::json recording_header(const sources::SampleSource& source, const core::Firmware& firmware)
-{
-    nlohmann::json header = source.describe();
-    header.update(sources::firmware_fields(firmware));
-    header["started"] =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    return header;
-}
-
-nlohmann::json task_event(uint32_t control_block, const std::string& name)
-{
-    char address[16];
-    std::snprintf(address, sizeof address, "0x%08x", control_block);
-    return {{"kind", "task"}, {"address", address}, {"name", name}};
-}
-
 } // namespace mcuprof::cli

@@ -10,6 +10,7 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
+#include "mcuprof/sources/recording_sink.h"
 
 using namespace mcuprof::sources;
 
@@ -322,4 +323,30 @@ TEST_CASE("recording: a --qemu run to the firmware's exit knows its instructions
     CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
     write_three(f.path);   // a live recording: no qemu object
     CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
+}
+
+TEST_CASE("recording sink: samples, notices and tasks reach the file, and the reader names the tasks")
+{
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", "test"}});
+        RecordingSink sink(w);
+        LiveSample s;
+        s.pc = 0x08000100;
+        s.tag = 0x20000100;
+        s.tagged = true;
+        sink.task(0x20000100, "motor");
+        sink.sample(s);
+        sink.event("resume", "the target was resumed");
+        // No summary yet, and the writer still open: the notice was flushed as it came.
+        const Recording mid = read_recording(f.path);
+        REQUIRE(mid.events.size() == 2);
+        CHECK(mid.events[0] == nlohmann::json{{"kind", "task"}, {"address", "0x20000100"}, {"name", "motor"}});
+        CHECK(mid.events[1] == nlohmann::json{{"kind", "resume"}, {"message", "the target was resumed"}});
+        REQUIRE(mid.samples.size() == 1);
+        const mcuprof::core::SampleSet samples = to_samples(mid, std::nullopt);
+        CHECK(samples.tag_names.at(0x20000100) == "motor");
+        REQUIRE(samples.notes.size() == 1);
+        CHECK(samples.notes[0] == "the target was resumed");
+    }
 }

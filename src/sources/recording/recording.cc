@@ -9,6 +9,7 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 namespace {
@@ -112,6 +113,16 @@ void RecordingWriter::sample(const LiveSample& s)
 void RecordingWriter::event(const nlohmann::json& e)
 {
     record(event_record, e.dump().substr(0, 65535));
+}
+
+void RecordingWriter::notice(const std::string& kind, const std::string& message)
+{
+    event({{"kind", kind}, {"message", message}});
+}
+
+void RecordingWriter::task(uint32_t control_block, const std::string& name)
+{
+    event({{"kind", "task"}, {"address", hex32(control_block)}, {"name", name}});
 }
 
 void RecordingWriter::summary(const core::SamplerFigures& figures)

@@ -39,7 +39,11 @@ public:
     RecordingWriter& operator=(const RecordingWriter&) = delete;
 
     void sample(const LiveSample& s);
-    // Something that happened: {"kind": ..., "message": ...}.
+    // Something that happened (a fallback, a resume, the end): {"kind": ..., "message": ...}.
+    void notice(const std::string& kind, const std::string& message);
+    // A task met for the first time: {"kind": "task", "address": "0x...", "name": ...}.
+    void task(uint32_t control_block, const std::string& name);
+    // An event record as given (the two above are its forms; tests write others).
     void event(const nlohmann::json& e);
     // The sampler's own figures, once, at the end.
     void summary(const core::SamplerFigures& figures);
