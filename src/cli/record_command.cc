@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/profile.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
@@ -158,6 +159,7 @@ int read_onchip_command(const RecordOptions& o, const core::Firmware& firmware)
 int record_samples(RecordOptions& o, const core::Firmware& firmware)
 {
     check_live_grouping(firmware, o.report.by);
+    o.sampling.variable = std::string(core::variable_of_grouping(o.report.by));
     const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
     sources::SampleSource& sampler = *source;

@@ -39,6 +39,7 @@ struct SamplingOptions {
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
     bool no_verify = false;                                // a target that does not match the ELF: warn, sample
+    std::string variable;                                  // --by var:NAME: the global read at every halt
     QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 

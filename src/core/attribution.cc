@@ -84,7 +84,9 @@ private:
 std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& symbols, Grouping by)
 {
     std::vector<Weighted> items;
-    const bool tagged = !samples.tags.empty();
+    // The word beside each pc: the task, or by value the variable's value.
+    const std::vector<uint32_t>& words = by == Grouping::value ? samples.values : samples.tags;
+    const bool tagged = !words.empty();
     // Raw samples: count equal (tag, pc) pairs first, so each distinct address is
     // attributed once however many samples share it.
     // Untagged samples inside the image's code (nearly all of them) are counted in a dense
@@ -104,13 +106,14 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
         if (dense && offset < code_end - code_start && (offset & 1u) == 0 && dense_counts[offset / 2] != UINT32_MAX)
             ++dense_counts[offset / 2];
         else
-            counts.add((uint64_t(tagged ? samples.tags[i] : 0) << 32) | pc);
+            counts.add((uint64_t(tagged ? words[i] : 0) << 32) | pc);
     }
     for (size_t k = 0; k < dense_counts.size(); ++k)
         if (dense_counts[k] != 0)
             counts.add_many(code_start + 2 * uint32_t(k), dense_counts[k]);
     // Tag 0 is no task (a live sampler before the scheduler starts), unless the source named it.
-    const bool zero_named = samples.tag_names.count(0) != 0;
+    // A variable's 0 is a value like any other.
+    const bool zero_named = by == Grouping::value || samples.tag_names.count(0) != 0;
     counts.each([&](uint64_t key, uint64_t n) {
         const uint32_t tag = uint32_t(key >> 32);
         items.push_back({uint32_t(key), tag, tagged && (tag != 0 || zero_named), double(n), nullptr});
@@ -485,6 +488,13 @@ Row& task_row(const RowContext& c, const Weighted& item, const Function*)
     return row;
 }
 
+// By value: the value's name (its enumerator, else the number), as the source named it.
+Row& value_row(const RowContext& c, const Weighted& item, const Function*)
+{
+    auto known = c.samples.value_names.find(item.tag);
+    return c.rows.row(known != c.samples.value_names.end() ? known->second : std::to_string(item.tag));
+}
+
 using RowMaker = Row& (*)(const RowContext&, const Weighted&, const Function*);
 
 RowMaker row_maker(Grouping by)
@@ -495,6 +505,7 @@ RowMaker row_maker(Grouping by)
     case Grouping::line: return line_row;
     case Grouping::address: return address_row;
     case Grouping::task: return task_row;
+    case Grouping::value: return value_row;
     }
     return function_row;
 }
@@ -625,7 +636,20 @@ std::optional<Grouping> parse_grouping(std::string_view text)
         return Grouping::task;
     if (text == "stack")
         return Grouping::stack;
+    if (!variable_of_grouping(text).empty())
+        return Grouping::value;
     return std::nullopt;
+}
+
+std::string_view variable_of_grouping(std::string_view text)
+{
+    constexpr std::string_view prefix = "var:";
+    return text.substr(0, prefix.size()) == prefix ? text.substr(prefix.size()) : std::string_view();
+}
+
+std::string grouping_name(const Profile& profile)
+{
+    return profile.by == Grouping::value ? "var:" + profile.variable : std::string(name_of(profile.by));
 }
 
 std::string_view name_of(Grouping grouping)
@@ -636,6 +660,7 @@ std::string_view name_of(Grouping grouping)
     case Grouping::address: return "address";
     case Grouping::task: return "task";
     case Grouping::stack: return "stack";
+    case Grouping::value: return "var";
     }
     return "?";
 }
@@ -666,6 +691,11 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     Profile profile;
     profile.origin = samples.origin;
     profile.by = options.by;
+    if (options.by == Grouping::value) {
+        if (samples.values.size() != samples.pcs.size() || samples.pcs.empty())
+            throw Error(samples.origin, "", "grouping by a variable needs its value at every sample; these samples have none");
+        profile.variable = samples.variable;
+    }
     profile.exact = samples.exact;
     profile.run_instructions = samples.run_instructions;
     profile.sampler = samples.sampler;

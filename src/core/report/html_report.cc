@@ -59,7 +59,7 @@ void write_metadata(const Profile& p, std::ostream& out)
     item(p.exact ? "instructions" : "samples", format("%.0f", p.total));
     item("kind", p.exact ? "exact instruction counts (a census: no sampling error)"
                          : "samples (each share has a standard error)");
-    item("grouped by", std::string(name_of(p.by)));
+    item("grouped by", grouping_name(p));
     item("distinct addresses", std::to_string(p.distinct_addresses));
     item("unattributed", format("%.0f (%.2f %%)", p.unattributed, p.total > 0 ? 100 * p.unattributed / p.total : 0.0));
     item("stacks", p.unwound ? "unwound call stacks" : "flat (one frame per sample, with inline chains)");
@@ -99,8 +99,8 @@ void write_table(const Profile& p, std::ostream& out)
         scale = std::max(scale, r.share.high);
     const bool inclusive = p.unwound && p.by == Grouping::function;
     const std::string unit = p.exact ? "instructions" : "samples";
-    out << "<h2>By " << name_of(p.by) << "</h2>\n<table class=\"sortable\" id=\"profile\">\n<thead><tr>"
-        << "<th class=\"name\">" << name_of(p.by) << "</th><th>self %</th><th>&plusmn; se</th>"
+    out << "<h2>By " << grouping_name(p) << "</h2>\n<table class=\"sortable\" id=\"profile\">\n<thead><tr>"
+        << "<th class=\"name\">" << grouping_name(p) << "</th><th>self %</th><th>&plusmn; se</th>"
         << "<th>95 % interval</th><th>" << unit << "</th>" << (inclusive ? (p.truncation.inclusive_lower_bounds() ? "<th>inclusive % (lower bound)</th>" : "<th>inclusive %</th>")
                       : "")
         << "<th>address</th><th class=\"name\">location</th></tr></thead>\n<tbody>\n";

@@ -41,6 +41,7 @@ public:
         if (extras.tasks)
             tasks_.emplace(*extras.tasks);
         firmware_check_ = extras.firmware_check;
+        variable_ = extras.variable;
     }
 
     SamplerStats run()
@@ -169,6 +170,8 @@ private:
         HaltRequest r;
         if (tasks_)
             tasks_->add_to(r);
+        if (variable_)
+            variable_->add_to(r);
         if (stacks_)
             stacks_->add_to(r);
         return r;
@@ -191,6 +194,8 @@ private:
             memory_reads_ += halt.memory_reads;
             frames_ += halt.unwound.stack.callers.size();
         }
+        if (variable_)
+            s.value = variable_->value_at(state);
         if (tasks_)
             if (auto task = tasks_->running(state, target_)) {   // none before the scheduler starts
                 s.tag = task->control_block;
@@ -355,6 +360,7 @@ private:
     const std::atomic<bool>& stop_;
     std::optional<StackReader> stacks_;
     std::optional<TaskNames> tasks_;
+    std::optional<WatchedVariable> variable_;
     std::optional<FirmwareCheck> firmware_check_;
 
     SamplerStats stats_;
@@ -484,6 +490,8 @@ nlohmann::json LiveSampler::describe() const
         d["qmp"] = pacing_.qmp->text();
     if (d.value("server", "") == "qemu" && pacing_.pacing == Pacing::wall)
         d["bias"] = emulator_bias_warning;
+    if (extras_.variable)
+        d["variable"] = extras_.variable->to_json();
     return d;
 }
 

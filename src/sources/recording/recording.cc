@@ -9,6 +9,7 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
+#include "mcuprof/sources/watched_variable.h"
 #include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
@@ -19,9 +20,15 @@ namespace {
 constexpr char magic[8] = {'m', 'c', 'u', 'p', 'r', 'o', 'f', '\x1a'};
 constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the payload
 
-// A stack record follows the sample record it belongs to (type 4, added in version 1:
-// readers that predate it skip it as an unknown type).
-enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3, stack_record = 4 };
+// A stack record and a value record follow the sample record they belong to (types 4 and 5,
+// added in version 1: readers that predate them skip them as unknown types).
+enum RecordType : uint16_t {
+    sample_record = 1,
+    event_record = 2,
+    summary_record = 3,
+    stack_record = 4,
+    value_record = 5,   // u32: the watched variable's bits at the halt (the header's "variable")
+};
 constexpr uint32_t stack_truncated = 1u;   // flags bit 0
 constexpr uint32_t stack_stop_shift = 1;   // flags bits 1-4: why the chain ended (core::UnwindStop)
 constexpr size_t sample_size = 32;
@@ -107,6 +114,11 @@ void RecordingWriter::sample(const LiveSample& s)
         for (size_t i = 0; i < s.stack->callers.size() && frames.size() + 4 <= 65535; ++i)
             put32(frames, s.stack->callers[i]);
         record(stack_record, frames);
+    }
+    if (s.value) {
+        std::string value;
+        put32(value, *s.value);
+        record(value_record, value);
     }
 }
 
@@ -228,6 +240,14 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             r.samples.back().stack = std::move(stack);
             break;
         }
+        case value_record: {
+            if (r.samples.empty() || r.samples.back().value)
+                throw Error(path, offset_text(at), "value record without its sample");
+            if (length != 4)
+                throw Error(path, offset_text(at), "value record of " + std::to_string(length) + " bytes, want 4");
+            r.samples.back().value = get32(payload.data());
+            break;
+        }
         case event_record:
         case summary_record: {
             nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
@@ -285,6 +305,24 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             out.tags.push_back(recording.samples[i].tag);
         if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
             out.stacks.push_back(recording.samples[i].stack.value_or(core::CallStack{{}, true}));
+    }
+    // The variable watched at every halt (--by var:NAME), when every sample carries its value.
+    if (auto watched = WatchedVariable::from_json(recording.header.value("variable", nlohmann::json()))) {
+        bool every = n > 0;
+        for (size_t i = 0; i < n && every; ++i)
+            every = recording.samples[i].value.has_value();
+        if (every) {
+            out.variable = watched->name;
+            out.values.reserve(n);
+            for (size_t i = 0; i < n; ++i) {
+                const uint32_t bits = *recording.samples[i].value;
+                out.values.push_back(bits);
+                if (out.value_names.count(bits) == 0)
+                    out.value_names[bits] = watched->name_of(bits);
+            }
+        } else {
+            out.notes.push_back("the variable " + watched->name + " could not be read at every halt: no grouping by it");
+        }
     }
     // "tasks": {"0x20000100": "motor", ...}; entries that are not that are skipped.
     auto tasks = recording.header.find("tasks");

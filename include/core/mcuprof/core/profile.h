@@ -19,9 +19,13 @@ class SymbolTable;
 class SourceLocator;
 
 // stack: one row per distinct call chain (the callers' functions, root first).
-enum class Grouping { function, line, address, task, stack };
+// value: by the value of a global variable read at each halt (--by var:NAME).
+enum class Grouping { function, line, address, task, stack, value };
 
+// "function", ..., "stack", or "var:NAME" (value; the name is variable_of_grouping's).
 std::optional<Grouping> parse_grouping(std::string_view text);
+// NAME of "var:NAME"; empty for any other grouping.
+std::string_view variable_of_grouping(std::string_view text);
 std::string_view name_of(Grouping grouping);
 
 struct Row {
@@ -82,6 +86,7 @@ struct Truncation {
 struct Profile {
     std::string origin;
     Grouping by = Grouping::function;
+    std::string variable;                // by value: the variable's name
     bool exact = false;                  // a census: "samples" are executed instructions
     double total = 0;
     std::optional<uint64_t> run_instructions;   // the whole run's instructions, when known (SampleSet)
@@ -97,6 +102,9 @@ struct Profile {
     std::vector<Warning> warnings;
     std::optional<SamplerFigures> sampler;   // copied from the samples: rate, duty, halt latency
 };
+
+// What a profile's rows are, for its reports: name_of(by), or by value "var:NAME".
+std::string grouping_name(const Profile& profile);
 
 struct AttributionOptions {
     Grouping by = Grouping::function;

@@ -28,6 +28,7 @@ struct LiveSample {
     uint32_t tag = 0;         // current task (control block address) when tagged
     bool tagged = false;
     std::optional<core::CallStack> stack;   // the callers, when the sampler unwound the stack
+    std::optional<uint32_t> value;          // the watched variable's bits (--by var:NAME)
 };
 
 class RecordingWriter {
