@@ -29,6 +29,8 @@ enum RecordType : uint16_t {
     stack_record = 4,
     value_record = 5,   // u32: the watched variable's bits at the halt (the header's "variable")
 };
+constexpr uint32_t sample_tagged = 1u;         // sample flags bit 0
+constexpr uint32_t sample_starts_burst = 2u;   // sample flags bit 1
 constexpr uint32_t stack_truncated = 1u;   // flags bit 0
 constexpr uint32_t stack_stop_shift = 1;   // flags bits 1-4: why the chain ended (core::UnwindStop)
 constexpr size_t sample_size = 32;
@@ -104,7 +106,7 @@ void RecordingWriter::sample(const LiveSample& s)
     put32(payload, s.sp);
     put32(payload, s.xpsr);
     put32(payload, s.tag);
-    put32(payload, s.tagged ? 1u : 0u);
+    put32(payload, (s.tagged ? sample_tagged : 0u) | (s.starts_burst ? sample_starts_burst : 0u));
     record(sample_record, payload);
     if (s.stack) {
         // u32 flags, then one u32 per caller (innermost first). The length field caps a
@@ -215,7 +217,8 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             s.sp = get32(d + 16);
             s.xpsr = get32(d + 20);
             s.tag = get32(d + 24);
-            s.tagged = (get32(d + 28) & 1u) != 0;
+            s.tagged = (get32(d + 28) & sample_tagged) != 0;
+            s.starts_burst = (get32(d + 28) & sample_starts_burst) != 0;
             r.samples.push_back(s);
             break;
         }
@@ -305,7 +308,12 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             out.tags.push_back(recording.samples[i].tag);
         if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
             out.stacks.push_back(recording.samples[i].stack.value_or(core::CallStack{{}, true}));
+        if (recording.samples[i].starts_burst)
+            out.bursts.push_back(i);
     }
+    // Reads before the first marked start (none, as the samplers write them) are a burst too.
+    if (!out.bursts.empty() && out.bursts.front() != 0)
+        out.bursts.insert(out.bursts.begin(), 0);
     // The variable watched at every halt (--by var:NAME), when every sample carries its value.
     if (auto watched = WatchedVariable::from_json(recording.header.value("variable", nlohmann::json()))) {
         bool every = n > 0;

@@ -101,6 +101,15 @@ struct Profile {
     Truncation truncation;               // of the unwound chains (all zero for flat samples)
     std::vector<Warning> warnings;
     std::optional<SamplerFigures> sampler;   // copied from the samples: rate, duty, halt latency
+    // How the standard errors were computed. bursts == 0: binomial, each sample independent
+    // (or none at all, for a census). Else from the spread between that many bursts of
+    // back-to-back reads (SampleSet::bursts); largest_ratio is the largest of a row's standard
+    // error over the binomial one (the design effect's root), which says how much the reads
+    // of one burst repeat each other.
+    struct ErrorModel {
+        size_t bursts = 0;
+        double largest_ratio = 1;
+    } errors;
 };
 
 // What a profile's rows are, for its reports: name_of(by), or by value "var:NAME".

@@ -29,6 +29,11 @@ std::string describe_pacing(const std::string& pacing_json);
 // inclusive shares are lower bounds when more than 1 % were.
 std::string describe_truncation(const Truncation& truncation);
 
+// How the standard errors were computed (Profile::errors), one phrase: none for a census,
+// binomial for samples each taken on its own, or from the spread between bursts of
+// back-to-back reads and how much larger that made them.
+std::string describe_errors(const Profile& profile);
+
 // The schema is documented in docs/formats.md.
 nlohmann::json to_json(const Profile& profile);
 
