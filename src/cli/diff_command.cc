@@ -87,7 +87,7 @@ const core::Firmware& side_profile(const std::string& input, const ReportOptions
                                    std::optional<uint32_t> core, core::Profile& profile)
 {
     sources::RecordedFirmware recorded;
-    InputSelection selection;
+    sources::InputSelection selection;
     selection.firmware = &recorded;
     const core::SampleSet samples = load_samples(input, selection);
     ReportOptions side = options;

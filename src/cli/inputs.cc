@@ -4,13 +4,9 @@
 
 #include "commands.h"
 #include "progress.h"
-#include "mcuprof/sources/dump_reader.h"
 #include "mcuprof/sources/error.h"
-#include "mcuprof/sources/gmon_reader.h"
 #include "mcuprof/sources/input_kind.h"
-#include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/swo_reader.h"
-#include "mcuprof/sources/truth_reader.h"
 
 namespace mcuprof::cli {
 
@@ -27,10 +23,10 @@ struct StandardInput {
     std::unique_ptr<sources::ByteSource> stream;     // an SWO stream
 };
 
-StandardInput look_at_standard_input(const InputSelection& selection)
+StandardInput look_at_standard_input(const sources::InputSelection& selection)
 {
     sources::StopWhen stop;
-    stop.flag = selection.stop;
+    stop.flag = selection.swo.stop;
     StandardInput in;
     std::unique_ptr<sources::ByteSource> source = sources::open_byte_source("-");
     const std::span<const uint8_t> first = source->next(stop);
@@ -56,64 +52,38 @@ StandardInput look_at_standard_input(const InputSelection& selection)
 
 } // namespace
 
-core::SampleSet load_samples(const std::string& input, const InputSelection& selection)
+core::SampleSet load_samples(const std::string& input, sources::InputSelection selection)
 {
-    StandardInput standard;
-    if (input == "-")
-        standard = look_at_standard_input(selection);
     const bool from_stdin = input == "-";
-    const sources::InputKind kind = from_stdin                          ? standard.kind
+    StandardInput standard;
+    if (from_stdin)
+        standard = look_at_standard_input(selection);
+    const sources::InputKind kind = from_stdin                        ? standard.kind
                                     : sources::is_stream_input(input) ? sources::InputKind::swo
                                                                       : sources::detect_input_file(input);
-    if (kind != sources::InputKind::swo && (selection.swo_sync || selection.swo_duration))
+    const sources::InputKindRow* row = sources::input_kind_row(kind);
+    const unsigned accepts = row ? row->accepts : 0;
+    if (!(accepts & sources::accepts_swo) &&
+        (selection.swo.wait_for_sync || selection.swo.max_time != std::chrono::nanoseconds::zero()))
         throw UsageError("--sync and --duration apply to SWO captures");
-    if (kind != sources::InputKind::dump && selection.chunk)
+    if (!(accepts & sources::accepts_chunk) && selection.chunk)
         throw UsageError("--chunk applies to on-chip dumps");
+    if (row == nullptr)
+        throw sources::Error(from_stdin ? stdin_name : input, "", sources::unrecognised_input_message());
+    if (!(accepts & sources::accepts_first) && selection.first)
+        throw UsageError("--first applies to samples, not to " + std::string(row->first_refused));
     // Large files take seconds to read: a bar on a terminal.
     Progress progress;
-    const sources::ReadProgress reading = [&](size_t done, size_t total) {
+    selection.progress = [&](size_t done, size_t total) {
         progress.show("mcuprof: reading " + input + " " + Progress::bar(done, total));
     };
-    switch (kind) {
-    case sources::InputKind::dump: {
-        sources::DumpSelection dump;
-        dump.chunk = selection.chunk;
-        dump.first = selection.first;
-        return sources::to_samples(from_stdin ? sources::parse_dump(standard.bytes, stdin_name)
-                                              : sources::read_dump(input, reading),
-                                   dump);
+    sources::InputBytes bytes;
+    bytes.name = from_stdin ? stdin_name : input;
+    if (from_stdin) {
+        bytes.bytes = standard.stream ? nullptr : &standard.bytes;
+        bytes.stream = standard.stream.get();
     }
-    case sources::InputKind::recording: {
-        const sources::Recording recording = from_stdin ? sources::parse_recording(standard.bytes, stdin_name)
-                                                        : sources::read_recording(input, reading);
-        if (selection.firmware != nullptr)
-            *selection.firmware = sources::recorded_firmware(recording.header);
-        return sources::to_samples(recording, selection.first);
-    }
-    case sources::InputKind::truth_counts:
-        if (selection.first)
-            throw UsageError("--first applies to samples, not to truth counts");
-        return from_stdin ? sources::parse_truth(standard.bytes, stdin_name) : sources::read_truth(input, reading);
-    case sources::InputKind::gmon:
-        if (selection.first)
-            throw UsageError("--first applies to samples, not to a gmon.out histogram");
-        return from_stdin ? sources::parse_gmon(standard.bytes, stdin_name) : sources::read_gmon(input);
-    case sources::InputKind::swo: {
-        sources::SwoOptions swo;
-        swo.wait_for_sync = selection.swo_sync;
-        swo.max_samples = selection.first.value_or(0);
-        if (selection.swo_duration)
-            swo.max_time = *selection.swo_duration;
-        swo.stop = selection.stop;
-        return from_stdin ? sources::read_swo(*standard.stream, swo) : sources::read_swo(input, swo);
-    }
-    case sources::InputKind::unknown:
-        break;
-    }
-    throw sources::Error(from_stdin ? stdin_name : input, "",
-                         "not a recognised input: expected a recording (mcuprof record), an on-chip sampler dump "
-                         "('prof raw n=' or 'prof hist base=' lines), truth counts ('0xADDRESS COUNT' lines), an "
-                         "SWO capture (ITM/DWT packets) or a gmon.out");
+    return row->read(bytes, selection);
 }
 
 } // namespace mcuprof::cli

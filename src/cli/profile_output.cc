@@ -14,6 +14,7 @@
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/error.h"
+#include "mcuprof/core/profile.h"
 
 namespace po = boost::program_options;
 
@@ -53,10 +54,12 @@ std::string standard_output_format_names()
 void add_report_options(CommandLine& line, ReportOptions& options, const ReportChoices& choices)
 {
     // Boost copies the help texts.
+    auto offers = [&](const char* grouping) {
+        return std::find(choices.groupings.begin(), choices.groupings.end(), grouping) != choices.groupings.end();
+    };
     const std::string by_help = "group samples by " + listed(choices.groupings) +
-              (std::find(choices.groupings.begin(), choices.groupings.end(), "stack") != choices.groupings.end()
-                   ? " (stack: call chains)"
-                   : "");
+                                (offers("stack") ? " (stack: call chains)" : "") +
+                                (offers("var:NAME") ? " (var:NAME: the value of the global NAME at each halt)" : "");
     options.command = line.command();
     const std::string top_help = "show the first N rows only (--format " + listed(choices.top_formats) + ")";
     line.options()
@@ -76,7 +79,8 @@ void check_report_options(const CommandLine& line, const ReportOptions& options,
                           bool format_is_binary)
 {
     const auto& by = choices.groupings;
-    if (std::find(by.begin(), by.end(), options.by) == by.end())
+    const std::string asked = core::variable_of_grouping(options.by).empty() ? options.by : "var:NAME";
+    if (std::find(by.begin(), by.end(), asked) == by.end())
         throw UsageError("--by takes " + listed(by) + ", not '" + options.by + "'");
     const auto& top = choices.top_formats;
     if (line.given("top") && std::find(top.begin(), top.end(), options.format) == top.end())
@@ -146,12 +150,23 @@ core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& 
 {
     auto by = core::parse_grouping(options.by);
     if (!by)
-        throw UsageError("--by takes function, line, address, task, stack or core, not '" + options.by + "'");
+        throw UsageError("--by takes function, line, address, task, stack, core or var:NAME, not '" + options.by + "'");
     if (*by == core::Grouping::task && samples.tags.empty())
         throw mcuprof::Error(options.input, "",
                              "--by task needs samples tagged with the current task; this input has no tags");
     if (*by == core::Grouping::core && !core::is_multicore(samples))
         throw mcuprof::Error(options.input, "", "--by core needs the samples of a multi-core chip; this input has one core");
+    if (*by == core::Grouping::value) {
+        const std::string name(core::variable_of_grouping(options.by));
+        if (samples.values.empty())
+            throw mcuprof::Error(options.input, "",
+                                 "--by " + options.by + " needs the variable's value at each sample: record with --by " +
+                                     options.by);
+        if (samples.variable != name)
+            throw mcuprof::Error(options.input, "",
+                                 "--by " + options.by + ": this recording watched the variable " + samples.variable +
+                                     ", not " + name);
+    }
     return *by;
 }
 

@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "mcuprof/core/error.h"
+#include "mcuprof/core/profile.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
@@ -18,6 +19,7 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/onchip_reader.h"
 #include "mcuprof/sources/recording.h"
+#include "mcuprof/sources/recording_sink.h"
 #include "mcuprof/transport/link.h"
 #include "options.h"
 #include "profile_output.h"
@@ -29,31 +31,18 @@ namespace po = boost::program_options;
 namespace mcuprof::cli {
 namespace {
 
-// Writes each sample to the recording as it comes, hands it to the kernel at least every
-// 100 ms, and shows progress on a terminal.
-class RecordingSink : public sources::SampleSink {
+// The recording's sink, and on a terminal a progress line at each of its flushes; notices
+// are shown as they happen.
+class RecordSink : public sources::RecordingSink {
 public:
-    explicit RecordingSink(sources::RecordingWriter& writer) : writer_(writer) {}
-
-    void sample(const sources::LiveSample& s) override
+    explicit RecordSink(sources::RecordingWriter& writer)
+        : sources::RecordingSink(writer, [this](uint64_t samples) { show_progress(samples); })
     {
-        writer_.sample(s);
-        ++samples_;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - flushed_ >= std::chrono::milliseconds(100)) {
-            writer_.flush();
-            flushed_ = now;
-            const double elapsed = std::chrono::duration<double>(now - start_).count();
-            char text[128];
-            std::snprintf(text, sizeof text, "mcuprof record: %llu samples, %.0f samples/s, %.1f s",
-                          static_cast<unsigned long long>(samples_), samples_ / std::max(elapsed, 1e-9), elapsed);
-            progress_.show(text);
-        }
     }
+
     void event(const std::string& kind, const std::string& message) override
     {
-        writer_.event({{"kind", kind}, {"message", message}});
-        writer_.flush();
+        sources::RecordingSink::event(kind, message);
         // Notices (a fallback, a resume, a pacing problem, a target that does not match the
         // ELF) are shown as they happen; the events that end the recording are its end reason,
         // shown in the summary line; a target that matches is only kept in the file.
@@ -63,21 +52,23 @@ public:
             std::fprintf(stderr, "mcuprof record: %s\n", message.c_str());
         }
     }
-    void task(uint32_t control_block, const std::string& name) override
-    {
-        writer_.event(task_event(control_block, name));
-    }
     void end_progress()
     {
         progress_.end();
     }
 
 private:
-    sources::RecordingWriter& writer_;
+    void show_progress(uint64_t samples)
+    {
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        char text[128];
+        std::snprintf(text, sizeof text, "mcuprof record: %llu samples, %.0f samples/s, %.1f s",
+                      static_cast<unsigned long long>(samples), samples / std::max(elapsed, 1e-9), elapsed);
+        progress_.show(text);
+    }
+
     Progress progress_;   // on a terminal only
-    uint64_t samples_ = 0;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point flushed_ = start_;
 };
 
 struct RecordOptions {
@@ -168,11 +159,12 @@ int read_onchip_command(const RecordOptions& o, const core::Firmware& firmware)
 int record_samples(RecordOptions& o, const core::Firmware& firmware)
 {
     check_live_grouping(firmware, o.report.by);
+    o.sampling.variable = std::string(core::variable_of_grouping(o.report.by));
     const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
     sources::SampleSource& sampler = *source;
-    sources::RecordingWriter writer(o.samples_file, recording_header(sampler, firmware));
-    RecordingSink sink(writer);
+    sources::RecordingWriter writer(o.samples_file, sources::recording_header(sampler, firmware));
+    RecordSink sink(writer);
 
     sources::SamplerStats stats;
     {

@@ -97,23 +97,18 @@ int report_command(const Arguments& args)
     if (!parse_report_options(args, o))
         return 0;
     const std::string& input = o.report.input;
-    InputSelection selection;
+    sources::InputSelection selection;
     if (o.chunk != 0)
         selection.chunk = o.chunk;
     if (o.first != 0)
         selection.first = o.first;
-    selection.swo_sync = o.swo_sync;
+    selection.swo.wait_for_sync = o.swo_sync;
     if (!o.swo_duration.empty())
-        selection.swo_duration = parse_duration(o.swo_duration, "--duration");
+        selection.swo.max_time = parse_duration(o.swo_duration, "--duration");
     if (sources::is_stream_input(input))
-        selection.stop = stop_on_interrupt();   // Ctrl-C ends a live SWO capture and reports what came
+        selection.swo.stop = stop_on_interrupt();   // Ctrl-C ends a live SWO capture and reports what came
     // --calls and --packets read the input as an SWO stream, whatever its content.
-    sources::SwoOptions swo;
-    swo.wait_for_sync = o.swo_sync;
-    swo.max_samples = o.first;
-    if (selection.swo_duration)
-        swo.max_time = *selection.swo_duration;
-    swo.stop = selection.stop;
+    const sources::SwoOptions swo = sources::swo_options(selection);
     if (o.calls) {
         report_call_trace(o.report, swo, o.channel);
         return 0;

@@ -18,6 +18,8 @@
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/rsp_sampler.h"
 #include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/core/profile.h"
+#include "mcuprof/sources/watched_variable.h"
 #include "commands.h"
 #include "options.h"
 
@@ -164,6 +166,11 @@ sources::HaltExtras halt_extras(const SamplingOptions& o, const core::Firmware& 
         extras.stacks = stacks;
     }
     extras.tasks = sources::detect_rtos(firmware);
+    if (!o.variable.empty()) {
+        if (o.mode == "pcsr")
+            throw UsageError("--by var:NAME reads the variable at each halt, and --mode pcsr does not halt");
+        extras.variable = sources::find_watched_variable(firmware, o.variable);
+    }
     extras.firmware_check = sources::firmware_check(firmware, o.no_verify);
     return extras;
 }
@@ -205,6 +212,8 @@ void check_live_grouping(const core::Firmware& firmware, const std::string& by)
     const std::string& elf = firmware.path();
     if (by == "line" && !firmware.has_line_tables())
         throw mcuprof::Error(elf, ".debug_line", "--by line needs the DWARF line tables, and the ELF has none (build with -g)");
+    if (const std::string_view variable = core::variable_of_grouping(by); !variable.empty())
+        sources::find_watched_variable(firmware, std::string(variable));   // exists, of a readable type
     if (by != "task")
         return;
     if (!firmware.has_debug_info())
@@ -242,22 +251,6 @@ sources::SamplingPlan sampling_plan(const SamplingOptions& o, uint64_t default_s
     if (!plan.samples && !plan.duration && default_samples != 0)
         plan.samples = default_samples;
     return plan;
-}
-
-nlohmann::json recording_header(const sources::SampleSource& source, const core::Firmware& firmware)
-{
-    nlohmann::json header = source.describe();
-    header.update(sources::firmware_fields(firmware));
-    header["started"] =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    return header;
-}
-
-nlohmann::json task_event(uint32_t control_block, const std::string& name)
-{
-    char address[16];
-    std::snprintf(address, sizeof address, "0x%08x", control_block);
-    return {{"kind", "task"}, {"address", address}, {"name", name}};
 }
 
 } // namespace mcuprof::cli

@@ -39,6 +39,7 @@ struct SamplingOptions {
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
     bool no_verify = false;                                // a target that does not match the ELF: warn, sample
+    std::string variable;                                  // --by var:NAME: the global read at every halt
     QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 
@@ -66,10 +67,5 @@ void check_live_grouping(const core::Firmware& firmware, const std::string& by);
 // --samples and --duration; with neither, `default_samples` (0: until stopped).
 sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t default_samples);
 
-// The samples file's header: what the source says of itself, the ELF and the start time.
-nlohmann::json recording_header(const sources::SampleSource& source, const core::Firmware& firmware);
-
-// The recording's event for a task met while sampling: its control block and name.
-nlohmann::json task_event(uint32_t control_block, const std::string& name);
 
 } // namespace mcuprof::cli

@@ -22,6 +22,7 @@
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/recording.h"
+#include "mcuprof/sources/recording_sink.h"
 #include "options.h"
 #include "profile_output.h"
 #include "sampling.h"
@@ -75,11 +76,11 @@ struct Frame {
 class TopSink : public sources::SampleSink {
 public:
     TopSink(const core::SymbolTable& symbols, bool by_task, const std::optional<HalfLife>& half_life,
-            sources::RecordingWriter* writer)
+            sources::RecordingSink* recording)
         : symbols_(symbols), by_task_(by_task),
           half_life_(half_life ? std::optional<double>(half_life->value) : std::nullopt), tally_(half_life_),
           by_samples_(half_life && half_life->in_samples),
-          writer_(writer)
+          recording_(recording)
     {
     }
 
@@ -90,29 +91,21 @@ public:
         // Each core's own tally too, shown once a second core is met (a multi-core target).
         core::DecayingTally& own = core_tallies_.try_emplace(s.core, half_life_).first->second;
         own.add(key_of(s), by_samples_ ? double(own.samples()) : double(s.time_ns) * 1e-9, {});
-        if (writer_ != nullptr) {
-            writer_->sample(s);
-            const auto now = Clock::now();
-            if (now - flushed_ >= std::chrono::milliseconds(100)) {
-                writer_->flush();
-                flushed_ = now;
-            }
-        }
+        if (recording_ != nullptr)
+            recording_->sample(s);
     }
     void event(const std::string& kind, const std::string& message) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (writer_ != nullptr) {
-            writer_->event({{"kind", kind}, {"message", message}});
-            writer_->flush();
-        }
+        if (recording_ != nullptr)
+            recording_->event(kind, message);
     }
     void task(uint32_t control_block, const std::string& name) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
         tasks_[control_block] = name;
-        if (writer_ != nullptr)
-            writer_->event(task_event(control_block, name));
+        if (recording_ != nullptr)
+            recording_->task(control_block, name);
     }
     void progress(const sources::SamplerStats& so_far) override
     {
@@ -169,8 +162,7 @@ private:
     core::DecayingTally tally_;
     std::map<uint32_t, core::DecayingTally> core_tallies_;   // a multi-core target's, by core
     bool by_samples_;
-    sources::RecordingWriter* writer_;
-    Clock::time_point flushed_ = Clock::now();
+    sources::RecordingSink* recording_;   // the samples file's, when one is asked for
     double wall_seconds_ = 0;
     double running_seconds_ = 0;
 };
@@ -327,8 +319,11 @@ int top_command(const Arguments& args)
 
     std::unique_ptr<sources::RecordingWriter> writer;
     if (!o.samples_file.empty())
-        writer = std::make_unique<sources::RecordingWriter>(o.samples_file, recording_header(*source, firmware));
-    TopSink sink(symbols, o.by_task, o.half_life, writer.get());
+        writer = std::make_unique<sources::RecordingWriter>(o.samples_file, sources::recording_header(*source, firmware));
+    std::optional<sources::RecordingSink> recording;
+    if (writer)
+        recording.emplace(*writer);
+    TopSink sink(symbols, o.by_task, o.half_life, recording ? &*recording : nullptr);
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
     if (const std::string bias = source->describe().value("bias", ""); !bias.empty())
         std::fprintf(stderr, "mcuprof top: warning: %s\n", bias.c_str());

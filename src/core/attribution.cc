@@ -90,7 +90,9 @@ private:
 std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& symbols, Grouping by)
 {
     std::vector<Weighted> items;
-    const bool tagged = !samples.tags.empty();
+    // The word beside each pc: the task, or by value the variable's value.
+    const std::vector<uint32_t>& words = by == Grouping::value ? samples.values : samples.tags;
+    const bool tagged = !words.empty();
     // Raw samples: count equal (tag, pc) pairs first, so each distinct address is
     // attributed once however many samples share it.
     // Untagged samples inside the image's code (nearly all of them) are counted in a dense
@@ -110,13 +112,14 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
         if (dense && offset < code_end - code_start && (offset & 1u) == 0 && dense_counts[offset / 2] != UINT32_MAX)
             ++dense_counts[offset / 2];
         else
-            counts.add(sample_key(tagged ? samples.tags[i] : 0, pc));
+            counts.add(sample_key(tagged ? words[i] : 0, pc));
     }
     for (size_t k = 0; k < dense_counts.size(); ++k)
         if (dense_counts[k] != 0)
             counts.add_many(code_start + 2 * uint32_t(k), dense_counts[k]);
     // Tag 0 is no task (a live sampler before the scheduler starts), unless the source named it.
-    const bool zero_named = samples.tag_names.count(0) != 0;
+    // A variable's 0 is a value like any other.
+    const bool zero_named = by == Grouping::value || samples.tag_names.count(0) != 0;
     counts.each([&](uint64_t key, uint64_t n) {
         const uint32_t tag = uint32_t(key >> 32);
         items.push_back({uint32_t(key), tag, tagged && (tag != 0 || zero_named), double(n), nullptr});
@@ -495,6 +498,13 @@ Row& task_row(const RowContext& c, const Weighted& item, const Function*)
     return row;
 }
 
+// By value: the value's name (its enumerator, else the number), as the source named it.
+Row& value_row(const RowContext& c, const Weighted& item, const Function*)
+{
+    auto known = c.samples.value_names.find(item.tag);
+    return c.rows.row(known != c.samples.value_names.end() ? known->second : std::to_string(item.tag));
+}
+
 using RowMaker = Row& (*)(const RowContext&, const Weighted&, const Function*);
 
 RowMaker row_maker(Grouping by)
@@ -507,6 +517,7 @@ RowMaker row_maker(Grouping by)
     case Grouping::task: return task_row;
     case Grouping::core:       // rows made from the cores later
         return function_row;
+    case Grouping::value: return value_row;
     }
     return function_row;
 }
@@ -713,7 +724,20 @@ std::optional<Grouping> parse_grouping(std::string_view text)
         return Grouping::stack;
     if (text == "core")
         return Grouping::core;
+    if (!variable_of_grouping(text).empty())
+        return Grouping::value;
     return std::nullopt;
+}
+
+std::string_view variable_of_grouping(std::string_view text)
+{
+    constexpr std::string_view prefix = "var:";
+    return text.substr(0, prefix.size()) == prefix ? text.substr(prefix.size()) : std::string_view();
+}
+
+std::string grouping_name(const Profile& profile)
+{
+    return profile.by == Grouping::value ? "var:" + profile.variable : std::string(name_of(profile.by));
 }
 
 std::string_view name_of(Grouping grouping)
@@ -725,6 +749,7 @@ std::string_view name_of(Grouping grouping)
     case Grouping::task: return "task";
     case Grouping::stack: return "stack";
     case Grouping::core: return "core";
+    case Grouping::value: return "var";
     }
     return "?";
 }
@@ -755,6 +780,11 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     Profile profile;
     profile.origin = samples.origin;
     profile.by = options.by;
+    if (options.by == Grouping::value) {
+        if (samples.values.size() != samples.pcs.size() || samples.pcs.empty())
+            throw Error(samples.origin, "", "grouping by a variable needs its value at every sample; these samples have none");
+        profile.variable = samples.variable;
+    }
     profile.exact = samples.exact;
     profile.run_instructions = samples.run_instructions;
     profile.sampler = samples.sampler;

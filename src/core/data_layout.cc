@@ -211,6 +211,23 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::layout(const DWARFDie& die) 
         base->kind = die.getTag() == dw::DW_TAG_base_type ? TypeLayout::Kind::base : TypeLayout::Kind::enumeration;
         base->name = die.getTag() == dw::DW_TAG_base_type ? name_of(die) : tagged_name(die);
         base->size = constant(die, dw::DW_AT_byte_size).value_or(0);
+        if (die.getTag() == dw::DW_TAG_base_type) {
+            const uint64_t encoding = constant(die, dw::DW_AT_encoding).value_or(0);
+            base->is_signed = encoding == dw::DW_ATE_signed || encoding == dw::DW_ATE_signed_char;
+            base->is_float = encoding == dw::DW_ATE_float || encoding == dw::DW_ATE_complex_float ||
+                             encoding == dw::DW_ATE_decimal_float;
+        } else {
+            for (const DWARFDie& child : die.children()) {
+                if (child.getTag() != dw::DW_TAG_enumerator)
+                    continue;
+                const auto value = child.find(dw::DW_AT_const_value);
+                const auto number = value ? value->getAsSignedConstant() : std::nullopt;
+                if (!number)
+                    continue;
+                base->enumerators.emplace_back(*number, name_of(child));
+                base->is_signed = base->is_signed || *number < 0;
+            }
+        }
         result = base;
         break;
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/profile.h"
 #include "mcuprof/core/source_locator.h"
@@ -433,4 +434,29 @@ TEST_CASE("attribution: a multi-core sample set has each core's profile, with sh
     s.cores.clear();
     s.core_names.clear();
     CHECK(attribute(s, symbols, nullptr, {}).cores.empty());
+}
+
+TEST_CASE("attribution by value: one row per value of the watched variable, named as the source named it")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000002, 0x08000000, 0x08000002, 0x08000000};
+    s.variable = "app_state";
+    s.values = {0, 0, 1, 0, 5};
+    s.value_names = {{0, "IDLE"}, {1, "RUN"}};
+    AttributionOptions by_value;
+    by_value.by = Grouping::value;
+    const Profile p = attribute(s, symbols, nullptr, by_value);
+    CHECK(grouping_name(p) == "var:app_state");
+    REQUIRE(p.rows.size() == 3);
+    CHECK(row_named(p, "IDLE").samples == 3);
+    CHECK(row_named(p, "RUN").samples == 1);
+    CHECK(row_named(p, "5").samples == 1);   // a value the source did not name: its number
+    CHECK(p.rows.front().name == "IDLE");
+
+    CHECK(parse_grouping("var:app_state") == Grouping::value);
+    CHECK(variable_of_grouping("var:app_state") == "app_state");
+    CHECK_FALSE(parse_grouping("var:").has_value());
+    s.values.clear();   // samples without the variable's values cannot be grouped by it
+    CHECK_THROWS_AS(attribute(s, symbols, nullptr, by_value), Error);
 }

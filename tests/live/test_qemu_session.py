@@ -244,6 +244,20 @@ class RecordInQemu(unittest.TestCase):
         self.assertNotIn("R00=", lines[0])                 # not the register dump
         self.assertEqual(run.left_running(), [])
 
+    def test_image_without_interrupts_is_refused_before_the_replay(self):
+        # loops_forever_m4 takes no interrupt: QEMU's record mode runs it 2^31 instructions
+        # without a stop, a stretch its replay cannot sample past instruction 65535 (every
+        # sample was lost, "QEMU replayed its shutdown"); the run is refused, in one line.
+        run = Watched("record", "--qemu", MACHINE, "--elf", str(fwtest.elf_path("loops_forever_m4")),
+                      "--samples", "50", "-o", str(self.work / "x.bin"))
+        rc, out, err = run.finish()
+        self.assertEqual(rc, 2, err)
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertRegex(lines[0], r"QEMU recorded \d+ instructions without a stop")
+        self.assertIn("timer interrupt", lines[0])
+        self.assertEqual(run.left_running(), [])
+
 
 def docs_script(doc: str, heading: str) -> str:
     """The first ```sh block under `heading` in docs/DOC, as the reader copies it."""

@@ -10,6 +10,8 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
+#include "mcuprof/sources/recording_sink.h"
+#include "mcuprof/sources/watched_variable.h"
 
 using namespace mcuprof::sources;
 
@@ -359,4 +361,81 @@ TEST_CASE("recording: a --qemu run to the firmware's exit knows its instructions
     CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
     write_three(f.path);   // a live recording: no qemu object
     CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
+}
+
+TEST_CASE("recording sink: samples, notices and tasks reach the file, and the reader names the tasks")
+{
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", "test"}});
+        RecordingSink sink(w);
+        LiveSample s;
+        s.pc = 0x08000100;
+        s.tag = 0x20000100;
+        s.tagged = true;
+        sink.task(0x20000100, "motor");
+        sink.sample(s);
+        sink.event("resume", "the target was resumed");
+        // No summary yet, and the writer still open: the notice was flushed as it came.
+        const Recording mid = read_recording(f.path);
+        REQUIRE(mid.events.size() == 2);
+        CHECK(mid.events[0] == nlohmann::json{{"kind", "task"}, {"address", "0x20000100"}, {"name", "motor"}});
+        CHECK(mid.events[1] == nlohmann::json{{"kind", "resume"}, {"message", "the target was resumed"}});
+        REQUIRE(mid.samples.size() == 1);
+        const mcuprof::core::SampleSet samples = to_samples(mid, std::nullopt);
+        CHECK(samples.tag_names.at(0x20000100) == "motor");
+        REQUIRE(samples.notes.size() == 1);
+        CHECK(samples.notes[0] == "the target was resumed");
+    }
+}
+
+TEST_CASE("watched variable: values read at halts, written and read back, named by enumerator or number")
+{
+    WatchedVariable state;
+    state.name = "app_state";
+    state.address = 0x20000010;
+    state.size = 1;
+    state.is_signed = true;
+    state.names = {{0, "IDLE"}, {1, "RUN"}, {0xFF, "FAULT"}};   // FAULT is -1 in one byte
+    CHECK(state.name_of(1) == "RUN");
+    CHECK(state.name_of(0xFFFFFFFF) == "FAULT");   // the bits beyond the size do not count
+    CHECK(state.name_of(0xFE) == "-2");            // signed, one byte
+    WatchedVariable level = state;
+    level.names.clear();
+    level.size = 4;
+    CHECK(level.name_of(0xFFFFFFFD) == "-3");
+    level.is_signed = false;
+    CHECK(level.name_of(0xFFFFFFFD) == "4294967293");
+
+    // The halt's request: the variable's range after what is there, its bytes little-endian.
+    HaltRequest request;
+    request.memory.emplace_back(0x20000000, 4);
+    state.add_to(request);
+    REQUIRE(request.memory.size() == 2);
+    CHECK(request.memory[1] == MemoryRange{0x20000010, 1});
+    HaltState halt;
+    halt.memory = {std::string(4, '\0'), std::string(1, '\x01')};
+    CHECK(state.value_at(halt) == 1u);
+    halt.memory[1].clear();   // the target refused the read
+    CHECK_FALSE(state.value_at(halt).has_value());
+
+    TempFile f;
+    {
+        RecordingWriter w(f.path, {{"source", "test"}, {"variable", state.to_json()}});
+        for (uint32_t v : {0u, 1u, 1u, 0xFFu, 7u}) {
+            LiveSample s;
+            s.pc = 0x08000100;
+            s.value = v;
+            w.sample(s);
+        }
+    }
+    const mcuprof::core::SampleSet samples = to_samples(read_recording(f.path), std::nullopt);
+    CHECK(samples.variable == "app_state");
+    CHECK(samples.values == std::vector<uint32_t>{0, 1, 1, 0xFF, 7});
+    CHECK(samples.value_names == std::map<uint32_t, std::string>{{0, "IDLE"}, {1, "RUN"}, {0xFF, "FAULT"}, {7, "7"}});
+    const std::optional<WatchedVariable> back = WatchedVariable::from_json(state.to_json());
+    REQUIRE(back.has_value());
+    CHECK(back->names == state.names);
+    CHECK(back->is_signed);
+    CHECK_FALSE(WatchedVariable::from_json({{"name", "x"}, {"size", 3}}).has_value());
 }

@@ -60,7 +60,7 @@ void write_metadata(const Profile& p, std::ostream& out)
     item("kind", p.exact ? "exact instruction counts (a census: no sampling error)"
                          : "samples (each share has a standard error)");
     item("standard errors", describe_errors(p));
-    item("grouped by", std::string(name_of(p.by)));
+    item("grouped by", grouping_name(p));
     item("distinct addresses", std::to_string(p.distinct_addresses));
     item("unattributed", format("%.0f (%.2f %%)", p.unattributed, p.total > 0 ? 100 * p.unattributed / p.total : 0.0));
     item("stacks", p.unwound ? "unwound call stacks" : "flat (one frame per sample, with inline chains)");
@@ -102,8 +102,9 @@ void write_rows(const Profile& p, const std::vector<Row>& rows, Grouping by, con
     for (const Row& r : rows)
         scale = std::max(scale, r.share.high);
     const std::string unit = p.exact ? "instructions" : "samples";
+    const std::string column = by == p.by ? grouping_name(p) : std::string(name_of(by));
     out << "<h2>" << escape(title) << "</h2>\n<table class=\"sortable\" id=\"" << id << "\">\n<thead><tr>"
-        << "<th class=\"name\">" << name_of(by) << "</th><th>self %</th><th>&plusmn; se</th>"
+        << "<th class=\"name\">" << escape(column) << "</th><th>self %</th><th>&plusmn; se</th>"
         << "<th>95 % interval</th><th>" << unit << "</th>" << (inclusive ? (p.truncation.inclusive_lower_bounds() ? "<th>inclusive % (lower bound)</th>" : "<th>inclusive %</th>")
                       : "")
         << "<th>address</th><th class=\"name\">location</th></tr></thead>\n<tbody>\n";
@@ -125,7 +126,7 @@ void write_rows(const Profile& p, const std::vector<Row>& rows, Grouping by, con
 // The profile's table, then on a multi-core chip each core's, its shares of its own samples.
 void write_table(const Profile& p, std::ostream& out)
 {
-    write_rows(p, p.rows, p.by, "By " + std::string(name_of(p.by)), "profile", p.unwound && p.by == Grouping::function,
+    write_rows(p, p.rows, p.by, "By " + grouping_name(p), "profile", p.unwound && p.by == Grouping::function,
                out);
     const Grouping each = p.by == Grouping::core ? Grouping::function : p.by;
     for (const CoreProfile& core : p.cores)

@@ -56,7 +56,7 @@ nlohmann::json to_json(const Profile& profile)
         {"format", "mcuprof-profile"},
         {"version", 1},
         {"origin", profile.origin},
-        {"by", std::string(name_of(profile.by))},
+        {"by", grouping_name(profile)},
         {"exact", profile.exact},
         {"samples", count_value(profile.total)},
         {"unattributed", count_value(profile.unattributed)},

@@ -21,6 +21,7 @@ std::string detail_of(const Profile& profile, const Row& row)
     switch (profile.by) {
     case Grouping::function:
     case Grouping::task:
+    case Grouping::value:
     case Grouping::stack:
     case Grouping::core:
         break;
@@ -153,11 +154,11 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
     if (profile.exact)
         out << format("instructions %.0f (exact count), %llu distinct addresses, by %s\n", profile.total,
                       static_cast<unsigned long long>(profile.distinct_addresses),
-                      std::string(name_of(profile.by)).c_str());
+                      grouping_name(profile).c_str());
     else
         out << format("samples %.0f, %llu distinct addresses, by %s\n", profile.total,
                       static_cast<unsigned long long>(profile.distinct_addresses),
-                      std::string(name_of(profile.by)).c_str());
+                      grouping_name(profile).c_str());
     if (profile.sampler)
         out << format("sampler: %.0f samples/s, %s; end: %s\n", profile.sampler->samples_per_second,
                       describe_method(*profile.sampler).c_str(),
@@ -176,7 +177,7 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
     const bool lower_bounds = profile.truncation.inclusive_lower_bounds();
     out << format("%8s %7s %s%12s  %s\n", "%", "+-se", inclusive ? (lower_bounds ? " incl>=%" : "  incl %") : "",
                   count_title,
-                  std::string(name_of(profile.by)).c_str());
+                  grouping_name(profile).c_str());
     write_rows(profile, profile.rows, inclusive, out, max_rows);
     // A multi-core chip: each core's table, its shares of its own samples.
     for (const CoreProfile& core : profile.cores) {

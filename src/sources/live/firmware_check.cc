@@ -5,12 +5,12 @@
 
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/sources/halting_target.h"
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 namespace {
 
-constexpr uint32_t cpuid_address = 0xE000ED00u;   // CPUID, System Control Block (ARMv7-M ARM B3.2.3)
 constexpr uint32_t shf_write = 0x1;               // SHF_WRITE: data the firmware changes as it runs
 constexpr size_t vector_words = 16;               // SP_main, Reset and the 14 system exception vectors
 constexpr size_t code_windows = 4;
@@ -131,7 +131,7 @@ FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& che
             }
     }
     std::string core_text;
-    const std::string cpuid_bytes = target.read_memory(cpuid_address, 4);
+    const std::string cpuid_bytes = target.read_memory(cortex_m::cpuid, 4);
     if (cpuid_bytes.size() == 4) {
         const uint32_t cpuid = word_at(cpuid_bytes, 0);
         const std::string name = cortex_m_name(cpuid);

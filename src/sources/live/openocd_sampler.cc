@@ -7,15 +7,28 @@
 #include "mcuprof/sources/pcsr_profile_reader.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 namespace {
 
-constexpr uint32_t dhcsr = 0xE000EDF0;
-constexpr uint32_t demcr = 0xE000EDFC;
-constexpr uint32_t trcena = 1u << 24;
-constexpr uint32_t dwt_pcsr = 0xE000101C;
+// The registers: mcuprof/cortex_m.h.
+using cortex_m::c_debugen;
+using cortex_m::c_halt;
+using cortex_m::dbgkey;
+using cortex_m::dcrsr;
+using cortex_m::demcr;
+using cortex_m::dfsr;
+using cortex_m::dfsr_halted;
+using cortex_m::dhcsr;
+using cortex_m::dhcsr_kept_controls;
+using cortex_m::dwt_pcsr;
+using cortex_m::regsel_msp;
+using cortex_m::regsel_psp;
+using cortex_m::s_halt;
+using cortex_m::s_regrdy;
+using cortex_m::trcena;
 
 // The batch runs inside `capture`, which holds off OpenOCD's background polling of the
 // target while its script runs (OpenOCD 0.12's command.c, jim_capture): without it OpenOCD
@@ -35,17 +48,6 @@ std::string pcsr_batch_script(unsigned count)
 // resume writes the registers back, about 340 USB commands a sample through an ST-Link
 // (docs/live.md, "Halting at probe speed"). Each `read_memory`/`write_memory` here is one
 // memory command to the probe; the whole sample is one Tcl script.
-constexpr uint32_t dcrsr = 0xE000EDF4;
-constexpr uint32_t dfsr = 0xE000ED30;
-constexpr uint32_t dhcsr_dbgkey = 0xA05F0000;   // DHCSR writes are ignored without it
-constexpr uint32_t c_debugen = 1u << 0;
-constexpr uint32_t c_halt = 1u << 1;
-// The control bits a write keeps as they were found: C_DEBUGEN, C_STEP, C_MASKINTS,
-// C_SNAPSTALL (C_HALT is ours to set and clear).
-constexpr uint32_t dhcsr_kept_controls = 0x2D;
-constexpr uint32_t s_regrdy = 1u << 16;
-constexpr uint32_t s_halt = 1u << 17;
-constexpr uint32_t dfsr_halted = 1u << 0;   // DFSR.HALTED: a halt request (C1.6.1), write 1 to clear
 
 // A core register by its DCRSR REGSEL (C1.6.3).
 struct CoreRegister {
@@ -60,8 +62,6 @@ const std::vector<CoreRegister> sample_registers = {{"pc", 15}, {"lr", 14}, {"sp
 const std::vector<CoreRegister> stack_registers = {
     {"pc", 15}, {"lr", 14}, {"sp", 13}, {"xPSR", 16}, {"r0", 0}, {"r1", 1}, {"r2", 2},   {"r3", 3},   {"r4", 4},
     {"r5", 5},  {"r6", 6},  {"r7", 7},  {"r8", 8},     {"r9", 9}, {"r10", 10}, {"r11", 11}, {"r12", 12}};
-constexpr uint32_t regsel_msp = 17;
-constexpr uint32_t regsel_psp = 18;
 
 // Tcl that reads the registers `regsels` of the halted core into the list _mcuprof_v, the
 // first one's DCRSR write already made: for each, DHCSR (S_REGRDY: the transfer is done; a
@@ -213,7 +213,7 @@ public:
         const std::string d = std::to_string(dhcsr);
         const std::string script =
             "set _mcuprof_d [read_memory " + d + " 32 1]; if {$_mcuprof_d & " + std::to_string(s_halt) +
-            "} {set _mcuprof_r \"halted $_mcuprof_d\"} else {set _mcuprof_k [expr {" + std::to_string(dhcsr_dbgkey) +
+            "} {set _mcuprof_r \"halted $_mcuprof_d\"} else {set _mcuprof_k [expr {" + std::to_string(dbgkey) +
             " | ($_mcuprof_d & " + std::to_string(dhcsr_kept_controls) + ")}]; write_memory " + d +
             " 32 [list [expr {$_mcuprof_k | " + std::to_string(c_halt | c_debugen) + "}] " +
             std::to_string(regsels[0]) + "]; set _mcuprof_c [catch {" + register_reads(regsels) +
@@ -233,7 +233,7 @@ public:
             return halt;
         }
         const uint32_t found = OpenocdSampler::parse_word(first, tcl_->peer(), "DHCSR");
-        dhcsr_resume_ = dhcsr_dbgkey | (found & dhcsr_kept_controls);
+        dhcsr_resume_ = dbgkey | (found & dhcsr_kept_controls);
         halted_by_us_ = !halt.running;
         halted_once_ = true;
         halt.state = parse_halt_state(line_end == std::string::npos ? std::string() : answer.substr(line_end + 1),

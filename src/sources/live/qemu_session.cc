@@ -413,6 +413,7 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
             // the budget comes near, so the run ends little past it.
             Clock::duration wait = std::chrono::milliseconds(10);
             double running_seconds = 0;
+            uint64_t before = 0;
             while (true) {
                 const Clock::time_point resumed = Clock::now();
                 gdb->resume();
@@ -429,6 +430,8 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
                     throw Error("qemu", "record", "interrupted while QEMU recorded the run; nothing was sampled");
                 }
                 const uint64_t so_far = recorded_so_far(*gdb);
+                run.longest_stretch = std::max(run.longest_stretch, so_far - std::min(so_far, before));
+                before = so_far;
                 if (so_far >= launch_.instruction_budget) {
                     try {
                         gdb->monitor("quit");   // QEMU shuts down: the counts are written, the log closed
@@ -496,6 +499,13 @@ std::unique_ptr<SampleSource> replay_for_sampling(
     std::unique_ptr<QemuSession> session, bool whole_run,
     const std::function<std::unique_ptr<SampleSource>(const transport::Endpoint& gdb)>& connect)
 {
+    if (const uint64_t stretch = session->recorded().longest_stretch; stretch > uint64_t(INT32_MAX))
+        throw Error(session->launch().elf, "qemu record",
+                    "QEMU recorded " + std::to_string(stretch) +
+                        " instructions without a stop (the firmware takes no interrupt, and QEMU's record mode "
+                        "stops a run only after 2^31 of them), and it cannot replay so long a stretch: no "
+                        "sample could be taken. Give the firmware a timer interrupt, or sample it with "
+                        "--gdb on a QEMU of its own (wall-clock halts, biased by QEMU's host time)");
     for (int attempt = 1;; ++attempt) {
         const uint16_t port = free_port();
         std::unique_ptr<QemuProcess> qemu = session->start_replay(port);

@@ -45,6 +45,7 @@ public:
         if (extras.tasks)
             tasks_.emplace(*extras.tasks);
         firmware_check_ = extras.firmware_check;
+        variable_ = extras.variable;
     }
 
     SamplerStats run()
@@ -188,6 +189,8 @@ private:
         HaltRequest r;
         if (tasks_)
             tasks_->add_to(r);
+        if (variable_)
+            variable_->add_to(r);
         if (stacks_)
             stacks_->add_to(r);
         return r;
@@ -238,6 +241,8 @@ private:
         LiveSample s = sample_of(state.registers, stopped, 0);
         if (stacks_)
             unwind_into(s, *stacks_, state);
+        if (variable_)
+            s.value = variable_->value_at(state);
         tag(s, state, 0);
         sink_.sample(s);
         for (size_t core = 1; core <= state.other_cores.size(); ++core) {
@@ -249,6 +254,7 @@ private:
                 target_.select_core(core);
                 unwind_into(other, other_stacks_[core - 1], alone);
             }
+            other.value = s.value;   // a global variable: one memory, the same value for every core
             tag(other, state, core);
             sink_.sample(other);
         }
@@ -413,6 +419,7 @@ private:
     std::optional<StackReader> stacks_;
     std::vector<StackReader> other_stacks_;   // cores 1, 2, ... of a multi-core target
     std::optional<TaskNames> tasks_;
+    std::optional<WatchedVariable> variable_;
     std::optional<FirmwareCheck> firmware_check_;
 
     SamplerStats stats_;
@@ -553,6 +560,8 @@ nlohmann::json LiveSampler::describe() const
         if (pacing_.pacing != Pacing::icount)
             d["bias"] = std::string(vprobe_bias_prefix) + emulator_bias_warning;
     }
+    if (extras_.variable)
+        d["variable"] = extras_.variable->to_json();
     return d;
 }
 

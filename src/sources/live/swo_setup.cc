@@ -12,7 +12,7 @@
 
 namespace mcuprof::sources {
 
-using namespace swo_registers;
+using namespace cortex_m;   // the registers: mcuprof/cortex_m.h
 
 namespace {
 
@@ -103,7 +103,7 @@ uint32_t itm_tcr_value()
 uint32_t dwt_ctrl_value(uint32_t before, const SwoRate& rate)
 {
     // POSTINIT = POSTPRESET: the first period is as long as the others.
-    return (before & ~dwt_fields) | dwt_pcsamplena | (dwt_synctap_cyccnt24 << dwt_synctap_shift) |
+    return (before & ~dwt_sampling_fields) | dwt_pcsamplena | (dwt_synctap_cyccnt24 << dwt_synctap_shift) |
            (rate.cyctap ? dwt_cyctap : 0) | (rate.postpreset << dwt_postinit_shift) |
            (rate.postpreset << dwt_postpreset_shift) | dwt_cyccntena;
 }
@@ -116,7 +116,7 @@ SwoSetupResult set_up_swo(transport::TclClient& tcl, const SwoSetupOptions& opti
     const uint32_t demcr_before = read_word(tcl, demcr, "DEMCR");
     const uint32_t itm_tcr_before = read_word(tcl, itm_tcr, "ITM_TCR");
     // DEMCR.TRCENA powers the DWT, ITM and TPIU (C1.6.5).
-    write_word(tcl, demcr, demcr_before | demcr_trcena);
+    write_word(tcl, demcr, demcr_before | trcena);
     // The ITM: unlocked (its registers ignore writes while locked), then enabled with DWT
     // packets let through and periodic sync packets.
     write_word(tcl, itm_lar, itm_unlock);

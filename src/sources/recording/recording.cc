@@ -9,6 +9,8 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
+#include "mcuprof/sources/watched_variable.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 namespace {
@@ -18,9 +20,15 @@ namespace {
 constexpr char magic[8] = {'m', 'c', 'u', 'p', 'r', 'o', 'f', '\x1a'};
 constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the payload
 
-// A stack record follows the sample record it belongs to (type 4, added in version 1:
-// readers that predate it skip it as an unknown type).
-enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3, stack_record = 4 };
+// A stack record and a value record follow the sample record they belong to (types 4 and 5,
+// added in version 1: readers that predate them skip them as unknown types).
+enum RecordType : uint16_t {
+    sample_record = 1,
+    event_record = 2,
+    summary_record = 3,
+    stack_record = 4,
+    value_record = 5,   // u32: the watched variable's bits at the halt (the header's "variable")
+};
 constexpr uint32_t sample_tagged = 1u;         // sample flags bit 0
 constexpr uint32_t sample_starts_burst = 2u;   // sample flags bit 1
 // Bits 8-15: the core of a multi-core chip (added in version 1: older recordings have 0 there,
@@ -113,11 +121,26 @@ void RecordingWriter::sample(const LiveSample& s)
             put32(frames, s.stack->callers[i]);
         record(stack_record, frames);
     }
+    if (s.value) {
+        std::string value;
+        put32(value, *s.value);
+        record(value_record, value);
+    }
 }
 
 void RecordingWriter::event(const nlohmann::json& e)
 {
     record(event_record, e.dump().substr(0, 65535));
+}
+
+void RecordingWriter::notice(const std::string& kind, const std::string& message)
+{
+    event({{"kind", kind}, {"message", message}});
+}
+
+void RecordingWriter::task(uint32_t control_block, const std::string& name)
+{
+    event({{"kind", "task"}, {"address", hex32(control_block)}, {"name", name}});
 }
 
 void RecordingWriter::summary(const core::SamplerFigures& figures)
@@ -226,6 +249,14 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             r.samples.back().stack = std::move(stack);
             break;
         }
+        case value_record: {
+            if (r.samples.empty() || r.samples.back().value)
+                throw Error(path, offset_text(at), "value record without its sample");
+            if (length != 4)
+                throw Error(path, offset_text(at), "value record of " + std::to_string(length) + " bytes, want 4");
+            r.samples.back().value = get32(payload.data());
+            break;
+        }
         case event_record:
         case summary_record: {
             nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
@@ -300,6 +331,24 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     // Reads before the first marked start (none, as the samplers write them) are a burst too.
     if (!out.bursts.empty() && out.bursts.front() != 0)
         out.bursts.insert(out.bursts.begin(), 0);
+    // The variable watched at every halt (--by var:NAME), when every sample carries its value.
+    if (auto watched = WatchedVariable::from_json(recording.header.value("variable", nlohmann::json()))) {
+        bool every = n > 0;
+        for (size_t i = 0; i < n && every; ++i)
+            every = recording.samples[i].value.has_value();
+        if (every) {
+            out.variable = watched->name;
+            out.values.reserve(n);
+            for (size_t i = 0; i < n; ++i) {
+                const uint32_t bits = *recording.samples[i].value;
+                out.values.push_back(bits);
+                if (out.value_names.count(bits) == 0)
+                    out.value_names[bits] = watched->name_of(bits);
+            }
+        } else {
+            out.notes.push_back("the variable " + watched->name + " could not be read at every halt: no grouping by it");
+        }
+    }
     // "tasks": {"0x20000100": "motor", ...}; entries that are not that are skipped.
     auto tasks = recording.header.find("tasks");
     if (tasks != recording.header.end() && tasks->is_object())

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mcuprof::core {
@@ -33,6 +34,12 @@ struct TypeLayout {
     // its name, kind and size, no members; DataLayout::type(name) gives the full one.
     std::shared_ptr<const TypeLayout> element;
     uint64_t count = 0;                          // array elements (0 if unknown)
+    // Base types and enumerations: whether the value is signed (DW_ATE_signed and
+    // DW_ATE_signed_char; an enumeration with a negative enumerator), and an enumeration's
+    // enumerators (DW_TAG_enumerator: name, DW_AT_const_value), in the DWARF's order.
+    bool is_signed = false;
+    bool is_float = false;   // DW_ATE_float, complex_float, decimal_float
+    std::vector<std::pair<int64_t, std::string>> enumerators;
 
     const Member* member(std::string_view name) const;   // nullptr if absent
 };

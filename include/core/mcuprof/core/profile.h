@@ -20,9 +20,13 @@ class SourceLocator;
 
 // stack: one row per distinct call chain (the callers' functions, root first); core: one row
 // per core of a multi-core chip.
-enum class Grouping { function, line, address, task, stack, core };
+// value: by the value of a global variable read at each halt (--by var:NAME).
+enum class Grouping { function, line, address, task, stack, core, value };
 
+// "function", ..., "stack", or "var:NAME" (value; the name is variable_of_grouping's).
 std::optional<Grouping> parse_grouping(std::string_view text);
+// NAME of "var:NAME"; empty for any other grouping.
+std::string_view variable_of_grouping(std::string_view text);
 std::string_view name_of(Grouping grouping);
 
 struct Row {
@@ -92,6 +96,7 @@ struct CoreProfile {
 struct Profile {
     std::string origin;
     Grouping by = Grouping::function;
+    std::string variable;                // by value: the variable's name
     bool exact = false;                  // a census: "samples" are executed instructions
     double total = 0;
     std::optional<uint64_t> run_instructions;   // the whole run's instructions, when known (SampleSet)
@@ -118,6 +123,9 @@ struct Profile {
     // A multi-core sample set: each core's profile, in core order (empty for one core).
     std::vector<CoreProfile> cores;
 };
+
+// What a profile's rows are, for its reports: name_of(by), or by value "var:NAME".
+std::string grouping_name(const Profile& profile);
 
 struct AttributionOptions {
     Grouping by = Grouping::function;

@@ -92,6 +92,11 @@ struct SampleSet {
     // sleep packets (SWO). They count in the total, not as unattributed.
     std::map<std::string, uint64_t> without_address;
     std::map<uint32_t, std::string> tag_names; // tag value -> task name
+    // A watched global variable (--by var:NAME): its name, its value at each pc (the bits
+    // read, zero-extended), and each value's name (an enumerator, else the number).
+    std::string variable;
+    std::vector<uint32_t> values;
+    std::map<uint32_t, std::string> value_names;
     bool exact = false;                       // a census (every instruction), not a sample
     // The instructions the whole run executed, when the source knows them: a census's sum, or
     // the recorded run of a --qemu recording that ran to the firmware's exit. diff compares

@@ -70,6 +70,12 @@ private:
 struct RecordedRun {
     uint64_t instructions = 0;         // executed, by the truth plugin's census
     bool exited = false;               // the firmware ended it (semihosting exit), not the budget
+    // The longest stretch QEMU ran between two of the recorder's halts. Record mode stops a
+    // run only between its blocks of instructions, which in firmware without interrupts are
+    // 2^31 long; QEMU's replay reads a stretch longer than INT32_MAX as a negative count and
+    // ends the replay at the first stop past its first 65535 instructions (measured on QEMU
+    // 7.2.22 and 10.0: every sample lost), so such a recording cannot be sampled.
+    uint64_t longest_stretch = 0;
     std::string counts_path;           // the census: "0xADDR COUNT" lines (mcuprof truth reads them)
     std::string log_path;              // the record/replay log
 };

@@ -32,6 +32,7 @@ struct LiveSample {
     bool starts_burst = false;
     uint32_t core = 0;        // which core of a multi-core chip (0 on one core), 0 to 255
     std::optional<core::CallStack> stack;   // the callers, when the sampler unwound the stack
+    std::optional<uint32_t> value;          // the watched variable's bits (--by var:NAME)
 };
 
 class RecordingWriter {
@@ -43,7 +44,11 @@ public:
     RecordingWriter& operator=(const RecordingWriter&) = delete;
 
     void sample(const LiveSample& s);
-    // Something that happened: {"kind": ..., "message": ...}.
+    // Something that happened (a fallback, a resume, the end): {"kind": ..., "message": ...}.
+    void notice(const std::string& kind, const std::string& message);
+    // A task met for the first time: {"kind": "task", "address": "0x...", "name": ...}.
+    void task(uint32_t control_block, const std::string& name);
+    // An event record as given (the two above are its forms; tests write others).
     void event(const nlohmann::json& e);
     // The sampler's own figures, once, at the end.
     void summary(const core::SamplerFigures& figures);

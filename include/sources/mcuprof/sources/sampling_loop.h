@@ -17,6 +17,7 @@
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/stack_sampling.h"
+#include "mcuprof/sources/watched_variable.h"
 #include "mcuprof/transport/tcp_connection.h"
 
 namespace mcuprof::transport {
@@ -54,6 +55,7 @@ struct HaltExtras {
     std::optional<StackSamplingOptions> stacks;   // unwind the call stack at every halt
     std::optional<TaskLayout> tasks;              // tag each sample with the running task
     std::optional<FirmwareCheck> firmware_check;  // the target against the ELF, before the first sample
+    std::optional<WatchedVariable> variable;      // read at every halt (--by var:NAME)
 };
 
 // QEMU's instruction count during a replay, through QMP or the GDB server's monitor. The

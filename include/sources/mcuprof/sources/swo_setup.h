@@ -7,31 +7,10 @@
 #include <cstdint>
 #include <string>
 
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/transport/tcl_client.h"
 
 namespace mcuprof::sources {
-
-// Registers (ARMv7-M ARM, ARM DDI 0403: C1.6.5 DEMCR, C1.7 ITM, C1.8.7 DWT_CTRL).
-namespace swo_registers {
-constexpr uint32_t demcr = 0xE000EDFC;
-constexpr uint32_t demcr_trcena = 1u << 24;
-constexpr uint32_t itm_lar = 0xE0000FB0;
-constexpr uint32_t itm_unlock = 0xC5ACCE55;            // CoreSight lock access key
-constexpr uint32_t itm_tcr = 0xE0000E80;
-constexpr uint32_t itm_tcr_itmena = 1u << 0;
-constexpr uint32_t itm_tcr_syncena = 1u << 2;
-constexpr uint32_t itm_tcr_dwtena = 1u << 3;             // TXENA: DWT packets into the ITM stream
-constexpr uint32_t itm_trace_bus_id = 1;                 // TraceBusID, bits 22:16; non-zero
-constexpr uint32_t dwt_ctrl = 0xE0001000;
-constexpr uint32_t dwt_cyccntena = 1u << 0;
-constexpr unsigned dwt_postpreset_shift = 1;             // bits 4:1
-constexpr unsigned dwt_postinit_shift = 5;               // bits 8:5
-constexpr uint32_t dwt_cyctap = 1u << 9;
-constexpr unsigned dwt_synctap_shift = 10;               // bits 11:10
-constexpr uint32_t dwt_synctap_cyccnt24 = 1;             // a sync packet every 2^24 cycles
-constexpr uint32_t dwt_pcsamplena = 1u << 12;
-constexpr uint32_t dwt_fields = 0x00001FFF;              // the fields set here, bits 12:0
-} // namespace swo_registers
 
 // One DWT PC sampling setting: a sample every (POSTPRESET + 1) toggles of the CYCCNT bit
 // CYCTAP chooses (bit 6: 64 cycles, bit 10: 1024 cycles).

@@ -13,79 +13,20 @@
 #include <optional>
 #include <set>
 
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/vprobe/debug_target.h"
 #include "mcuprof/vprobe/mem_ap.h"
 
 namespace mcuprof::vprobe {
 
 namespace cortex_m {
-// Debug registers in the SCS (DDI 0403, C1 "Debug system registers").
-constexpr uint32_t cpuid = 0xE000ED00;
-constexpr uint32_t aircr = 0xE000ED0C;
-constexpr uint32_t dfsr = 0xE000ED30;
-constexpr uint32_t dhcsr = 0xE000EDF0;
-constexpr uint32_t dcrsr = 0xE000EDF4;
-constexpr uint32_t dcrdr = 0xE000EDF8;
-constexpr uint32_t demcr = 0xE000EDFC;
-// DSCSR, Debug Security Control and Status Register (ARMv8-M with the Security Extension;
-// DDI 0553, "DSCSR"): CDS, the current security state (1 Secure); SBRSEL/SBRSELEN choose the
-// bank of SP, MSP and PSP that DCRSR's REGSEL 13, 17 and 18 reach (stored, not applied).
-constexpr uint32_t dscsr = 0xE000EE08;
-constexpr uint32_t dscsr_cds = 1u << 16;
-constexpr uint32_t dscsr_sbrsel_bits = 0x3;
+using namespace mcuprof::cortex_m;   // the register map every layer shares
 
-// DHCSR, Debug Halting Control and Status Register.
-constexpr uint32_t dbgkey = 0xA05Fu << 16;
-constexpr uint32_t c_debugen = 1u << 0;
-constexpr uint32_t c_halt = 1u << 1;
-constexpr uint32_t c_step = 1u << 2;
-constexpr uint32_t c_maskints = 1u << 3;
-constexpr uint32_t c_snapstall = 1u << 5;
-constexpr uint32_t s_regrdy = 1u << 16;
-constexpr uint32_t s_halt = 1u << 17;
-constexpr uint32_t s_sleep = 1u << 18;
-constexpr uint32_t s_lockup = 1u << 19;
-constexpr uint32_t s_retire_st = 1u << 24;
-constexpr uint32_t s_reset_st = 1u << 25;
-
-// DCRSR, Debug Core Register Selector Register: REGSEL and the direction.
-constexpr uint32_t dcrsr_regwnr = 1u << 16;
-constexpr uint32_t dcrsr_regsel_mask = 0x7F;
-
-// DEMCR, Debug Exception and Monitor Control Register.
-constexpr uint32_t vc_corereset = 1u << 0;
-constexpr uint32_t trcena = 1u << 24;
-constexpr uint32_t demcr_writable = 0x010F07F1;
-
-// DFSR, Debug Fault Status Register (in the SCB): why the core halted; write 1 to clear.
-constexpr uint32_t dfsr_halted = 1u << 0;
-constexpr uint32_t dfsr_bkpt = 1u << 1;
-constexpr uint32_t dfsr_dwttrap = 1u << 2;
-constexpr uint32_t dfsr_vcatch = 1u << 3;
-constexpr uint32_t dfsr_external = 1u << 4;
-
-// AIRCR, Application Interrupt and Reset Control Register: the key and the reset requests.
-constexpr uint32_t vectkey = 0x05FAu << 16;
-constexpr uint32_t vectreset = 1u << 0;
-constexpr uint32_t sysresetreq = 1u << 2;
-
-// DWT, Data Watchpoint and Trace unit.
-constexpr uint32_t dwt_ctrl = 0xE0001000;
-constexpr uint32_t dwt_cyccnt = 0xE0001004;
-constexpr uint32_t dwt_pcsr = 0xE000101C;
-constexpr uint32_t dwt_comp0 = 0xE0001020;
+// What the simulated core has and answers.
+constexpr uint32_t demcr_writable = 0x010F07F1;   // DEMCR's bits a write may set
 constexpr unsigned dwt_comparators = 4;
-constexpr uint32_t dwt_cyccntena = 1u << 0;
-
-// FPB, Flash Patch and Breakpoint unit (FPBv1, as on the Cortex-M3/M4).
-constexpr uint32_t fp_ctrl = 0xE0002000;
-constexpr uint32_t fp_remap = 0xE0002004;
-constexpr uint32_t fp_comp0 = 0xE0002008;
 constexpr unsigned fp_code_comparators = 6;
 constexpr unsigned fp_literal_comparators = 2;
-constexpr uint32_t fp_ctrl_enable = 1u << 0;
-constexpr uint32_t fp_ctrl_key = 1u << 1;
-
 // A Cortex-M4 r0p1 CPUID, answered when the target's own cannot be read.
 constexpr uint32_t cortex_m4_cpuid = 0x410FC241;
 } // namespace cortex_m

@@ -1,0 +1,111 @@
+#include "mcuprof/sources/watched_variable.h"
+
+#include "mcuprof/core/data_layout.h"
+#include "mcuprof/error.h"
+#include "mcuprof/hex.h"
+
+namespace mcuprof::sources {
+
+namespace {
+
+uint32_t mask_of(uint32_t size)
+{
+    return size >= 4 ? 0xFFFFFFFFu : (1u << (8 * size)) - 1;
+}
+
+} // namespace
+
+std::string WatchedVariable::name_of(uint32_t bits) const
+{
+    bits &= mask_of(size);
+    if (auto known = names.find(bits); known != names.end())
+        return known->second;
+    if (is_signed && size < 4 && (bits >> (8 * size - 1)) != 0)
+        return std::to_string(int64_t(bits) - (int64_t(1) << (8 * size)));   // two's complement
+    return is_signed ? std::to_string(int32_t(bits)) : std::to_string(bits);
+}
+
+nlohmann::json WatchedVariable::to_json() const
+{
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [bits, name] : names)
+        values[std::to_string(bits)] = name;
+    return {{"name", name}, {"address", hex32(address)}, {"size", size}, {"signed", is_signed}, {"values", values}};
+}
+
+std::optional<WatchedVariable> WatchedVariable::from_json(const nlohmann::json& j)
+{
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("size") ||
+        !j["size"].is_number_unsigned())
+        return std::nullopt;
+    WatchedVariable v;
+    v.name = j["name"].get<std::string>();
+    v.size = j["size"].get<uint32_t>();
+    if (v.size != 1 && v.size != 2 && v.size != 4)
+        return std::nullopt;
+    v.is_signed = j.value("signed", false) == true;
+    if (auto values = j.find("values"); values != j.end() && values->is_object())
+        for (const auto& [bits, name] : values->items()) {
+            if (!name.is_string() || bits.empty() || bits.size() > 10 ||
+                bits.find_first_not_of("0123456789") != std::string::npos)
+                continue;
+            const uint64_t number = std::stoull(bits);
+            if (number <= 0xFFFFFFFFu)
+                v.names[uint32_t(number)] = name.get<std::string>();
+        }
+    return v;
+}
+
+void WatchedVariable::add_to(HaltRequest& request)
+{
+    range_ = request.memory.size();
+    request.memory.emplace_back(address, size);
+}
+
+std::optional<uint32_t> WatchedVariable::value_at(const HaltState& state) const
+{
+    if (state.memory.size() <= range_ || state.memory[range_].size() != size)
+        return std::nullopt;   // the target refused the read
+    uint32_t bits = 0;
+    for (uint32_t i = 0; i < size; ++i)   // little-endian, as every Cortex-M image mcuprof reads
+        bits |= uint32_t(uint8_t(state.memory[range_][i])) << (8 * i);
+    return bits;
+}
+
+WatchedVariable find_watched_variable(const core::Firmware& firmware, const std::string& name)
+{
+    const std::string option = "--by var:" + name;
+    if (name.empty())
+        throw mcuprof::Error(firmware.path(), "", "--by var:NAME needs the name of a global variable");
+    if (!firmware.has_debug_info())
+        throw mcuprof::Error(firmware.path(), ".debug_info",
+                             option + " reads the variable's place and type from the DWARF, and the ELF has none "
+                                      "(build with -g)");
+    const std::optional<core::VariableLayout> found = firmware.data_layout().variable(name);
+    if (!found)
+        throw mcuprof::Error(firmware.path(), ".debug_info",
+                             option + ": the DWARF has no global or static variable '" + name +
+                                 "' at a fixed address");
+    // --gc-sections leaves an unused variable's DWARF with DW_OP_addr 0, where Cortex-M has
+    // its vector table, never a variable.
+    if (found->address == 0)
+        throw mcuprof::Error(firmware.path(), ".debug_info",
+                             option + ": '" + name + "' has no address in the image (the linker removed it as unused?)");
+    const core::TypeLayout* type = found->type.get();
+    using Kind = core::TypeLayout::Kind;
+    if (type == nullptr || (type->kind != Kind::base && type->kind != Kind::enumeration) || type->is_float ||
+        (type->size != 1 && type->size != 2 && type->size != 4))
+        throw mcuprof::Error(firmware.path(), ".debug_info",
+                             option + ": '" + name + "' is of type " + (type ? "'" + type->name + "'" : "unknown") +
+                                 "; grouping reads an integer, boolean or enumeration of 1, 2 or 4 bytes");
+    WatchedVariable v;
+    v.name = name;
+    v.address = found->address;
+    v.size = uint32_t(type->size);
+    v.is_signed = type->is_signed;
+    for (const auto& [value, enumerator] : type->enumerators)
+        v.names.emplace(uint32_t(uint64_t(value)) & mask_of(v.size), enumerator);
+    return v;
+}
+
+} // namespace mcuprof::sources
