@@ -147,8 +147,8 @@ class Checks(unittest.TestCase):
             ([*report, "--calls", "--by", "line"], 1, "--by does not go with --calls"),
             ([*report, "--first", "-2"], 1, "--first"),
             ([*report, self.dump], 1, "one INPUT"),
-            (["truth", self.dump, "--elf", self.elf, "--by", "task"], 1, "--by takes function, line, address or "
-                                                                           "stack"),
+            (["truth", self.dump, "--elf", self.elf, "--by", "task"], 1, "--by takes function, line, address, "
+                                                                           "stack or core"),
             (["diff", self.dump, self.dump, "--elf", self.elf, "--format", "collapsed"], 1, "collapsed"),
             (["diff", self.dump, self.dump, "--elf", self.elf, "--format", "json", "--top", "1"], 1,
              "--top goes with --format text or markdown"),
