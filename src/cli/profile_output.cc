@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -145,22 +146,39 @@ core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& 
 {
     auto by = core::parse_grouping(options.by);
     if (!by)
-        throw UsageError("--by takes function, line, address, task or stack, not '" + options.by + "'");
+        throw UsageError("--by takes function, line, address, task, stack or exception, not '" + options.by + "'");
     if (*by == core::Grouping::task && samples.tags.empty())
         throw mcuprof::Error(options.input, "",
                              "--by task needs samples tagged with the current task; this input has no tags");
+    if (*by == core::Grouping::exception && samples.exceptions.empty())
+        throw mcuprof::Error(options.input, "",
+                             "--by exception needs the exception (IPSR) at each sample, which halting recordings "
+                             "keep; this input has none");
     return *by;
 }
 
-core::Profile attribute_as(const core::SampleSet& samples, const core::SymbolTable& symbols,
-                           core::SourceLocator& locator, core::Grouping by, const ReportOptions& options,
-                           bool stacks)
+// The vector table's handlers by exception number (ARMv7-M ARM B1.5.3: word N is exception
+// N's handler, Thumb bit set; word 0 the initial main stack pointer), entries that are 0 left out.
+std::map<uint32_t, uint32_t> handlers_of(const core::Firmware& firmware)
+{
+    std::map<uint32_t, uint32_t> handlers;
+    const std::vector<uint32_t> table = firmware.vector_table();
+    for (uint32_t n = 1; n < table.size(); ++n)
+        if (table[n] != 0)
+            handlers[n] = table[n] & ~1u;
+    return handlers;
+}
+
+core::Profile attribute_as(const core::SampleSet& samples, const core::Firmware& firmware, core::Grouping by,
+                           const ReportOptions& options, bool stacks)
 {
     core::AttributionOptions attribution;
     attribution.by = by;
     attribution.inline_frames = options.inline_frames;
     attribution.stacks = stacks;
-    return core::attribute(samples, symbols, &locator, attribution);
+    if (by == core::Grouping::exception)
+        attribution.vector_table = handlers_of(firmware);
+    return core::attribute(samples, firmware.symbols(), &firmware.locator(), attribution);
 }
 
 // A source file as DWARF names it, or nullopt when it is not on this machine.
@@ -180,7 +198,7 @@ core::Profile build_profile(const core::SampleSet& samples, const ReportOptions&
                             const core::Firmware& firmware, bool stacks)
 {
     const core::Grouping by = grouping_of(samples, options);
-    return attribute_as(samples, firmware.symbols(), firmware.locator(), by, options, stacks);
+    return attribute_as(samples, firmware, by, options, stacks);
 }
 
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write)
@@ -205,11 +223,11 @@ void write_profile(const core::SampleSet& samples, const ReportOptions& options,
 
     const core::SymbolTable& symbols = firmware.symbols();
     core::SourceLocator& locator = firmware.locator();
-    core::Profile profile = attribute_as(samples, symbols, locator, by, options, format.needs_stacks);
+    core::Profile profile = attribute_as(samples, firmware, by, options, format.needs_stacks);
     profile.warnings.insert(profile.warnings.begin(), options.warnings.begin(), options.warnings.end());
     std::optional<core::Profile> lines;
     if (format.needs_lines)
-        lines = attribute_as(samples, symbols, locator, core::Grouping::line, options, format.needs_stacks);
+        lines = attribute_as(samples, firmware, core::Grouping::line, options, format.needs_stacks);
 
     const core::ReportInput input{profile, lines ? &*lines : nullptr, samples, symbols, &locator,
                                   read_source_file, options.top};
