@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <sstream>
 
@@ -157,18 +156,6 @@ core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& 
     return *by;
 }
 
-// The vector table's handlers by exception number (ARMv7-M ARM B1.5.3: word N is exception
-// N's handler, Thumb bit set; word 0 the initial main stack pointer), entries that are 0 left out.
-std::map<uint32_t, uint32_t> handlers_of(const core::Firmware& firmware)
-{
-    std::map<uint32_t, uint32_t> handlers;
-    const std::vector<uint32_t> table = firmware.vector_table();
-    for (uint32_t n = 1; n < table.size(); ++n)
-        if (table[n] != 0)
-            handlers[n] = table[n] & ~1u;
-    return handlers;
-}
-
 core::Profile attribute_as(const core::SampleSet& samples, const core::Firmware& firmware, core::Grouping by,
                            const ReportOptions& options, bool stacks)
 {
@@ -177,7 +164,7 @@ core::Profile attribute_as(const core::SampleSet& samples, const core::Firmware&
     attribution.inline_frames = options.inline_frames;
     attribution.stacks = stacks;
     if (by == core::Grouping::exception)
-        attribution.vector_table = handlers_of(firmware);
+        attribution.vector_table = core::vector_handlers(firmware.vector_table());
     return core::attribute(samples, firmware.symbols(), &firmware.locator(), attribution);
 }
 

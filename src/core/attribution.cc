@@ -701,6 +701,15 @@ void find_preempted(Profile& profile, const SampleSet& samples, const SymbolTabl
 
 } // namespace
 
+std::map<uint32_t, uint32_t> vector_handlers(const std::vector<uint32_t>& vector_table)
+{
+    std::map<uint32_t, uint32_t> handlers;
+    for (uint32_t n = 1; n < vector_table.size(); ++n)
+        if (vector_table[n] != 0)
+            handlers[n] = vector_table[n] & ~1u;
+    return handlers;
+}
+
 std::string exception_row_name(uint32_t number, const std::map<uint32_t, uint32_t>& vector_table,
                                const SymbolTable& symbols)
 {
