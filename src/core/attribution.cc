@@ -816,6 +816,10 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
             if (row.address)
                 row.location = locator->line_at(*row.address);
     }
+    if (options.by == Grouping::exception)
+        for (uint32_t number : samples.exceptions)
+            if (!profile.exception_rows.count(number))
+                profile.exception_rows[number] = exception_row_name(number, options.vector_table, symbols);
     profile.load = cpu_load(profile, samples, symbols);
     profile.sleep_not_counted = !samples.measures_time;
     find_preempted(profile, samples, symbols, options);

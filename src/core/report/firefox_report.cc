@@ -158,7 +158,9 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
         return it->second;
     };
     // One thread per RTOS task when the samples are tagged (the profiler shows each as a
-    // track), else one "firmware" thread; each holds its samples in the order taken.
+    // track), by exception one per exception (Thread mode, each handler), else one "firmware"
+    // thread; each holds its samples in the order taken.
+    const bool by_exception = input.profile.by == Grouping::exception && !samples.exceptions.empty();
     struct Thread {
         std::string name;
         json stack = json::array();
@@ -167,9 +169,12 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
     std::vector<Thread> threads;
     std::map<uint32_t, size_t> thread_of_tag;
     auto thread_for = [&](size_t i) -> Thread& {
-        const uint32_t tag = samples.tags.empty() ? 0 : samples.tags[i];
+        const uint32_t tag = by_exception ? samples.exceptions[i] : samples.tags.empty() ? 0 : samples.tags[i];
         auto [it, added] = thread_of_tag.emplace(tag, threads.size());
-        if (added) {
+        if (added && by_exception) {
+            auto named = input.profile.exception_rows.find(tag);
+            threads.push_back({named != input.profile.exception_rows.end() ? named->second : std::to_string(tag)});
+        } else if (added) {
             auto named = samples.tag_names.find(tag);
             char hex[16];
             std::snprintf(hex, sizeof hex, "0x%08x", tag);

@@ -117,6 +117,8 @@ struct Profile {
     // --by exception with stacks: for each exception row, what its samples preempted (the
     // function, or the exception, that ran when it was taken), by samples, descending.
     std::map<std::string, std::vector<std::pair<std::string, double>>> preempted;
+    // --by exception: each sampled exception number's row name (the Firefox format's tracks).
+    std::map<uint32_t, std::string> exception_rows;
 };
 
 struct AttributionOptions {
