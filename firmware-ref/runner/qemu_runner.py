@@ -34,6 +34,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,29 @@ def _listening(port: int, pid: Optional[int] = None) -> bool:
     return False
 
 
+def exception_entries(elf: Path) -> list[int]:
+    """The distinct handler addresses of an image's vector table (its `.vectors` section, or
+    the first allocated one: word 0 is the initial stack pointer, then the handlers, Thumb bit
+    set), read from the ELF32 file itself; [] when there is none."""
+    data = Path(elf).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 1 or data[5] != 1:
+        return []
+    shoff, = struct.unpack_from("<I", data, 0x20)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
+    sections = [struct.unpack_from("<IIIIIIIIII", data, shoff + k * shentsize) for k in range(shnum)]
+    names = sections[shstrndx][4]
+    def name(sec):
+        start = names + sec[0]
+        return data[start:data.index(b"\0", start)].decode()
+    SHT_PROGBITS, SHF_ALLOC = 1, 2
+    loaded = [sec for sec in sections if sec[1] == SHT_PROGBITS and sec[2] & SHF_ALLOC and sec[5] >= 8]
+    table = next((sec for sec in loaded if name(sec) == ".vectors"), min(loaded, key=lambda sec: sec[3], default=None))
+    if table is None:
+        return []
+    words = struct.unpack_from(f"<{table[5] // 4}I", data, table[4])
+    return sorted({w & ~1 for w in words[1:] if w & 1})[:64]
+
+
 def census_window(before: dict[int, int], after: dict[int, int]) -> dict[int, int]:
     """The census of the window between two snapshots: what ran after `before`, by address."""
     window = {address: count - before.get(address, 0) for address, count in after.items()}
@@ -234,6 +258,9 @@ class QemuRun:
             self.snapshot_fifo = self.workdir / "snapshots.fifo"
             os.mkfifo(self.snapshot_fifo)
             self.truth_args += [f"cost={int(uniform_cost_ns)}", f"snapshots={self.snapshot_fifo}"]
+            # The handlers' first instructions: the time census gives QEMU's work before an
+            # interrupt's entry to the interrupted code (firmware-ref/truth/truth.c).
+            self.truth_args += [f"entry={hex(a)}" for a in exception_entries(self.elf)]
         self._snapshots = 0
         self.record = Path(record) if record else None
         self.replay = Path(replay) if replay else None
@@ -449,7 +476,19 @@ class QemuRun:
         for line in path.read_text().splitlines():
             address, count = line.split()
             counts[int(address, 16)] = int(count)
+        self.last_snapshot = path
         return counts
+
+    def snapshot_times(self) -> dict[int, int]:
+        """The host nanoseconds of every instruction so far, {address: ns}, of the last
+        snapshot(): the time a wall-clock halt would have found each instruction next
+        (firmware-ref/truth/truth.c, truth_before_each). The difference of two is the time
+        census of the window between them."""
+        times: dict[int, int] = {}
+        for line in Path(f"{self.last_snapshot}.time").read_text().splitlines():
+            address, ns = line.split()[:2]
+            times[int(address, 16)] = int(ns)
+        return times
 
     # ---- output
 

@@ -47,7 +47,11 @@
  * renamed, so a file that exists is whole. The difference of two snapshots is the exact count
  * of the window between them, to within the instruction being executed when each was taken.
  * A halted vCPU runs no instructions: a request made while it is halted is served when it
- * runs again.
+ * runs again. In uniform-cost mode a snapshot also writes FILE.time (before FILE): the time
+ * census, the host nanoseconds in which a wall-clock halt would have stopped at each address
+ * ("0xADDRESS NS"; see charge_time). entry=ADDR (up to 64, the exception handlers' first
+ * instructions: the runner gives the vector table's) tells that census where an interrupt
+ * begins. On a loaded host it is the reference for wall-clock halts, which the counts are not.
  *
  * One plugin serves QEMU 7.2 (plugin API 1) and QEMU 10 (API 4): this file is the counting,
  * free of QEMU's types; truth_api1.c and truth_api4.c are the glue, each compiled against its
@@ -160,6 +164,7 @@ static struct counter *counter_for(uint64_t addr)
     c->storage = slabs->storage;
     c->slot = slot;
     c->split = 0;
+    c->time_ns = 0;
     memset(c->by_task, 0, sizeof c->by_task);
     table[i] = c;
     n_counters++;
@@ -210,7 +215,42 @@ static void poll_snapshot_requests(void)
     }
 }
 
-void truth_before_each(void)
+/* The time census (uniform-cost mode): for each instruction, the host time in which a halt
+ * requested by wall clock would have stopped the vCPU there. With one instruction a
+ * translation block, TCG checks for an exit request at each block's start, before the
+ * instruction's callbacks; so a request made while instruction P waits its turn, or while P
+ * executes, stops the vCPU at the next instruction N. Between P's wait and N's callback is
+ * QEMU's own time (the gap), counted by what it was:
+ *  - short (under PAUSE_NS): N's, as the wait;
+ *  - before an exception entry (N is one of entries=, reached from a P that does not precede
+ *    it): QEMU's work at a timer event, the event's interrupt taken only after it. A halt
+ *    requested then stops at the interrupted instruction, P's successor in sequence (QEMU
+ *    delivers the pending interrupt once the main loop has run the timer; measured: a
+ *    loaded host's timer stalls were seen by halts in the interrupted code, not the handler);
+ *  - any other long gap: left out. It is a debugger's halt (the vCPU stopped between two
+ *    blocks: counting it would weigh the census by the very samples it is to check) or the
+ *    host's scheduler between two blocks, which falls nowhere in particular.
+ * Preemption of the vCPU thread in a wait is in that wait: uniform over the instructions. */
+static uint64_t last_turn_ns, last_wait_end_ns;
+static struct counter *last_counter;
+enum { MAX_ENTRIES = 64 };
+static uint64_t entries[MAX_ENTRIES];
+static size_t n_entries;
+
+static void charge_time(struct counter *c, uint64_t now)
+{
+    struct counter *p = last_counter;
+    if (p == NULL)
+        return;
+    c->time_ns += last_wait_end_ns - last_turn_ns;
+    const uint64_t gap = now - last_wait_end_ns;
+    if (gap <= PAUSE_NS)
+        c->time_ns += gap;
+    else if (c->entry && p->addr + p->size != c->addr)
+        counter_for(p->addr + p->size)->time_ns += gap;
+}
+
+void truth_before_each(struct counter *c)
 {
     if (snapshot_fd >= 0 && until_poll-- == 0) {
         until_poll = POLL_EVERY;
@@ -219,11 +259,15 @@ void truth_before_each(void)
     if (cost_ns == 0)
         return;
     uint64_t now = now_ns();
+    charge_time(c, now);
+    last_turn_ns = now;
+    last_counter = c;
     if (now > deadline_ns + PAUSE_NS)
         deadline_ns = now;   /* after a pause: start afresh, no burst to catch up */
     deadline_ns += cost_ns;
     while (now < deadline_ns)
         now = now_ns();
+    last_wait_end_ns = now;
 }
 
 /* ---- task mode ---- */
@@ -281,9 +325,11 @@ void truth_task_switch(size_t point)
     current_task = incoming_task;
 }
 
-void truth_instrument(void *insn, uint64_t addr)
+void truth_instrument(void *insn, uint64_t addr, size_t size)
 {
     struct counter *c = counter_for(addr);
+    c->size = (uint32_t)size;
+    c->entry = listed(entries, n_entries, addr);
     for (size_t point = 0; point < n_task_switches; point++)
         if (task_switches[point] == addr)
             api->call_before(insn, point);
@@ -291,7 +337,7 @@ void truth_instrument(void *insn, uint64_t addr)
         api->call_on_load(insn);
     api->count_each(insn, c);
     if (cost_ns != 0 || snapshot_fd >= 0)
-        api->call_before_each(insn);
+        api->call_before_each(insn, c);
 }
 
 static int by_address(const void *a, const void *b)
@@ -360,35 +406,56 @@ static void write_tasks(const char *path, struct counter **list, size_t n)
     fclose(f);
 }
 
-/* A snapshot: written under FILE.part, then renamed, so that FILE appears whole. */
+/* Uniform-cost mode: the host nanoseconds of each instruction (truth_before_each), as
+ * "0xADDRESS NS" lines. */
+static void write_times(const char *path, struct counter **list, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "truth: cannot write %s\n", path);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (list[k]->time_ns != 0)
+            fprintf(f, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, list[k]->time_ns);
+    fclose(f);
+}
+
+/* FILE with `suffix` (FILE itself for ""), written by `write` under that name plus ".part",
+ * then renamed, so that it appears whole. */
+static void write_whole(const char *path, const char *suffix, void (*write)(const char *, struct counter **, size_t),
+                        struct counter **list, size_t n)
+{
+    size_t size = strlen(path) + strlen(suffix) + sizeof ".part";
+    char *part = malloc(size), *whole = malloc(size);
+    if (part == NULL || whole == NULL) {
+        fprintf(stderr, "truth: out of memory for the snapshot %s%s\n", path, suffix);
+    } else {
+        snprintf(whole, size, "%s%s", path, suffix);
+        snprintf(part, size, "%s%s.part", path, suffix);
+        write(part, list, n);
+        if (rename(part, whole) != 0)
+            fprintf(stderr, "truth: cannot rename %s to %s\n", part, whole);
+    }
+    free(part);
+    free(whole);
+}
+
+/* A snapshot: FILE appears whole, and last (FILE.tasks in task mode, FILE.time in uniform-cost
+ * mode before it). */
 static void write_snapshot(const char *path)
 {
     size_t n = 0;
     struct counter **list = executed(&n);
-    size_t len = strlen(path);
-    char *part = malloc(len + sizeof ".tasks.part");
-    if (list == NULL || part == NULL) {
+    if (list == NULL) {
         fprintf(stderr, "truth: out of memory for the snapshot %s\n", path);
-        free(list);
-        free(part);
         return;
     }
-    if (task_path != NULL) {
-        char *tasks_file = malloc(len + sizeof ".tasks");
-        if (tasks_file != NULL) {
-            snprintf(part, len + sizeof ".tasks.part", "%s.tasks.part", path);
-            snprintf(tasks_file, len + sizeof ".tasks", "%s.tasks", path);
-            write_tasks(part, list, n);
-            if (rename(part, tasks_file) != 0)
-                fprintf(stderr, "truth: cannot rename %s to %s\n", part, tasks_file);
-            free(tasks_file);
-        }
-    }
-    snprintf(part, len + sizeof ".tasks.part", "%s.part", path);
-    write_counts(part, list, n);
-    if (rename(part, path) != 0)
-        fprintf(stderr, "truth: cannot rename %s to %s\n", part, path);
-    free(part);
+    if (task_path != NULL)
+        write_whole(path, ".tasks", write_tasks, list, n);
+    if (cost_ns != 0)
+        write_whole(path, ".time", write_times, list, n);
+    write_whole(path, "", write_counts, list, n);
     free(list);
 }
 
@@ -415,11 +482,11 @@ static bool parse_count(const char *text, uint64_t *value)
     return end != text && *end == '\0' && errno == 0 && *value <= 1000000000u; /* at most 1 s an instruction */
 }
 
-static bool add_point(uint64_t *list, size_t *n, const char *text)
+static bool add_point(uint64_t *list, size_t *n, size_t most, const char *text)
 {
     char *end = NULL;
     uint64_t addr = strtoull(text, &end, 0);
-    if (end == text || *end != '\0' || *n == MAX_POINTS)
+    if (end == text || *end != '\0' || *n == most)
         return false;
     list[(*n)++] = addr & ~(uint64_t)1; /* a Thumb symbol's bit 0 is not part of the address */
     return true;
@@ -436,11 +503,13 @@ int truth_start(const struct truth_api *chosen, int argc, char **argv)
         } else if (strncmp(argv[k], "cost=", 5) == 0 && parse_count(argv[k] + 5, &cost_ns)) {
         } else if (strncmp(argv[k], "snapshots=", 10) == 0) {
             snapshot_fifo = strdup(argv[k] + 10);
-        } else if (strncmp(argv[k], "tcbload=", 8) == 0 && add_point(tcb_loads, &n_tcb_loads, argv[k] + 8)) {
-        } else if (strncmp(argv[k], "taskswitch=", 11) == 0 && add_point(task_switches, &n_task_switches, argv[k] + 11)) {
+        } else if (strncmp(argv[k], "tcbload=", 8) == 0 && add_point(tcb_loads, &n_tcb_loads, MAX_POINTS, argv[k] + 8)) {
+        } else if (strncmp(argv[k], "taskswitch=", 11) == 0 && add_point(task_switches, &n_task_switches, MAX_POINTS, argv[k] + 11)) {
+        } else if (strncmp(argv[k], "entry=", 6) == 0 && add_point(entries, &n_entries, MAX_ENTRIES, argv[k] + 6)) {
         } else {
             fprintf(stderr, "truth: bad argument '%s' (expected outfile=PATH, taskfile=PATH, tcbload=ADDR, "
-                            "taskswitch=ADDR, at most %d addresses each; cost=NS, snapshots=FIFO)\n", argv[k], MAX_POINTS);
+                            "taskswitch=ADDR, at most %d addresses each; cost=NS, snapshots=FIFO, entry=ADDR up to %d)\n",
+                    argv[k], MAX_POINTS, MAX_ENTRIES);
             return -1;
         }
     }

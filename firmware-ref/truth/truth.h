@@ -18,6 +18,9 @@ struct counter {
     void *storage;      /* the API's handle of the slab of counts this slot is in ... */
     size_t slot;        /* ... and its index there */
     uint64_t split;     /* task mode: the part of count already given to a task */
+    uint64_t time_ns;   /* uniform-cost mode: host time in which a halt would have stopped here */
+    uint32_t size;      /* bytes, so that the next address in sequence is known */
+    bool entry;         /* an exception handler's first instruction (entries=) */
     uint64_t by_task[MAX_TASKS];
 };
 
@@ -31,8 +34,8 @@ struct truth_api {
     void (*call_before)(void *insn, size_t point);
     /* at translation: truth_tcb_load(address) at each load insn makes */
     void (*call_on_load)(void *insn);
-    /* at translation: truth_before_each() before each execution of insn */
-    void (*call_before_each)(void *insn);
+    /* at translation: truth_before_each(c) before each execution of insn */
+    void (*call_before_each)(void *insn, struct counter *c);
     /* a line of output to QEMU's log (no outfile=) */
     void (*outs)(const char *line);
 };
@@ -40,11 +43,11 @@ struct truth_api {
 /* The plugin's arguments; 0, or -1 after a one-line message on stderr. */
 int truth_start(const struct truth_api *api, int argc, char **argv);
 /* One translated instruction: its counter and, in task mode, its calls. */
-void truth_instrument(void *insn, uint64_t addr);
+void truth_instrument(void *insn, uint64_t addr, size_t size);
 void truth_tcb_load(uint64_t vaddr);
 void truth_task_switch(size_t point);
 /* Uniform cost and snapshots (cost=, snapshots=): before each execution of every instruction. */
-void truth_before_each(void);
+void truth_before_each(struct counter *c);
 /* At exit: the counts (and the task file). */
 void truth_write(void);
 

@@ -40,13 +40,12 @@ static void call_on_load(void *insn)
 static void on_before_each(unsigned int vcpu, void *userdata)
 {
     (void)vcpu;
-    (void)userdata;
-    truth_before_each();
+    truth_before_each(userdata);
 }
 
-static void call_before_each(void *insn)
+static void call_before_each(void *insn, struct counter *c)
 {
-    qemu_plugin_register_vcpu_insn_exec_cb(insn, on_before_each, QEMU_PLUGIN_CB_NO_REGS, NULL);
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, on_before_each, QEMU_PLUGIN_CB_NO_REGS, c);
 }
 
 static void on_outs(const char *line)
@@ -61,7 +60,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     size_t n = qemu_plugin_tb_n_insns(tb);
     for (size_t k = 0; k < n; k++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, k);
-        truth_instrument(insn, qemu_plugin_insn_vaddr(insn));
+        truth_instrument(insn, qemu_plugin_insn_vaddr(insn), qemu_plugin_insn_size(insn));
     }
 }
 

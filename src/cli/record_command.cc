@@ -183,15 +183,15 @@ int record_samples(RecordOptions& o, const core::Firmware& firmware)
     writer.summary(stats.figures());
     writer.flush();
 
+    // The bias is a warning of the profile below: said here (before the summary, which stays the
+    // last line) only when that profile is not a text on the terminal, which shows it itself.
+    const bool profile_on_terminal = o.report.format == "text" && o.report.output.empty();
+    if (const std::string bias = sampler.describe().value("bias", ""); !bias.empty() && !profile_on_terminal)
+        std::fprintf(stderr, "mcuprof record: warning: %s\n", bias.c_str());
     const std::string& file = o.samples_file;
     std::fprintf(stderr, "mcuprof record: %llu samples in %.2f s (%.0f samples/s), %s; %s; samples in %s\n",
                  static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),
                  core::describe_sampler(stats.figures()).c_str(), stats.end_reason.c_str(), file.c_str());
-    // The bias is a warning of the profile below: said here only when that profile is not a
-    // text on the terminal, which shows it itself.
-    const bool profile_on_terminal = o.report.format == "text" && o.report.output.empty();
-    if (const std::string bias = sampler.describe().value("bias", ""); !bias.empty() && !profile_on_terminal)
-        std::fprintf(stderr, "mcuprof record: warning: %s\n", bias.c_str());
     if (stats.samples == 0)
         throw sources::Error(file, "", "no samples were recorded: " + stats.end_reason);
 

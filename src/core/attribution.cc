@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -37,6 +38,9 @@ struct Weighted {
     double weight = 0;
     const Bucket* bucket = nullptr;   // set when the whole bucket is one row (by address)
 };
+
+// The key of a raw sample in aggregate(): its task tag and its address.
+uint64_t sample_key(uint32_t tag, uint32_t pc) { return uint64_t(tag) << 32 | pc; }
 
 // Counts of equal 64-bit keys: open addressing with linear probing. Profiles have few
 // distinct addresses and many samples, so this beats std::unordered_map several times
@@ -89,12 +93,18 @@ private:
     size_t used_ = 0;
 };
 
+// What a raw sample's key holds beside its PC: the task tag, or by exception the exception
+// number in its place.
+const std::vector<uint32_t>& key_tags(const SampleSet& samples, Grouping by)
+{
+    return by == Grouping::exception ? samples.exceptions : samples.tags;
+}
+
 std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& symbols, Grouping by)
 {
     std::vector<Weighted> items;
-    // By exception, the exception number takes the place of the task tag.
     const bool by_exception = by == Grouping::exception;
-    const std::vector<uint32_t>& tags = by_exception ? samples.exceptions : samples.tags;
+    const std::vector<uint32_t>& tags = key_tags(samples, by);
     const bool tagged = !tags.empty();
     // Raw samples: count equal (tag, pc) pairs first, so each distinct address is
     // attributed once however many samples share it.
@@ -115,7 +125,7 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
         if (dense && offset < code_end - code_start && (offset & 1u) == 0 && dense_counts[offset / 2] != UINT32_MAX)
             ++dense_counts[offset / 2];
         else
-            counts.add((uint64_t(tagged ? tags[i] : 0) << 32) | pc);
+            counts.add(sample_key(tagged ? tags[i] : 0, pc));
     }
     for (size_t k = 0; k < dense_counts.size(); ++k)
         if (dense_counts[k] != 0)
@@ -166,8 +176,11 @@ public:
             rows_.back().name = name;
             ++parts_[name];
         }
+        last_ = it->second;
         return rows_[it->second];
     }
+    // The index of the row the last call of row() gave: take() keeps the order.
+    size_t last() const { return last_; }
     // The rows, each name unique: the parts of a shared line are named by their function too.
     std::vector<Row> take()
     {
@@ -181,6 +194,7 @@ private:
     std::unordered_map<std::string, size_t> index_;
     std::unordered_map<std::string, size_t> parts_;
     std::vector<Row> rows_;
+    size_t last_ = 0;
 };
 
 // A function's name: the innermost inlined function's as DWARF names it (demangled), or the
@@ -302,7 +316,7 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
         const CallStack& stack = samples.stacks[i];
         std::vector<uint32_t> addresses(stack.callers.rbegin(), stack.callers.rend());
         addresses.push_back(samples.pcs[i]);
-        const std::vector<uint32_t>& tags = by == Grouping::exception ? samples.exceptions : samples.tags;
+        const std::vector<uint32_t>& tags = key_tags(samples, by);
         const uint32_t tag = tags.empty() ? 0 : tags[i];
         const bool tagged = !tags.empty() && (tag != 0 || samples.tag_names.count(0) != 0);
         counted[{task_of(tag, tagged), stack.truncated, stack.stop == UnwindStop::secure_caller, std::move(addresses)}] += 1;
@@ -533,8 +547,10 @@ void add_rows_without_address(RowBuilder& rows, const SampleSet& samples)
         rows.row(name).samples += double(count);
 }
 
+// row_of: filled with the row index of each raw sample's key (sample_key), when given.
 RowBuilder group_rows(Profile& profile, const std::vector<Weighted>& items, const SampleSet& samples,
-                      const SymbolTable& symbols, SourceLocator* locator, const AttributionOptions& options)
+                      const SymbolTable& symbols, SourceLocator* locator, const AttributionOptions& options,
+                      std::unordered_map<uint64_t, size_t>* row_of)
 {
     const bool want_frames = locator != nullptr &&
                              (options.inline_frames || options.by == Grouping::line || options.by == Grouping::address);
@@ -554,6 +570,8 @@ RowBuilder group_rows(Profile& profile, const std::vector<Weighted>& items, cons
                             follows_wait_instruction(symbols, item.pc);
         Row& row = asleep ? rows.row(sleep_row_name) : make_row(context, item, f);
         row.samples += item.weight;
+        if (row_of != nullptr && item.bucket == nullptr)
+            (*row_of)[sample_key(item.tag, item.pc)] = rows.last();
         if (row_addresses[row.name].emplace(item.pc, true).second)
             ++row.distinct_addresses;
     }
@@ -580,7 +598,52 @@ RowBuilder stack_rows(const Profile& profile, const SampleSet& samples)
     return rows;
 }
 
-void compute_shares(Profile& profile, std::vector<Row> rows, const SampleSet& samples, bool inclusive_known)
+// The variance of each row's fraction from the spread between bursts (SampleSet::bursts): the
+// ratio estimator of cluster sampling (Cochran, Sampling Techniques, 3rd ed., 6.13). With k
+// bursts of m_c reads, y_c of them in the row, M = sum m_c and p = sum y_c / M:
+//   var(p) = k / (k - 1) * sum_c (y_c - p m_c)^2 / M^2
+// per row from sum y_c^2 and sum y_c m_c, so one pass over the samples serves every row.
+std::vector<double> burst_variances(const SampleSet& samples, const std::vector<uint32_t>& tags,
+                                    const std::unordered_map<uint64_t, size_t>& row_of, size_t row_count)
+{
+    const size_t k = samples.bursts.size();
+    const double reads = double(samples.pcs.size());
+    std::vector<double> y2(row_count, 0), ym(row_count, 0), y(row_count, 0);
+    double m2 = 0;
+    std::vector<uint32_t> in_burst(row_count, 0);
+    std::vector<size_t> touched;
+    const bool tagged = !tags.empty();
+    for (size_t c = 0; c < k; ++c) {
+        const size_t begin = samples.bursts[c];
+        const size_t end = c + 1 < k ? samples.bursts[c + 1] : samples.pcs.size();
+        for (size_t i = begin; i < end; ++i) {
+            const size_t r = row_of.at(sample_key(tagged ? tags[i] : 0, samples.pcs[i]));
+            if (in_burst[r]++ == 0)
+                touched.push_back(r);
+        }
+        const double m = double(end - begin);
+        m2 += m * m;
+        for (size_t r : touched) {
+            const double n = in_burst[r];
+            y[r] += n;
+            y2[r] += n * n;
+            ym[r] += n * m;
+            in_burst[r] = 0;
+        }
+        touched.clear();
+    }
+    std::vector<double> variance(row_count, 0);
+    for (size_t r = 0; r < row_count; ++r) {
+        const double p = y[r] / reads;
+        const double spread = std::max(0.0, y2[r] - 2 * p * ym[r] + p * p * m2);
+        variance[r] = double(k) / double(k - 1) * spread / (reads * reads);
+    }
+    return variance;
+}
+
+// variance: empty (binomial), or one per row (burst_variances).
+void compute_shares(Profile& profile, std::vector<Row> rows, const SampleSet& samples, bool inclusive_known,
+                    const std::vector<double>& variance)
 {
     // The total from the integer counts, not from the (fractional) bucket shares added up.
     uint64_t total = samples.pcs.size() + samples.outside_buckets;
@@ -592,11 +655,20 @@ void compute_shares(Profile& profile, std::vector<Row> rows, const SampleSet& sa
         total += count;
     profile.total = double(total);
     profile.rows = std::move(rows);
-    for (Row& row : profile.rows) {
-        row.share = share_of(row.samples, profile.total, samples.exact);
+    for (size_t r = 0; r < profile.rows.size(); ++r) {
+        Row& row = profile.rows[r];
         if (!inclusive_known)
             row.inclusive_samples = row.samples;
-        row.inclusive = share_of(row.inclusive_samples, profile.total, samples.exact);
+        if (variance.empty()) {
+            row.share = share_of(row.samples, profile.total, samples.exact);
+            row.inclusive = share_of(row.inclusive_samples, profile.total, samples.exact);
+            continue;
+        }
+        row.share = share_with_variance(row.samples, profile.total, variance[r], double(samples.bursts.size() - 1));
+        row.inclusive = inclusive_known ? share_of(row.inclusive_samples, profile.total, false) : row.share;
+        const double binomial = share_of(row.samples, profile.total, false).stderr_pp;
+        if (binomial > 0)
+            profile.errors.largest_ratio = std::max(profile.errors.largest_ratio, row.share.stderr_pp / binomial);
     }
     std::sort(profile.rows.begin(), profile.rows.end(), [](const Row& a, const Row& b) {
         return a.samples != b.samples ? a.samples > b.samples : a.name < b.name;
@@ -802,14 +874,28 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     // 1. Equal samples counted once; 2. a row for each, by the grouping; 3. stacks;
     // 4. shares; 5. what the reader should doubt.
     const std::vector<Weighted> items = aggregate(samples, symbols, options.by);
-    RowBuilder rows = group_rows(profile, items, samples, symbols, locator, options);
+    // Bursts of correlated reads get their errors from the spread between bursts, when the
+    // rows are made from the samples' addresses (not from stacks) and every sample is a read.
+    const bool by_bursts = samples.bursts.size() >= 2 && !samples.exact && options.by != Grouping::stack &&
+                           samples.counts.empty() && samples.buckets.empty() && samples.without_address.empty() &&
+                           samples.bursts.front() == 0 && samples.bursts.back() < samples.pcs.size() &&
+                           std::adjacent_find(samples.bursts.begin(), samples.bursts.end(), std::greater_equal<>()) ==
+                               samples.bursts.end();
+    std::unordered_map<uint64_t, size_t> row_of;
+    RowBuilder rows = group_rows(profile, items, samples, symbols, locator, options, by_bursts ? &row_of : nullptr);
     profile.unwound = !samples.stacks.empty();
     profile.truncation = truncation_of(samples);
     if (options.stacks || profile.unwound || options.by == Grouping::stack)
         build_stacks(profile, samples, items, symbols, locator, options, rows);
     if (options.by == Grouping::stack)
         rows = stack_rows(profile, samples);
-    compute_shares(profile, rows.take(), samples, profile.unwound && options.by == Grouping::function);
+    std::vector<Row> made = rows.take();
+    std::vector<double> variance;
+    if (by_bursts) {
+        variance = burst_variances(samples, key_tags(samples, options.by), row_of, made.size());
+        profile.errors.bursts = samples.bursts.size();
+    }
+    compute_shares(profile, std::move(made), samples, profile.unwound && options.by == Grouping::function, variance);
     // Function rows say where their hottest code is, when lines are known.
     if (locator != nullptr && options.by == Grouping::function && !options.inline_frames) {
         for (Row& row : profile.rows)

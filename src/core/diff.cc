@@ -8,10 +8,43 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mcuprof/core/stats.h"
 #include "report/json_numbers.h"
 #include "report/text_table.h"
 
 namespace mcuprof::core {
+namespace {
+
+// How much larger than the binomial one each row's variance is in a profile whose reads came
+// in correlated bursts (Profile::errors): the row's standard error over the binomial one,
+// squared, its design effect. A row the profile does not have gets the profile's largest;
+// every row of a profile of independent samples 1.
+class DesignEffects {
+public:
+    explicit DesignEffects(const Profile& p)
+        : largest_(p.errors.bursts > 0 ? p.errors.largest_ratio * p.errors.largest_ratio : 1.0)
+    {
+        if (p.errors.bursts == 0)
+            return;
+        for (const Row& r : p.rows) {
+            const double binomial = share_of(r.samples, p.total, false).stderr_pp;
+            const double ratio = binomial > 0 ? r.share.stderr_pp / binomial : p.errors.largest_ratio;
+            double& d = by_name_[r.name];
+            d = std::max(d, ratio * ratio);
+        }
+    }
+    double of(const std::string& name) const
+    {
+        auto it = by_name_.find(name);
+        return it != by_name_.end() ? it->second : largest_;
+    }
+
+private:
+    std::map<std::string, double> by_name_;
+    double largest_;
+};
+
+} // namespace
 
 ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, const SymbolTable* code)
 {
@@ -44,6 +77,7 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
         row.b_samples += r.samples;
         row.b_distinct += r.distinct_addresses;
     }
+    const DesignEffects design_a(a), design_b(b);
     for (auto& [name, row] : rows) {
         const double pa = a.total > 0 ? row.a_samples / a.total : 0;
         const double pb = b.total > 0 ? row.b_samples / b.total : 0;
@@ -53,11 +87,11 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
         double variance = 0;
         if (!a.exact && !b.exact) {
             const double p = (row.a_samples + row.b_samples) / (a.total + b.total);
-            variance = p * (1 - p) * (1 / a.total + 1 / b.total);
+            variance = p * (1 - p) * (design_a.of(name) / a.total + design_b.of(name) / b.total);
         } else if (a.exact && !b.exact) {
-            variance = pa * (1 - pa) / b.total;
+            variance = pa * (1 - pa) * design_b.of(name) / b.total;
         } else if (!a.exact && b.exact) {
-            variance = pb * (1 - pb) / a.total;
+            variance = pb * (1 - pb) * design_a.of(name) / a.total;
         }
         if (variance > 0)
             row.z = (pb - pa) / std::sqrt(variance);

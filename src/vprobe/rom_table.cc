@@ -1,5 +1,7 @@
 #include "mcuprof/vprobe/rom_table.h"
 
+#include "mcuprof/vprobe_signature.h"
+
 namespace mcuprof::vprobe {
 
 namespace {
@@ -48,6 +50,10 @@ uint32_t cortex_m_rom_table_word(uint32_t offset)
     case 0x014: return rom_entry(etm, false);
     case 0x018: return 0;   // end of table
     case 0xFCC: return 1;   // MEMTYPE.SYSMEM: system memory is present on this bus
+    case vprobe_signature::address - rom_table:   // mcuprof/vprobe_signature.h: this is no real chip
+        return vprobe_signature::words[0];
+    case vprobe_signature::address - rom_table + 4:
+        return vprobe_signature::words[1];
     default: break;
     }
     if (auto id = coresight_id_register(rom_table_id, offset))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <random>
 
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/profile.h"
@@ -368,4 +369,91 @@ TEST_CASE("attribution: samples of time just past a WFI are (sleep), the idle ta
     CHECK(instructions.sleep_not_counted);
     CHECK(row(instructions, "(sleep)") == 0);
     CHECK(row(instructions, "sleep_until_tick") == 30);
+}
+
+TEST_CASE("attribution: bursts of correlated reads get their standard errors from the spread between bursts")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    // Three bursts: 4 reads all in func_a, 4 all in local_b, 2 in func_a. p(func_a) = 6/10.
+    s.pcs = {0x08000000, 0x08000002, 0x08000000, 0x08000000, 0x08000010, 0x08000012, 0x08000010, 0x08000010,
+             0x08000002, 0x08000000};
+    s.bursts = {0, 4, 8};
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.errors.bursts == 3);
+    // By hand: y = (4, 0, 2), m = (4, 4, 2), p = 0.6; residuals y - p m = (1.6, -2.4, 0.8);
+    // squares 2.56 + 5.76 + 0.64 = 8.96; var = 3/2 * 8.96 / 100 = 0.1344; se = 36.66 pp.
+    const Row& a = row_named(p, "func_a");
+    CHECK(a.share.percent == doctest::Approx(60.0));
+    CHECK(a.share.stderr_pp == doctest::Approx(100 * std::sqrt(0.1344)).epsilon(1e-9));
+    // local_b: y = (0, 4, 0), p = 0.4; residuals (-1.6, 2.4, -0.8): the same spread.
+    CHECK(row_named(p, "local_b").share.stderr_pp == doctest::Approx(100 * std::sqrt(0.1344)).epsilon(1e-9));
+    // The binomial figure would be sqrt(.24 / 10) = 15.49 pp: 2.37 times smaller.
+    CHECK(p.errors.largest_ratio == doctest::Approx(std::sqrt(0.1344 / 0.024)).epsilon(1e-9));
+    CHECK(a.share.low < 60.0);
+    CHECK(a.share.high > 60.0);
+
+    // Bursts that do not fit the samples (out of order, past the end) are not trusted: binomial.
+    s.bursts = {0, 8, 4};
+    CHECK(attribute(s, symbols, nullptr, {}).errors.bursts == 0);
+    s.bursts = {0, 4, 10};
+    CHECK(attribute(s, symbols, nullptr, {}).errors.bursts == 0);
+
+    // Without bursts, the same samples are binomial.
+    s.bursts.clear();
+    const Profile binomial = attribute(s, symbols, nullptr, {});
+    CHECK(binomial.errors.bursts == 0);
+    CHECK(row_named(binomial, "func_a").share.stderr_pp == doctest::Approx(100 * std::sqrt(0.024)).epsilon(1e-9));
+}
+
+TEST_CASE("attribution: the 95 % interval of burst errors covers the truth about 95 % of the time")
+{
+    // A sampled core that stays in its function for a while: each read is the function of the
+    // read before with probability 0.9, else a fresh draw from the true shares (60, 30, 10 %),
+    // which keeps them the chain's stationary shares. A burst is 16 back-to-back reads; the
+    // bursts are independent (a random wait between them). 400 profiles of 40 bursts, every
+    // row's 95 % interval checked against its true share: 1200 intervals, so a coverage of
+    // 95 % gives 1140 +- 7.5, one of 80 % 960 +- 14. The binomial intervals of the same
+    // samples are checked to fail, or the test would prove nothing.
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const uint32_t pcs[3] = {0x08000000, 0x08000010, 0x08000020};
+    const double truth[3] = {60.0, 30.0, 10.0};
+    const char* names[3] = {"func_a", "local_b", "func_c"};
+    std::mt19937 random(20261201);
+    auto uniform = [&] { return double(random()) / 4294967296.0; };   // portable, unlike std's distributions
+    auto draw = [&] {
+        const double u = uniform();
+        return u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
+    };
+    int covered = 0, covered_binomial = 0, intervals = 0;
+    for (int run = 0; run < 400; ++run) {
+        SampleSet s;
+        for (int burst = 0; burst < 40; ++burst) {
+            s.bursts.push_back(s.pcs.size());
+            int state = draw();
+            for (int read = 0; read < 16; ++read) {
+                if (read > 0 && uniform() >= 0.9)
+                    state = draw();
+                s.pcs.push_back(pcs[state]);
+            }
+        }
+        const Profile p = attribute(s, symbols, nullptr, {});
+        std::vector<size_t> no_bursts;
+        std::swap(s.bursts, no_bursts);
+        const Profile b = attribute(s, symbols, nullptr, {});
+        for (int f = 0; f < 3; ++f) {
+            auto in = [&](const Profile& profile) {
+                auto it = std::find_if(profile.rows.begin(), profile.rows.end(),
+                                       [&](const Row& r) { return r.name == names[f]; });
+                return it != profile.rows.end() && it->share.low <= truth[f] && truth[f] <= it->share.high;
+            };
+            covered += in(p);
+            covered_binomial += in(b);
+            ++intervals;
+        }
+    }
+    MESSAGE("burst intervals covered " << covered << " of " << intervals << ", binomial " << covered_binomial);
+    CHECK(covered >= 1100);            // 95 % less 5 standard errors
+    CHECK(covered <= 1170);            // and not so wide that it covers everything
+    CHECK(covered_binomial < 960);     // the binomial intervals are far too narrow here
 }

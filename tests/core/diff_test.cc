@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "mcuprof/core/diff.h"
 #include "mcuprof/core/symbols.h"
 
@@ -46,6 +48,25 @@ TEST_CASE("diff: two sampled profiles, the pooled two-proportion z")
     // h: 0 vs 20: p = .01, se = sqrt(.01 * .99 * .002) = 0.0044497, z = 4.4947.
     CHECK(row(d, "h").z == doctest::Approx(4.4947).epsilon(1e-4));
     CHECK(d.rows.front().name == "f");   // sorted by the larger share
+}
+
+TEST_CASE("diff: a side of correlated bursts varies by each row's design effect")
+{
+    // f: 600/1000 (A) against 500/1000 (B), as above, but A's reads came in bursts: its f row's
+    // standard error is 3 times the binomial one (design effect 9), its g row's 2 (4); B is
+    // binomial. z = -0.1 / sqrt(.55 * .45 * (9 / 1000 + 1 / 1000)) = -0.1 / 0.049749 = -2.0101.
+    Profile a = profile(1000, false, {{"f", 600}, {"g", 400}});
+    a.errors.bursts = 63;
+    a.errors.largest_ratio = 3;
+    a.rows[0].share.stderr_pp = 3 * 100 * std::sqrt(0.6 * 0.4 / 1000);
+    a.rows[1].share.stderr_pp = 2 * 100 * std::sqrt(0.6 * 0.4 / 1000);
+    const ProfileDiff d = diff_profiles(a, profile(1000, false, {{"f", 500}, {"g", 480}, {"h", 20}}));
+    CHECK(row(d, "f").z == doctest::Approx(-2.0101).epsilon(1e-4));
+    // g: pooled .44, sqrt(.44 * .56 * (4 + 1) / 1000) = 0.035100, z = 0.08 / 0.035100 = 2.2792.
+    CHECK(row(d, "g").z == doctest::Approx(2.2792).epsilon(1e-4));
+    // h, which A lacks, gets A's largest design effect: pooled .01, sqrt(.01 * .99 * 10 / 1000),
+    // z = 0.02 / 0.0099499 = 2.0101.
+    CHECK(row(d, "h").z == doctest::Approx(2.0101).epsilon(1e-4));
 }
 
 TEST_CASE("diff: against a census only the sampled side varies")

@@ -3,6 +3,8 @@
 #include "mcuprof/core/stats.h"
 
 using mcuprof::core::share_of;
+using mcuprof::core::share_with_variance;
+using mcuprof::core::Share;
 
 TEST_CASE("stats: standard error of a share is sqrt(p(1-p)/N)")
 {
@@ -38,4 +40,22 @@ TEST_CASE("stats: a census has no sampling error")
     CHECK(s.low == s.percent);
     CHECK(s.high == s.percent);
     CHECK(share_of(1, 0, false).percent == 0.0);
+}
+
+TEST_CASE("stats: a share with a variance from elsewhere: its root is the error, few degrees widen the interval")
+{
+    // p = 0.5, variance 0.01: a standard error of 10 points, an effective 25 samples.
+    const Share many = share_with_variance(50, 100, 0.01, 1000);
+    CHECK(many.percent == doctest::Approx(50));
+    CHECK(many.stderr_pp == doctest::Approx(10));
+    CHECK((many.high - many.low) / 2 == doctest::Approx(18.5).epsilon(0.05));   // Wilson at n = 25: +-18.5
+    // Two degrees of freedom: Student's t 4.303 against 1.960, so Wilson's interval at an
+    // effective 25 / (4.303 / 1.960)^2 = 5.2 samples: +-32.6, beyond 3 standard errors each side.
+    const Share few = share_with_variance(50, 100, 0.01, 2);
+    CHECK(few.stderr_pp == doctest::Approx(10));
+    CHECK((few.high - few.low) / 2 == doctest::Approx(32.6).epsilon(0.05));
+    CHECK(few.low < 20);
+    CHECK(few.high > 80);
+    CHECK(few.low >= 0);
+    CHECK(few.high <= 100);
 }

@@ -32,6 +32,7 @@ void write_three(const std::string& path)
         s.xpsr = 0x01000000 | (i == 2 ? 15u : 0u);      // the last in SysTick (exception 15)
         s.tag = 0x20000100;
         s.tagged = true;
+        s.starts_burst = i != 1;   // bursts of two reads and of one
         w.sample(s);
     }
     w.event({{"kind", "target-exit"}, {"message", "the target exited with code 0"}});
@@ -76,6 +77,8 @@ TEST_CASE("recording: what is written is read back, field for field")
     CHECK(r.samples[2].time_ns == 2000u + (uint64_t(1) << 33));
     CHECK((r.samples[2].xpsr & 0x1FF) == 15);
     CHECK(r.samples[0].tagged);
+    CHECK(r.samples[0].starts_burst);
+    CHECK_FALSE(r.samples[1].starts_burst);
     REQUIRE(r.events.size() == 1);
     CHECK(r.summary.value().samples == 3);
     CHECK_FALSE(r.torn_tail);
@@ -83,6 +86,8 @@ TEST_CASE("recording: what is written is read back, field for field")
     const auto samples = to_samples(r, std::nullopt);
     CHECK(samples.pcs == std::vector<uint32_t>{0x08000100, 0x08000102, 0x08000104});
     CHECK(samples.tags.size() == 3);
+    CHECK(samples.bursts == std::vector<size_t>{0, 2});
+    CHECK(to_samples(r, 2).bursts == std::vector<size_t>{0});
     CHECK(samples.tag_names.at(0x20000100) == "motor");
     REQUIRE(samples.sampler);
     CHECK(samples.sampler->samples == 3);

@@ -338,6 +338,8 @@ namespace {
 struct HaltModeOpenocd {
     static bool has(const std::string& message, const char* word) { return message.find(word) != std::string::npos; }
     std::string found = "16777217";
+    bool vprobe = false;       // answer the virtual probe's two words (mcuprof/vprobe_signature.h)
+    nlohmann::json described;  // the sampler's describe(), after the run
     bool polled_once = true;   // false: "unknown" until a poll, as OpenOCD says right after init
     fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
         if (has(m, "_mcuprof_d")) {
@@ -348,6 +350,8 @@ struct HaltModeOpenocd {
         }
         if (has(m, "read_memory\\ 536871176\\ 32\\ 2"))   // the name at 0x20000108: "moto", "r"
             return std::vector<std::string>{"0 0x6f746f6d 0x00000072"};
+        if (vprobe && has(m, "read_memory\\ 3759142912\\ 32\\ 2"))   // 0xE00FF800: "mcup", "vprb"
+            return std::vector<std::string>{"0 0x7063756d 0x62727076"};
         if (has(m, "read_memory\\ 3758157104\\ 32\\ 1"))   // DFSR: nothing set
             return std::vector<std::string>{"0 0x00000000"};
         if (has(m, "write_memory\\ 3758157104") || has(m, "poll\\ off") || has(m, "poll\\ on"))
@@ -374,7 +378,8 @@ struct HaltModeOpenocd {
         SamplingPlan plan;
         plan.samples = samples;
         SamplerStats stats = sampler.run(sink, plan, stop);
-        CHECK(sampler.describe()["source"] == "openocd");
+        described = sampler.describe();
+        CHECK(described["source"] == "openocd");
         return stats;
     }
     size_t count(const char* word)
@@ -432,6 +437,23 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt through DH
     CHECK(openocd.count("poll\\ off") == 1);
     CHECK(openocd.count("poll\\ on") == 1);
     CHECK(openocd.count("write_memory\\ 3758157104\\ 32\\ 1") == 1);
+}
+
+TEST_CASE("sampling loop over OpenOCD: mcuprof's virtual probe is known by its two words, and its bias said")
+{
+    HaltModeOpenocd chip;   // a real chip: the words are not there (here OpenOCD refuses the read)
+    Collect sink;
+    chip.run(sink, 1);
+    CHECK_FALSE(chip.described.contains("probe"));
+    CHECK_FALSE(chip.described.contains("bias"));
+    CHECK(chip.count("read_memory\\ 3759142912\\ 32\\ 2") == 1);
+
+    HaltModeOpenocd vprobe;
+    vprobe.vprobe = true;
+    Collect vsink;
+    vprobe.run(vsink, 1);
+    CHECK(vprobe.described["probe"] == "mcuprof vprobe");
+    CHECK(vprobe.described["bias"].get<std::string>().find("behind OpenOCD is mcuprof's virtual probe, whose target is QEMU") == 0);
 }
 
 TEST_CASE("sampling loop over OpenOCD's Tcl port: a core someone else halted is left halted and ends the recording")

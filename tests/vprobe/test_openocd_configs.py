@@ -6,11 +6,15 @@ Checked: exit 0, and the adapter, transport, target and SWD clock each file mean
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import tempfile
 import unittest
 from pathlib import Path
+
+import doc_lines
 
 REPO = Path(__file__).resolve().parents[2]
 OPENOCD = os.environ.get("MCUPROF_OPENOCD", "openocd")
@@ -43,6 +47,21 @@ class OpenOCDConfigs(unittest.TestCase):
                 check = next(line for line in r.stderr.splitlines() if line.startswith("CHECK"))
                 self.assertEqual(check.split()[1:4], [adapter, transport, "stm32f4x.cpu"])
                 self.assertIn(f"adapter speed: {khz} kHz", check)
+
+    def test_each_documented_board_line_parses(self):
+        # The board lines README.md and docs/ show (an ST-Link, a CMSIS-DAP, a J-Link), run as
+        # written up to the configuration's end: a transport set on the line is the one taken.
+        lines = {line: wheres for line, wheres in doc_lines.documented("openocd").items()
+                 if re.search(r"configs/openocd/stm32f4-\S+\.cfg", line)}
+        self.assertTrue(any("dapdirect_swd" in line for line in lines), lines)
+        for line, wheres in sorted(lines.items()):
+            with self.subTest(line=line, found_in=wheres):
+                r = subprocess.run([OPENOCD, *shlex.split(line)[1:], "-c", PROBE], capture_output=True, text=True,
+                                   timeout=30, cwd=REPO)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                check = next(l for l in r.stderr.splitlines() if l.startswith("CHECK"))
+                if "STLINK_TRANSPORT dapdirect_swd" in line:
+                    self.assertEqual(check.split()[2], "dapdirect_swd", check)
 
     def test_a_missing_script_fails(self):
         # The check above would notice a config that does not parse: a `find` that fails is exit 1.

@@ -13,17 +13,17 @@ transports (dapdirect_swd, hla_swd). The image is FreeRTOS-shaped (fpu_frshape_f
 two FPU tasks, PendSV switching with FreeRTOS's register protocol at every SysTick), the shape
 on which the vprobe's old halt path moved the idle task by ten standard errors.
 
-Asserted: every path through the vprobe agrees with the direct gdbstub's profile of the same
-image within 4 combined standard errors (two independent samples): the probe model is
-transparent. Both sides run on the same QEMU at the same cost, so what QEMU itself adds to
-both cancels. Printed, not asserted: each path against the exact count of its own window.
-That comparison is what the oracle is for, but the oracle is not yet exact on a loaded
-machine: QEMU's own work at each timer event (leaving the translated code at the icount
-deadline, taking the BQL for the timers, entering the exception) is wall time spent with the
-PC at the interrupted code, and it grows with the load. On this image (a timer event every
-6 000 instructions) a clean-clone run at load 4 to 6 put tick_smooth, the SysTick handler's
-callee, at 24-25 % on every path against 30.3 % of the window, the direct path included, while
-the paths agreed with each other. docs/firmware-ref.md says what the oracle needs next.
+Asserted: every path, the direct one included, holds every function of at least 0.5 % of its
+window within 4 standard errors of the window's time census (the plugin's FILE.time beside
+each snapshot: the host time in which a wall-clock halt would have stopped at each address,
+with QEMU's work before an interrupt given to the interrupted code and the debugger's own
+halts left out; firmware-ref/truth/truth.c, charge_time). And every path through the vprobe
+agrees with the direct gdbstub's profile within 4 combined standard errors: the probe model
+is transparent. Printed beside: the window's instruction counts, which the time census
+replaces as the reference because they are exact only on a quiet host: QEMU's own work at
+each timer event is wall time with the PC at the interrupted code, and it grows with the
+load (direct gdbstub halts at load 6.4 to 7.7: worst |z| 3.30 and 3.91 against the counts on
+QEMU 7.2 and 10, 1.76 and 1.34 against the time census).
 
 Samples are 30 ms apart on average (exponential waits), up to 15 000 instructions of the
 uniform-cost guest, fewer on a loaded machine: a couple of ticks of this workload, whose
@@ -58,6 +58,24 @@ def window_by_function(before: dict[int, int], after: dict[int, int]) -> dict[st
     return dict(fwtest.by_function(qemu_runner.census_window(before, after), fwtest.symbols(IMAGE)))
 
 
+def snapshot(q: qemu_runner.QemuRun) -> tuple[dict[int, int], dict[int, int]]:
+    """The plugin's counts and its time census so far."""
+    counts = q.snapshot()
+    return counts, q.snapshot_times()
+
+
+def windows(before, after) -> dict[str, dict[str, int]]:
+    """The counts and the time census of the window between two snapshots, by function. The
+    time census leaves out what it gives to no function of the image: through OpenOCD's GDB
+    port on QEMU 7.2 the vprobe runs its MRS stub in RAM at halts (docs/vprobe.md), and a halt
+    that stopped at a handler's entry after it gives its time to the stub's next address (the
+    census takes a long gap before an entry for QEMU's timer work, which a halt sees in the
+    interrupted code: firmware-ref/truth/truth.c). Every sample is in a function (recorded())."""
+    times = window_by_function(before[1], after[1])
+    times.pop("?", None)
+    return {"counts": window_by_function(before[0], after[0]), "time": times}
+
+
 def recorded(test: unittest.TestCase, run: subprocess.CompletedProcess) -> dict[str, int]:
     """The samples by function of a JSON profile of SAMPLES samples, none outside a function."""
     test.assertEqual(run.returncode, 0, run.stderr)
@@ -84,6 +102,16 @@ def beyond_4_se(observed: dict[str, int], truth: dict[str, int]) -> list[tuple]:
     return bad
 
 
+def worst_z(observed: dict[str, int], truth: dict[str, int]) -> tuple:
+    """The function of the truth (>= MIN_SHARE) whose observed share is the most standard errors
+    from it: (name, z)."""
+    total = sum(truth.values())
+    zs = [(name, (observed.get(name, 0) / SAMPLES - n / total) / math.sqrt(n / total * (1 - n / total) / SAMPLES))
+          for name, n in truth.items() if n / total >= MIN_SHARE]
+    name, z = max(zs, key=lambda nz: abs(nz[1]))
+    return name, round(z, 2)
+
+
 def apart_by_4_se(a: dict[str, int], b: dict[str, int]) -> list[tuple]:
     """Functions whose shares in two independent profiles of SAMPLES samples each differ by
     more than Z combined standard errors (pooled share): (name, a %, b %, z)."""
@@ -104,13 +132,16 @@ def record_command(link: list[str], rec: Path) -> list[str]:
             "--elf", str(fwtest.elf_path(IMAGE)), "-o", str(rec), "--format", "json"]
 
 
-def report(label: str, observed: dict[str, int], truth: dict[str, int]) -> None:
-    """Prints the path's hottest functions against its window, and the rows beyond 4 SE."""
-    total = sum(truth.values())
-    rows = sorted(truth, key=lambda k: -truth[k])[:8]
-    print(f"\n{label}: " + ", ".join(f"{k} {100 * observed.get(k, 0) / SAMPLES:.2f}/{100 * truth[k] / total:.2f}"
-                                    for k in rows) + f" (% sampled/exact); beyond 4 SE: {beyond_4_se(observed, truth)}",
-          file=sys.stderr)
+def report(label: str, observed: dict[str, int], window: dict[str, dict[str, int]]) -> None:
+    """Prints the path's hottest functions against both censuses of its window, and the rows
+    beyond 4 SE of each."""
+    counts, times = window["counts"], window["time"]
+    total, total_time = sum(counts.values()), sum(times.values())
+    rows = sorted(counts, key=lambda k: -counts[k])[:8]
+    print(f"\n{label}: " + ", ".join(f"{k} {100 * observed.get(k, 0) / SAMPLES:.2f}/{100 * counts[k] / total:.2f}/"
+                                    f"{100 * times.get(k, 0) / total_time:.2f}" for k in rows) +
+          f" (% sampled/counts/time); worst z against the counts {worst_z(observed, counts)}, against the "
+          f"time census {worst_z(observed, times)}", file=sys.stderr)
 
 
 @functools.cache
@@ -121,19 +152,20 @@ def direct_gdbstub() -> tuple[subprocess.CompletedProcess, dict[str, int]]:
     with qemu_runner.QemuRun(fwtest.elf_path(IMAGE), gdb=True, truth=work / "truth.txt", uart=None,
                              uniform_cost_ns=COST_NS, workdir=work, timeout=900) as q:
         q.wait_listening(q.gdb_port)
-        before = q.snapshot()
+        before = snapshot(q)
         run = subprocess.run(record_command(["--gdb", f"127.0.0.1:{q.gdb_port}"], work / "direct.rec"),
                              capture_output=True, text=True, timeout=900)
-        after = q.snapshot()
+        after = snapshot(q)
         q.stop()
-    return run, window_by_function(before, after)
+    return run, windows(before, after)
 
 
 class DirectGdbstub(unittest.TestCase):
     def test_every_sample_in_a_function_against_its_window(self):
-        run, truth = direct_gdbstub()
+        run, window = direct_gdbstub()
         observed = recorded(self, run)
-        report("direct gdbstub", observed, truth)
+        report("direct gdbstub", observed, window)
+        self.assertEqual(beyond_4_se(observed, window["time"]), [])
 
 
 class ThroughTheVprobe:
@@ -153,21 +185,22 @@ class ThroughTheVprobe:
         try:
             start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS,
                       openocd_gdb=cls.openocd_gdb)
-            before = cls.qemu.snapshot()
+            before = snapshot(cls.qemu)
             cls.recording = subprocess.run(record_command(cls.link(), cls.work / "path.rec"),
                                      capture_output=True, text=True, timeout=1500)
             if cls.openocd_gdb:
                 cls.tcl.run("poll")   # OpenOCD's view after the GDB client detached
             cls.state_after = cls.tcl.run("[target current] curstate").strip()
-            after = cls.qemu.snapshot()
-            cls.truth = window_by_function(before, after)
+            after = snapshot(cls.qemu)
+            cls.window = windows(before, after)
         finally:
             stop_rig(cls)
 
     def test_every_sample_in_a_function_against_its_window(self):
         observed = recorded(self, self.recording)
-        report(self.__class__.__name__, observed, self.truth)
+        report(self.__class__.__name__, observed, self.window)
         self.assertEqual(self.state_after, "running")
+        self.assertEqual(beyond_4_se(observed, self.window["time"]), [])
 
     def test_transparent_agrees_with_the_direct_gdbstub(self):
         direct, _ = direct_gdbstub()
@@ -192,6 +225,69 @@ class TclHaltStlinkDapDirect(ThroughTheVprobe, unittest.TestCase):
 
 class TclHaltStlinkHla(ThroughTheVprobe, unittest.TestCase):
     stlink_transport = "hla_swd"
+
+
+class PcsrCoverage(unittest.TestCase):
+    """The 95 % intervals of PCSR recordings (`--mode pcsr`, batches of 16 back-to-back reads
+    through the vprobe over JTAG, whose errors come from the spread between the batches:
+    docs/live.md, "Error bars of correlated reads") against the time census of each one's own
+    window: WINDOWS recordings in a row on one rig, every function of at least 2 % of its
+    window (five functions: about 100 intervals). Asserted: the intervals cover their truth at
+    least 75 % of the time. The estimator itself is held to 95 % on a sampler whose truth is
+    known by construction (tests/core/attribution_test.cc); through the vprobe the reads add a
+    bias of their own (each is a brief halt of QEMU: docs/live.md): runs here covered 87 and 86
+    of 100 (QEMU 7.2 and 10, load 6.5), 45 of 50 in a shorter one, where the binomial intervals
+    of the same reads covered 56 to 59 %. At 86 % of 100 the count is 86 +- 3.5, so the bound
+    is 3 of its standard errors below it, and the binomial intervals' coverage far below the
+    bound: the test tells honest error bars from the independent-read ones, not 95 from 90."""
+    WINDOWS = 20
+    READS = 320
+    MIN_SHARE = 0.02
+
+    @classmethod
+    def setUpClass(cls):
+        require((OPENOCD, "arm-none-eabi-nm"), (CLI, fwtest.elf_path(IMAGE)))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-oracle-pcsr-"))
+        cls.runs = []
+        try:
+            start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS)
+            for k in range(cls.WINDOWS):
+                before = snapshot(cls.qemu)
+                run = subprocess.run(
+                    [str(CLI), "record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "pcsr", "--batch", "16",
+                     "--interval", "100ms", "--samples", str(cls.READS), "--seed", str(100 + k),
+                     "--elf", str(fwtest.elf_path(IMAGE)), "-o", str(cls.work / f"pcsr-{k}.rec"), "--format", "json"],
+                    capture_output=True, text=True, timeout=900)
+                cls.runs.append((run, windows(before, snapshot(cls.qemu))["time"]))
+        finally:
+            stop_rig(cls)
+
+    def test_the_95_percent_intervals_cover_the_time_census(self):
+        covered = covered_binomial = intervals = 0
+        for run, truth in self.runs:
+            self.assertEqual(run.returncode, 0, run.stderr)
+            doc = json.loads(run.stdout)
+            self.assertEqual(doc["errors"]["method"], "bursts")
+            rows = {row["name"]: row for row in doc["functions"]}
+            total = sum(truth.values())
+            for name, n in truth.items():
+                p = 100 * n / total
+                if p < 100 * self.MIN_SHARE:
+                    continue
+                intervals += 1
+                row = rows.get(name)
+                if row is None:
+                    continue
+                low, high = row["ci95"]
+                covered += low <= p <= high
+                q, reads = row["percent"] / 100, doc["samples"]
+                half = 196 * math.sqrt(q * (1 - q) / reads)   # the normal binomial interval, percent
+                covered_binomial += abs(row["percent"] - p) <= half
+        print(f"\nPCSR 95 % intervals: {covered} of {intervals} cover the time census of their window "
+              f"({100 * covered / intervals:.1f} %); the binomial ones would have covered {covered_binomial}",
+              file=sys.stderr)
+        self.assertGreaterEqual(intervals, 80)
+        self.assertGreaterEqual(covered, 0.75 * intervals)
 
 
 if __name__ == "__main__":

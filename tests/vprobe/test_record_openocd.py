@@ -25,9 +25,9 @@ each recording is held against the exact count of its own window (the plugin's s
 before and after it): halt mode gets a 4-standard-error bound on the shares of the functions
 that hold at least 5 % of its window. PCSR reads through the vprobe are not independent
 (back-to-back reads within a batch often see the same PC: the core barely moves between them),
-so pcsr mode gets ranking and containment and a bound that counts each batch as one sample:
-its three hottest functions are the window's three, and their shares are within 4 standard
-errors computed with N = the number of batches.
+so the report's own errors come from the spread between batches (docs/live.md, "Error bars of
+correlated reads"), and pcsr mode holds every function of at least 1 % of its window within 4
+of them.
 
 Ports are chosen at run time; every process started here is stopped on every path.
 """

@@ -59,6 +59,7 @@ void write_metadata(const Profile& p, std::ostream& out)
     item(p.exact ? "instructions" : "samples", format("%.0f", p.total));
     item("kind", p.exact ? "exact instruction counts (a census: no sampling error)"
                          : "samples (each share has a standard error)");
+    item("standard errors", describe_errors(p));
     item("grouped by", std::string(name_of(p.by)));
     item("distinct addresses", std::to_string(p.distinct_addresses));
     item("unattributed", format("%.0f (%.2f %%)", p.unattributed, p.total > 0 ? 100 * p.unattributed / p.total : 0.0));

@@ -56,6 +56,10 @@ nlohmann::json to_json(const Profile& profile)
         {"unattributed", count_value(profile.unattributed)},
         {"distinct_addresses", profile.distinct_addresses},
         {"warnings", warnings},
+        {"errors",
+         {{"method", profile.exact ? "none" : profile.errors.bursts > 0 ? "bursts" : "binomial"},
+          {"bursts", profile.errors.bursts},
+          {"largest_ratio", std::round(profile.errors.largest_ratio * 1000) / 1000}}},
     };
     if (profile.lockstep) {
         const LockstepFinding& l = *profile.lockstep;

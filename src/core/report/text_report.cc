@@ -91,6 +91,22 @@ std::string describe_sampler(const SamplerFigures& s)
     return out;
 }
 
+std::string describe_errors(const Profile& profile)
+{
+    if (profile.exact)
+        return "none: exact counts";
+    if (profile.errors.bursts == 0)
+        return "binomial: each sample taken on its own";
+    std::string text = format("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
+                              "profile chunks, whose reads are correlated): up to %.1f times the binomial figure",
+                              profile.errors.bursts, profile.errors.largest_ratio);
+    if (profile.errors.bursts < 20)   // the variance's own error: a chi-square of k - 1 degrees
+        text += format("; only %zu bursts, so the errors themselves are rough (the 95 %% intervals use Student's t "
+                       "of %zu degrees of freedom)",
+                       profile.errors.bursts, profile.errors.bursts - 1);
+    return text;
+}
+
 std::string describe_truncation(const Truncation& truncation)
 {
     std::string line = format("stacks: %.0f of %.0f chains truncated (%.2f %% of the samples)", truncation.samples,
@@ -157,6 +173,8 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         out << describe_truncation(profile.truncation) << '\n';
     if (const std::string load = describe_load(profile); !load.empty())
         out << load << '\n';
+    if (profile.errors.bursts > 0)   // binomial errors go unsaid, as they always did
+        out << "standard errors " << describe_errors(profile) << '\n';
 
     const char* count_title = profile.exact ? "instructions" : "samples";
     // With unwound stacks, functions also get their inclusive share: samples anywhere below

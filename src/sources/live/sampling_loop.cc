@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "mcuprof/sources/error.h"
+#include "mcuprof/vprobe_signature.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/qmp_client.h"
 
@@ -324,6 +327,7 @@ private:
             const Clock::time_point answered = Clock::now();
             stats_.pcsr->round_trip_us.push_back(1e6 * seconds_between(asked, answered));
             stats_.pcsr->reads += pcs.size();
+            bool first = true;   // of this batch's samples: the batch is one burst
             for (size_t i = 0; i < pcs.size(); ++i) {
                 if (pcs[i] == 0xFFFFFFFF) {   // the core was halted (by someone else)
                     ++stats_.pcsr->halted_reads;
@@ -331,6 +335,7 @@ private:
                 }
                 LiveSample s;
                 s.pc = pcs[i];
+                s.starts_burst = std::exchange(first, false);
                 // Spread over the round trip: the reads follow one another evenly.
                 s.time_ns = time_of(asked) + uint64_t(double(time_of(answered) - time_of(asked)) *
                                                       (double(i) + 0.5) / double(pcs.size()));
@@ -470,6 +475,12 @@ LiveSampler::LiveSampler(std::unique_ptr<HaltingTarget> target, const PacingOpti
 {
     if (pacing_.pacing == Pacing::icount)
         replay_ = std::make_unique<ReplayClock>(*target_, pacing_.qmp, timeout);
+    // Which probe: two words a real chip reads as zero (an empty string: unreadable).
+    if (target_->describe().value("server", "") != "qemu") {
+        const std::string mark = target_->read_memory(vprobe_signature::address, sizeof vprobe_signature::words);
+        behind_vprobe_ = mark.size() == sizeof vprobe_signature::words &&
+                         std::memcmp(mark.data(), vprobe_signature::words, mark.size()) == 0;
+    }
 }
 
 LiveSampler::~LiveSampler() = default;
@@ -484,6 +495,11 @@ nlohmann::json LiveSampler::describe() const
         d["qmp"] = pacing_.qmp->text();
     if (d.value("server", "") == "qemu" && pacing_.pacing == Pacing::wall)
         d["bias"] = emulator_bias_warning;
+    if (behind_vprobe_) {
+        d["probe"] = "mcuprof vprobe";
+        if (pacing_.pacing != Pacing::icount)
+            d["bias"] = std::string(vprobe_bias_prefix) + emulator_bias_warning;
+    }
     return d;
 }
 

@@ -21,6 +21,8 @@ constexpr size_t record_head = 8;   // u16 type, u16 length, u32 CRC-32 of the p
 // A stack record follows the sample record it belongs to (type 4, added in version 1:
 // readers that predate it skip it as an unknown type).
 enum RecordType : uint16_t { sample_record = 1, event_record = 2, summary_record = 3, stack_record = 4 };
+constexpr uint32_t sample_tagged = 1u;         // sample flags bit 0
+constexpr uint32_t sample_starts_burst = 2u;   // sample flags bit 1
 constexpr uint32_t stack_truncated = 1u;   // flags bit 0
 constexpr uint32_t stack_stop_shift = 1;   // flags bits 1-4: why the chain ended (core::UnwindStop)
 constexpr size_t sample_size = 32;
@@ -96,7 +98,7 @@ void RecordingWriter::sample(const LiveSample& s)
     put32(payload, s.sp);
     put32(payload, s.xpsr);
     put32(payload, s.tag);
-    put32(payload, s.tagged ? 1u : 0u);
+    put32(payload, (s.tagged ? sample_tagged : 0u) | (s.starts_burst ? sample_starts_burst : 0u));
     record(sample_record, payload);
     if (s.stack) {
         // u32 flags, then one u32 per caller (innermost first). The length field caps a
@@ -192,7 +194,8 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             s.sp = get32(d + 16);
             s.xpsr = get32(d + 20);
             s.tag = get32(d + 24);
-            s.tagged = (get32(d + 28) & 1u) != 0;
+            s.tagged = (get32(d + 28) & sample_tagged) != 0;
+            s.starts_burst = (get32(d + 28) & sample_starts_burst) != 0;
             r.samples.push_back(s);
             break;
         }
@@ -283,7 +286,12 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             out.tags.push_back(recording.samples[i].tag);
         if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
             out.stacks.push_back(recording.samples[i].stack.value_or(core::CallStack{{}, true}));
+        if (recording.samples[i].starts_burst)
+            out.bursts.push_back(i);
     }
+    // Reads before the first marked start (none, as the samplers write them) are a burst too.
+    if (!out.bursts.empty() && out.bursts.front() != 0)
+        out.bursts.insert(out.bursts.begin(), 0);
     // "tasks": {"0x20000100": "motor", ...}; entries that are not that are skipped.
     auto tasks = recording.header.find("tasks");
     if (tasks != recording.header.end() && tasks->is_object())

@@ -119,6 +119,15 @@ struct Profile {
     std::map<std::string, std::vector<std::pair<std::string, double>>> preempted;
     // --by exception: each sampled exception number's row name (the Firefox format's tracks).
     std::map<uint32_t, std::string> exception_rows;
+    // How the standard errors were computed. bursts == 0: binomial, each sample independent
+    // (or none at all, for a census). Else from the spread between that many bursts of
+    // back-to-back reads (SampleSet::bursts); largest_ratio is the largest of a row's standard
+    // error over the binomial one (the design effect's root), which says how much the reads
+    // of one burst repeat each other.
+    struct ErrorModel {
+        size_t bursts = 0;
+        double largest_ratio = 1;
+    } errors;
 };
 
 struct AttributionOptions {

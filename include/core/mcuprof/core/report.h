@@ -34,6 +34,10 @@ std::string describe_truncation(const Truncation& truncation);
 std::string describe_load(const Profile& profile);
 // By exception with stacks: "preempted: main 60.0 %, work 40.0 %" for one exception row, or "".
 std::string describe_preempted(const Profile& profile, const std::string& row);
+// How the standard errors were computed (Profile::errors), one phrase: none for a census,
+// binomial for samples each taken on its own, or from the spread between bursts of
+// back-to-back reads and how much larger that made them.
+std::string describe_errors(const Profile& profile);
 
 // The schema is documented in docs/formats.md.
 nlohmann::json to_json(const Profile& profile);

@@ -73,6 +73,11 @@ struct SampleSet {
     std::vector<uint32_t> tags;               // empty, or one tag (task pointer) per pc
     std::vector<Sequence> sequences;          // partition of pcs; empty means one sequence
     std::vector<CallStack> stacks;            // empty, or the callers of each pc (one per pc)
+    // Where each burst of back-to-back reads begins (indices into pcs, ascending, the first 0):
+    // a DWT_PCSR batch or one `profile` chunk. Reads within a burst are correlated (the core
+    // barely ran between them), so standard errors come from the spread between bursts.
+    // Empty: every sample was taken on its own (a random wait before each).
+    std::vector<size_t> bursts;
     std::vector<uint64_t> times_ns;           // empty, or when each pc was taken (ns since the start)
     // Empty, or the exception each pc was taken in (IPSR, xPSR bits 8:0: 0 Thread mode, 15
     // SysTick, 16 + n IRQ n; ARMv7-M ARM B1.4.2), for --by exception.

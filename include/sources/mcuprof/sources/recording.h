@@ -27,6 +27,9 @@ struct LiveSample {
     uint32_t xpsr = 0;        // IPSR, bits 8:0: 0 in thread mode, else the exception number
     uint32_t tag = 0;         // current task (control block address) when tagged
     bool tagged = false;
+    // The first read of a burst of back-to-back reads (a DWT_PCSR batch, a `profile` chunk):
+    // the samples up to the next such start are correlated (core::SampleSet::bursts).
+    bool starts_burst = false;
     std::optional<core::CallStack> stack;   // the callers, when the sampler unwound the stack
 };
 

@@ -76,6 +76,10 @@ inline constexpr const char* emulator_bias_warning =
     "halts land in proportion to QEMU's host time, not to target cycles (exception entry, device accesses "
     "and the ends of translation blocks get too many samples); for exact shares sample with --qemu MACHINE, "
     "or with --pace icount on a QEMU record/replay run (docs/live.md)";
+// The same through OpenOCD, when the probe behind it is mcuprof's virtual probe: its halts and
+// its DWT_PCSR reads (each a brief halt) stop QEMU by wall clock too.
+inline constexpr const char* vprobe_bias_prefix =
+    "behind OpenOCD is mcuprof's virtual probe, whose target is QEMU: ";
 
 // A live sample source: one link's adapter driven by the shared loop.
 class LiveSampler : public SampleSource {
@@ -94,6 +98,7 @@ private:
     uint64_t seed_;
     HaltExtras extras_;
     std::unique_ptr<ReplayClock> replay_;
+    bool behind_vprobe_ = false;   // the link ends in mcuprof's virtual probe (vprobe_signature.h)
 };
 
 // Samples `target` until the plan is met, `stop` is set, the target exits or the link drops;
