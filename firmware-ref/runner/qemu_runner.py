@@ -218,6 +218,9 @@ class QemuRun:
       icount_shift      default 0; None: no -icount, so that QEMU runs each vCPU of a multi-core
                   machine in a thread of its own (MTTCG; -icount runs them in turn on one thread),
                   as uniform cost on mps2-an521 needs
+      icount_sleep      False: -icount ...,sleep=off, the virtual clock jumps to the next timer's
+                  deadline while the core sleeps (WFI) instead of following the host's clock,
+                  so a sleeping image's run is the same on any host
       timeout     seconds for wait() when it is given none; also the hard bound of the run
       workdir     where QEMU's stdout/stderr (and uart.txt) go; default: a fresh temporary
                   directory, removed at close() unless keep_workdir=True
@@ -233,7 +236,7 @@ class QemuRun:
                  singlestep: bool = False, uniform_cost_ns: Optional[int] = None,
                  record: Optional[str | os.PathLike] = None,
                  replay: Optional[str | os.PathLike] = None,
-                 icount_shift: Optional[int] = 0, semihosting: bool = True,
+                 icount_shift: Optional[int] = 0, icount_sleep: bool = True, semihosting: bool = True,
                  timeout: float = DEFAULT_TIMEOUT,
                  workdir: Optional[str | os.PathLike] = None, keep_workdir: bool = False,
                  extra_args: Sequence[str] = (), qemu: str = QEMU):
@@ -279,6 +282,7 @@ class QemuRun:
         self.record = Path(record) if record else None
         self.replay = Path(replay) if replay else None
         self.icount_shift = icount_shift
+        self.icount_sleep = icount_sleep
         self.semihosting = semihosting
         self.extra_args = list(extra_args)
         self.qemu = qemu
@@ -301,7 +305,7 @@ class QemuRun:
     # ---- command line
 
     def command(self) -> list[str]:
-        icount = f"shift={self.icount_shift}"
+        icount = f"shift={self.icount_shift}" + ("" if self.icount_sleep else ",sleep=off")
         if self.record:
             icount += f",rr=record,rrfile={self.record}"
         elif self.replay:

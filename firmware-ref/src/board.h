@@ -19,11 +19,13 @@
 #define RCC_APB2ENR     REG32(RCC_BASE + 0x44u)
 #define RCC_APB1_TIM2EN (1u << 0)
 #define RCC_APB1_TIM3EN (1u << 1)
+#define RCC_APB1_TIM4EN (1u << 2)
 #define RCC_APB2_USART1EN (1u << 4)
 
 /* ---- general-purpose timers TIM2 (32-bit) and TIM3 (16-bit) (RM0090 18.4) ---- */
 #define TIM2_BASE       0x40000000u
 #define TIM3_BASE       0x40000400u
+#define TIM4_BASE       0x40000800u
 #define TIM_CR1(t)      REG32((t) + 0x00u)
 #define TIM_DIER(t)     REG32((t) + 0x0Cu)
 #define TIM_SR(t)       REG32((t) + 0x10u)
@@ -49,6 +51,7 @@
 /* ---- interrupt numbers (RM0090 table 61; same on the F205) ---- */
 #define IRQ_EXTI0       6u
 #define IRQ_TIM3        29u
+#define IRQ_TIM4        30u
 
 /* ---- Cortex-M system control space (ARMv7-M ARM B3) ---- */
 #define SCB_ICSR        REG32(0xE000ED04u)

@@ -22,6 +22,7 @@ void PendSV_Handler(void) WEAK_DEFAULT;
 void SysTick_Handler(void) WEAK_DEFAULT;
 void EXTI0_IRQHandler(void) WEAK_DEFAULT;
 void TIM3_IRQHandler(void) WEAK_DEFAULT;
+void TIM4_IRQHandler(void) WEAK_DEFAULT;
 
 #define N_IRQ 82u /* STM32F405: 82 external interrupts */
 
@@ -41,6 +42,7 @@ __attribute__((section(".vectors"), used)) const vector_t vector_table[16u + N_I
     [15] = SysTick_Handler,
     [16u + IRQ_EXTI0] = EXTI0_IRQHandler,
     [16u + IRQ_TIM3] = TIM3_IRQHandler,
+    [16u + IRQ_TIM4] = TIM4_IRQHandler,
 };
 
 void Reset_Handler(void)

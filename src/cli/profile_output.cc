@@ -150,7 +150,7 @@ core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& 
 {
     auto by = core::parse_grouping(options.by);
     if (!by)
-        throw UsageError("--by takes function, line, address, task, stack, core or var:NAME, not '" + options.by + "'");
+        throw UsageError("--by takes function, line, address, task, stack, core, var:NAME or exception, not '" + options.by + "'");
     if (*by == core::Grouping::task && samples.tags.empty())
         throw mcuprof::Error(options.input, "",
                              "--by task needs samples tagged with the current task; this input has no tags");
@@ -167,18 +167,23 @@ core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& 
                                  "--by " + options.by + ": this recording watched the variable " + samples.variable +
                                      ", not " + name);
     }
+    if (*by == core::Grouping::exception && samples.exceptions.empty())
+        throw mcuprof::Error(options.input, "",
+                             "--by exception needs the exception (IPSR) at each sample, which halting recordings "
+                             "keep; this input has none");
     return *by;
 }
 
-core::Profile attribute_as(const core::SampleSet& samples, const core::SymbolTable& symbols,
-                           core::SourceLocator& locator, core::Grouping by, const ReportOptions& options,
-                           bool stacks)
+core::Profile attribute_as(const core::SampleSet& samples, const core::Firmware& firmware, core::Grouping by,
+                           const ReportOptions& options, bool stacks)
 {
     core::AttributionOptions attribution;
     attribution.by = by;
     attribution.inline_frames = options.inline_frames;
     attribution.stacks = stacks;
-    return core::attribute(samples, symbols, &locator, attribution);
+    if (by == core::Grouping::exception)
+        attribution.vector_table = core::vector_handlers(firmware.vector_table());
+    return core::attribute(samples, firmware.symbols(), &firmware.locator(), attribution);
 }
 
 // A source file as DWARF names it, or nullopt when it is not on this machine.
@@ -198,7 +203,7 @@ core::Profile build_profile(const core::SampleSet& samples, const ReportOptions&
                             const core::Firmware& firmware, bool stacks)
 {
     const core::Grouping by = grouping_of(samples, options);
-    return attribute_as(samples, firmware.symbols(), firmware.locator(), by, options, stacks);
+    return attribute_as(samples, firmware, by, options, stacks);
 }
 
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write)
@@ -223,11 +228,11 @@ void write_profile(const core::SampleSet& samples, const ReportOptions& options,
 
     const core::SymbolTable& symbols = firmware.symbols();
     core::SourceLocator& locator = firmware.locator();
-    core::Profile profile = attribute_as(samples, symbols, locator, by, options, format.needs_stacks);
+    core::Profile profile = attribute_as(samples, firmware, by, options, format.needs_stacks);
     profile.warnings.insert(profile.warnings.begin(), options.warnings.begin(), options.warnings.end());
     std::optional<core::Profile> lines;
     if (format.needs_lines)
-        lines = attribute_as(samples, symbols, locator, core::Grouping::line, options, format.needs_stacks);
+        lines = attribute_as(samples, firmware, core::Grouping::line, options, format.needs_stacks);
 
     const core::ReportInput input{profile, lines ? &*lines : nullptr, samples, symbols, &locator,
                                   read_source_file, options.top};

@@ -36,7 +36,7 @@ struct ReportOptions {
 // lists only the formats and groupings it takes.
 struct ReportChoices {
     std::string formats = core::format_help(core::profile_formats());   // --format's help
-    std::vector<std::string> groupings{"function", "line", "address", "task", "stack", "core", "var:NAME"};
+    std::vector<std::string> groupings{"function", "line", "address", "task", "stack", "core", "var:NAME", "exception"};
     std::string elf_help = "firmware ELF that produced the samples";
     // -o names the report. Not in record and top, where -o names the samples file and the
     // report goes to standard output.

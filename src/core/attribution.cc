@@ -13,6 +13,7 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/core/thumb_code.h"
 #include "mcuprof/hex.h"
 #include "report/text_table.h"
 
@@ -22,6 +23,13 @@ namespace {
 constexpr const char* unknown_function = "?";
 constexpr const char* outside_histogram = "(outside histogram)";
 constexpr const char* untagged = "(no task)";
+
+// The RTOS's idle task, by the name its kernel gives it: FreeRTOS's configIDLE_TASK_NAME
+// ("IDLE" by default), Zephyr's idle thread ("idle", "idle 00" per CPU). Its time is idle time.
+bool is_idle_task(const std::string& name)
+{
+    return name == "IDLE" || name.rfind("idle", 0) == 0;
+}
 
 // One weighted address: a raw sample aggregated with its equals, a census count, or
 // a share of a histogram bucket.
@@ -87,12 +95,21 @@ private:
     size_t used_ = 0;
 };
 
+// What a raw sample's key holds beside its PC: the task tag, by value the variable's value, or by
+// exception the exception number in its place.
+const std::vector<uint32_t>& key_tags(const SampleSet& samples, Grouping by)
+{
+    if (by == Grouping::value)
+        return samples.values;
+    return by == Grouping::exception ? samples.exceptions : samples.tags;
+}
+
 std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& symbols, Grouping by)
 {
     std::vector<Weighted> items;
-    // The word beside each pc: the task, or by value the variable's value.
-    const std::vector<uint32_t>& words = by == Grouping::value ? samples.values : samples.tags;
-    const bool tagged = !words.empty();
+    const bool by_exception = by == Grouping::exception;
+    const std::vector<uint32_t>& tags = key_tags(samples, by);
+    const bool tagged = !tags.empty();
     // Raw samples: count equal (tag, pc) pairs first, so each distinct address is
     // attributed once however many samples share it.
     // Untagged samples inside the image's code (nearly all of them) are counted in a dense
@@ -112,7 +129,7 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
         if (dense && offset < code_end - code_start && (offset & 1u) == 0 && dense_counts[offset / 2] != UINT32_MAX)
             ++dense_counts[offset / 2];
         else
-            counts.add(sample_key(tagged ? words[i] : 0, pc));
+            counts.add(sample_key(tagged ? tags[i] : 0, pc));
     }
     for (size_t k = 0; k < dense_counts.size(); ++k)
         if (dense_counts[k] != 0)
@@ -122,7 +139,7 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
     const bool zero_named = by == Grouping::value || samples.tag_names.count(0) != 0;
     counts.each([&](uint64_t key, uint64_t n) {
         const uint32_t tag = uint32_t(key >> 32);
-        items.push_back({uint32_t(key), tag, tagged && (tag != 0 || zero_named), double(n), nullptr});
+        items.push_back({uint32_t(key), tag, tagged && (by_exception || tag != 0 || zero_named), double(n), nullptr});
     });
     for (const AddressCount& c : samples.counts)
         items.push_back({c.address, 0, false, double(c.count), nullptr});
@@ -280,10 +297,13 @@ struct AddressChain {
 
 // Unwound stacks come with raw PCs only (a live recording), never with counts or buckets.
 std::vector<AddressChain> address_chains(const SampleSet& samples, const std::vector<Weighted>& items,
-                                         Grouping by)
+                                         const SymbolTable& symbols, const AttributionOptions& options)
 {
     std::vector<AddressChain> chains;
+    const Grouping by = options.by;
     auto task_of = [&](uint32_t tag, bool tagged) {
+        if (by == Grouping::exception)
+            return exception_row_name(tag, options.vector_table, symbols);
         if (by != Grouping::task)
             return std::string();
         if (!tagged)
@@ -301,8 +321,9 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
         const CallStack& stack = samples.stacks[i];
         std::vector<uint32_t> addresses(stack.callers.rbegin(), stack.callers.rend());
         addresses.push_back(samples.pcs[i]);
-        const uint32_t tag = samples.tags.empty() ? 0 : samples.tags[i];
-        const bool tagged = !samples.tags.empty() && (tag != 0 || samples.tag_names.count(0) != 0);
+        const std::vector<uint32_t>& tags = key_tags(samples, by);
+        const uint32_t tag = tags.empty() ? 0 : tags[i];
+        const bool tagged = !tags.empty() && (tag != 0 || samples.tag_names.count(0) != 0);
         counted[{task_of(tag, tagged), stack.truncated, stack.stop == UnwindStop::secure_caller, std::move(addresses)}] += 1;
     }
     for (auto& [key, weight] : counted)
@@ -336,7 +357,7 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
                   RowBuilder& rows)
 {
     std::map<std::vector<std::string>, size_t> index;   // frame names -> stack row
-    for (const AddressChain& chain : address_chains(samples, items, options.by)) {
+    for (const AddressChain& chain : address_chains(samples, items, symbols, options)) {
         StackRow row;
         row.truncated = chain.truncated;
         row.samples = chain.weight;
@@ -434,6 +455,7 @@ struct RowContext {
     RowBuilder& rows;
     const std::vector<SourceFrame>* frames;   // the address's source frames, when wanted
     bool inline_frames;
+    const std::map<uint32_t, uint32_t>& vector_table;
 };
 
 Row& function_row(const RowContext& c, const Weighted& item, const Function* f)
@@ -491,6 +513,8 @@ Row& task_row(const RowContext& c, const Weighted& item, const Function*)
     if (item.tagged) {
         auto known = c.samples.tag_names.find(item.tag);
         name = known != c.samples.tag_names.end() ? known->second : hex32(item.tag);
+        if (is_idle_task(name))
+            name += " (idle)";
     }
     Row& row = c.rows.row(name);
     if (item.tagged)
@@ -503,6 +527,11 @@ Row& value_row(const RowContext& c, const Weighted& item, const Function*)
 {
     auto known = c.samples.value_names.find(item.tag);
     return c.rows.row(known != c.samples.value_names.end() ? known->second : std::to_string(item.tag));
+}
+
+Row& exception_row(const RowContext& c, const Weighted& item, const Function*)
+{
+    return c.rows.row(exception_row_name(item.tag, c.vector_table, c.symbols));
 }
 
 using RowMaker = Row& (*)(const RowContext&, const Weighted&, const Function*);
@@ -518,6 +547,7 @@ RowMaker row_maker(Grouping by)
     case Grouping::core:       // rows made from the cores later
         return function_row;
     case Grouping::value: return value_row;
+    case Grouping::exception: return exception_row;
     }
     return function_row;
 }
@@ -549,8 +579,11 @@ RowBuilder group_rows(Profile& profile, const std::vector<Weighted>& items, cons
             profile.unattributed += item.weight;
         seen_addresses[item.pc] = true;
         const RowContext context{samples, symbols, rows, want_frames ? &locator->frames(item.pc) : nullptr,
-                                 options.inline_frames};
-        Row& row = make_row(context, item, f);
+                                 options.inline_frames, options.vector_table};
+        // A sample that caught the core asleep is time spent in no code (by task, the task's).
+        const bool asleep = samples.measures_time && item.bucket == nullptr && options.by != Grouping::task &&
+                            follows_wait_instruction(symbols, item.pc);
+        Row& row = asleep ? rows.row(sleep_row_name) : make_row(context, item, f);
         row.samples += item.weight;
         if (row_of != nullptr && item.bucket == nullptr)
             (*row_of)[sample_key(item.tag, item.pc)] = rows.last();
@@ -601,8 +634,8 @@ RowBuilder core_rows(const SampleSet& samples)
 // bursts of m_c reads, y_c of them in the row, M = sum m_c and p = sum y_c / M:
 //   var(p) = k / (k - 1) * sum_c (y_c - p m_c)^2 / M^2
 // per row from sum y_c^2 and sum y_c m_c, so one pass over the samples serves every row.
-std::vector<double> burst_variances(const SampleSet& samples, const std::unordered_map<uint64_t, size_t>& row_of,
-                                    size_t row_count)
+std::vector<double> burst_variances(const SampleSet& samples, const std::vector<uint32_t>& tags,
+                                    const std::unordered_map<uint64_t, size_t>& row_of, size_t row_count)
 {
     const size_t k = samples.bursts.size();
     const double reads = double(samples.pcs.size());
@@ -610,12 +643,12 @@ std::vector<double> burst_variances(const SampleSet& samples, const std::unorder
     double m2 = 0;
     std::vector<uint32_t> in_burst(row_count, 0);
     std::vector<size_t> touched;
-    const bool tagged = !samples.tags.empty();
+    const bool tagged = !tags.empty();
     for (size_t c = 0; c < k; ++c) {
         const size_t begin = samples.bursts[c];
         const size_t end = c + 1 < k ? samples.bursts[c + 1] : samples.pcs.size();
         for (size_t i = begin; i < end; ++i) {
-            const size_t r = row_of.at(sample_key(tagged ? samples.tags[i] : 0, samples.pcs[i]));
+            const size_t r = row_of.at(sample_key(tagged ? tags[i] : 0, samples.pcs[i]));
             if (in_burst[r]++ == 0)
                 touched.push_back(r);
         }
@@ -701,7 +734,104 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
     }
 }
 
+// The CPU load of samples that measure time: the samples asleep (a PC just past a WFI or WFE,
+// or the input's own "(sleep)" row) and those of the RTOS idle task are idle; the rest is load.
+std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples, const SymbolTable& symbols)
+{
+    if (!samples.measures_time || profile.total <= 0)
+        return std::nullopt;
+    CpuLoad load;
+    std::unordered_map<uint32_t, bool> asleep_at;
+    std::unordered_map<uint32_t, bool> idle_tag;
+    for (const auto& [tag, name] : samples.tag_names)
+        idle_tag[tag] = is_idle_task(name);
+    for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        const uint32_t pc = samples.pcs[i];
+        auto [known, added] = asleep_at.emplace(pc, false);
+        if (added)
+            known->second = follows_wait_instruction(symbols, pc);
+        if (known->second)
+            load.sleep_samples += 1;
+        else if (!samples.tags.empty() && idle_tag[samples.tags[i]])
+            load.idle_task_samples += 1;
+    }
+    if (auto sleep = samples.without_address.find(sleep_row_name); sleep != samples.without_address.end())
+        load.sleep_samples += double(sleep->second);
+    load.busy = share_of(profile.total - load.sleep_samples - load.idle_task_samples, profile.total, false);
+    load.sleep = share_of(load.sleep_samples, profile.total, false);
+    return load;
+}
+
+// By exception, with stacks: what each exception's samples preempted. The chain runs from the
+// sample's PC through the handler's frames to the handler itself (its vector table entry);
+// the frame below is the instruction the exception interrupted (the unwinder crosses the
+// exception frame there), named by its function.
+void find_preempted(Profile& profile, const SampleSet& samples, const SymbolTable& symbols,
+                    const AttributionOptions& options)
+{
+    if (options.by != Grouping::exception || samples.stacks.empty() || samples.exceptions.empty())
+        return;
+    std::map<std::string, std::map<std::string, double>> found;
+    for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        const uint32_t number = samples.exceptions[i];
+        if (number == 0)
+            continue;
+        const std::string row = samples.measures_time && follows_wait_instruction(symbols, samples.pcs[i])
+                                    ? std::string(sleep_row_name)
+                                    : exception_row_name(number, options.vector_table, symbols);
+        std::vector<uint32_t> chain = {samples.pcs[i]};
+        chain.insert(chain.end(), samples.stacks[i].callers.begin(), samples.stacks[i].callers.end());
+        std::string what = samples.stacks[i].truncated ? "(chain cut short)" : "(no handler frame)";
+        auto handler = options.vector_table.find(number);
+        for (size_t k = 0; handler != options.vector_table.end() && k < chain.size(); ++k) {
+            const Function* f = symbols.find(chain[k]);
+            if (f == nullptr || f->start != handler->second)
+                continue;
+            if (k + 1 < chain.size()) {
+                const Function* interrupted = symbols.find(chain[k + 1]);
+                what = interrupted != nullptr ? interrupted->name : unknown_function;
+            }
+            break;
+        }
+        found[row][what] += 1;
+    }
+    for (auto& [row, counts] : found) {
+        std::vector<std::pair<std::string, double>> sorted(counts.begin(), counts.end());
+        std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+        profile.preempted[row] = std::move(sorted);
+    }
+}
+
 } // namespace
+
+std::map<uint32_t, uint32_t> vector_handlers(const std::vector<uint32_t>& vector_table)
+{
+    std::map<uint32_t, uint32_t> handlers;
+    for (uint32_t n = 1; n < vector_table.size(); ++n)
+        if (vector_table[n] != 0)
+            handlers[n] = vector_table[n] & ~1u;
+    return handlers;
+}
+
+std::string exception_row_name(uint32_t number, const std::map<uint32_t, uint32_t>& vector_table,
+                               const SymbolTable& symbols)
+{
+    if (number == 0)
+        return "Thread mode";
+    // ARMv7-M ARM B1.5.2 and ARMv8-M's SecureFault (7): the architecture's numbers below 16.
+    static const std::map<uint32_t, const char*> fixed = {
+        {1, "Reset"},     {2, "NMI"},          {3, "HardFault"}, {4, "MemManage"}, {5, "BusFault"},
+        {6, "UsageFault"}, {7, "SecureFault"}, {11, "SVCall"},   {12, "DebugMonitor"}, {14, "PendSV"},
+        {15, "SysTick"}};
+    auto known = fixed.find(number);
+    std::string name = known != fixed.end() ? std::string(known->second) + " (" + std::to_string(number) + ")"
+                       : number >= 16 ? "IRQ " + std::to_string(number - 16) + " (" + std::to_string(number) + ")"
+                                      : "exception " + std::to_string(number);
+    if (auto entry = vector_table.find(number); entry != vector_table.end())
+        if (const Function* handler = symbols.find(entry->second))
+            name += " " + handler->name;
+    return name;
+}
 
 std::vector<StackFrame> frames_at(uint32_t address, const SymbolTable& symbols, SourceLocator* locator)
 {
@@ -726,6 +856,8 @@ std::optional<Grouping> parse_grouping(std::string_view text)
         return Grouping::core;
     if (!variable_of_grouping(text).empty())
         return Grouping::value;
+    if (text == "exception")
+        return Grouping::exception;
     return std::nullopt;
 }
 
@@ -750,6 +882,7 @@ std::string_view name_of(Grouping grouping)
     case Grouping::stack: return "stack";
     case Grouping::core: return "core";
     case Grouping::value: return "var";
+    case Grouping::exception: return "exception";
     }
     return "?";
 }
@@ -773,6 +906,8 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     const bool stripped = symbols.functions().empty() && options.by == Grouping::function;
     if (stripped)
         options.by = Grouping::address;
+    if (options.by == Grouping::exception && samples.exceptions.size() != samples.pcs.size())
+        throw Error(samples.origin, "", "--by exception needs the exception (IPSR) of every sample; this input has none");
     if (!samples.stacks.empty() && samples.stacks.size() != samples.pcs.size())
         throw Error(samples.origin, "", "the call stacks (" + std::to_string(samples.stacks.size()) +
                                             ") do not match the samples (" + std::to_string(samples.pcs.size()) + ")");
@@ -813,7 +948,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     std::vector<Row> made = rows.take();
     std::vector<double> variance;
     if (by_bursts) {
-        variance = burst_variances(samples, row_of, made.size());
+        variance = burst_variances(samples, key_tags(samples, options.by), row_of, made.size());
         profile.errors.bursts = samples.bursts.size();
     }
     compute_shares(profile, std::move(made), samples, profile.unwound && options.by == Grouping::function, variance);
@@ -823,6 +958,13 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
             if (row.address)
                 row.location = locator->line_at(*row.address);
     }
+    if (options.by == Grouping::exception)
+        for (uint32_t number : samples.exceptions)
+            if (!profile.exception_rows.count(number))
+                profile.exception_rows[number] = exception_row_name(number, options.vector_table, symbols);
+    profile.load = cpu_load(profile, samples, symbols);
+    profile.sleep_not_counted = !samples.measures_time;
+    find_preempted(profile, samples, symbols, options);
     add_warnings(profile, samples, symbols, options, stripped);
     // Each core's own profile: by the same grouping (by function when the rows are the cores).
     if (is_multicore(samples)) {

@@ -70,11 +70,48 @@ std::string decl_file(llvm::DWARFDie die)
     return {};
 }
 
+// A function without a linkage name (GCC gives none to one of internal linkage that exists
+// only inlined: next_random in an anonymous namespace): its DW_AT_name qualified by the
+// namespaces and classes its declaration is nested in (DWARF 5, 3.2.2 and 5.7), the way gdb
+// names such a function, "(anonymous namespace)::next_random". A scope without a name other
+// than a namespace (a lambda's closure type), or a function (a local class), ends the
+// qualification there: no name c++filt could print reaches it.
+std::string qualified_name(llvm::DWARFDie die)
+{
+    const char* name = die.getShortName();
+    if (name == nullptr)
+        return {};
+    // The declaration is the DIE in its scope: the concrete or abstract instance refers to it.
+    for (int depth = 0; depth < 4; ++depth) {
+        llvm::DWARFDie next = die.getAttributeValueAsReferencedDie(llvm::dwarf::DW_AT_abstract_origin);
+        if (!next.isValid())
+            next = die.getAttributeValueAsReferencedDie(llvm::dwarf::DW_AT_specification);
+        if (!next.isValid())
+            break;
+        die = next;
+    }
+    std::string qualified = name;
+    for (llvm::DWARFDie scope = die.getParent(); scope.isValid(); scope = scope.getParent()) {
+        const llvm::dwarf::Tag tag = scope.getTag();
+        const char* scope_name = scope.getShortName();
+        if (tag == llvm::dwarf::DW_TAG_namespace)
+            qualified = std::string(scope_name ? scope_name : "(anonymous namespace)") + "::" + qualified;
+        else if ((tag == llvm::dwarf::DW_TAG_class_type || tag == llvm::dwarf::DW_TAG_structure_type ||
+                  tag == llvm::dwarf::DW_TAG_union_type) && scope_name != nullptr)
+            qualified = std::string(scope_name) + "::" + qualified;
+        else
+            break;
+    }
+    return qualified;
+}
+
 DwarfFunction describe(const llvm::DWARFDie& die)
 {
     DwarfFunction f;
-    if (const char* name = die.getSubroutineName(llvm::DINameKind::LinkageName))
-        f.name = demangle(name);
+    if (const char* linkage = die.getLinkageName())
+        f.name = demangle(linkage);
+    else
+        f.name = qualified_name(die);
     // A lambda's operator() has no declaration of its own (GCC marks it artificial): the
     // closure type it is a member of (DW_AT_object_pointer's type, through pointer and const)
     // is declared where the lambda is written.

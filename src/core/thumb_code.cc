@@ -141,4 +141,15 @@ EpilogueResult run_epilogue(const SymbolTable& code, std::array<uint32_t, 16>& r
     return EpilogueResult::not_epilogue;
 }
 
+bool follows_wait_instruction(const SymbolTable& code, uint32_t pc)
+{
+    const std::optional<uint16_t> last = code.halfword(pc - 2), before = code.halfword(pc - 4);
+    if (!last)
+        return false;
+    if (before && *before == 0xF3AF && (*last == 0x8003 || *last == 0x8002))
+        return true;
+    return (*last == 0xBF30 || *last == 0xBF20) && !(before && starts_32_bit(*before));
+}
+
 } // namespace mcuprof::core
+

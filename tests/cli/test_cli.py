@@ -203,6 +203,8 @@ class Cli(unittest.TestCase):
         empty = self.write("empty.txt", "prof raw n=0\nend\n")
         self.assert_one_line_error(run("report", empty, "--elf", self.elf), 2, "no samples")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--by", "task"), 2, "no tags")
+        self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--by", "exception"), 2, dump,
+                                   "(IPSR)")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--chunk", "2"), 2, "--chunk 2")
 
     def test_corrupt_dwarf_is_one_line_exit_2(self):

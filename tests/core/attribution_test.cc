@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <random>
 
 #include "mcuprof/core/error.h"
@@ -9,6 +10,7 @@
 #include "mcuprof/core/profile.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/core/thumb_code.h"
 
 using namespace mcuprof::core;
 
@@ -308,6 +310,66 @@ TEST_CASE("attribution: flat samples give one-frame stacks only when asked, incl
     CHECK(p.stacks[0].samples == 2);
     CHECK(row_named(p, "func_a").inclusive_samples == 2);
     CHECK(row_named(p, "local_b").inclusive.percent == doctest::Approx(100.0 / 3));
+}
+
+TEST_CASE("attribution: samples of time just past a WFI are (sleep), the idle task is idle, and the load has its error")
+{
+    // sleep_m4 has one WFI, in sleep_until_tick (firmware-ref/src/scen_sleep.c).
+    const Firmware image = Firmware::open(std::string(FIRMWARE_DIR) + "/sleep_m4.elf");
+    const SymbolTable& symbols = image.symbols();
+    const Function* sleeper = nullptr;
+    const Function* worker = nullptr;
+    for (const Function& f : symbols.functions()) {
+        if (f.name == "sleep_until_tick")
+            sleeper = &f;
+        if (f.name == "work")
+            worker = &f;
+    }
+    REQUIRE(sleeper != nullptr);
+    REQUIRE(worker != nullptr);
+    uint32_t after_wfi = 0;
+    for (uint32_t a = sleeper->start; a < sleeper->start + sleeper->size; a += 2)
+        if (symbols.halfword(a) == uint16_t(0xBF30))
+            after_wfi = a + 2;
+    REQUIRE(after_wfi != 0);
+    CHECK(follows_wait_instruction(symbols, after_wfi));
+    CHECK_FALSE(follows_wait_instruction(symbols, after_wfi - 2));   // the WFI itself has not run
+    CHECK_FALSE(follows_wait_instruction(symbols, worker->start + 2));
+
+    // 30 asleep (in the idle task), 20 awake in the idle task, 50 in a task that works.
+    SampleSet samples;
+    samples.measures_time = true;
+    samples.tag_names = {{0x20000100, "IDLE"}, {0x20000200, "motor"}};
+    for (int i = 0; i < 100; ++i) {
+        samples.pcs.push_back(i < 30 ? after_wfi : worker->start + 2);
+        samples.tags.push_back(i < 50 ? 0x20000100 : 0x20000200);
+    }
+    AttributionOptions by_function;
+    const Profile profile = attribute(samples, symbols, nullptr, by_function);
+    REQUIRE(profile.load);
+    CHECK(profile.load->sleep_samples == 30);
+    CHECK(profile.load->idle_task_samples == 20);
+    CHECK(profile.load->busy.percent == doctest::Approx(50.0));
+    CHECK(profile.load->busy.stderr_pp == doctest::Approx(100 * std::sqrt(0.5 * 0.5 / 100)));
+    auto row = [](const Profile& p, const std::string& name) {
+        auto found = std::find_if(p.rows.begin(), p.rows.end(), [&](const Row& r) { return r.name == name; });
+        return found == p.rows.end() ? 0.0 : found->samples;
+    };
+    CHECK(row(profile, "(sleep)") == 30);
+    CHECK(row(profile, "work") == 70);
+    // By task, sleep stays with its task; the idle task is shown as idle.
+    AttributionOptions by_task;
+    by_task.by = Grouping::task;
+    const Profile tasks = attribute(samples, symbols, nullptr, by_task);
+    CHECK(row(tasks, "IDLE (idle)") == 50);
+    CHECK(row(tasks, "motor") == 50);
+    // Samples of executed instructions (instruction-count pacing) cannot see sleep.
+    samples.measures_time = false;
+    const Profile instructions = attribute(samples, symbols, nullptr, by_function);
+    CHECK_FALSE(instructions.load);
+    CHECK(instructions.sleep_not_counted);
+    CHECK(row(instructions, "(sleep)") == 0);
+    CHECK(row(instructions, "sleep_until_tick") == 30);
 }
 
 TEST_CASE("attribution: bursts of correlated reads get their standard errors from the spread between bursts")

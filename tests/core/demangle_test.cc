@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "mcuprof/core/demangle.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/symbols.h"
@@ -33,10 +35,11 @@ std::vector<std::string> lines_of(const std::string& text)
     return lines;
 }
 
-// c++filt's reading of each name, one name a line in and out.
+// c++filt's reading of each name, one name a line in and out. The list's name is the
+// process's own: ctest runs each test case as a process, two at a time under -j2.
 std::vector<std::string> cxxfilt(const std::vector<std::string>& names)
 {
-    const std::string list = "demangle_test_names.txt";
+    const std::string list = "demangle_test_names." + std::to_string(getpid()) + ".txt";
     {
         std::ofstream out(list);
         for (const std::string& n : names)

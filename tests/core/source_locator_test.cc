@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -126,7 +127,7 @@ TEST_CASE("source locator: inlined functions are told apart by their abstract or
         if (frames.front().function.starts_with("operator() ("))
             lambdas[frames.front().function].insert(base_line(expected.front()));
         for (size_t i = 0; i + 1 < frames.size(); ++i)
-            if (frames[i].function.starts_with("sort<app::Record*"))
+            if (frames[i].function.starts_with("std::sort<app::Record*"))
                 sort_sites[base_line(expected[i + 1])].insert(frames[i].function);
     }
     CHECK(chains > 50);
@@ -148,4 +149,44 @@ TEST_CASE("source locator: inlined functions are told apart by their abstract or
     CHECK(sorts.size() == 2);
     for (const std::string& label : sorts)
         CHECK(label.find(" (DIE 0x") != std::string::npos);
+}
+
+TEST_CASE("source locator: an inlined function without a linkage name is qualified by its scopes, as gdb names it")
+{
+    // GCC gives no linkage name to a function of internal linkage that exists only inlined
+    // (next_random in main.cpp's anonymous namespace), nor to the inlined template functions
+    // of the standard library: c++filt has no symbol to name them from. gdb names them from
+    // DWARF, qualified by their namespaces and classes: the oracle, one block per inlined call
+    // ("syms/buckets in 0xLOW..0xHIGH, function NAME"). Its names with a parameter list or a
+    // mangled name are of functions with a linkage name, which the other tests check.
+    const std::string elf = std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf";
+    std::istringstream out(tool_output("gdb-multiarch -nx -batch -ex 'maint print symbols' " + elf));
+    const std::string marker = " syms/buckets in 0x";
+    std::map<uint32_t, std::string> blocks;   // an inlined call's first address -> gdb's name
+    for (std::string line; std::getline(out, line);) {
+        const size_t at = line.find(marker), named = line.find(", function ");
+        if (at == std::string::npos || named == std::string::npos)
+            continue;
+        const std::string name = line.substr(named + 11);
+        if (name.starts_with("_Z") || name.ends_with(")"))
+            continue;
+        blocks.emplace(uint32_t(std::stoul(line.substr(at + marker.size()), nullptr, 16)), name);
+    }
+    const Firmware image = Firmware::open(elf);
+    SourceLocator locator(image);
+    std::set<std::string> named;
+    for (const auto& [address, name] : blocks) {
+        CAPTURE(address);
+        CAPTURE(name);
+        const auto& frames = locator.frames(address);
+        // A namesake carries its label after the name: " (main.cpp:116)", " (DIE 0x409c)".
+        const bool found = std::any_of(frames.begin(), frames.end(), [&](const SourceFrame& f) {
+            return f.function == name || f.function.starts_with(name + " (");
+        });
+        CHECK(found);
+        named.insert(name);
+    }
+    CHECK(named.count("(anonymous namespace)::next_random") == 1);
+    CHECK(std::any_of(named.begin(), named.end(), [](const std::string& n) { return n.starts_with("std::sort<"); }));
+    CHECK(named.size() >= 10);
 }

@@ -265,6 +265,38 @@ class FpuTasks(unittest.TestCase):
     def test_goal_against_per_task_truth(self):
         self.check_goal("fpu_o2_m4")
 
+    def test_by_exception_against_the_truth(self):
+        """`--by exception` with exact pacing: each exception's share is the truth's share of
+        its handler's code (arm-none-eabi-nm's functions that run only in that handler), Thread
+        mode the rest, within 4 SE; the rows are named by the vector table's handlers, and
+        what SysTick preempted adds up to its samples."""
+        name = "fpu_o2_m4"
+        doc, counts = replayed_recording(self, name, SAMPLES, "23", "--stacks", "--by", "exception")
+        funcs = fwtest.symbols(name)
+        handler_code = {"SysTick (15) SysTick_Handler": {"SysTick_Handler", "tick_smooth", "con_puts", "con_dec",
+                                                         "semihost_exit"},
+                        "PendSV (14) PendSV_Handler": {"PendSV_Handler", "rtos_switch_context"},
+                        "SVCall (11) SVC_Handler": {"SVC_Handler", "rtos_start"}}
+        total = sum(counts.values())
+        truth = collections.Counter()
+        for address, n in counts.items():
+            owner = funcs.lookup(address)
+            truth[next((row for row, code in handler_code.items() if owner in code), "Thread mode")] += n
+        rows = {r["name"]: r["samples"] for r in doc["functions"]}
+        n = doc["samples"]
+        self.assertTrue(set(rows) <= set(truth), rows)
+        for row, count in truth.items():
+            p, q = count / total, rows.get(row, 0) / n
+            se = math.sqrt(p * (1 - p) / n)
+            print(f"  {row}: true {100 * p:.2f} %, sampled {100 * q:.2f} %, z {(q - p) / max(se, 1e-12):+.1f}",
+                  file=sys.stderr)
+            self.assertLessEqual(abs(q - p), Z * se, (row, p, q))
+        systick = "SysTick (15) SysTick_Handler"
+        self.assertGreater(rows[systick], 50)
+        self.assertEqual(sum(e["samples"] for e in doc["preempted"][systick]), rows[systick])
+        self.assertNotIn("cpu_load", doc)   # exact pacing lands on executed instructions
+        self.assertFalse(doc["sleep_counted"])
+
     def test_goal_under_freertos_shaped_switch(self):
         """The same tasks under a PendSV in the shape of FreeRTOS's Cortex-M4F port
         (MINIRTOS_SWITCH_FREERTOS_SHAPE in minirtos.c): EXC_RETURN saved on the task's stack

@@ -87,11 +87,12 @@ class Run:
 
 
 @lru_cache(maxsize=None)
-def run(name: str, timeout: float = 900.0) -> Run:
+def run(name: str, timeout: float = 900.0, icount_sleep: bool = True) -> Run:
     """Run an image to its semihosting exit with the truth plugin (once per process).
     `timeout` is a bound for a hang, not an expectation: the longest image (loops_tim3_m4,
     8.5e8 instructions) takes 14 s here with both cores busy, and took over 120 s once while
-    the machine ran two test suites and four builds."""
+    the machine ran two test suites and four builds. icount_sleep=False: -icount sleep=off, for
+    an image that sleeps (qemu_runner.QemuRun)."""
     elf = elf_path(name)
     if not PLUGIN.is_file():
         _missing(f"{PLUGIN} is missing: build the host project (it builds firmware-ref/truth)")
@@ -99,7 +100,7 @@ def run(name: str, timeout: float = 900.0) -> Run:
     d.mkdir(parents=True, exist_ok=True)
     dump, truth = d / "dump.txt", d / "truth.txt"
     res = qemu_runner.run_to_exit(elf, uart_path=dump, truth_path=truth, timeout=timeout,
-                                  plugin=PLUGIN)
+                                  plugin=PLUGIN, icount_sleep=icount_sleep)
     return Run(name, dump, truth, res.seconds)
 
 

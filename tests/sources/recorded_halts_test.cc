@@ -17,6 +17,8 @@
 
 #include "../fakes/recorded_target.h"
 #include "mcuprof/core/firmware.h"
+#include "mcuprof/core/profile.h"
+#include "mcuprof/core/symbols.h"
 #include "mcuprof/core/unwinder.h"
 #include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/sampling_loop.h"
@@ -207,6 +209,61 @@ TEST_CASE("recorded halts: FPU tasks at -O2, chains through SysTick's FP frame o
         check_chains(recording, sink, {"Reset_Handler", "task_fir", "task_iir"});
         CHECK(target.stack_pointer_reads == (banked_in_halt ? 0u : handler_halts));
         check_tasks(recording, sink);
+    }
+}
+
+TEST_CASE("recorded halts: by exception, each handler halt is its vector-table handler's row and preempted what gdb shows")
+{
+    // fpu_o2_m4's halts in SysTick and PendSV: the row is the IPSR's exception, named by the
+    // vector table's handler; what it preempted is gdb's frame below its innermost
+    // "<signal handler called>" (the interrupted code), counted per row.
+    const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "fpu_o2_m4");
+    fakes::RecordedTarget target(recording);
+    Collect sink;
+    sample_every_halt(target, recording, sink);
+    REQUIRE(sink.samples.size() == recording.halts.size());
+    const core::Firmware image = core::Firmware::open(recording.elf);
+    core::SampleSet samples;
+    std::map<std::string, std::map<std::string, double>> expected;   // row -> gdb's preempted function -> halts
+    core::AttributionOptions options;
+    options.by = core::Grouping::exception;
+    options.vector_table = core::vector_handlers(image.vector_table());
+    size_t in_handlers = 0;
+    for (size_t i = 0; i < sink.samples.size(); ++i) {
+        const LiveSample& s = sink.samples[i];
+        samples.pcs.push_back(s.pc);
+        samples.exceptions.push_back(s.xpsr & 0x1FF);
+        samples.stacks.push_back(s.stack.value_or(core::CallStack{{}, true}));
+        if ((s.xpsr & 0x1FF) == 0)
+            continue;
+        ++in_handlers;
+        const nlohmann::json& frames = recording.halts[i].oracle.at("frames");
+        std::string handler, preempted;
+        for (size_t k = 0; k < frames.size(); ++k)
+            if (frames[k].at("exception").get<bool>()) {
+                preempted = frames.at(k + 1).at("function").get<std::string>();
+                break;
+            } else if (!frames[k].at("inline").get<bool>()) {
+                handler = frames[k].at("function").get<std::string>();
+            }
+        const std::string row = core::exception_row_name(s.xpsr & 0x1FF, options.vector_table, image.symbols());
+        CAPTURE(row);
+        CHECK(row.ends_with(" " + handler));   // the outermost frame above the exception entry
+        expected[row][preempted] += 1;
+    }
+    REQUIRE(in_handlers > 0);
+    const core::Profile profile = core::attribute(samples, image.symbols(), nullptr, options);
+    double thread = 0;
+    for (const core::Row& row : profile.rows)
+        if (row.name == "Thread mode")
+            thread = row.samples;
+    CHECK(thread == double(sink.samples.size() - in_handlers));
+    REQUIRE(profile.preempted.size() == expected.size());
+    for (const auto& [row, by_function] : expected) {
+        CAPTURE(row);
+        REQUIRE(profile.preempted.count(row) == 1);
+        const auto& found = profile.preempted.at(row);
+        CHECK(std::map<std::string, double>(found.begin(), found.end()) == by_function);
     }
 }
 

@@ -159,8 +159,10 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
         return it->second;
     };
     // One thread per RTOS task when the samples are tagged (the profiler shows each as a
-    // track), else one "firmware" thread; on a multi-core chip one per core, and per task
-    // within it ("core 1: motor"). Each holds its samples in the order taken.
+    // track), by exception one per exception (Thread mode, each handler), else one "firmware"
+    // thread; on a multi-core chip one per core, and per task or exception within it ("core 1:
+    // motor"). Each holds its samples in the order taken.
+    const bool by_exception = input.profile.by == Grouping::exception && !samples.exceptions.empty();
     struct Thread {
         std::string name;
         json stack = json::array();
@@ -170,10 +172,14 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
     std::map<std::pair<uint32_t, uint32_t>, size_t> thread_of;   // (core, tag) -> thread
     const bool by_core = is_multicore(samples);
     auto thread_for = [&](size_t i) -> Thread& {
-        const uint32_t tag = samples.tags.empty() ? 0 : samples.tags[i];
+        const uint32_t tag = by_exception ? samples.exceptions[i] : samples.tags.empty() ? 0 : samples.tags[i];
         const uint32_t core = samples.cores.empty() ? 0 : samples.cores[i];
         auto [it, added] = thread_of.emplace(std::pair{core, tag}, threads.size());
-        if (added) {
+        if (added && by_exception) {
+            auto named = input.profile.exception_rows.find(tag);
+            const std::string exception = named != input.profile.exception_rows.end() ? named->second : std::to_string(tag);
+            threads.push_back({by_core ? core_name(samples, core) + ": " + exception : exception});
+        } else if (added) {
             auto named = samples.tag_names.find(tag);
             char hex[16];
             std::snprintf(hex, sizeof hex, "0x%08x", tag);

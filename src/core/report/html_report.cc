@@ -66,6 +66,10 @@ void write_metadata(const Profile& p, std::ostream& out)
     item("stacks", p.unwound ? "unwound call stacks" : "flat (one frame per sample, with inline chains)");
     if (p.unwound)
         item("truncated chains", describe_truncation(p.truncation));
+    if (const std::string load = describe_load(p); !load.empty())
+        item("CPU load", load);
+    for (const auto& [row, what] : p.preempted)
+        item(row, describe_preempted(p, row));
     if (p.sampler) {
         const SamplerFigures& s = *p.sampler;
         if (!s.method.empty())

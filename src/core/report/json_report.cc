@@ -100,6 +100,26 @@ nlohmann::json to_json(const Profile& profile)
                              {"by_reason", reasons},
                              {"inclusive_lower_bounds", profile.truncation.inclusive_lower_bounds()}};
     }
+    if (profile.load) {
+        const CpuLoad& l = *profile.load;
+        doc["cpu_load"] = {{"percent", percent_value(l.busy.percent)},
+                           {"stderr", percent_value(l.busy.stderr_pp)},
+                           {"sleep_samples", count_value(l.sleep_samples)},
+                           {"sleep_percent", percent_value(l.sleep.percent)},
+                           {"sleep_stderr", percent_value(l.sleep.stderr_pp)},
+                           {"idle_task_samples", count_value(l.idle_task_samples)}};
+    }
+    doc["sleep_counted"] = !profile.sleep_not_counted;
+    if (!profile.preempted.empty()) {
+        nlohmann::json preempted = nlohmann::json::object();
+        for (const auto& [row, what] : profile.preempted) {
+            nlohmann::json list = nlohmann::json::array();
+            for (const auto& [name, samples] : what)
+                list.push_back({{"name", name}, {"samples", count_value(samples)}});
+            preempted[row] = std::move(list);
+        }
+        doc["preempted"] = std::move(preempted);
+    }
     // "functions" is the documented name of the row list whatever the grouping, so a
     // consumer reads one key; "rows" would only repeat it.
     doc["functions"] = std::move(rows);

@@ -24,6 +24,7 @@ std::string detail_of(const Profile& profile, const Row& row)
     case Grouping::value:
     case Grouping::stack:
     case Grouping::core:
+    case Grouping::exception:
         break;
     case Grouping::line:
         detail = row.function;
@@ -104,6 +105,8 @@ void write_rows(const Profile& profile, const std::vector<Row>& rows, bool inclu
         const std::string numbers =
             format("%8.2f %7.2f %s%s  ", row.share.percent, row.share.stderr_pp, incl.c_str(), count.c_str());
         text_table::write_row(out, numbers, row.name + (detail.empty() ? "" : "  ") + detail);
+        if (const std::string preempted = describe_preempted(profile, row.name); !preempted.empty())
+            text_table::write_row(out, std::string(numbers.size(), ' '), "  " + preempted);
     }
 }
 
@@ -147,6 +150,36 @@ std::string describe_truncation(const Truncation& truncation)
     return line;
 }
 
+std::string describe_load(const Profile& profile)
+{
+    if (profile.load) {
+        const CpuLoad& l = *profile.load;
+        std::string line = format("CPU load %.2f %% +-%.2f (asleep %.2f %%", l.busy.percent, l.busy.stderr_pp,
+                                  l.sleep.percent);
+        if (l.idle_task_samples > 0)
+            line += format(", idle task %.2f %%", 100.0 * l.idle_task_samples / profile.total);
+        return line + ")";
+    }
+    if (profile.sleep_not_counted && !profile.exact && profile.total > 0)
+        return "CPU load not measured: the samples land on executed instructions (instruction-count pacing), "
+               "and a sleeping core executes none";
+    return {};
+}
+
+std::string describe_preempted(const Profile& profile, const std::string& row)
+{
+    auto found = profile.preempted.find(row);
+    if (found == profile.preempted.end())
+        return {};
+    double total = 0;
+    for (const auto& [name, samples] : found->second)
+        total += samples;
+    std::string text = "preempted:";
+    for (const auto& [name, samples] : found->second)
+        text += format("%s %s %.1f %%", text.back() == ':' ? "" : ",", name.c_str(), 100.0 * samples / total);
+    return text;
+}
+
 void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
 {
     if (!profile.origin.empty())
@@ -167,6 +200,8 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         out << "warning: " << w.message << '\n';
     if (profile.unwound)
         out << describe_truncation(profile.truncation) << '\n';
+    if (const std::string load = describe_load(profile); !load.empty())
+        out << load << '\n';
     if (profile.errors.bursts > 0)   // binomial errors go unsaid, as they always did
         out << "standard errors " << describe_errors(profile) << '\n';
 

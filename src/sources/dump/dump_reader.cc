@@ -330,6 +330,7 @@ core::SampleSet to_samples(Dump dump, const DumpSelection& selection)
     }
 
     core::SampleSet out;
+    out.measures_time = true;   // a timer interrupt's samples: it can interrupt WFI
     bool any_raw = false;
     bool any_histogram = false;
     bool any_table = false;

@@ -120,6 +120,7 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
 {
     const GmonFile file = parse_gmon_records(bytes, path);
     core::SampleSet out;
+    out.measures_time = true;   // OpenOCD's profile: DWT_PCSR or halts, as fast as it can, by time
     out.origin = "gmon.out histogram: " + path;
     size_t saturated = 0;
     for (const GmonFile::Histogram& h : file.histograms) {

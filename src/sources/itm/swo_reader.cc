@@ -378,6 +378,7 @@ bool looks_like_swo(std::string_view head)
 core::SampleSet read_swo(ByteSource& source, const SwoOptions& options)
 {
     core::SampleSet samples;
+    samples.measures_time = true;   // the DWT samples every N cycles (and sends sleep packets)
     // At most one PC per 5 bytes: reserving that once saves the copies of a growing vector.
     // (and a batch more: the collector sizes the vector for a whole batch before trimming it).
     const uint64_t most = source.size_hint() / 5 + 4096;

@@ -305,6 +305,13 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     bool stacks = false;
     for (size_t i = 0; i < n; ++i)
         stacks |= recording.samples[i].stack.has_value();
+    // A halt reads xPSR, whose IPSR is the exception the core was in; DWT_PCSR gives the PC only.
+    const bool halted = text_of(recording.header, "method", "halt") != "pcsr";
+    // Halts at random instants of time (wall clock) can find the core asleep; halts at random
+    // instruction counts (icount pacing) land on executed instructions only.
+    const auto pacing = recording.header.find("pacing");
+    out.measures_time = pacing == recording.header.end() || !pacing->is_object() ||
+                        pacing->value("clock", std::string("wall")) != "icount";
     out.pcs.reserve(n);
     out.times_ns.reserve(n);
     bool several_cores = false;
@@ -321,6 +328,8 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         if (several_cores)
             out.cores.push_back(recording.samples[i].core);
         out.times_ns.push_back(recording.samples[i].time_ns);
+        if (halted)
+            out.exceptions.push_back(recording.samples[i].xpsr & 0x1FFu);   // IPSR, xPSR bits 8:0
         if (tagged)
             out.tags.push_back(recording.samples[i].tag);
         if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short

@@ -2,6 +2,7 @@
 // The attribution core: samples from any source in, a profile (rows with their
 // statistics and warnings) out. Every source and every report format meets here.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +22,11 @@ class SourceLocator;
 // stack: one row per distinct call chain (the callers' functions, root first); core: one row
 // per core of a multi-core chip.
 // value: by the value of a global variable read at each halt (--by var:NAME).
-enum class Grouping { function, line, address, task, stack, core, value };
+// exception: Thread mode and each exception by number and handler (IPSR at each sample).
+enum class Grouping { function, line, address, task, stack, core, value, exception };
+
+// The row of samples that caught the core asleep (WFI, WFE; SWO's sleep packets).
+inline constexpr const char* sleep_row_name = "(sleep)";
 
 // "function", ..., "stack", or "var:NAME" (value; the name is variable_of_grouping's).
 std::optional<Grouping> parse_grouping(std::string_view text);
@@ -93,6 +98,15 @@ struct CoreProfile {
     std::vector<Row> rows;               // by samples, descending
 };
 
+// How busy the core was, from samples that measure time: 1 minus the share of samples asleep
+// or in the RTOS's idle task, with its standard error (stats.h).
+struct CpuLoad {
+    double sleep_samples = 0;            // caught asleep
+    double idle_task_samples = 0;        // awake in the RTOS idle task (tagged samples)
+    Share busy;                          // the load, percent
+    Share sleep;                         // the sleep share alone
+};
+
 struct Profile {
     std::string origin;
     Grouping by = Grouping::function;
@@ -111,6 +125,15 @@ struct Profile {
     Truncation truncation;               // of the unwound chains (all zero for flat samples)
     std::vector<Warning> warnings;
     std::optional<SamplerFigures> sampler;   // copied from the samples: rate, duty, halt latency
+    // Samples that measure time: the CPU load. Samples of executed instructions cannot see the
+    // core asleep: no load, and sleep_not_counted says so (a census, instruction-count pacing).
+    std::optional<CpuLoad> load;
+    bool sleep_not_counted = false;
+    // --by exception with stacks: for each exception row, what its samples preempted (the
+    // function, or the exception, that ran when it was taken), by samples, descending.
+    std::map<std::string, std::vector<std::pair<std::string, double>>> preempted;
+    // --by exception: each sampled exception number's row name (the Firefox format's tracks).
+    std::map<uint32_t, std::string> exception_rows;
     // How the standard errors were computed. bursts == 0: binomial, each sample independent
     // (or none at all, for a census). Else from the spread between that many bursts of
     // back-to-back reads (SampleSet::bursts); largest_ratio is the largest of a row's standard
@@ -134,11 +157,25 @@ struct AttributionOptions {
     // Fill Profile::stacks for flat samples too (one-frame stacks with inline chains), for
     // the stack formats. Unwound samples always get their stacks.
     bool stacks = false;
+    // --by exception: the image's vector table, exception number -> handler address (Thumb bit
+    // clear; ARMv7-M ARM B1.5.3): the rows' handler names, and with stacks the handler's frame,
+    // below which the chain holds what the exception preempted.
+    std::map<uint32_t, uint32_t> vector_table;
 };
 
 // The frames of one code address, outermost first: its DWARF inline chain when the locator
 // has one, else the symbol table's function (or "?"), as the profile's stacks name them.
 std::vector<StackFrame> frames_at(uint32_t address, const SymbolTable& symbols, SourceLocator* locator);
+
+// The handlers of a vector table (Firmware::vector_table's words; ARMv7-M ARM B1.5.3: word N
+// is exception N's handler with the Thumb bit set, word 0 the initial main stack pointer), by
+// exception number, Thumb bit clear; entries that are 0 left out.
+std::map<uint32_t, uint32_t> vector_handlers(const std::vector<uint32_t>& vector_table);
+
+// The row of exception `number` (IPSR): "Thread mode", "SysTick (15) SysTick_Handler",
+// "IRQ 28 (44) TIM2_IRQHandler", the handler's name from the vector table when it has one.
+std::string exception_row_name(uint32_t number, const std::map<uint32_t, uint32_t>& vector_table,
+                               const SymbolTable& symbols);
 
 // locator may be null when neither lines nor inline frames are wanted (it is then not
 // needed: function and task rows come from the symbol table alone).

@@ -29,6 +29,11 @@ std::string describe_pacing(const std::string& pacing_json);
 // inclusive shares are lower bounds when more than 1 % were.
 std::string describe_truncation(const Truncation& truncation);
 
+// "CPU load 62.31 % +-0.95 (asleep 30.10 %, idle task 7.59 %)" for samples that measure time;
+// for samples of executed instructions, that sleep is not counted; empty when nothing is known.
+std::string describe_load(const Profile& profile);
+// By exception with stacks: "preempted: main 60.0 %, work 40.0 %" for one exception row, or "".
+std::string describe_preempted(const Profile& profile, const std::string& row);
 // How the standard errors were computed (Profile::errors), one phrase: none for a census,
 // binomial for samples each taken on its own, or from the spread between bursts of
 // back-to-back reads and how much larger that made them.

@@ -85,6 +85,9 @@ struct SampleSet {
     // Empty: every sample was taken on its own (a random wait before each).
     std::vector<size_t> bursts;
     std::vector<uint64_t> times_ns;           // empty, or when each pc was taken (ns since the start)
+    // Empty, or the exception each pc was taken in (IPSR, xPSR bits 8:0: 0 Thread mode, 15
+    // SysTick, 16 + n IRQ n; ARMv7-M ARM B1.4.2), for --by exception.
+    std::vector<uint32_t> exceptions;
     std::vector<AddressCount> counts;         // exact counts per instruction address
     std::vector<Bucket> buckets;              // histogram buckets
     uint64_t outside_buckets = 0;             // histogram samples that fell outside every bucket
@@ -98,6 +101,10 @@ struct SampleSet {
     std::vector<uint32_t> values;
     std::map<uint32_t, std::string> value_names;
     bool exact = false;                       // a census (every instruction), not a sample
+    // The samples are instants of time (a timer interrupt, wall-clock halts, DWT_PCSR, SWO),
+    // not executed instructions (a census, instruction-count pacing): only then can a sample
+    // catch the core asleep, and a PC just past a WFI or WFE counts as "(sleep)".
+    bool measures_time = false;
     // The instructions the whole run executed, when the source knows them: a census's sum, or
     // the recorded run of a --qemu recording that ran to the firmware's exit. diff compares
     // them (--fail-total-above); a run cut at an instruction budget has no total.

@@ -30,4 +30,11 @@ enum class EpilogueResult { not_epilogue, returned, unreadable };
 // LDM (EPSR's IT/ICI bits zero), which the caller checks.
 EpilogueResult run_epilogue(const SymbolTable& code, std::array<uint32_t, 16>& registers, StackMemory& memory);
 
+// Whether the instruction just before `pc` is a WFI or WFE (16-bit 0xBF30 / 0xBF20, or the
+// 32-bit WFI.W / WFE.W, 0xF3AF 0x8003 / 0x8002; DDI 0403, A7.7.261 and A7.7.260): a core
+// asleep there, or woken and not yet past it, has its PC there (the return address of the
+// exception that wakes it, B1.5.6). A 16-bit match that is the second half of a 32-bit
+// instruction is not one.
+bool follows_wait_instruction(const SymbolTable& code, uint32_t pc);
+
 } // namespace mcuprof::core
