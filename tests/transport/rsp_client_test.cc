@@ -281,3 +281,25 @@ TEST_CASE("rsp client: detaching from OpenOCD tells it to resume first; QEMU and
         CHECK(std::count(seen.begin(), seen.end(), version) == (server_kind == "qemu" ? 0 : 1));
     }
 }
+
+TEST_CASE("rsp client: an error answer to 'g' is the server's refusal, named, not register bytes")
+{
+    // QEMU replaying its own shutdown answers 'g' with E14 after good answers: the
+    // client read pc from offset 60 of a 3-byte reply and threw std::out_of_range.
+    int g_reads = 0;
+    fakes::FakeGdbServer server([&g_reads](const std::string& p) {
+        if (p == "g" && ++g_reads > 1)
+            return reply("E14");
+        return standard_script(p);
+    });
+    RspClient client(local(server.port()), quick());
+    client.handshake();
+    CHECK(client.read_registers({"pc", "xpsr"}) == std::vector<uint32_t>{0x08000190, 0x41000000});
+    try {
+        client.read_registers({"pc", "xpsr"});
+        FAIL("an E14 answer to 'g' was read as registers");
+    } catch (const Error& e) {
+        CHECK(e.kind() == Error::Kind::protocol);
+        CHECK(std::string(e.what()).find("E14") != std::string::npos);
+    }
+}

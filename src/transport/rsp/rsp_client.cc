@@ -413,6 +413,9 @@ std::vector<std::string> RspClient::read_register_bytes(const std::vector<std::s
         also_replies->assign(replies.begin() + long(register_requests), replies.end());
     replies.resize(register_requests);
     requests.resize(register_requests);
+    // An error ('Exx') or a short answer to 'g' is the server's refusal, not register bytes.
+    if (use_g && (replies[0].size() % 2 != 0 || (g_length_ && replies[0].size() < *g_length_ * 2)))
+        protocol_error("g", "the server would not give the registers ('" + replies[0].substr(0, 20) + "')");
     if (use_g && !g_length_)
         g_length_ = replies[0].size() / 2;
 
