@@ -21,7 +21,8 @@ instruction for instruction) and ARM semihosting, so the firmware ends the run i
         --uart uart.txt --truth counts.txt --timeout 60
 
 Ports are chosen at run time (a socket bound to port 0 tells a free one). The QEMU process is
-reaped on every path: normal exit, exception, timeout (the context manager kills it).
+reaped on every path: normal exit, exception, timeout (the context manager kills it), and it
+dies with the process that started it, even a SIGKILLed one (spawn.py).
 """
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Optional, Sequence
+
+from spawn import spawn
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MACHINE = "netduinoplus2"
@@ -369,8 +372,7 @@ class QemuRun:
         self._stderr = open(self.workdir / "qemu.stderr", "wb")
         self.started_at = time.monotonic()
         try:
-            self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=self._stdout,
-                                         stderr=self._stderr, start_new_session=True)
+            self.proc = spawn(self.args, stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
         except OSError as e:
             raise QemuError(f"cannot start {self.qemu}: {e}") from e
         if self._uart_mode == "socket":

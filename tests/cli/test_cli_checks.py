@@ -15,6 +15,7 @@ import threading
 import unittest
 
 import cli_args
+from spawn import spawn
 
 ARGS = None
 COMMANDS = ["record", "top", "report", "truth", "diff", "swo", "vprobe"]
@@ -173,9 +174,9 @@ class Checks(unittest.TestCase):
             self.skipTest(f"127.77.0.1:6666 is taken: {e}")
         listener.listen(1)
         self.addCleanup(listener.close)
-        proc = subprocess.Popen([ARGS.mcuprof, "record", "--openocd", "127.77.0.1", "--elf", self.elf, "-o",
-                                 os.path.join(self.dir.name, "r.bin"), "--samples", "18446744073709551615"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = spawn([ARGS.mcuprof, "record", "--openocd", "127.77.0.1", "--elf", self.elf, "-o",
+                      os.path.join(self.dir.name, "r.bin"), "--samples", "18446744073709551615"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             listener.settimeout(60)   # a bound for a loaded machine; the connection comes at once
             connection, _ = listener.accept()

@@ -2,6 +2,8 @@
 QMP, UART socket, timeouts, clean-up, record/replay, and the plugin's exactness."""
 import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -142,6 +144,86 @@ class Runner(unittest.TestCase):
         p = subprocess.run([sys.executable, str(RUNNER), str(elf_path("loops_jit_m4")), "--timeout", "0.3"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 124)
+
+
+# A parent that starts a child its own way, prints the child's pid, then waits to be killed:
+# "spawn" and "qemu" by spawn.py (a sleep; QEMU through QemuRun), "plain" by a bare Popen.
+PARENT = """
+import subprocess, sys, time
+import qemu_runner
+from spawn import spawn
+how = sys.argv[1]
+if how == "spawn":
+    pid = spawn(["sleep", "600"]).pid
+elif how == "qemu":
+    q = qemu_runner.QemuRun(sys.argv[2], gdb=True, halted=True, uart=None, workdir=sys.argv[3]).start()
+    pid = q.proc.pid
+else:
+    pid = subprocess.Popen(["sleep", "600"], start_new_session=True).pid
+print(pid, flush=True)
+time.sleep(600)
+"""
+
+
+def dead(pid: int) -> bool:
+    """The process is gone, or a zombie waiting for init (or a subreaper) to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
+
+
+class DiesWithItsParent(unittest.TestCase):
+    """spawn.py: a long-lived child is SIGKILLed when the process that started it dies, even by
+    SIGKILL (no handler, no finally in it runs)."""
+
+    def child_of_a_killed_parent(self, *how: str) -> int:
+        parent = subprocess.Popen([sys.executable, "-c", PARENT, *how], stdout=subprocess.PIPE, text=True)
+        try:
+            line = parent.stdout.readline()   # the child runs: the parent printed its pid
+        finally:
+            parent.kill()
+            parent.wait(timeout=60)
+            parent.stdout.close()
+        self.assertRegex(line, r"^\d+$", "the parent printed no pid")
+        child = int(line)
+        self.addCleanup(lambda: dead(child) or os.kill(child, signal.SIGKILL))
+        return child
+
+    def assert_dies(self, child: int) -> None:
+        deadline = time.monotonic() + 60   # it goes at once; a bound for a loaded machine
+        while not dead(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(dead(child), f"pid {child} outlived its SIGKILLed parent by 60 s")
+
+    def test_a_spawned_child_dies_with_its_killed_parent(self):
+        self.assert_dies(self.child_of_a_killed_parent("spawn"))
+
+    def test_qemu_dies_with_the_killed_test(self):
+        self.assert_dies(self.child_of_a_killed_parent("qemu", str(elf_path("loops_forever_m4")), str(self.tmp)))
+
+    def test_a_plain_child_outlives_it(self):
+        """The check can fail: a child started without spawn() is still there."""
+        self.assertFalse(dead(self.child_of_a_killed_parent("plain")))
+
+    def test_only_from_the_main_thread(self):
+        import threading
+        from spawn import spawn
+        raised = []
+        def start():
+            try:
+                spawn(["true"]).wait()
+            except RuntimeError as e:
+                raised.append(e)
+        thread = threading.Thread(target=start)
+        thread.start()
+        thread.join(timeout=60)
+        self.assertEqual(len(raised), 1)
+
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="mcuprof-spawn-"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
 
 
 class TruthPlugin(unittest.TestCase):

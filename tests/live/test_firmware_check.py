@@ -33,6 +33,7 @@ import qemu_runner
 from live_runs import mcuprof
 from openocd_rig import OPENOCD, require, start_rig, stop_rig
 from process_table import alive, children_of
+from spawn import spawn
 
 RUNNING = "loops_forever_m4"
 WRONG = "loops_m0"
@@ -131,7 +132,7 @@ class OverQemu(unittest.TestCase):
         read from the process table while it ran)."""
         command = [str(fwtest.CLI), "record", "--qemu", "netduinoplus2", "--samples", "50", "--elf", str(fwtest.elf_path(elf)), "-o", str(rec), *extra]
         with tempfile.TemporaryFile(mode="w+") as out, tempfile.TemporaryFile(mode="w+") as err:
-            proc = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+            proc = spawn(command, stdout=out, stderr=err, text=True)
             children, deadline = set(), time.monotonic() + 600
             while proc.poll() is None:
                 children |= children_of(proc.pid)

@@ -19,6 +19,7 @@ import fwtest
 import qemu_runner
 from live_runs import (Z, counts_of, mcuprof, replayed_recording, report_json, still_running, stopped_with_truth,
                        three_loops_within_4_se, truth_by_function, within)
+from spawn import spawn
 
 
 class ExactPacing(unittest.TestCase):
@@ -139,9 +140,9 @@ class EndsCleanly(unittest.TestCase):
     Both on never-ending images: how far the firmware gets meanwhile does not matter."""
 
     def start_recording(self, q, rec: Path) -> subprocess.Popen:
-        return subprocess.Popen([str(fwtest.CLI), "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "1ms",
-                                 "--samples", "10000000", "--elf", str(q.elf), "-o", str(rec)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return spawn([str(fwtest.CLI), "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "1ms",
+                      "--samples", "10000000", "--elf", str(q.elf), "-o", str(rec)],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def wait_for_samples(self, p: subprocess.Popen, rec: Path, elf: Path, count: int, limit: float = 120.0):
         """Until the recording (flushed every 100 ms) holds at least `count` samples, as `mcuprof

@@ -22,6 +22,7 @@ from pathlib import Path
 import fwtest
 import qemu_runner
 from process_table import alive, children_of
+from spawn import spawn
 
 Z = 4.0
 MACHINE = "netduinoplus2"
@@ -34,7 +35,7 @@ class Watched:
     def __init__(self, *args: str):
         self.out = tempfile.TemporaryFile(mode="w+")
         self.err = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([str(fwtest.CLI), *args], stdout=self.out, stderr=self.err, text=True)
+        self.proc = spawn([str(fwtest.CLI), *args], stdout=self.out, stderr=self.err, text=True)
         self.children: set[int] = set()
 
     def watch_until(self, done, timeout: float) -> None:

@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 import fwtest
 import qemu_runner
 from live_runs import mcuprof, stopped_with_truth, three_loops_within_4_se
+from spawn import spawn
 
 
 class PtyBridge:
@@ -30,9 +31,9 @@ class PtyBridge:
         if socat is None:
             fwtest._missing("socat is not installed (Debian package socat)")
         self.path = path
-        self.process = subprocess.Popen([socat, f"PTY,link={path},raw,echo=0", f"TCP:127.0.0.1:{port}"],
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True)
+        self.process = spawn([socat, f"PTY,link={path},raw,echo=0", f"TCP:127.0.0.1:{port}"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
 
     def __enter__(self) -> "PtyBridge":
         deadline = time.monotonic() + 60

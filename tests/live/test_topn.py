@@ -24,6 +24,7 @@ from pathlib import Path
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
 from live_runs import mcuprof, recorded_run, still_running, stopped_with_truth, within
+from spawn import spawn
 
 Z = 4.0
 TABLE_IMAGE = "phase_topn_m4"
@@ -166,9 +167,9 @@ def top(q, elf: Path, *extra: str) -> subprocess.CompletedProcess:
 
 def start_top(q, elf: Path) -> subprocess.Popen:
     """top sampling every millisecond until stopped, its plain tables on a pipe."""
-    return subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
-                             "--interval", "1ms", "--refresh", "200ms"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return spawn([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                  "--interval", "1ms", "--refresh", "200ms"],
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 class LiveTop(unittest.TestCase):
@@ -260,9 +261,9 @@ class LiveTop(unittest.TestCase):
         elf = fwtest.elf_path("loops_forever_m4")
         master, slave = pty.openpty()
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=300) as q:
-            p = subprocess.Popen([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
-                                  "--interval", "1ms", "--samples", "600", "--refresh", "200ms"],
-                                 stdout=slave, stderr=subprocess.PIPE)
+            p = spawn([str(fwtest.CLI), "top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf),
+                       "--interval", "1ms", "--samples", "600", "--refresh", "200ms"],
+                      stdout=slave, stderr=subprocess.PIPE)
             os.close(slave)
             screen = b""
             while True:   # until the program closes its end of the terminal

@@ -19,6 +19,7 @@ from pathlib import Path
 from openocd_rig import (CLI, ELF, OPENOCD, UNIFORM_COST_NS, elf_functions, guest_running, require, shut_down_openocd,
                          start_rig, stop_rig)
 from qemu_runner import census_window
+from spawn import spawn
 
 Z = 4.0
 SAMPLES = {"halt": 200, "pcsr": 1000}
@@ -181,8 +182,8 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
         # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
         rec = cls.work / "sigint.rec"
-        p = subprocess.Popen(record(tcl_port, "halt", "--samples", "10000000", rec=rec),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = spawn(record(tcl_port, "halt", "--samples", "10000000", rec=rec),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_samples(p, rec, 5)
         p.send_signal(signal.SIGINT)
         try:
@@ -196,8 +197,8 @@ class RecordThroughOpenOCD(unittest.TestCase):
         # `halt`, as a GDB user's would): the next sample finds it halted, leaves it so and
         # ends the recording; then it is resumed for what follows.
         rec = cls.work / "other.rec"
-        p = subprocess.Popen(record(tcl_port, "halt", "--samples", "10000000", rec=rec),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = spawn(record(tcl_port, "halt", "--samples", "10000000", rec=rec),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_samples(p, rec, 5)
         cls.tcl.run("halt")
         try:
@@ -362,8 +363,8 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
 
         # OpenOCD killed while a halt-mode recording runs: wait until the file holds samples.
         rec = cls.work / "killed.rec"
-        p = subprocess.Popen(record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = spawn(record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_for_samples(p, rec, 20)
             cls.openocd.kill()   # SIGKILL

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import qemu_runner
 from elf_symbols import nm_symbols
+from spawn import spawn
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = Path(os.environ.get("MCUPROF_CLI", REPO / "build" / "mcuprof"))
@@ -172,10 +173,10 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     stlink = getattr(rig, "stlink_transport", None)
     rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
                                    uniform_cost_ns=uniform_cost_ns, uart=None, timeout=600).start()
-    rig.vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
-                                   "--stlink-port" if stlink else "--port", "0", *vprobe_options],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
+    rig.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
+                        "--stlink-port" if stlink else "--port", "0", *vprobe_options],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True)
     first = rig.vprobe.stderr.readline()
     rig.vprobe_log.append(first)
     match = re.search(r"(?:remote_bitbang|st-link) on 127\.0\.0\.1:(\d+)", first)
@@ -196,7 +197,7 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
                  "-c", f"{backend} tcp {probe_port}"]
     else:
         probe = ["-f", str(CONFIG), "-c", f"remote_bitbang port {probe_port}"]
-    rig.openocd = subprocess.Popen(
+    rig.openocd = spawn(
         [OPENOCD, *probe,
          "-c", f"gdb_port {rig.gdb_port}" if openocd_gdb else "gdb_port disabled", "-c", "telnet_port disabled",
          "-c", f"tcl_port {rig.tcl_port}", *(a for c in openocd_commands for a in ("-c", c)), "-c", "init"],

@@ -16,6 +16,7 @@ import time
 
 import openocd_rig as t  # its process and Tcl helpers
 import qemu_runner
+from spawn import spawn
 
 
 def timed(tcl: t.TclRpc, script: str) -> float:
@@ -56,8 +57,8 @@ def main() -> int:
     args = ap.parse_args()
 
     with qemu_runner.QemuRun(t.ELF, gdb=True, halted=True, uart=None, timeout=600) as q:
-        vprobe = subprocess.Popen([str(t.CLI), "vprobe", "--gdb", f"127.0.0.1:{q.gdb_port}", "--port", "0"],
-                                  stderr=subprocess.PIPE, text=True)
+        vprobe = spawn([str(t.CLI), "vprobe", "--gdb", f"127.0.0.1:{q.gdb_port}", "--port", "0"],
+                       stderr=subprocess.PIPE, text=True)
         try:
             port = int(re.search(r":(\d+),", vprobe.stderr.readline()).group(1))
             round_trips, clocks = bare_client(port, 2000)
@@ -67,16 +68,16 @@ def main() -> int:
         finally:
             t.stop_process(vprobe)
 
-        vprobe = subprocess.Popen([str(t.CLI), "vprobe", "--gdb", f"127.0.0.1:{q.gdb_port}", "--port", "0"],
-                                  stderr=subprocess.PIPE, text=True)
+        vprobe = spawn([str(t.CLI), "vprobe", "--gdb", f"127.0.0.1:{q.gdb_port}", "--port", "0"],
+                       stderr=subprocess.PIPE, text=True)
         tcl_port = qemu_runner.free_port()
         openocd = None
         try:
             port = int(re.search(r":(\d+),", vprobe.stderr.readline()).group(1))
-            openocd = subprocess.Popen([t.OPENOCD, "-f", str(t.CONFIG), "-c", f"remote_bitbang port {port}",
-                                        "-c", "gdb_port disabled", "-c", "telnet_port disabled",
-                                        "-c", f"tcl_port {tcl_port}", "-c", "init"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            openocd = spawn([t.OPENOCD, "-f", str(t.CONFIG), "-c", f"remote_bitbang port {port}",
+                             "-c", "gdb_port disabled", "-c", "telnet_port disabled",
+                             "-c", f"tcl_port {tcl_port}", "-c", "init"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             t.wait_port(tcl_port, openocd, "openocd")
             tcl = t.TclRpc(tcl_port, timeout=120)
             n = 1000

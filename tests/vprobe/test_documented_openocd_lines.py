@@ -25,6 +25,7 @@ from pathlib import Path
 import doc_lines
 import qemu_runner
 from openocd_rig import CLI, ELF, OPENOCD, REPO, guest_running, require, stop_process
+from spawn import spawn
 
 # The virtual probe's own configurations: a line naming one of these runs here.
 VPROBE_CONFIGS = ("configs/openocd/qemu-vprobe.cfg", "configs/openocd/qemu-stlink.cfg")
@@ -66,10 +67,10 @@ class DocumentedOpenOCDLines(unittest.TestCase):
         match = PROBE_PORT.search(line)
         self.assertIsNotNone(match, f"no probe port in {line!r}")
         stlink = "remote_bitbang" not in match.group(1)
-        vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{self.qemu.gdb_port}",
-                                   "--stlink-port" if stlink else "--port", "0"],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
+        vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{self.qemu.gdb_port}",
+                        "--stlink-port" if stlink else "--port", "0"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True)
         openocd = None
         try:
             first = vprobe.stderr.readline()
@@ -81,8 +82,8 @@ class DocumentedOpenOCDLines(unittest.TestCase):
                        *words[1:], "-c", "poll", "-c", "echo \"CHECK [target names] [[target current] curstate]\"",
                        "-c", "shutdown"]
             with tempfile.TemporaryFile("w+") as log:
-                openocd = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
-                                           stderr=subprocess.STDOUT)
+                openocd = spawn(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT)
                 code = openocd.wait(timeout=120)
                 log.seek(0)
                 output = log.read()

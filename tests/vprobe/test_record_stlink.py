@@ -28,6 +28,7 @@ from pathlib import Path
 import openocd_record_suite  # as a module: its classes are not collected here
 from fault_proxy import FaultProxy, Faults
 from openocd_rig import CLI, ELF, OPENOCD, elf_functions, guest_running, require, shut_down_openocd, start_rig, stop_rig
+from spawn import spawn
 
 
 def record_against_truth(rig, mode_and_options: tuple[str, ...], timeout: float,
@@ -158,8 +159,8 @@ class PcsrProfileChunksInterrupted(unittest.TestCase):
         try:
             start_rig(cls, ELF)
             rec = cls.work / "sigint.rec"
-            p = subprocess.Popen(openocd_record_suite.record(cls.tcl_port, "pcsr", "--pcsr-read", "profile", "--samples", "100000000",
-                                             rec=rec), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            p = spawn(openocd_record_suite.record(cls.tcl_port, "pcsr", "--pcsr-read", "profile", "--samples", "100000000",
+                                  rec=rec), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
                 openocd_record_suite.wait_for_samples(p, rec, 1)   # a chunk is in: the next call runs
                 p.send_signal(signal.SIGINT)
@@ -252,8 +253,8 @@ class ProbeLinkDropped(unittest.TestCase):
     def _run(cls):
         start_rig(cls, ELF)
         rec = cls.work / "dropped.rec"
-        p = subprocess.Popen(openocd_record_suite.record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = spawn(openocd_record_suite.record(cls.tcl_port, "halt", "--samples", "10000000", rec=rec),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             openocd_record_suite.wait_for_samples(p, rec, 20)
             cls.proxy.close()   # both connections close: the probe is gone for OpenOCD

@@ -25,6 +25,7 @@ import unittest
 import qemu_runner
 from openocd_rig import (CLI, CONFIG, ELF, FW_DIR, OPENOCD, STRICT, TclRpc, guest_running, require, stop_process,
                          wait_port)
+from spawn import spawn
 from vprobe_suite import VprobeWithOpenOCD  # noqa: F401  (its checks run here, on the JTAG rig)
 
 
@@ -39,9 +40,9 @@ class VprobeCommandLine(unittest.TestCase):
                 self.skipTest(f"{path} is missing (make build)")
 
     def start(self, gdb_port: int) -> tuple[subprocess.Popen, int]:
-        vprobe = subprocess.Popen([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--port", "0"],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
+        vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--port", "0"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True)
         self.addCleanup(vprobe.stderr.close)
         self.addCleanup(stop_process, vprobe)
         match = re.search(r":(\d+),", vprobe.stderr.readline())
@@ -77,10 +78,10 @@ class VprobeCommandLine(unittest.TestCase):
             reader = threading.Thread(target=lambda: lines.extend(vprobe.stderr), daemon=True)
             reader.start()
             tcl_port = qemu_runner.free_port()
-            openocd = subprocess.Popen([OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {port}",
-                                        "-c", "gdb_port disabled", "-c", "telnet_port disabled",
-                                        "-c", f"tcl_port {tcl_port}", "-c", "init"],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            openocd = spawn([OPENOCD, "-f", str(CONFIG), "-c", f"remote_bitbang port {port}",
+                             "-c", "gdb_port disabled", "-c", "telnet_port disabled",
+                             "-c", f"tcl_port {tcl_port}", "-c", "init"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.addCleanup(stop_process, openocd)
             wait_port(tcl_port, openocd, "openocd")
             tcl = TclRpc(tcl_port)
