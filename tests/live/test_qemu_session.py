@@ -63,20 +63,6 @@ def by_function(counts: dict[int, int], elf_name: str) -> dict[str, float]:
     return dict(fwtest.by_function(counts, fwtest.symbols(elf_name)))
 
 
-def outside_4_se(observed: dict[str, float], truth: dict[str, float], n: int, min_share: float = 0.005):
-    total = sum(truth.values())
-    bad = []
-    for name, count in truth.items():
-        p = count / total
-        if p < min_share:
-            continue
-        q = observed.get(name, 0) / n
-        se = math.sqrt(p * (1 - p) / n)
-        if abs(q - p) > Z * se:
-            bad.append((name, round(100 * q, 2), round(100 * p, 2), round(100 * Z * se, 2)))
-    return bad
-
-
 def samples_by_function(doc: dict) -> dict[str, float]:
     return {row["name"]: row["samples"] for row in doc["functions"]}
 
@@ -113,7 +99,9 @@ class RecordInQemu(unittest.TestCase):
         self.assertLess(n, 3000 + 5 * math.sqrt(3000))
         self.assertIn("end of the recorded run", doc["sampler"]["end"])
         self.assertTrue(doc["origin"].startswith("recording (qemu): "), doc["origin"])   # not "(gdb)"
-        self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "mixed_m4"), n), [])
+        self.assertEqual(fwtest.beyond_se(fwtest.fractions(samples_by_function(doc), n),
+                                          fwtest.fractions(by_function(census, "mixed_m4")), n, min_share=0.005,
+                                          z=Z), [])
         self.assertNotIn("wall clock", err)
         self.assertNotIn("emulator-bias", fwtest.warning_kinds(doc))
 
@@ -148,7 +136,9 @@ class RecordInQemu(unittest.TestCase):
                         truth["warnings"])
         n = doc["samples"]
         self.assertGreater(n, 1000)
-        self.assertEqual(outside_4_se(samples_by_function(doc), by_function(census, "calltree_forever_m4"), n), [])
+        self.assertEqual(fwtest.beyond_se(fwtest.fractions(samples_by_function(doc), n),
+                                          fwtest.fractions(by_function(census, "calltree_forever_m4")), n, min_share=0.005,
+                                          z=Z), [])
         stacks = fwtest.cli_json("report", str(self.work / "calltree_forever_m4.bin"), "--elf",
                                  str(fwtest.elf_path("calltree_forever_m4")), "--by", "stack")
         self.assertTrue(any(";" in name for name in fwtest.rows(stacks)), "no unwound stacks")

@@ -214,6 +214,47 @@ def std_error_pp(p_percent: float, n: int) -> float:
     return 100.0 * math.sqrt(p * (1.0 - p) / n)
 
 
+def fractions(counts: dict[str, float], total: float | None = None) -> dict[str, float]:
+    """Each count over `total` (default: their sum), for beyond_se."""
+    total = sum(counts.values()) if total is None else total
+    return {name: n / total for name, n in counts.items()}
+
+
+def beyond_se(observed: dict[str, float], truth: dict[str, float], n: int, *, min_share: float,
+              z: float = 4.0, ratios: dict[str, float] | None = None, default_ratio: float = 1.0) -> list[tuple]:
+    """The names of `truth` whose true share is at least `min_share` and whose observed share (0
+    when `observed` lacks the name) is more than `z` standard errors from it, as
+    [(name, observed %, truth %, z-score)]; [] when all hold. Shares are fractions (fractions()).
+
+    The standard error is the binomial one of a sample of `n` at the true share p, as a score
+    test has it (a small row's binomial error at its observed share would be too small), times
+    the row's ratio: ratios[name], else default_ratio; 1 for independent samples, a report's
+    own error over its binomial one for correlated reads (burst_ratios)."""
+    bad = []
+    for name, p in truth.items():
+        if p < min_share:
+            continue
+        q = observed.get(name, 0.0)
+        se = (ratios or {}).get(name, default_ratio) * math.sqrt(p * (1 - p) / n)
+        if abs(q - p) > z * se:
+            bad.append((name, round(100 * q, 2), round(100 * p, 2), round((q - p) / se, 2) if se > 0 else math.inf))
+    return bad
+
+
+def burst_ratios(report: dict) -> tuple[dict[str, float], float]:
+    """A JSON report's standard error of each function over the binomial one at its share (its
+    errors from the spread between bursts of correlated reads, docs/live.md), and its largest
+    ratio, for the rows it lacks or whose binomial error is 0: beyond_se's ratios and
+    default_ratio."""
+    n, largest = report["samples"], report["errors"]["largest_ratio"]
+    ratios = {}
+    for row in report["functions"]:
+        q = row["percent"] / 100
+        binomial = math.sqrt(q * (1 - q) / n)
+        ratios[row["name"]] = row["stderr"] / 100 / binomial if binomial > 0 else largest
+    return ratios, largest
+
+
 def repeat_period(seq: list[int]):
     """Smallest p with seq[k] == seq[k+p] for all k, or None."""
     for p in range(1, len(seq) // 2 + 1):

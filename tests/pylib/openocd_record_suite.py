@@ -16,6 +16,7 @@ import re
 import unittest
 from pathlib import Path
 
+import fwtest
 from openocd_rig import (CLI, ELF, OPENOCD, UNIFORM_COST_NS, elf_functions, guest_running, require, shut_down_openocd,
                          start_rig, stop_rig)
 from qemu_runner import census_window
@@ -74,40 +75,6 @@ def shares(counts: dict[str, int]) -> dict[str, float]:
     return {k: v / total for k, v in counts.items()}
 
 
-def beyond_z_se(observed: dict[str, float], truth: dict[str, float], names, n: int) -> list[tuple]:
-    """The functions among `names` whose observed share is more than Z standard errors of a
-    sample of n from the truth's share away from it."""
-    bad = []
-    for name in names:
-        p = truth[name]
-        se = math.sqrt(p * (1 - p) / n)
-        if abs(observed.get(name, 0) - p) > Z * se:
-            bad.append((name, observed.get(name, 0), p, Z * se))
-    return bad
-
-
-def beyond_own_se(report: dict, truth: dict[str, float], min_share: float = 0.01) -> list[tuple]:
-    """The functions of the truth (share >= min_share) whose share in a JSON report is more than
-    Z standard errors from it: (name, observed, truth, Z x se). The standard error is the
-    binomial one at the true share (as a score test has it: a small row's own binomial error
-    at its observed share is too small) times the report's own ratio for that row (its burst
-    error over its binomial one, docs/live.md); a row the report lacks gets its largest ratio."""
-    rows = {row["name"]: row for row in report["functions"]}
-    n = report["samples"]
-    bad = []
-    for name, p in truth.items():
-        if p < min_share:
-            continue
-        row = rows.get(name)
-        q = row["percent"] / 100 if row else 0.0
-        binomial_q = math.sqrt(q * (1 - q) / n)
-        ratio = row["stderr"] / 100 / binomial_q if row and binomial_q > 0 else report["errors"]["largest_ratio"]
-        se = ratio * math.sqrt(p * (1 - p) / n)
-        if abs(q - p) > Z * se:
-            bad.append((name, round(q, 4), round(p, 4), round(Z * se, 4)))
-    return bad
-
-
 def halt_profile_checks(test: unittest.TestCase, observed: dict[str, float], truth_counts: dict[str, int],
                         samples: int) -> None:
     """A halting profile of `samples` samples against the exact count of its window. The three hot functions (27-38 % each in the truth, the rest under
@@ -117,7 +84,7 @@ def halt_profile_checks(test: unittest.TestCase, observed: dict[str, float], tru
     print(f"\nobserved {json.dumps({k: round(v, 3) for k, v in observed.items()})}\n"
           f"truth {json.dumps({k: round(v, 3) for k, v in truth.items() if v > 0.005})}", file=sys.stderr)
     test.assertEqual(set(hottest(observed, 3)), set(hottest(truth, 3)))
-    test.assertEqual(beyond_z_se(observed, truth, [k for k, p in truth.items() if p >= 0.05], samples), [])
+    test.assertEqual(fwtest.beyond_se(observed, truth, samples, min_share=0.05, z=Z), [])
 
 
 def observed_shares(test: unittest.TestCase, report: dict, samples: int, truth_counts: dict[str, int]):
@@ -282,7 +249,12 @@ class RecordThroughOpenOCD(unittest.TestCase):
         self.assertEqual(doc["errors"]["bursts"], math.ceil(SAMPLES["pcsr"] / PCSR_BATCH))
         truth = shares(self.windows["pcsr"])
         print(f"\npcsr: errors {doc['errors']}", file=sys.stderr)
-        self.assertEqual(beyond_own_se(doc, truth), [])
+        # The standard errors: the binomial one at the true share times the report's own ratio
+        # for that row (its burst error over its binomial one); a row it lacks, its largest.
+        observed = {row["name"]: row["percent"] / 100 for row in doc["functions"]}
+        ratios, largest = fwtest.burst_ratios(doc)
+        self.assertEqual(fwtest.beyond_se(observed, truth, doc["samples"], min_share=0.01, z=Z, ratios=ratios,
+                                          default_ratio=largest), [])
 
     def test_the_virtual_probe_is_known_and_its_bias_warned_of(self):
         # The vprobe's two words in the ROM table (mcuprof/vprobe_signature.h) come through

@@ -88,18 +88,9 @@ def recorded(test: unittest.TestCase, run: subprocess.CompletedProcess) -> dict[
 
 def beyond_4_se(observed: dict[str, int], truth: dict[str, int]) -> list[tuple]:
     """Functions of the truth (>= MIN_SHARE) whose observed share is beyond Z standard errors of
-    a sample of SAMPLES from it: (name, observed %, truth %, z)."""
-    total = sum(truth.values())
-    bad = []
-    for name, count in truth.items():
-        p = count / total
-        if p < MIN_SHARE:
-            continue
-        q = observed.get(name, 0) / SAMPLES
-        z = (q - p) / math.sqrt(p * (1 - p) / SAMPLES)
-        if abs(z) > Z:
-            bad.append((name, round(100 * q, 2), round(100 * p, 2), round(z, 2)))
-    return bad
+    a sample of SAMPLES from it (fwtest.beyond_se)."""
+    return fwtest.beyond_se(fwtest.fractions(observed, SAMPLES), fwtest.fractions(truth), SAMPLES,
+                            min_share=MIN_SHARE, z=Z)
 
 
 def worst_z(observed: dict[str, int], truth: dict[str, int]) -> tuple:
