@@ -522,6 +522,13 @@ class QemuRun:
             times[int(address, 16)] = int(ns)
         return times
 
+    def snapshot_and_times(self, timeout: float = 60.0) -> tuple[dict[int, int], dict[int, int]]:
+        """snapshot() and the time census of that same snapshot (snapshot_times()): the counts
+        and the host nanoseconds of every instruction so far. The difference of two, each by
+        census_window(), is the window's exact count and the reference of wall-clock halts."""
+        counts = self.snapshot(timeout)
+        return counts, self.snapshot_times()
+
     # ---- output
 
     def uart_text(self) -> str:

@@ -50,11 +50,10 @@ def windowed(rig, command: list[str], timeout: float) -> tuple[subprocess.Comple
     its result, and the time census of its window by function (host ns in which a wall-clock
     halt would have stopped in each: the reference for halts and PCSR reads on a loaded host
     too, which the instruction counts are not; docs/firmware-ref.md, "The time census")."""
-    rig.qemu.snapshot()
-    before = rig.qemu.snapshot_times()
+    _, before = rig.qemu.snapshot_and_times()
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    rig.qemu.snapshot()
-    return result, by_function(census_window(before, rig.qemu.snapshot_times()), elf_functions(ELF))
+    _, after = rig.qemu.snapshot_and_times()
+    return result, by_function(census_window(before, after), elf_functions(ELF))
 
 
 def read_truth(path: Path) -> dict[int, int]:

@@ -58,12 +58,6 @@ def window_by_function(before: dict[int, int], after: dict[int, int]) -> dict[st
     return dict(fwtest.by_function(qemu_runner.census_window(before, after), fwtest.symbols(IMAGE)))
 
 
-def snapshot(q: qemu_runner.QemuRun) -> tuple[dict[int, int], dict[int, int]]:
-    """The plugin's counts and its time census so far."""
-    counts = q.snapshot()
-    return counts, q.snapshot_times()
-
-
 def windows(before, after) -> dict[str, dict[str, int]]:
     """The counts and the time census of the window between two snapshots, by function. The
     time census leaves out what it gives to no function of the image: through OpenOCD's GDB
@@ -143,10 +137,10 @@ def direct_gdbstub() -> tuple[subprocess.CompletedProcess, dict[str, int]]:
     with qemu_runner.QemuRun(fwtest.elf_path(IMAGE), gdb=True, truth=work / "truth.txt", uart=None,
                              uniform_cost_ns=COST_NS, workdir=work, timeout=900) as q:
         q.wait_listening(q.gdb_port)
-        before = snapshot(q)
+        before = q.snapshot_and_times()
         run = subprocess.run(record_command(["--gdb", f"127.0.0.1:{q.gdb_port}"], work / "direct.rec"),
                              capture_output=True, text=True, timeout=900)
-        after = snapshot(q)
+        after = q.snapshot_and_times()
         q.stop()
     return run, windows(before, after)
 
@@ -176,13 +170,13 @@ class ThroughTheVprobe:
         try:
             start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS,
                       openocd_gdb=cls.openocd_gdb)
-            before = snapshot(cls.qemu)
+            before = cls.qemu.snapshot_and_times()
             cls.recording = subprocess.run(record_command(cls.link(), cls.work / "path.rec"),
                                      capture_output=True, text=True, timeout=1500)
             if cls.openocd_gdb:
                 cls.tcl.run("poll")   # OpenOCD's view after the GDB client detached
             cls.state_after = cls.tcl.run("[target current] curstate").strip()
-            after = snapshot(cls.qemu)
+            after = cls.qemu.snapshot_and_times()
             cls.window = windows(before, after)
         finally:
             stop_rig(cls)
@@ -243,13 +237,13 @@ class PcsrCoverage(unittest.TestCase):
         try:
             start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS)
             for k in range(cls.WINDOWS):
-                before = snapshot(cls.qemu)
+                before = cls.qemu.snapshot_and_times()
                 run = subprocess.run(
                     [str(CLI), "record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "pcsr", "--batch", "16",
                      "--interval", "100ms", "--samples", str(cls.READS), "--seed", str(100 + k),
                      "--elf", str(fwtest.elf_path(IMAGE)), "-o", str(cls.work / f"pcsr-{k}.rec"), "--format", "json"],
                     capture_output=True, text=True, timeout=900)
-                cls.runs.append((run, windows(before, snapshot(cls.qemu))["time"]))
+                cls.runs.append((run, windows(before, cls.qemu.snapshot_and_times())["time"]))
         finally:
             stop_rig(cls)
 
