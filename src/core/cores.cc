@@ -1,5 +1,7 @@
 #include "mcuprof/core/cores.h"
 
+#include <algorithm>
+#include <functional>
 #include <set>
 
 namespace mcuprof::core {
@@ -38,9 +40,25 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
     out.warnings = samples.warnings;
     out.sampler = samples.sampler;
     auto core_at = [&](size_t i) { return samples.cores.empty() ? 0u : samples.cores[i]; };
+    // The core's bursts of correlated reads (SampleSet::bursts, whose spread gives the standard
+    // errors): each begins at the core's first sample in a burst of the whole set; a burst
+    // without the core's samples is none of its. Bursts out of order are left out, as
+    // attribution leaves them out of the whole set (binomial errors).
+    const bool ascending = !samples.bursts.empty() && samples.bursts.front() == 0 &&
+                           std::adjacent_find(samples.bursts.begin(), samples.bursts.end(), std::greater_equal<>()) ==
+                               samples.bursts.end();
+    size_t burst = 0;                               // the whole set's burst that holds sample i
+    size_t last_burst = samples.bursts.size();      // the burst of the core's previous sample
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         if (core_at(i) != core)
             continue;
+        if (ascending) {
+            while (burst + 1 < samples.bursts.size() && samples.bursts[burst + 1] <= i)
+                ++burst;
+            if (burst != last_burst)
+                out.bursts.push_back(out.pcs.size());
+            last_burst = burst;
+        }
         out.pcs.push_back(samples.pcs[i]);
         if (!samples.tags.empty())
             out.tags.push_back(samples.tags[i]);

@@ -5,6 +5,7 @@
 #include <string>
 #include <random>
 
+#include "mcuprof/core/cores.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/profile.h"
@@ -496,6 +497,45 @@ TEST_CASE("attribution: a multi-core sample set has each core's profile, with sh
     s.cores.clear();
     s.core_names.clear();
     CHECK(attribute(s, symbols, nullptr, {}).cores.empty());
+}
+
+TEST_CASE("attribution: each core keeps its own bursts of correlated reads, and its errors come from their spread")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    // Three bursts of the whole set (indices 0, 4, 8), the two cores' reads interleaved:
+    //   burst 0: core 0 func_a, core 1 func_a, core 0 func_a, core 1 func_a
+    //   burst 1: core 0 only (local_b x 4)
+    //   burst 2: core 1 local_b, core 1 local_b, core 0 func_a, core 1 func_a
+    s.pcs = {0x08000000, 0x08000000, 0x08000002, 0x08000002, 0x08000010, 0x08000012, 0x08000010, 0x08000012,
+             0x08000010, 0x08000012, 0x08000000, 0x08000002};
+    s.cores = {0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0, 1};
+    s.bursts = {0, 4, 8};
+    // Core 0's samples are the whole set's 0, 2, 4-7 and 10: its bursts begin at its 0th, 2nd
+    // and 6th sample. Core 1's are 1, 3, 8, 9, 11: burst 1 has none of them, so {0, 2}.
+    CHECK(samples_of_core(s, 0).bursts == std::vector<size_t>{0, 2, 6});
+    CHECK(samples_of_core(s, 1).bursts == std::vector<size_t>{0, 2});
+    CHECK(samples_of_core(s, 2).bursts.empty());   // no samples, no bursts
+
+    const Profile p = attribute(s, symbols, nullptr, {});
+    REQUIRE(p.cores.size() == 2);
+    // Core 1 by hand: bursts of m = (2, 3) reads with y = (2, 1) in func_a, p = 3/5; residuals
+    // y - p m = (0.8, -0.8); var = k / (k - 1) * sum / M^2 = 2 * 1.28 / 25 = 0.1024; se = 32 pp
+    // (the binomial one would be sqrt(.24 / 5) = 21.9 pp).
+    const Row& a1 = p.cores[1].rows[0];
+    CHECK(a1.name == "func_a");
+    CHECK(a1.share.percent == doctest::Approx(60.0));
+    CHECK(a1.share.stderr_pp == doctest::Approx(32.0).epsilon(1e-9));
+    // Core 0: m = (2, 4, 1), func_a's y = (2, 0, 1), p = 3/7; residuals (2 - 6/7, -12/7, 1 - 3/7)
+    // = (8/7, -12/7, 4/7); squares 224/49; var = 3/2 * 224/49 / 49 = 0.13994; se = 37.41 pp.
+    const auto a0 = std::find_if(p.cores[0].rows.begin(), p.cores[0].rows.end(),
+                                 [](const Row& r) { return r.name == "func_a"; });
+    REQUIRE(a0 != p.cores[0].rows.end());
+    CHECK(a0->share.stderr_pp == doctest::Approx(100 * std::sqrt(1.5 * 224.0 / 49 / 49)).epsilon(1e-9));
+
+    // Bursts out of order are no bursts of any core, as they are none of the whole set.
+    s.bursts = {0, 8, 4};
+    CHECK(samples_of_core(s, 0).bursts.empty());
 }
 
 TEST_CASE("attribution by value: one row per value of the watched variable, named as the source named it")
