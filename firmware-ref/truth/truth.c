@@ -70,7 +70,9 @@
  * callback given the vCPU's index; API 4: its entry of a scoreboard), so the non-atomic adds
  * stay exact. The files then carry one line per address and core, "0xADDRESS COUNT CORE",
  * after a line "# vcpus N"; uniform cost keeps one deadline per vCPU, so each core's own
- * instructions are paced alike. Task mode follows one core's tasks only: it refuses a machine
+ * instructions are paced alike, and the time census, the machine's, is added to atomically.
+ * MTTCG also translates on every vCPU thread at once: the counters are made under a lock, at
+ * translation only (each instruction's successor in sequence included), never per execution. Task mode follows one core's tasks only: it refuses a machine
  * of several.
  */
 #include <errno.h>
@@ -92,7 +94,11 @@ static const struct truth_api *api;
 
 /* ---- per-address counters ----
  * A counter's address is baked into translated code, so counters never move: they live in
- * fixed-size slabs. Only the lookup table of pointers is rehashed when it grows. */
+ * fixed-size slabs. Only the lookup table of pointers is rehashed when it grows.
+ * Under MTTCG each vCPU thread translates its own code, at the same time as the others (system
+ * mode has no translation lock: mmap_lock is a no-op there), so the table and the slabs are
+ * guarded by counters_lock: counter_for() is called at translation (and at a task switch,
+ * one core only), never once per instruction, so the lock costs nothing on the hot path. */
 struct slab {
     struct slab *next;
     size_t used;
@@ -107,6 +113,7 @@ static size_t table_size;
 static size_t n_counters;
 static char *out_path;
 static unsigned n_vcpus = 1;
+static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t hash_addr(uint64_t addr, size_t mask)
 {
@@ -140,6 +147,7 @@ static void table_grow(void)
     free(old);
 }
 
+/* The counter of addr, made when new; the caller holds counters_lock. */
 static struct counter *counter_for(uint64_t addr)
 {
     if (table_size == 0 || (n_counters + 1) * 2 > table_size)
@@ -173,6 +181,7 @@ static struct counter *counter_for(uint64_t addr)
     c->slot = slot;
     c->split = 0;
     c->time_ns = 0;
+    c->next = NULL;
     memset(c->by_task, 0, sizeof c->by_task);
     table[i] = c;
     n_counters++;
@@ -249,17 +258,24 @@ enum { MAX_ENTRIES = 64 };
 static uint64_t entries[MAX_ENTRIES];
 static size_t n_entries;
 
+/* Adds to the census from any vCPU: two cores may run the same code at once. */
+static void add_time(struct counter *c, uint64_t ns)
+{
+    __atomic_fetch_add(&c->time_ns, ns, __ATOMIC_RELAXED);
+}
+
 static void charge_time(unsigned vcpu, struct counter *c, uint64_t now)
 {
     struct counter *p = last_counter[vcpu];
     if (p == NULL)
         return;
-    c->time_ns += last_wait_end_ns[vcpu] - last_turn_ns[vcpu];
+    uint64_t own = last_wait_end_ns[vcpu] - last_turn_ns[vcpu];
     const uint64_t gap = now - last_wait_end_ns[vcpu];
     if (gap <= PAUSE_NS)
-        c->time_ns += gap;
-    else if (c->entry && p->addr + p->size != c->addr)
-        counter_for(p->addr + p->size)->time_ns += gap;
+        own += gap;
+    else if (c->entry && p->next != c && p->next != NULL)   /* P's successor in sequence: resolved at translation */
+        add_time(p->next, gap);
+    add_time(c, own);
 }
 
 void truth_before_each(unsigned vcpu, struct counter *c)
@@ -337,7 +353,9 @@ void truth_tcb_load(uint64_t vaddr)
  * (QEMU does not promise an order), and that execution is the incoming task's. */
 void truth_task_switch(size_t point)
 {
+    pthread_mutex_lock(&counters_lock);
     struct counter *c = counter_for(task_switches[point]);
+    pthread_mutex_unlock(&counters_lock);
     uint64_t calls = ++switch_calls[point];
     split_counts(c, *c->count == calls ? 1 : 0);
     current_task = incoming_task;
@@ -345,9 +363,15 @@ void truth_task_switch(size_t point)
 
 void truth_instrument(void *insn, uint64_t addr, size_t size)
 {
+    pthread_mutex_lock(&counters_lock);
     struct counter *c = counter_for(addr);
     c->size = (uint32_t)size;
     c->entry = listed(entries, n_entries, addr);
+    /* The successor in sequence, for charge_time: found here, once, not per instruction. A
+     * counter made for it but never executed is in no output (executed()). */
+    if (cost_ns != 0)
+        c->next = counter_for(addr + size);
+    pthread_mutex_unlock(&counters_lock);
     for (size_t point = 0; point < n_task_switches; point++)
         if (task_switches[point] == addr)
             api->call_before(insn, point);
@@ -377,14 +401,19 @@ static uint64_t total_of(const struct counter *c)
 /* The counters executed at least once, sorted by address; NULL when out of memory. */
 static struct counter **executed(size_t *n)
 {
+    /* A snapshot runs on one vCPU while another may be translating: the slabs stand still. */
+    pthread_mutex_lock(&counters_lock);
     struct counter **list = malloc((n_counters ? n_counters : 1) * sizeof *list);
-    if (list == NULL)
+    if (list == NULL) {
+        pthread_mutex_unlock(&counters_lock);
         return NULL;
+    }
     *n = 0;
     for (struct slab *s = slabs; s != NULL; s = s->next)
         for (size_t k = 0; k < s->used; k++)
             if (total_of(&s->items[k]) != 0) /* translated but never executed: leave out */
                 list[(*n)++] = &s->items[k];
+    pthread_mutex_unlock(&counters_lock);
     qsort(list, *n, sizeof *list, by_address);
     return list;
 }

@@ -22,6 +22,7 @@ struct counter {
     uint64_t split;     /* task mode: the part of count already given to a task */
     uint64_t time_ns;   /* uniform-cost mode: host time in which a halt would have stopped here */
     uint32_t size;      /* bytes, so that the next address in sequence is known */
+    struct counter *next; /* uniform-cost mode: the counter of addr + size, resolved at translation */
     bool entry;         /* an exception handler's first instruction (entries=) */
     uint64_t by_task[MAX_TASKS];
 };
