@@ -15,6 +15,7 @@ from pathlib import Path
 from fwtest import PLUGIN, REPO, by_function, elf_path, read_counts, symbols
 
 import qemu_runner  # noqa: E402
+from spawn import spawn  # noqa: E402
 from qemu_runner import QemuRun, QemuTimeout  # noqa: E402
 
 RUNNER = REPO / "firmware-ref" / "runner" / "qemu_runner.py"
@@ -179,7 +180,8 @@ class DiesWithItsParent(unittest.TestCase):
     SIGKILL (no handler, no finally in it runs)."""
 
     def child_of_a_killed_parent(self, *how: str) -> int:
-        parent = subprocess.Popen([sys.executable, "-c", PARENT, *how], stdout=subprocess.PIPE, text=True)
+        # The parent itself by spawn(): it goes too should this test be killed meanwhile.
+        parent = spawn([sys.executable, "-c", PARENT, *how], stdout=subprocess.PIPE, text=True)
         try:
             line = parent.stdout.readline()   # the child runs: the parent printed its pid
         finally:
@@ -209,7 +211,6 @@ class DiesWithItsParent(unittest.TestCase):
 
     def test_only_from_the_main_thread(self):
         import threading
-        from spawn import spawn
         raised = []
         def start():
             try:
