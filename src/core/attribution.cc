@@ -973,7 +973,14 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         if (each.by == Grouping::core)
             each.by = Grouping::function;
         for (uint32_t core : cores_of(samples)) {
-            Profile one = attribute(samples_of_core(samples, core), symbols, locator, each);
+            const SampleSet own = samples_of_core(samples, core);
+            // A core named but never sampled has an empty table (by value, attribute() would
+            // refuse a set without values).
+            if (own.pcs.empty() && own.counts.empty() && own.buckets.empty() && own.without_address.empty()) {
+                profile.cores.push_back({core, core_name(samples, core), 0, {}});
+                continue;
+            }
+            Profile one = attribute(own, symbols, locator, each);
             profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows)});
         }
     }

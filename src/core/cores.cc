@@ -39,6 +39,9 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
     out.notes = samples.notes;
     out.warnings = samples.warnings;
     out.sampler = samples.sampler;
+    out.measures_time = samples.measures_time;   // a PC past a WFI is "(sleep)" on each core too
+    out.variable = samples.variable;
+    out.value_names = samples.value_names;
     auto core_at = [&](size_t i) { return samples.cores.empty() ? 0u : samples.cores[i]; };
     // The core's bursts of correlated reads (SampleSet::bursts, whose spread gives the standard
     // errors): each begins at the core's first sample in a burst of the whole set; a burst
@@ -66,6 +69,10 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
             out.stacks.push_back(samples.stacks[i]);
         if (!samples.times_ns.empty())
             out.times_ns.push_back(samples.times_ns[i]);
+        if (!samples.exceptions.empty())
+            out.exceptions.push_back(samples.exceptions[i]);
+        if (!samples.values.empty())
+            out.values.push_back(samples.values[i]);
     }
     for (const AddressCount& c : samples.counts)
         if (c.core == core)

@@ -538,6 +538,41 @@ TEST_CASE("attribution: each core keeps its own bursts of correlated reads, and 
     CHECK(samples_of_core(s, 0).bursts.empty());
 }
 
+TEST_CASE("attribution: each core's table groups by exception and by value, and counts sleep, as the whole set does")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000010, 0x08000002, 0x08000012};
+    s.cores = {0, 1, 0, 1};
+    s.exceptions = {0, 15, 15, 0};   // Thread mode and SysTick on each core
+    s.variable = "app_state";
+    s.values = {0, 1, 1, 1};
+    s.value_names = {{0, "IDLE"}, {1, "RUN"}};
+    s.measures_time = true;
+    s.core_names = {{0, "core 0"}, {1, "core 1"}, {2, "core 2"}};   // core 2 never sampled
+    const SampleSet one = samples_of_core(s, 1);
+    CHECK(one.exceptions == std::vector<uint32_t>{15, 0});
+    CHECK(one.values == std::vector<uint32_t>{1, 1});
+    CHECK(one.variable == "app_state");
+    CHECK(one.value_names.at(1) == "RUN");
+    CHECK(one.measures_time);
+
+    AttributionOptions by_value;
+    by_value.by = Grouping::value;
+    const Profile v = attribute(s, symbols, nullptr, by_value);   // each core's own table: no throw
+    REQUIRE(v.cores.size() == 3);
+    CHECK(v.cores[2].total == 0);
+    CHECK(v.cores[2].rows.empty());
+    REQUIRE(v.cores[1].rows.size() == 1);
+    CHECK(v.cores[1].rows[0].name == "RUN");
+    CHECK(v.cores[1].rows[0].samples == 2);
+    AttributionOptions by_exception;
+    by_exception.by = Grouping::exception;
+    const Profile e = attribute(s, symbols, nullptr, by_exception);
+    REQUIRE(e.cores.size() == 3);
+    CHECK(e.cores[0].rows.size() == 2);   // Thread mode and SysTick, one sample each
+}
+
 TEST_CASE("attribution by value: one row per value of the watched variable, named as the source named it")
 {
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));

@@ -18,9 +18,10 @@ std::vector<uint32_t> cores_of(const SampleSet& samples);
 bool is_multicore(const SampleSet& samples);
 // What a report calls a core: its name from the source ("core 1"), else "core N".
 std::string core_name(const SampleSet& samples, uint32_t core);
-// The samples (pcs with their tags, stacks and times) and counts of one core, with the set's
-// origin, notes and sampler figures, and the bursts of correlated reads that hold its samples
-// (indices into its own pcs); its cores left empty.
+// The samples (pcs with their tags, stacks, times, exceptions and variable values) and counts
+// of one core, with the set's origin, notes, sampler figures, whether it measures time and the
+// variable's names, and the bursts of correlated reads that hold its samples (indices into its
+// own pcs); its cores left empty.
 SampleSet samples_of_core(const SampleSet& samples, uint32_t core);
 
 // One core's profile as a profile of its own (its rows and total; the whole's origin,
