@@ -565,6 +565,7 @@ TEST_CASE("attribution: each core's table groups by exception and by value, and 
     s.values = {0, 1, 1, 1};
     s.value_names = {{0, "IDLE"}, {1, "RUN"}};
     s.measures_time = true;
+    s.reads_pcsr = true;
     s.core_names = {{0, "core 0"}, {1, "core 1"}, {2, "core 2"}};   // core 2 never sampled
     const SampleSet one = samples_of_core(s, 1);
     CHECK(one.exceptions == std::vector<uint32_t>{15, 0});
@@ -572,6 +573,7 @@ TEST_CASE("attribution: each core's table groups by exception and by value, and 
     CHECK(one.variable == "app_state");
     CHECK(one.value_names.at(1) == "RUN");
     CHECK(one.measures_time);
+    CHECK(one.reads_pcsr);
 
     AttributionOptions by_value;
     by_value.by = Grouping::value;
