@@ -118,7 +118,7 @@ class Checks(unittest.TestCase):
         top = ["top", "--gdb", self.server.address, "--elf", self.elf]
         swo = ["swo", "--openocd", self.server.address, "--elf", self.elf, "--cpu-hz", "72M"]
         mistakes = [
-            ([*top, "--by", "line"], 1, "--by takes function or task"),
+            ([*top, "--by", "line"], 1, "--by takes function, task or var:NAME"),
             ([*top, "--rows", "-1"], 1, "--rows"),
             ([*top, "--decay", "-5"], 1, "--decay"),
             ([*top, "-o", os.path.join(self.dir.name, "no", "dir.bin")], 2, "cannot write"),
