@@ -11,18 +11,32 @@ real OpenOCD configured with two cortex_m targets on that DAP (the test's own `t
   other core still shown running to OpenOCD; the machine runs again only once both are resumed.
 - A core's `step` moves that core alone: the other core's PC (halted) stays where it was.
 
+- `record --openocd --mode halt` samples both cores at each halt (core 0 the current target, core 1
+  the other examined cortex_m target, halted in the same script): QEMU runs the truth plugin at a
+  uniform cost per instruction without -icount (each vCPU a thread of its own, as in
+  tests/live/test_multicore.py), and each core's shares are held within 4 standard errors of the
+  census of its own window (per-core snapshots just before and after the recording), with N that
+  core's samples. The recording ends by its sample count; the image never ends. No core is
+  reported as not sampled.
+
 Ports are chosen at run time; every process started here is stopped on every path.
 """
 from __future__ import annotations
 
+import json
+import math
 import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
 
 import fwtest
-from openocd_rig import CLI, OPENOCD, elf_functions, elf_symbol, require, start_rig, stop_rig
+import qemu_runner
+from openocd_rig import CLI, OPENOCD, UNIFORM_COST_NS, elf_functions, elf_symbol, require, start_rig, stop_rig
 
 IMAGE = "dual_forever_an521"
 # Core 1 on access port 1; the last target created is OpenOCD's current one: `targets` makes core 0
@@ -33,6 +47,9 @@ TARGETS = ("qemu.cpu", "qemu.cpu1")
 CORE_CODE = ({"main", "core0_round", "c0_heavy", "c0_light", "shared_step"},
              {"core1_main", "core1_reset", "core1_round", "c1_alpha", "c1_beta", "shared_step"})
 HALTS = 6
+RECORDED_HALTS = 1000
+Z = 4.0
+MIN_SHARE = 0.005   # below it a share is only bounded from above
 
 
 def function_at(functions: dict[str, tuple[int, int]], pc: int) -> str | None:
@@ -125,6 +142,73 @@ class TwoCoresThroughOpenOCD(unittest.TestCase):
                 self.assertEqual(self.tcl.run(f"{target} curstate").strip(), "running")
             time.sleep(0.02)
 
+
+
+def beyond_z(sampled: dict[str, int], n: int, window: dict[str, int]) -> tuple[list, str]:
+    """The functions whose sampled share is beyond Z standard errors, sqrt(p(1-p)/n), of their share
+    p of the window's census (under MIN_SHARE: above MIN_SHARE + Z SE), and every share shown."""
+    total = sum(window.values())
+    bad, shown = [], []
+    for name in sorted(set(window) | set(sampled), key=lambda k: -window.get(k, 0)):
+        p, q = window.get(name, 0) / total, sampled.get(name, 0) / n
+        shown.append(f"{name} {100 * q:.2f}/{100 * p:.2f}")
+        if p < MIN_SHARE:
+            if q >= MIN_SHARE + Z * math.sqrt(MIN_SHARE / n):
+                bad.append((name, round(100 * q, 2), round(100 * p, 2)))
+        elif abs(q - p) > Z * math.sqrt(p * (1 - p) / n):
+            bad.append((name, round(100 * q, 2), round(100 * p, 2), round((q - p) / math.sqrt(p * (1 - p) / n), 2)))
+    return bad, ", ".join(shown)
+
+
+class RecordBothCoresThroughOpenOCD(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        elf = fwtest.elf_path(IMAGE)
+        require((OPENOCD,), (CLI, elf))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-rig-"))
+        cls.out = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-record-"))
+        try:
+            start_rig(cls, elf, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS, icount_shift=None,
+                      openocd_commands=SECOND_CORE)
+            before = cls.qemu.snapshot_by_core()
+            cls.recording = subprocess.run(
+                [str(CLI), "record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "halt",
+                 "--samples", str(RECORDED_HALTS), "--interval", "5ms", "--seed", "29", "--elf", str(elf),
+                 "-o", str(cls.out / "dual.rec"), "--format", "json"], capture_output=True, text=True, timeout=1800)
+            after = cls.qemu.snapshot_by_core()   # the guest left running: a snapshot needs a running vCPU
+        finally:
+            stop_rig(cls)   # removes cls.work; the recording is in cls.out
+        functions = fwtest.symbols(IMAGE)
+        cls.windows = {core: dict(fwtest.by_function(qemu_runner.census_window(before[core], after[core]), functions))
+                       for core in before}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
+    def test_each_core_within_4_se_of_its_window(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        doc = json.loads(self.recording.stdout)
+        self.assertEqual(doc["samples"], 2 * RECORDED_HALTS)   # one sample per core at each halt
+        cores = {c["core"]: c for c in doc["cores"]}
+        self.assertEqual(sorted(cores), [0, 1])
+        self.assertEqual(sorted(self.windows), [0, 1])
+        for core, window in self.windows.items():
+            self.assertEqual(cores[core]["samples"], RECORDED_HALTS)
+            sampled = {r["name"]: r["samples"] for r in cores[core]["functions"]}
+            bad, shown = beyond_z(sampled, RECORDED_HALTS, window)
+            print(f"\ncore {core}: {shown} (% sampled/exact); beyond 4 SE: {bad}", file=sys.stderr)
+            self.assertEqual(bad, [], f"core {core}")
+
+    def test_both_cores_named_none_unsampled(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        report = subprocess.run([str(CLI), "report", str(self.out / "dual.rec"), "--elf",
+                                 str(fwtest.elf_path(IMAGE))], capture_output=True, text=True, timeout=300)
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertIn(f"core 0 (qemu.cpu): samples {RECORDED_HALTS}", report.stdout)
+        self.assertIn(f"core 1 (qemu.cpu1): samples {RECORDED_HALTS}", report.stdout)
+        self.assertNotIn("not sampled", report.stdout)
+        self.assertNotIn("not sampled", self.recording.stderr)
 
 if __name__ == "__main__":
     unittest.main()
