@@ -1,6 +1,7 @@
 // mcuprof vprobe: a virtual probe for OpenOCD (its remote_bitbang driver over JTAG, or its
 // st-link driver over SWD through the stlink-server protocol) in front of a GDB remote
 // server (QEMU's gdbstub). See docs/vprobe.md.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -124,6 +125,16 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
                  static_cast<unsigned long long>(stats.access_halts),
                  static_cast<unsigned long long>(stats.stub_runs), static_cast<unsigned long long>(stats.stub_steps),
                  target.gone_reason().empty() ? state : "the target is gone");
+    if (!stats.halt_skews.empty()) {
+        // The time between the first core's halt and each other core's, as their requests arrived.
+        std::vector<double> skews = stats.halt_skews;
+        std::sort(skews.begin(), skews.end());
+        auto at = [&](double q) { return 1e6 * skews[std::min(skews.size() - 1, size_t(q * double(skews.size())))]; };
+        std::fprintf(stderr,
+                     "mcuprof vprobe: %zu halts of a core after another's: their halt requests %.0f us apart "
+                     "(p50), %.0f us (p99); the machine was stopped from the first (all-stop)\n",
+                     skews.size(), at(0.5), at(0.99));
+    }
     if (stlink_server)   // which OpenOCD code sent them (docs/live.md, "What a `profile` call costs")
         std::fprintf(stderr, "mcuprof vprobe: USB commands by kind: %s\n",
                      stlink_server->protocol().usb_command_kinds_text().c_str());

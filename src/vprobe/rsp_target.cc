@@ -284,8 +284,14 @@ bool RspTarget::poll_halted(unsigned c)
 void RspTarget::halt(unsigned c)
 {
     unless_gone(false, [&] {
-        if (machine_ == Machine::running)
+        if (machine_ == Machine::running) {
             stop_machine();
+            first_halt_ = std::chrono::steady_clock::now();
+        } else if (!cores_[c].halted && any_halted()) {
+            stats_.halt_skews.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - first_halt_).count());
+        } else if (!any_halted()) {
+            first_halt_ = std::chrono::steady_clock::now();   // held for accesses: this halt is the first
+        }
         cores_[c].halted = true;   // a held machine is stopped already: the core just stays
         return true;
     });

@@ -13,6 +13,7 @@
 // machine, and the other cores, still running for their debuggers, are stalled (they retire
 // nothing) until every halted core is resumed. Registers and uncached memory accesses go to the
 // core's own thread (Hg, Hc); a core's step runs that core alone (vCont;s), the others stay stopped.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -39,6 +40,12 @@ public:
         uint64_t register_loads = 0;    // register sets read ('g' + 'p' in one round trip)
         uint64_t stub_runs = 0;         // special registers read or written by the stub
         uint64_t stub_steps = 0;        // single steps those took
+        // A multi-core machine: for each halt of a core that came while another core's halt
+        // had stopped the machine, the time since that first halt (seconds). On silicon each
+        // core stops when its own halt request reaches it, so this is the skew between the
+        // cores' stops a probe as fast as this one gives; here the later core was stalled
+        // meanwhile, stopped at the same instant as the first.
+        std::vector<double> halt_skews;
     };
 
     // `rsp` has done its handshake; `halted` is the core's state now.
@@ -148,6 +155,7 @@ private:
     std::string selected_;   // the thread the server's Hg/Hc select now; empty: not known
     unsigned described_ = 0; // the core whose description the client uses
     std::unordered_map<uint32_t, std::string> lines_; // line address -> bytes ("" = not readable); memory is shared
+    std::chrono::steady_clock::time_point first_halt_;   // when a core's halt last stopped the machine
     std::set<uint32_t> inserted_;   // breakpoints given to the server (every core's: Z0 acts on every CPU)
     Stats stats_;
     std::string gone_reason_;
