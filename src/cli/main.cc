@@ -105,5 +105,11 @@ int main(int argc, char** argv)
     } catch (const std::bad_alloc&) {
         std::cerr << "mcuprof " << name << ": out of memory\n";
         return 2;
+    } catch (const std::exception& e) {
+        // Not the input's fault nor the link's: a defect, said as one line, never an abort
+        // that leaves a recording without its summary.
+        std::cerr << "mcuprof " << name << ": internal error: " << one_line(e.what())
+                  << " (a defect of mcuprof; please report it with the command line)\n";
+        return 4;
     }
 }

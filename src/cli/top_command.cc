@@ -23,6 +23,7 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/recording_sink.h"
+#include "mcuprof/sources/watched_variable.h"
 #include "options.h"
 #include "profile_output.h"
 #include "sampling.h"
@@ -75,9 +76,9 @@ struct Frame {
 // in the samples file when one is asked for.
 class TopSink : public sources::SampleSink {
 public:
-    TopSink(const core::SymbolTable& symbols, bool by_task, const std::optional<HalfLife>& half_life,
-            sources::RecordingSink* recording)
-        : symbols_(symbols), by_task_(by_task),
+    TopSink(const core::SymbolTable& symbols, bool by_task, std::optional<sources::WatchedVariable> variable,
+            const std::optional<HalfLife>& half_life, sources::RecordingSink* recording)
+        : symbols_(symbols), by_task_(by_task), variable_(std::move(variable)),
           half_life_(half_life ? std::optional<double>(half_life->value) : std::nullopt), tally_(half_life_),
           by_samples_(half_life && half_life->in_samples),
           recording_(recording)
@@ -125,10 +126,13 @@ public:
     }
 
 private:
-    // The row a sample counts in: its function, or with --by task its task (as report names
-    // them: "(no task)" before the scheduler starts).
+    // The row a sample counts in: its function, with --by task its task (as report names
+    // them: "(no task)" before the scheduler starts), with --by var:NAME the variable's value
+    // named as report names it (its enumerator, else the number).
     std::string key_of(const sources::LiveSample& s) const
     {
+        if (variable_)
+            return s.value ? variable_->name_of(*s.value) : "(not read)";
         if (by_task_) {
             auto it = s.tagged ? tasks_.find(s.tag) : tasks_.end();
             return it != tasks_.end() ? it->second : "(no task)";
@@ -142,7 +146,7 @@ private:
     std::vector<std::string> stack_keys(const sources::LiveSample& s) const
     {
         std::vector<std::string> keys;
-        if (by_task_ || !s.stack)
+        if (by_task_ || variable_ || !s.stack)
             return keys;
         keys.push_back(key_of(s));
         for (uint32_t caller : s.stack->callers) {
@@ -156,6 +160,7 @@ private:
 
     const core::SymbolTable& symbols_;
     bool by_task_;
+    std::optional<sources::WatchedVariable> variable_;   // --by var:NAME
     std::optional<double> half_life_;
     std::map<uint32_t, std::string> tasks_;   // control block -> name, as the sampler met them
     mutable std::mutex mutex_;
@@ -178,9 +183,10 @@ private:
     void (*previous_)(int);
 };
 
-void print_rows(std::FILE* out, const std::vector<core::DecayingTally::Entry>& entries, size_t rows, bool by_task)
+void print_rows(std::FILE* out, const std::vector<core::DecayingTally::Entry>& entries, size_t rows,
+                const std::string& heading)
 {
-    std::fprintf(out, "\n       %%    +-se      weight  %s\n", by_task ? "task" : "function");
+    std::fprintf(out, "\n       %%    +-se      weight  %s\n", heading.c_str());
     for (size_t i = 0; i < entries.size() && (rows == 0 || i < rows); ++i) {
         const auto& r = entries[i];
         std::fprintf(out, "%8.2f %7.2f %11.1f  %s\n", r.share.percent, r.share.stderr_pp, r.weight, r.key.c_str());
@@ -189,7 +195,7 @@ void print_rows(std::FILE* out, const std::vector<core::DecayingTally::Entry>& e
 
 // One table: a header line with the rate and duty since the previous frame, then the rows.
 void print_frame(std::FILE* out, const Frame& now, const Frame& before, double elapsed, const std::string& ended,
-                 const std::optional<HalfLife>& half_life, size_t rows, bool by_task, bool stacks)
+                 const std::optional<HalfLife>& half_life, size_t rows, const std::string& heading, bool stacks)
 {
     const double wall = now.wall_seconds - before.wall_seconds;
     const double rate = wall > 0 ? double(now.samples - before.samples) / wall : 0;
@@ -208,10 +214,10 @@ void print_frame(std::FILE* out, const Frame& now, const Frame& before, double e
         }
         return;
     }
-    print_rows(out, now.rows, rows, by_task);
+    print_rows(out, now.rows, rows, heading);
     for (const auto& [core, core_rows] : now.cores) {
         std::fprintf(out, "core %u:", core);
-        print_rows(out, core_rows, rows, by_task);
+        print_rows(out, core_rows, rows, heading);
     }
 }
 
@@ -258,8 +264,15 @@ struct TopOptions {
     std::optional<HalfLife> half_life;
     std::chrono::nanoseconds refresh{};
     std::string samples_file;
-    bool by_task = false;
+    std::string by = "function";   // function, task or var:NAME
     size_t rows = 20;
+    bool by_task() const { return by == "task"; }
+    // The rows' heading: function, task, or the variable's name.
+    std::string heading() const
+    {
+        const std::string_view variable = core::variable_of_grouping(by);
+        return variable.empty() ? by : std::string(variable);
+    }
 };
 
 const char* const top_usage =
@@ -277,7 +290,7 @@ const char* const top_usage =
 bool parse_top_options(const Arguments& args, TopOptions& o)
 {
     CommandLine line("top", top_usage);
-    std::string decay, refresh = "1s", by = "function";
+    std::string decay, refresh = "1s";
     add_sampling_options(line.description(), o.sampling);
     line.options()
         ("elf", po::value(&o.elf)->value_name("FILE"), "firmware ELF that runs (required)")
@@ -285,17 +298,18 @@ bool parse_top_options(const Arguments& args, TopOptions& o)
          "forget old samples: each one's weight halves every HALF_LIFE, a time (2s, 500ms: sampling time) or a "
          "count (500: samples); error bars from the effective sample count")
         ("refresh", po::value(&refresh)->value_name("TIME")->default_value("1s"), "redraw this often")
-        ("by", po::value(&by)->value_name("KEY")->default_value("function"),
-         "rank functions, or tasks (the running task of an RTOS the ELF's DWARF shows, e.g. FreeRTOS)")
+        ("by", po::value(&o.by)->value_name("KEY")->default_value("function"),
+         "rank functions, tasks (the running task of an RTOS the ELF's DWARF shows, e.g. FreeRTOS), or var:NAME "
+         "(the value of the global NAME at each halt, named by its enumerators)")
         ("rows", whole_number(o.rows, "rows")->value_name("N"), "show the N hottest functions (0: all; default 20)")
         ("output,o", po::value(&o.samples_file)->value_name("FILE"),
          "also keep the samples in FILE (a samples file, as record writes)");
     if (!line.parse(args))
         return false;
     line.require("elf", "the ELF of the firmware that runs");
-    if (by != "function" && by != "task")
-        throw UsageError("--by takes function or task, not '" + by + "'");
-    o.by_task = by == "task";
+    if (o.by != "function" && o.by != "task" && core::variable_of_grouping(o.by).empty())
+        throw UsageError("--by takes function, task or var:NAME, not '" + o.by + "'");
+    o.sampling.variable = std::string(core::variable_of_grouping(o.by));   // read at each halt, as record does
     check_sampling_options(line, o.sampling);
     o.half_life = parse_half_life(decay);
     o.refresh = parse_duration(refresh, "--refresh");
@@ -313,7 +327,7 @@ int top_command(const Arguments& args)
         return 0;
     const core::Firmware firmware = core::Firmware::open(o.elf);   // a wrong ELF before the link
     const core::SymbolTable& symbols = firmware.symbols();
-    check_live_grouping(firmware, o.by_task ? "task" : "function");
+    check_live_grouping(firmware, o.by);
     const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 0);
 
@@ -323,7 +337,10 @@ int top_command(const Arguments& args)
     std::optional<sources::RecordingSink> recording;
     if (writer)
         recording.emplace(*writer);
-    TopSink sink(symbols, o.by_task, o.half_life, recording ? &*recording : nullptr);
+    std::optional<sources::WatchedVariable> variable;
+    if (!o.sampling.variable.empty())
+        variable = sources::find_watched_variable(firmware, o.sampling.variable);
+    TopSink sink(symbols, o.by_task(), std::move(variable), o.half_life, recording ? &*recording : nullptr);
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
     if (const std::string bias = source->describe().value("bias", ""); !bias.empty())
         std::fprintf(stderr, "mcuprof top: warning: %s\n", bias.c_str());
@@ -339,8 +356,8 @@ int top_command(const Arguments& args)
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         if (terminal)
             std::fputs("\x1b[H\x1b[2J", stdout);   // cursor home, clear screen (ECMA-48 CUP, ED)
-        print_frame(stdout, now, before, elapsed, ended, o.half_life, o.rows, o.by_task,
-                    o.sampling.stacks && !o.by_task);
+        print_frame(stdout, now, before, elapsed, ended, o.half_life, o.rows, o.heading(),
+                    o.sampling.stacks && o.by == "function");
         if (!terminal)
             std::fputc('\n', stdout);
         if (std::fflush(stdout) != 0 || std::ferror(stdout))

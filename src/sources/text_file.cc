@@ -81,6 +81,18 @@ bool parse_hex32(std::string_view text, uint32_t& value)
     return true;
 }
 
+std::optional<uint64_t> decimal_after(std::string_view text, std::string_view marker)
+{
+    const size_t at = text.find(marker);
+    if (at == std::string_view::npos)
+        return std::nullopt;
+    const std::string_view rest = text.substr(at + marker.size());
+    uint64_t value = 0;
+    if (!parse_decimal(rest.substr(0, rest.find_first_not_of("0123456789")), value))
+        return std::nullopt;
+    return value;
+}
+
 bool parse_decimal(std::string_view text, uint64_t& value)
 {
     if (text.empty() || text.size() > 20)

@@ -11,6 +11,8 @@ main's whole share (about 0.2 %) to 4 standard errors.
 - record --qemu --by var:app_state: each state's share against that truth, the rows named by
   the DWARF's enumerators, in text, JSON and HTML, and report --by var:app_state of the
   recording gives the same rows.
+- top --qemu --by var:app_state: its last table (every sample of the run, no decay) against
+  the same truth, headed by the variable's name.
 - a signed 16-bit integer (app_level, -3 throughout): one row named "-3".
 - checked before the link: a float, a structure, an unknown name, a variable the linker
   removed, each one line and exit 2, with --gdb at a port where nothing listens (the check
@@ -89,6 +91,24 @@ class ByVariable(unittest.TestCase):
         for state in STATES:
             self.assertIn(state, html)
 
+    def test_top_ranks_the_states_against_the_truth(self):
+        r = mcuprof("top", "--qemu", "netduinoplus2", "--elf", str(self.elf), "--by", "var:app_state",
+                    "--samples", str(SAMPLES), "--rows", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        last = r.stdout.strip().split("\n\n")[-1].splitlines()
+        self.assertEqual(last[1].split(), ["%", "+-se", "weight", "app_state"])
+        shown = {}
+        for line in last[2:]:
+            percent, _, weight, name = line.split(None, 3)
+            shown[name] = (float(percent), float(weight))
+        self.assertEqual(set(shown), set(STATES), last)
+        n = sum(weight for _, weight in shown.values())
+        self.assertGreaterEqual(n, SAMPLES * 0.9)
+        for state, truth in self.truth.items():
+            se = 100.0 * math.sqrt(truth / 100 * (1 - truth / 100) / n)
+            self.assertLess(abs(shown[state][0] - truth), 4 * se + self.main_share,
+                            f"top {state}: {shown[state][0]:.2f} % against {truth:.2f} % (se {se:.2f})")
+
     def test_a_signed_integer_is_named_by_its_value(self):
         rec = self.work / "level.bin"
         r = mcuprof("record", "--qemu", "netduinoplus2", "--elf", str(self.elf), "--by", "var:app_level",
@@ -101,13 +121,14 @@ class ByVariable(unittest.TestCase):
         port = unused_port()
         for name, reason in (("app_ratio", "of type 'float'"), ("app_config", "of type 'struct app_config'"),
                              ("no_such_variable", "no global or static variable 'no_such_variable'")):
-            r = mcuprof("record", "--gdb", f"127.0.0.1:{port}", "--elf", str(self.elf), "--by", f"var:{name}",
-                        "--samples", "10", "-o", str(self.work / "never.bin"))
-            lines = [line for line in r.stderr.splitlines() if line.strip()]
-            self.assertEqual(r.returncode, 2, r.stderr)
-            self.assertEqual(len(lines), 1, r.stderr)
-            self.assertIn(reason, lines[0])
-            self.assertIn(f"--by var:{name}", lines[0])
+            for command in (("record", "-o", str(self.work / "never.bin")), ("top",)):
+                r = mcuprof(command[0], "--gdb", f"127.0.0.1:{port}", "--elf", str(self.elf), "--by", f"var:{name}",
+                            "--samples", "10", *command[1:])
+                lines = [line for line in r.stderr.splitlines() if line.strip()]
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn(reason, lines[0])
+                self.assertIn(f"--by var:{name}", lines[0])
 
     def test_a_recording_without_the_variable_is_refused(self):
         self.assertEqual(self.recorded.returncode, 0, self.recorded.stderr)

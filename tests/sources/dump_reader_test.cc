@@ -207,3 +207,14 @@ TEST_CASE("dump reader: eight hex digits at once, every digit and letter, both c
         }
     }
 }
+
+TEST_CASE("text: the decimal after a marker, or nothing (QEMU's HMP 'info replay' answer)")
+{
+    using mcuprof::sources::decimal_after;
+    CHECK(decimal_after("Replaying execution 'r.bin': instruction count = 1936732\n", "instruction count = ") ==
+          uint64_t(1936732));
+    CHECK(decimal_after("instruction count = 18446744073709551615", "instruction count = ") == UINT64_MAX);
+    CHECK_FALSE(decimal_after("instruction count = 18446744073709551616", "instruction count = "));   // 2^64
+    CHECK_FALSE(decimal_after("instruction count = \n", "instruction count = "));   // stoull threw here
+    CHECK_FALSE(decimal_after("Record/replay is not active", "instruction count = "));
+}

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/text_file.h"
 #include "mcuprof/sources/truth_reader.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
@@ -62,10 +63,10 @@ bool port_was_busy(const QemuProcess& qemu)
 uint64_t recorded_so_far(transport::RspClient& gdb)
 {
     const std::string text = gdb.monitor("info replay");
-    const size_t at = text.find("instruction count = ");
-    if (at == std::string::npos)
+    const std::optional<uint64_t> count = decimal_after(text, "instruction count = ");
+    if (!count)
         throw Error("qemu", "info replay", "unexpected answer '" + text.substr(0, 60) + "'");
-    return std::stoull(text.substr(at + 20));
+    return *count;
 }
 
 // Holds back the events of a lost link while a replay is sampled: a replay ended by its

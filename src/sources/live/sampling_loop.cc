@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "mcuprof/sources/error.h"
+#include "mcuprof/sources/text_file.h"
 #include "mcuprof/vprobe_signature.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/qmp_client.h"
@@ -79,6 +80,17 @@ public:
                 sink_.event("link-lost", stats_.end_reason);
             }
             target_.leave_running(sink_, stats_.link_lost);
+        } catch (const std::exception& e) {
+            // A defect of mcuprof's own (a reply it misread, say): the target is still left
+            // running, the samples so far are in the sink, and the error goes on to the CLI
+            // edge, which names it as mcuprof's.
+            sink_.event("error", std::string("mcuprof's own error: ") + e.what());
+            try {
+                target_.leave_running(sink_, false);
+            } catch (const std::exception&) {
+                // the link itself is gone: nothing is halted by a link that cannot reach it
+            }
+            throw;
         }
         const Clock::time_point end = Clock::now();
         ran_until(end);
@@ -514,12 +526,12 @@ uint64_t ReplayClock::now()
     // Without QMP, QEMU's monitor through the GDB connection (HMP "info replay") says
     // "Replaying execution 'FILE': instruction count = N".
     const std::string text = target_.monitor("info replay");
-    const size_t at = text.find("instruction count = ");
-    if (text.rfind("Replaying", 0) != 0 || at == std::string::npos)
+    const std::optional<uint64_t> count = decimal_after(text, "instruction count = ");
+    if (text.rfind("Replaying", 0) != 0 || !count)
         throw transport::Error(transport::Error::Kind::protocol, target_.peer(), "info replay",
                                "QEMU is not replaying a recording ('" + text.substr(0, 60) +
                                    "'): pacing by instructions needs -icount shift=0,rr=replay,rrfile=FILE");
-    return std::stoull(text.substr(at + 20));
+    return *count;
 }
 
 SamplerStats run_sampling_loop(HaltingTarget& target, const PacingOptions& pacing, uint64_t seed,

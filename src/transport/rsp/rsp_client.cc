@@ -1,5 +1,6 @@
 #include "mcuprof/transport/rsp_client.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "mcuprof/transport/error.h"
@@ -204,8 +205,15 @@ StopReply RspClient::handshake()
     while (is_stop_reply(supported))
         supported = read_reply(query);
     size_t at = supported.find("PacketSize=");
-    if (at != std::string::npos)
-        packet_size_ = std::max<size_t>(256, std::stoul(supported.substr(at + 11), nullptr, 16));
+    if (at != std::string::npos) {
+        // PacketSize=HEX (GDB manual, "General Query Packets", qSupported); an unreadable
+        // or absurd one keeps the 256-byte minimum every stub must take.
+        const std::string hex = supported.substr(at + 11, supported.find(';', at) - at - 11);
+        uint32_t size = 0;
+        const auto [end, failed] = std::from_chars(hex.data(), hex.data() + hex.size(), size, 16);
+        if (failed == std::errc() && end == hex.data() + hex.size())
+            packet_size_ = std::max<size_t>(256, size);
+    }
     multiprocess_ = supported.find("multiprocess+") != std::string::npos;
     if (supported.find("QStartNoAckMode+") != std::string::npos && request("QStartNoAckMode") == "OK")
         no_ack_ = true;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -94,5 +95,8 @@ inline bool parse_hex8(const char* p, uint32_t& out)
 bool parse_hex32(std::string_view text, uint32_t& value);
 // Parses a decimal number that fits 64 bits; false on anything else.
 bool parse_decimal(std::string_view text, uint64_t& value);
+// The decimal number right after the first `marker` in `text` ("instruction count = 42"),
+// or nothing when the marker or the digits are missing or do not fit 64 bits.
+std::optional<uint64_t> decimal_after(std::string_view text, std::string_view marker);
 
 } // namespace mcuprof::sources
