@@ -377,6 +377,24 @@ TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped;
 }
 
 namespace {
+// The halt-mode sampler over a fake OpenOCD's Tcl port, run for `samples` halts; its describe() after.
+SamplerStats run_halt_mode(uint16_t port, std::optional<TaskLayout> tasks, Collect& sink, uint64_t samples,
+                           nlohmann::json& described)
+{
+    OpenocdSamplerOptions options;
+    options.tcl = transport::Endpoint{"127.0.0.1", port};
+    options.pacing = fast();
+    options.timeout = std::chrono::seconds(2);
+    options.extras.tasks = tasks;
+    OpenocdSampler sampler(options);
+    const std::atomic<bool> stop{false};
+    SamplingPlan plan;
+    plan.samples = samples;
+    SamplerStats stats = sampler.run(sink, plan, stop);
+    described = sampler.describe();
+    return stats;
+}
+
 // OpenOCD's Tcl port as the halt mode sees it, by what each script asks (the scripts arrive
 // quoted, inside catch): the halt script answers DHCSR as found (`found`: 0x01000001,
 // C_DEBUGEN with S_RETIRE_ST, a running core; or S_HALT set, someone else's halt), then the
@@ -414,17 +432,7 @@ struct HaltModeOpenocd {
     }};
     SamplerStats run(Collect& sink, uint64_t samples)
     {
-        OpenocdSamplerOptions options;
-        options.tcl = transport::Endpoint{"127.0.0.1", server.port()};
-        options.pacing = fast();
-        options.timeout = std::chrono::seconds(2);
-        options.extras.tasks = TaskLayout{0x20000010, 8, 8};
-        OpenocdSampler sampler(options);
-        const std::atomic<bool> stop{false};
-        SamplingPlan plan;
-        plan.samples = samples;
-        SamplerStats stats = sampler.run(sink, plan, stop);
-        described = sampler.describe();
+        SamplerStats stats = run_halt_mode(server.port(), TaskLayout{0x20000010, 8, 8}, sink, samples, described);
         CHECK(described["source"] == "openocd");
         return stats;
     }
@@ -549,17 +557,7 @@ struct TwoCoreOpenocd {
     nlohmann::json described;
     SamplerStats run(Collect& sink, uint64_t samples)
     {
-        OpenocdSamplerOptions options;
-        options.tcl = transport::Endpoint{"127.0.0.1", server.port()};
-        options.pacing = fast();
-        options.timeout = std::chrono::seconds(2);
-        OpenocdSampler sampler(options);
-        const std::atomic<bool> stop{false};
-        SamplingPlan plan;
-        plan.samples = samples;
-        SamplerStats stats = sampler.run(sink, plan, stop);
-        described = sampler.describe();
-        return stats;
+        return run_halt_mode(server.port(), std::nullopt, sink, samples, described);
     }
 };
 } // namespace
