@@ -10,6 +10,7 @@ real OpenOCD configured with two cortex_m targets on that DAP (the test's own `t
 - The gdbstub is all-stop: halting one core stops QEMU's whole machine (QMP `query-status`), the
   other core still shown running to OpenOCD; the machine runs again only once both are resumed.
 - A core's `step` moves that core alone: the other core's PC (halted) stays where it was.
+- All of it over JTAG (remote_bitbang) and over the emulated ST-Link's dapdirect_swd.
 
 - `record --openocd --mode halt` samples both cores at each halt (core 0 the current target, core 1
   the other examined cortex_m target, halted in the same script): QEMU runs the truth plugin at a
@@ -57,6 +58,11 @@ def function_at(functions: dict[str, tuple[int, int]], pc: int) -> str | None:
 
 
 class TwoCoresThroughOpenOCD(unittest.TestCase):
+    """Over JTAG (remote_bitbang, qemu-vprobe.cfg)."""
+    stlink_transport = None
+    targets = TARGETS
+    commands = SECOND_CORE
+
     @classmethod
     def setUpClass(cls):
         elf = fwtest.elf_path(IMAGE)
@@ -65,7 +71,7 @@ class TwoCoresThroughOpenOCD(unittest.TestCase):
         cls.core1_rounds = elf_symbol(elf, "core1_rounds")
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-"))
         try:
-            start_rig(cls, elf, openocd_commands=SECOND_CORE)
+            start_rig(cls, elf, openocd_commands=cls.commands)
         except BaseException:
             stop_rig(cls)
             raise
@@ -101,7 +107,7 @@ class TwoCoresThroughOpenOCD(unittest.TestCase):
         loaded machine, the event takes microseconds."""
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            words = self.on("qemu.cpu", f"read_memory {self.core1_rounds:#x} 32 1").split()
+            words = self.on(self.targets[0], f"read_memory {self.core1_rounds:#x} 32 1").split()
             if int(words[-1], 0) > 0:
                 return
             time.sleep(0.05)
@@ -110,38 +116,48 @@ class TwoCoresThroughOpenOCD(unittest.TestCase):
     def test_1_both_cores_examined(self):
         self.assertIn("core 0 on AP0, core 1 on AP1", self.vprobe_log[0])
         log = (self.work / "openocd.log").read_text()
-        for target in TARGETS:
+        for target in self.targets:
             self.assertIn(f"[{target}] Cortex-M33", log)
             self.assertEqual(self.tcl.run(f"{target} curstate").strip(), "running")
 
     def test_2_each_core_pc_is_its_own(self):
         self.wait_core1_started()
+        core0, core1 = self.targets
         for _ in range(HALTS):
-            self.on("qemu.cpu", "halt")
+            self.on(core0, "halt")
             # All-stop: the whole machine stopped, core 1 still running for OpenOCD (stalled).
             self.assertFalse(self.machine_running())
-            self.assertEqual(self.tcl.run("qemu.cpu1 curstate").strip(), "running")
-            self.on("qemu.cpu1", "halt")
-            pcs = [self.pc(target) for target in TARGETS]
+            self.assertEqual(self.tcl.run(f"{core1} curstate").strip(), "running")
+            self.on(core1, "halt")
+            pcs = [self.pc(target) for target in self.targets]
             self.assertEqual(pcs, self.qemu_pcs())
             for core, pc in enumerate(pcs):
                 self.assertIn(function_at(self.functions, pc), CORE_CODE[core], f"core {core} pc {pc:#x}")
             # A core's step moves that core alone. OpenOCD's default `maskisr auto` steps by
             # resuming to a breakpoint at the PC, which a core cannot reach while the other's halt
             # stops the machine: `steponly` steps with C_STEP (docs/vprobe.md, "Two cores").
-            self.on("qemu.cpu1", "cortex_m maskisr steponly; step")
-            self.assertEqual(self.pc("qemu.cpu"), pcs[0])
+            self.on(core1, "cortex_m maskisr steponly; step")
+            self.assertEqual(self.pc(core0), pcs[0])
             self.assertEqual(self.qemu_pcs()[0], pcs[0])
-            self.assertEqual(self.pc("qemu.cpu1"), self.qemu_pcs()[1])
+            self.assertEqual(self.pc(core1), self.qemu_pcs()[1])
             # The machine runs once every halted core is resumed.
-            self.on("qemu.cpu1", "resume")
+            self.on(core1, "resume")
             self.assertFalse(self.machine_running())
-            self.on("qemu.cpu", "resume")
+            self.on(core0, "resume")
             self.wait_machine_running()
-            for target in TARGETS:
+            for target in self.targets:
                 self.assertEqual(self.tcl.run(f"{target} curstate").strip(), "running")
             time.sleep(0.02)
 
+
+
+class TwoCoresThroughStlink(TwoCoresThroughOpenOCD):
+    """The same over the emulated ST-Link's dapdirect_swd (qemu-stlink.cfg: OpenOCD's own ADIv5
+    code, the AP named in every DAP and memory command; hla_swd reaches AP0 only)."""
+    stlink_transport = "dapdirect_swd"
+    targets = ("stm32f4x.cpu", "stm32f4x.cpu1")
+    commands = ("target create stm32f4x.cpu1 cortex_m -dap stm32f4x.dap -ap-num 1 -gdb-port disabled",
+                "targets stm32f4x.cpu")
 
 
 def beyond_z(sampled: dict[str, int], n: int, window: dict[str, int]) -> tuple[list, str]:

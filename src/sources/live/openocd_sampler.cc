@@ -420,6 +420,19 @@ public:
             } else if (halted_by_us_) {
                 resume();
             }
+            // The other cores that script halted: their control bits as they are now (C_HALT,
+            // ours, is not among them) resume them.
+            for (const std::string& other : others_) {
+                if (!link_lost || !halted_once_ || halted_by_other_)
+                    break;
+                const uint32_t now = OpenocdSampler::parse_word(
+                    tcl_->eval("{" + other + "} read_memory " + std::to_string(dhcsr) + " 32 1"), tcl_->peer(), "DHCSR");
+                if (now & s_halt) {
+                    tcl_->eval("{" + other + "} write_memory " + std::to_string(dhcsr) + " 32 " +
+                               std::to_string(dbgkey | (now & dhcsr_kept_controls)));
+                    sink.event("resume", "the core " + other + " was left halted by a sample cut short; resumed");
+                }
+            }
             halted_by_us_ = false;
             // DFSR.HALTED as found: our halt requests set it (OpenOCD reads it to tell why
             // the core halted next time).
