@@ -44,6 +44,15 @@ struct Weighted {
 // The key of a raw sample in aggregate(): its task tag and its address.
 uint64_t sample_key(uint32_t tag, uint32_t pc) { return uint64_t(tag) << 32 | pc; }
 
+// Whether a sample at `pc` caught the core asleep: an instant of time just past a WFI or WFE
+// (a halt's PC: the wait's return address), or for DWT_PCSR reads the wait itself as well
+// (the instruction last executed). Samples of executed instructions never sleep.
+bool caught_asleep(const SampleSet& samples, const SymbolTable& symbols, uint32_t pc)
+{
+    return samples.measures_time &&
+           (follows_wait_instruction(symbols, pc) || (samples.reads_pcsr && is_wait_instruction(symbols, pc)));
+}
+
 // Counts of equal 64-bit keys: open addressing with linear probing. Profiles have few
 // distinct addresses and many samples, so this beats std::unordered_map several times
 // over on the ten-million-sample dumps the benchmark reads.
@@ -581,8 +590,7 @@ RowBuilder group_rows(Profile& profile, const std::vector<Weighted>& items, cons
         const RowContext context{samples, symbols, rows, want_frames ? &locator->frames(item.pc) : nullptr,
                                  options.inline_frames, options.vector_table};
         // A sample that caught the core asleep is time spent in no code (by task, the task's).
-        const bool asleep = samples.measures_time && item.bucket == nullptr && options.by != Grouping::task &&
-                            follows_wait_instruction(symbols, item.pc);
+        const bool asleep = item.bucket == nullptr && options.by != Grouping::task && caught_asleep(samples, symbols, item.pc);
         Row& row = asleep ? rows.row(sleep_row_name) : make_row(context, item, f);
         row.samples += item.weight;
         if (row_of != nullptr && item.bucket == nullptr)
@@ -749,7 +757,7 @@ std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples
         const uint32_t pc = samples.pcs[i];
         auto [known, added] = asleep_at.emplace(pc, false);
         if (added)
-            known->second = follows_wait_instruction(symbols, pc);
+            known->second = caught_asleep(samples, symbols, pc);
         if (known->second)
             load.sleep_samples += 1;
         else if (!samples.tags.empty() && idle_tag[samples.tags[i]])
@@ -776,7 +784,7 @@ void find_preempted(Profile& profile, const SampleSet& samples, const SymbolTabl
         const uint32_t number = samples.exceptions[i];
         if (number == 0)
             continue;
-        const std::string row = samples.measures_time && follows_wait_instruction(symbols, samples.pcs[i])
+        const std::string row = caught_asleep(samples, symbols, samples.pcs[i])
                                     ? std::string(sleep_row_name)
                                     : exception_row_name(number, options.vector_table, symbols);
         std::vector<uint32_t> chain = {samples.pcs[i]};

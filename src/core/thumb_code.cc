@@ -151,5 +151,18 @@ bool follows_wait_instruction(const SymbolTable& code, uint32_t pc)
     return (*last == 0xBF30 || *last == 0xBF20) && !(before && starts_32_bit(*before));
 }
 
+bool is_wait_instruction(const SymbolTable& code, uint32_t pc)
+{
+    const std::optional<uint16_t> first = code.halfword(pc);
+    if (!first)
+        return false;
+    if (*first == 0xF3AF) {   // WFI.W, WFE.W
+        const std::optional<uint16_t> second = code.halfword(pc + 2);
+        return second && (*second == 0x8003 || *second == 0x8002);
+    }
+    const std::optional<uint16_t> before = code.halfword(pc - 2);
+    return (*first == 0xBF30 || *first == 0xBF20) && !(before && starts_32_bit(*before));
+}
+
 } // namespace mcuprof::core
 

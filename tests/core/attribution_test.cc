@@ -370,6 +370,22 @@ TEST_CASE("attribution: samples of time just past a WFI are (sleep), the idle ta
     CHECK(instructions.sleep_not_counted);
     CHECK(row(instructions, "(sleep)") == 0);
     CHECK(row(instructions, "sleep_until_tick") == 30);
+
+    // DWT_PCSR reads the instruction last executed: asleep, the WFI itself, as well as the one
+    // after it. A halt at the WFI has not run it yet: not asleep.
+    const uint32_t wfi = after_wfi - 2;
+    CHECK(is_wait_instruction(symbols, wfi));
+    CHECK_FALSE(is_wait_instruction(symbols, after_wfi));
+    CHECK_FALSE(is_wait_instruction(symbols, worker->start));
+    SampleSet reads;
+    reads.measures_time = true;
+    reads.pcs = {wfi, wfi, after_wfi, worker->start + 2};
+    CHECK(row(attribute(reads, symbols, nullptr, by_function), "(sleep)") == 1);   // a halt's samples
+    reads.reads_pcsr = true;
+    const Profile pcsr = attribute(reads, symbols, nullptr, by_function);
+    CHECK(row(pcsr, "(sleep)") == 3);
+    REQUIRE(pcsr.load);
+    CHECK(pcsr.load->sleep_samples == 3);
 }
 
 TEST_CASE("attribution: bursts of correlated reads get their standard errors from the spread between bursts")

@@ -157,14 +157,25 @@ TEST_CASE("source locator: an inlined function without a linkage name is qualifi
     // (next_random in main.cpp's anonymous namespace), nor to the inlined template functions
     // of the standard library: c++filt has no symbol to name them from. gdb names them from
     // DWARF, qualified by their namespaces and classes: the oracle, one block per inlined call
-    // ("syms/buckets in 0xLOW..0xHIGH, function NAME"). Its names with a parameter list or a
+    // ("N symbols in 0xLOW..0xHIGH, function NAME"). Its names with a parameter list or a
     // mangled name are of functions with a linkage name, which the other tests check.
     const std::string elf = std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf";
-    std::istringstream out(tool_output("gdb-multiarch -nx -batch -ex 'maint print symbols' " + elf));
-    const std::string marker = " syms/buckets in 0x";
+    std::istringstream out(tool_output("gdb-multiarch -nx -batch -ex 'maint expand-symtabs' -ex 'maint print symbols' " + elf));
+    // gdb 13 and later say "N symbols in 0x...", gdb 12 "N syms/buckets in 0x..."; gdb 16
+    // prints only the symbol tables it has read, hence maint expand-symtabs, which brings in
+    // libgcc's assembly too: only the C++ tables' blocks are the oracle's.
     std::map<uint32_t, std::string> blocks;   // an inlined call's first address -> gdb's name
+    bool cxx = false;
     for (std::string line; std::getline(out, line);) {
-        const size_t at = line.find(marker), named = line.find(", function ");
+        if (line.starts_with("Language: "))
+            cxx = line == "Language: c++";
+        if (!cxx)
+            continue;
+        std::string marker = " syms/buckets in 0x";
+        size_t at = line.find(marker);
+        if (at == std::string::npos)
+            at = line.find(marker = " symbols in 0x");
+        const size_t named = line.find(", function ");
         if (at == std::string::npos || named == std::string::npos)
             continue;
         const std::string name = line.substr(named + 11);

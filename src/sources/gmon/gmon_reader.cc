@@ -121,6 +121,9 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
     const GmonFile file = parse_gmon_records(bytes, path);
     core::SampleSet out;
     out.measures_time = true;   // OpenOCD's profile: DWT_PCSR or halts, as fast as it can, by time
+    // DWT_PCSR where the core has it (OpenOCD's cortex_m_profiling), else halts: a halt at
+    // a WFI that is about to run is one instruction's time, a PCSR read there is sleep.
+    out.reads_pcsr = true;
     out.origin = "gmon.out histogram: " + path;
     size_t saturated = 0;
     for (const GmonFile::Histogram& h : file.histograms) {

@@ -312,6 +312,7 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     const auto pacing = recording.header.find("pacing");
     out.measures_time = pacing == recording.header.end() || !pacing->is_object() ||
                         pacing->value("clock", std::string("wall")) != "icount";
+    out.reads_pcsr = !halted;
     out.pcs.reserve(n);
     out.times_ns.reserve(n);
     bool several_cores = false;

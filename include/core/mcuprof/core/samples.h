@@ -105,6 +105,9 @@ struct SampleSet {
     // not executed instructions (a census, instruction-count pacing): only then can a sample
     // catch the core asleep, and a PC just past a WFI or WFE counts as "(sleep)".
     bool measures_time = false;
+    // The addresses are DWT_PCSR reads (a recording in PCSR mode, OpenOCD's gmon.out), the
+    // address of an instruction recently executed: a core asleep may read as its WFI/WFE.
+    bool reads_pcsr = false;
     // The instructions the whole run executed, when the source knows them: a census's sum, or
     // the recorded run of a --qemu recording that ran to the firmware's exit. diff compares
     // them (--fail-total-above); a run cut at an instruction budget has no total.

@@ -37,4 +37,9 @@ EpilogueResult run_epilogue(const SymbolTable& code, std::array<uint32_t, 16>& r
 // instruction is not one.
 bool follows_wait_instruction(const SymbolTable& code, uint32_t pc);
 
+// Whether the instruction at `pc` is itself a WFI or WFE (either width). DWT_PCSR reads "the
+// address of an instruction recently executed" (ARMv6-M ARM C1.7.2, ARMv7-M alike): a core
+// asleep may read as the wait instruction it executed last, not the one after it.
+bool is_wait_instruction(const SymbolTable& code, uint32_t pc);
+
 } // namespace mcuprof::core
