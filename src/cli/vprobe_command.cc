@@ -1,6 +1,7 @@
 // mcuprof vprobe: a virtual probe for OpenOCD (its remote_bitbang driver over JTAG, or its
 // st-link driver over SWD through the stlink-server protocol) in front of a GDB remote
 // server (QEMU's gdbstub). See docs/vprobe.md.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -100,6 +101,12 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
 {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const auto& stats = target.stats();
+    uint64_t ap_transfers = 0, register_transfers = 0, pc_samples = 0;   // every core's
+    for (unsigned core = 0; core < probe.cores(); ++core) {
+        ap_transfers += probe.ap(core).transfers();
+        register_transfers += probe.cortex(core).register_transfers();
+        pc_samples += probe.cortex(core).pc_samples();
+    }
     std::string front_end;
     if (stlink_server)
         front_end = std::to_string(stlink_server->protocol().usb_commands()) + " USB commands, ";
@@ -110,14 +117,24 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
                  "%llu register transfers, %llu PCSR samples, %llu GDB memory requests (%llu cache hits), "
                  "%llu halts for accesses, %llu special-register stub runs (%llu steps); %s\n",
                  when, seconds, front_end.c_str(), static_cast<unsigned long long>(probe.dp().scans()),
-                 static_cast<unsigned long long>(probe.ap().transfers()),
-                 static_cast<unsigned long long>(probe.cortex().register_transfers()),
-                 static_cast<unsigned long long>(probe.cortex().pc_samples()),
+                 static_cast<unsigned long long>(ap_transfers),
+                 static_cast<unsigned long long>(register_transfers),
+                 static_cast<unsigned long long>(pc_samples),
                  static_cast<unsigned long long>(stats.memory_requests),
                  static_cast<unsigned long long>(stats.cache_hits),
                  static_cast<unsigned long long>(stats.access_halts),
                  static_cast<unsigned long long>(stats.stub_runs), static_cast<unsigned long long>(stats.stub_steps),
                  target.gone_reason().empty() ? state : "the target is gone");
+    if (!stats.halt_skews.empty()) {
+        // The time between the first core's halt and each other core's, as their requests arrived.
+        std::vector<double> skews = stats.halt_skews;
+        std::sort(skews.begin(), skews.end());
+        auto at = [&](double q) { return 1e6 * skews[std::min(skews.size() - 1, size_t(q * double(skews.size())))]; };
+        std::fprintf(stderr,
+                     "mcuprof vprobe: %zu halts of a core after another's: their halt requests %.0f us apart "
+                     "(p50), %.0f us (p99); the machine was stopped from the first (all-stop)\n",
+                     skews.size(), at(0.5), at(0.99));
+    }
     if (stlink_server)   // which OpenOCD code sent them (docs/live.md, "What a `profile` call costs")
         std::fprintf(stderr, "mcuprof vprobe: USB commands by kind: %s\n",
                      stlink_server->protocol().usb_command_kinds_text().c_str());
@@ -135,13 +152,19 @@ int vprobe_command(const Arguments& args)
     transport::RspClient rsp(transport::LinkAddress::parse(o.gdb, "--gdb", o.baud), transport::RspClient::Options{});
     rsp.handshake();   // connecting stops the target
     vprobe::RspTarget target(rsp, true);
+    // Every core of a multi-core machine (QEMU: a GDB process per CPU cluster), each behind an
+    // access port of its own.
+    const unsigned cores = target.attach_cores(true);
     // A board on a probe runs until the debugger halts it: so does the target here (also
     // one started halted, QEMU -S). C_DEBUGEN is 0 until OpenOCD sets it.
     target.resume();
 
     vprobe::CortexMDebug::Options cortex;
     cortex.pcsr = !o.no_pcsr;
-    vprobe::VirtualProbe probe(target, cortex);
+    std::vector<vprobe::DebugTarget*> core_targets;
+    for (unsigned core = 0; core < cores; ++core)
+        core_targets.push_back(&target.core(core));
+    vprobe::VirtualProbe probe(core_targets, cortex);
     std::unique_ptr<vprobe::RemoteBitbangServer> bitbang;
     std::unique_ptr<vprobe::StlinkServer> stlink_server;
     vprobe::ProbeServer* server = nullptr;
@@ -153,8 +176,12 @@ int vprobe_command(const Arguments& args)
         server = bitbang.get();
     }
     server->reply_latency = o.latency;
-    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s\n", o.stlink ? "st-link" : "remote_bitbang",
-                 o.listen.c_str(), server->port(), rsp.peer().c_str());
+    std::string aps;
+    if (cores > 1)
+        for (unsigned core = 0; core < cores; ++core)
+            aps += (core ? ", " : "; ") + std::string("core ") + std::to_string(core) + " on AP" + std::to_string(core);
+    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s%s\n", o.stlink ? "st-link" : "remote_bitbang",
+                 o.listen.c_str(), server->port(), rsp.peer().c_str(), aps.c_str());
     server->on_idle = [&target] { target.idle(); };
     target.on_gone = [](const std::string& reason) {
         std::fprintf(stderr, "mcuprof vprobe: %s; its core answers nothing now (OpenOCD sees a dead board)\n",

@@ -2,17 +2,22 @@
 
 namespace mcuprof::vprobe {
 
-VirtualProbe::VirtualProbe(DebugTarget& target, CortexMDebug::Options options)
-    : cortex_(target, std::move(options)), ap_(cortex_), dp_(jtag_dp::cortex_m_idcode), tap_(dp_)
+VirtualProbe::VirtualProbe(const std::vector<DebugTarget*>& cores, CortexMDebug::Options options)
+    : dp_(jtag_dp::cortex_m_idcode), tap_(dp_)
 {
-    dp_.attach(0, ap_);   // the AHB-AP is AP 0 on a Cortex-M3/M4
+    for (DebugTarget* core : cores) {
+        cortex_.push_back(std::make_unique<CortexMDebug>(*core, options));
+        ap_.push_back(std::make_unique<MemAp>(*cortex_.back()));
+        // The AHB-AP is AP 0 on a Cortex-M3/M4; a second core's is AP 1.
+        dp_.attach(uint8_t(ap_.size() - 1), *ap_.back());
+    }
 }
 
 void VirtualProbe::reset(bool trst, bool srst)
 {
     tap_.set_trst(trst);
     if (srst && !srst_)
-        cortex_.system_reset();
+        cortex_.front()->system_reset();   // a system reset: every core
     srst_ = srst;
 }
 

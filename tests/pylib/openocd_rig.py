@@ -153,11 +153,13 @@ UNIFORM_COST_NS = 2000
 
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
               vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
-              uniform_cost_ns: int | None = None, openocd_commands: tuple[str, ...] = ()) -> None:
+              uniform_cost_ns: int | None = None, openocd_commands: tuple[str, ...] = (),
+              icount_shift: int | None = 0) -> None:
     """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
     OpenOCD on the vprobe, on ports chosen now; `uniform_cost_ns`: the truth plugin's
-    uniform-cost mode, with census snapshots (rig.qemu.snapshot()). Sets on `rig` (whose `work` folder exists):
+    uniform-cost mode, with census snapshots (rig.qemu.snapshot()); `icount_shift` None: no -icount, so
+    that each vCPU of a multi-core machine runs in a thread of its own (MTTCG). Sets on `rig` (whose `work` folder exists):
     qemu, vprobe, vprobe_log (its stderr lines, read as they come so the pipe never fills),
     vprobe_reader, bitbang_port (the probe's port, either protocol), openocd, openocd_log,
     tcl_port, gdb_port (OpenOCD's, None unless `openocd_gdb`), tcl. What started is stopped by
@@ -172,7 +174,8 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     rig.vprobe_log = []
     stlink = getattr(rig, "stlink_transport", None)
     rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
-                                   uniform_cost_ns=uniform_cost_ns, uart=None, timeout=600).start()
+                                   uniform_cost_ns=uniform_cost_ns, icount_shift=icount_shift, uart=None,
+                                   timeout=600).start()
     rig.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
                         "--stlink-port" if stlink else "--port", "0", *vprobe_options],
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

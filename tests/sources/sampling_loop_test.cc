@@ -377,6 +377,24 @@ TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped;
 }
 
 namespace {
+// The halt-mode sampler over a fake OpenOCD's Tcl port, run for `samples` halts; its describe() after.
+SamplerStats run_halt_mode(uint16_t port, std::optional<TaskLayout> tasks, Collect& sink, uint64_t samples,
+                           nlohmann::json& described)
+{
+    OpenocdSamplerOptions options;
+    options.tcl = transport::Endpoint{"127.0.0.1", port};
+    options.pacing = fast();
+    options.timeout = std::chrono::seconds(2);
+    options.extras.tasks = tasks;
+    OpenocdSampler sampler(options);
+    const std::atomic<bool> stop{false};
+    SamplingPlan plan;
+    plan.samples = samples;
+    SamplerStats stats = sampler.run(sink, plan, stop);
+    described = sampler.describe();
+    return stats;
+}
+
 // OpenOCD's Tcl port as the halt mode sees it, by what each script asks (the scripts arrive
 // quoted, inside catch): the halt script answers DHCSR as found (`found`: 0x01000001,
 // C_DEBUGEN with S_RETIRE_ST, a running core; or S_HALT set, someone else's halt), then the
@@ -414,17 +432,7 @@ struct HaltModeOpenocd {
     }};
     SamplerStats run(Collect& sink, uint64_t samples)
     {
-        OpenocdSamplerOptions options;
-        options.tcl = transport::Endpoint{"127.0.0.1", server.port()};
-        options.pacing = fast();
-        options.timeout = std::chrono::seconds(2);
-        options.extras.tasks = TaskLayout{0x20000010, 8, 8};
-        OpenocdSampler sampler(options);
-        const std::atomic<bool> stop{false};
-        SamplingPlan plan;
-        plan.samples = samples;
-        SamplerStats stats = sampler.run(sink, plan, stop);
-        described = sampler.describe();
+        SamplerStats stats = run_halt_mode(server.port(), TaskLayout{0x20000010, 8, 8}, sink, samples, described);
         CHECK(described["source"] == "openocd");
         return stats;
     }
@@ -516,4 +524,86 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: a core someone else halted is 
     CHECK(openocd.count("curstate") == 1);   // at the start only: not asked to resume at the end
     CHECK(openocd.count("write_memory\\ 3758157104") == 0);   // DFSR: the other's halt reason kept
     CHECK(openocd.count("poll\\ on") == 1);
+}
+
+namespace {
+// OpenOCD with two examined cortex_m targets, a.cpu (current) and b.cpu: every halt script halts
+// both and answers DHCSR as found, core 0's registers, then core 1's.
+struct TwoCoreOpenocd {
+    static bool has(const std::string& message, const char* word) { return message.find(word) != std::string::npos; }
+    std::string examined = "1";   // b.cpu's was_examined
+    fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
+        if (has(m, "_mcuprof_d0"))
+            return std::vector<std::string>{"0 16777217\n0x08000102 0x08000201 0x20001000 0x01000000\n"
+                                            "0x08000302 0x08000401 0x20002000 0x21000000"};
+        if (has(m, "curstate"))   // first: "[target current] curstate"
+            return std::vector<std::string>{"0 running"};
+        if (has(m, "target\\ names"))
+            return std::vector<std::string>{"0 a.cpu b.cpu"};
+        if (has(m, "target\\ current"))
+            return std::vector<std::string>{"0 a.cpu"};
+        if (has(m, "cget\\ -type"))
+            return std::vector<std::string>{"0 cortex_m"};
+        if (has(m, "was_examined"))
+            return std::vector<std::string>{"0 " + examined};
+        if (has(m, "read_memory\\ 3758157104\\ 32\\ 1"))   // DFSR of either core: nothing set
+            return std::vector<std::string>{"0 0x00000000"};
+        if (has(m, "write_memory\\ 3758157104") || has(m, "poll\\ off") || has(m, "poll\\ on"))
+            return std::vector<std::string>{"0 "};
+        if (has(m, "poll"))
+            return std::vector<std::string>{"0 background polling: on\n"};
+        return std::vector<std::string>{"1 unexpected"};
+    }};
+    nlohmann::json described;
+    SamplerStats run(Collect& sink, uint64_t samples)
+    {
+        return run_halt_mode(server.port(), std::nullopt, sink, samples, described);
+    }
+};
+} // namespace
+
+TEST_CASE("sampling loop over OpenOCD's Tcl port: every examined cortex_m target halted in one script, a sample each")
+{
+    TwoCoreOpenocd openocd;
+    Collect sink;
+    CHECK(openocd.run(sink, 2).samples == 2);
+    REQUIRE(sink.samples.size() == 4);   // two halts, two cores each, core 0 first
+    for (size_t i = 0; i < 4; i += 2) {
+        CHECK(sink.samples[i].core == 0);
+        CHECK(sink.samples[i].pc == 0x08000102);
+        CHECK(sink.samples[i + 1].core == 1);
+        CHECK(sink.samples[i + 1].pc == 0x08000302);
+        CHECK(sink.samples[i + 1].sp == 0x20002000);
+        CHECK(sink.samples[i + 1].xpsr == 0x21000000);
+    }
+    CHECK_FALSE(sink.has_event("cores-not-sampled"));
+    REQUIRE(openocd.described["cores"].size() == 2);
+    CHECK(openocd.described["cores"][1]["target"] == "b.cpu");
+    CHECK(openocd.described["cores"][1]["name"] == "core 1 (b.cpu)");
+    for (const std::string& m : openocd.server.received()) {
+        if (!TwoCoreOpenocd::has(m, "_mcuprof_d0"))
+            continue;
+        // Both halt requests (DHCSR with C_HALT and C_DEBUGEN, then DCRSR 15), core 0's first, before
+        // any register is read; b.cpu's registers by DCRSR through its own target command; both
+        // resumed as found.
+        const size_t halt0 = m.find("write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$_mcuprof_k0\\ |\\ 3\\}\\]\\ 15\\]");
+        const size_t halt1 = m.find("\\{b.cpu\\}\\ write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$_mcuprof_k1\\ |\\ 3\\}\\]\\ 15\\]");
+        const size_t first_read = m.find("read_memory\\ 3758157296\\ 32\\ 3");
+        REQUIRE(halt0 != std::string::npos);
+        REQUIRE(halt1 != std::string::npos);
+        CHECK(halt0 < halt1);
+        CHECK(halt1 < first_read);
+        CHECK(TwoCoreOpenocd::has(m, "\\{b.cpu\\}\\ read_memory\\ 3758157296\\ 32\\ 3"));
+        CHECK(TwoCoreOpenocd::has(m, "\\{b.cpu\\}\\ write_memory\\ 3758157296\\ 32\\ \\$_mcuprof_k1"));
+    }
+}
+
+TEST_CASE("sampling loop over OpenOCD's Tcl port: a cortex_m target OpenOCD has not examined is named, not sampled")
+{
+    TwoCoreOpenocd openocd;
+    openocd.examined = "0";
+    Collect sink;
+    openocd.run(sink, 1);
+    CHECK(sink.has_event("cores-not-sampled"));
+    CHECK_FALSE(openocd.described.contains("cores"));
 }

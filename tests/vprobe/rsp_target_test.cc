@@ -306,3 +306,110 @@ TEST_CASE("rsp target: the stub puts r0-r5 back from the halt's register set, ne
     CHECK(core.r[15] == 0x20000100u);
     CHECK(target.stats().stub_runs == 4);
 }
+
+namespace {
+
+// A two-core QEMU-like gdbstub (mps2-an521's shape): multiprocess, one process per core, each
+// core a thread; Hg/Hc select one; core 1 describes a register more than core 0 (its FPU), so
+// its 'p' numbers differ; all-stop: an interrupt stops both, 'c' resumes both; vCont;s steps one.
+struct TwoCoreStub {
+    std::string selected = "p01.01";
+    uint32_t pc[2] = {0x10000380, 0x100002a8};
+    fakes::FakeGdbServer server{[this](const std::string& p) { return answer(p); }};
+    unsigned core_of(const std::string& thread) const { return thread == "p02.02" ? 1 : 0; }
+    std::string answer(const std::string& p)
+    {
+        if (p.rfind("qSupported", 0) == 0)
+            return rsp::frame("PacketSize=1000;qXfer:features:read+;multiprocess+");
+        if (p.rfind("qXfer:features:read:target.xml:0,", 0) == 0) {
+            std::string x = "l<?xml version=\"1.0\"?><target><feature name=\"m\">";
+            for (int i = 0; i <= 12; ++i)
+                x += "<reg name=\"r" + std::to_string(i) + "\" bitsize=\"32\"/>";
+            x += "<reg name=\"sp\" bitsize=\"32\"/><reg name=\"lr\" bitsize=\"32\"/><reg name=\"pc\" bitsize=\"32\"/>"
+                 "<reg name=\"xpsr\" bitsize=\"32\" regnum=\"25\"/>";
+            if (core_of(selected) == 1)
+                x += "<reg name=\"fpscr\" bitsize=\"32\" regnum=\"26\"/>";
+            x += "<reg name=\"msp\" bitsize=\"32\" regnum=\"" + std::string(core_of(selected) == 1 ? "27" : "26") +
+                 "\"/></feature></target>";
+            return rsp::frame(x);
+        }
+        if (p == "?")
+            return rsp::frame("T05thread:p01.01;");
+        if (p == "vAttach;2")
+            return rsp::frame("T05thread:p02.02;");
+        if (p.rfind("vAttach;", 0) == 0)
+            return rsp::frame("E22");
+        if (p == "qfThreadInfo")
+            return rsp::frame("mp01.01,p02.02");
+        if (p == "qsThreadInfo")
+            return rsp::frame("l");
+        if (p.rfind("Hg", 0) == 0) {
+            selected = p.substr(2);
+            return rsp::frame("OK");
+        }
+        if (p == "\x03")
+            return rsp::frame("T02thread:" + selected + ";");
+        if (p.rfind("vCont;s:", 0) == 0) {
+            pc[core_of(p.substr(8))] += 2;
+            return rsp::frame("T05thread:" + p.substr(8) + ";");
+        }
+        if (p == "g") {
+            std::string g;
+            for (int i = 0; i < 15; ++i)
+                g += "00000000";
+            return rsp::frame(g + rsp::to_hex(std::string(reinterpret_cast<const char*>(&pc[core_of(selected)]), 4)) +
+                              "00000001");
+        }
+        if (p == "p1a")   // 26: msp on core 0, fpscr on core 1
+            return rsp::frame(core_of(selected) == 0 ? "00040020" : "00000003");
+        if (p == "p1b")   // 27: msp on core 1
+            return rsp::frame("00080020");
+        if (p == "c")
+            return std::string();
+        return rsp::frame("OK");   // Hc, D, ...
+    }
+};
+
+} // namespace
+
+TEST_CASE("rsp target: two cores of an all-stop gdbstub, each with its own thread and description")
+{
+    TwoCoreStub stub;
+    RspClient client{Endpoint{"127.0.0.1", stub.server.port()}, RspClient::Options{std::chrono::seconds(2)}};
+    client.handshake();
+    RspTarget machine(client, true);
+    REQUIRE(machine.attach_cores(true) == 2);
+    mcuprof::vprobe::DebugTarget& core0 = machine.core(0);
+    mcuprof::vprobe::DebugTarget& core1 = machine.core(1);
+    // Each core's registers from its own thread, numbered by its own description.
+    CHECK(core0.read_register("pc") == 0x10000380);
+    CHECK(core1.read_register("pc") == 0x100002a8);
+    CHECK(core0.read_register("msp") == 0x20000400);
+    CHECK(core1.read_register("msp") == 0x20000800);
+    CHECK(core1.has_register("fpscr"));
+    CHECK_FALSE(core0.has_register("fpscr"));
+    // A core's step steps that core alone.
+    core1.step();
+    CHECK(stub.server.count("vCont;s:p02.02") == 1);
+    CHECK(stub.server.count("s") == 0);
+    CHECK(core1.read_register("pc") == 0x100002aa);
+    CHECK(core0.read_register("pc") == 0x10000380);
+    // All-stop: the machine resumes only once both cores are resumed.
+    core1.resume();
+    CHECK(stub.server.count("c") == 0);
+    CHECK(core1.read_register("pc") == std::nullopt);   // running for its debugger (stalled)
+    CHECK_FALSE(core1.poll_halted());
+    core0.resume();
+    // 'c' has no reply: wait until the fake, in its own thread, has it (a bound far above it).
+    for (int waited = 0; stub.server.count("c") == 0 && waited < 10000; ++waited)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(stub.server.count("c") == 1);
+    // A halt of core 0 stops the machine; core 1 still runs for its debugger.
+    core0.halt();
+    CHECK(core0.poll_halted());
+    CHECK_FALSE(core1.poll_halted());
+    core1.halt();
+    CHECK(core1.poll_halted());
+    CHECK(stub.server.count("\x03") == 1);   // one interrupt for both
+    CHECK(machine.stats().halt_skews.size() == 1);
+}

@@ -67,17 +67,19 @@ const std::vector<CoreRegister> stack_registers = {
 // first one's DCRSR write already made: for each, DHCSR (S_REGRDY: the transfer is done; a
 // few retries, it is set long before a probe's next command arrives) read with DCRDR in one
 // three-word read (DHCSR, DCRSR, DCRDR are consecutive), then the next DCRSR write.
-std::string register_reads(const std::vector<uint32_t>& regsels)
+// `on` is the target's command prefix: empty for the current target, "{NAME} " for another
+// (each OpenOCD target is a command whose subcommands act on it).
+std::string register_reads(const std::vector<uint32_t>& regsels, const std::string& on = "")
 {
     std::string next;
     for (size_t i = 1; i < regsels.size(); ++i)
         next += std::to_string(regsels[i]) + " ";
     return "set _mcuprof_v {}; foreach _mcuprof_s {" + next +
-           "-1} {set _mcuprof_t 0; while 1 {set _mcuprof_w [read_memory " + std::to_string(dhcsr) +
+           "-1} {set _mcuprof_t 0; while 1 {set _mcuprof_w [" + on + "read_memory " + std::to_string(dhcsr) +
            " 32 3]; if {[lindex $_mcuprof_w 0] & " + std::to_string(s_regrdy) +
            "} break; if {[incr _mcuprof_t] == 4} {error \"DHCSR [lindex $_mcuprof_w 0]: S_REGRDY never set, the "
            "core did not halt or the register transfer did not end\"}}; lappend _mcuprof_v [lindex $_mcuprof_w 2]; "
-           "if {$_mcuprof_s >= 0} {write_memory " +
+           "if {$_mcuprof_s >= 0} {" + on + "write_memory " +
            std::to_string(dcrsr) + " 32 $_mcuprof_s}}; ";
 }
 
@@ -129,6 +131,19 @@ public:
         unsampled_ = other_openocd_cores(names, target_, [this](const std::string& name) {
             return tcl_->eval("if {[catch {{" + name + "} cget -type} _mcuprof_t]} {set _mcuprof_t {}}; set _mcuprof_t");
         });
+        // Halt mode without stacks samples every other Cortex-M target OpenOCD has examined at
+        // the same halt: their halt requests are written back to back in the halt's script.
+        if (options_.pacing.pacing != Pacing::pcsr && !options_.extras.stacks)
+            for (auto it = unsampled_.begin(); it != unsampled_.end();) {
+                const std::string name = it->substr(0, it->find(' '));
+                if (*it == name + " (cortex_m)" &&
+                    tcl_->eval("if {[catch {{" + name + "} was_examined} _mcuprof_t]} {set _mcuprof_t 0}; set _mcuprof_t") == "1") {
+                    others_.push_back(name);
+                    it = unsampled_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
         initial_state_ = tcl_->eval("[target current] curstate");
         // OpenOCD calls a target's state "unknown" until it has polled it once; its background
         // polling starts from a timer after `init` (target.c, handle_target), so a client that
@@ -154,6 +169,13 @@ public:
             {"targets", target_count_},
             {"target_selection", "the current target (OpenOCD's `target current`)"},
         };
+        if (!others_.empty()) {
+            d["target_selection"] = "the current target (OpenOCD's `target current`) as core 0, then every other "
+                                    "examined cortex_m target, halted in the same script";
+            d["cores"] = nlohmann::json::array();
+            for (size_t i = 0; i <= others_.size(); ++i)
+                d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"target", i ? others_[i - 1] : target_}});
+        }
         if (options_.pacing.pacing == Pacing::pcsr)
             d["round_trip"] = "one Tcl eval per batch of DWT_PCSR reads, the core running";
         else if (options_.extras.stacks)
@@ -167,6 +189,17 @@ public:
     }
     std::string server() const override { return "OpenOCD"; }
     std::vector<std::string> unsampled_cores() override { return unsampled_; }
+    std::vector<std::string> cores() const override
+    {
+        std::vector<std::string> names;
+        for (size_t i = 0; !others_.empty() && i <= others_.size(); ++i)
+            names.push_back(core_name(i));
+        return names;
+    }
+    std::string core_name(size_t core) const
+    {
+        return "core " + std::to_string(core) + " (" + (core ? others_[core - 1] : target_) + ")";
+    }
     std::string peer() const override { return tcl_ ? tcl_->peer() : "openocd tcl " + options_.tcl.text(); }
 
     void start(SampleSink& sink) override
@@ -187,6 +220,10 @@ public:
                                "registers; on again at the end");
         dfsr_found_ = OpenocdSampler::parse_word(tcl_->eval("read_memory " + std::to_string(dfsr) + " 32 1"),
                                                  tcl_->peer(), "DFSR");
+        others_dfsr_found_.clear();
+        for (const std::string& other : others_)
+            others_dfsr_found_.push_back(OpenocdSampler::parse_word(
+                tcl_->eval("{" + other + "} read_memory " + std::to_string(dfsr) + " 32 1"), tcl_->peer(), "DFSR"));
     }
     // After a halt this sampler made (stay_halted): DHCSR as it was found, C_HALT clear.
     void resume() override
@@ -211,7 +248,7 @@ public:
         halt.running = !request.stay_halted;
         const std::vector<uint32_t> regsels = regsels_of(registers_of(request));
         const std::string d = std::to_string(dhcsr);
-        const std::string script =
+        const std::string script = !others_.empty() ? multi_core_halt_script(request, regsels) :
             "set _mcuprof_d [read_memory " + d + " 32 1]; if {$_mcuprof_d & " + std::to_string(s_halt) +
             "} {set _mcuprof_r \"halted $_mcuprof_d\"} else {set _mcuprof_k [expr {" + std::to_string(dbgkey) +
             " | ($_mcuprof_d & " + std::to_string(dhcsr_kept_controls) + ")}]; write_memory " + d +
@@ -227,8 +264,14 @@ public:
         if (first.rfind("halted ", 0) == 0) {
             // Someone else's halt: not ours to end, and not a sample of the running program.
             halted_by_other_ = true;
-            halt.ended = TargetEnd{false, "the core was found halted by someone else (DHCSR " +
-                                              hex32(OpenocdSampler::parse_word(first.substr(7), tcl_->peer(), "DHCSR")) +
+            // One DHCSR per sampled core, in core order: name the first found halted.
+            const std::vector<uint32_t> found = OpenocdSampler::parse_words(first.substr(7), tcl_->peer(), "DHCSR");
+            size_t core = 0;
+            while (core + 1 < found.size() && !(found[core] & s_halt))
+                ++core;
+            halt.ended = TargetEnd{false, (others_.empty() ? std::string("the core") : "the " + core_name(core)) +
+                                              " was found halted by someone else (DHCSR " +
+                                              hex32(found.empty() ? 0 : found[core]) +
                                               ": a breakpoint, or another debugger): left halted"};
             return halt;
         }
@@ -237,7 +280,7 @@ public:
         halted_by_us_ = !halt.running;
         halted_once_ = true;
         halt.state = parse_halt_state(line_end == std::string::npos ? std::string() : answer.substr(line_end + 1),
-                                      request);
+                                      request, others_.size());
         return halt;
     }
     HaltState read_halt_state(const HaltRequest& request) override
@@ -377,11 +420,28 @@ public:
             } else if (halted_by_us_) {
                 resume();
             }
+            // The other cores that script halted: their control bits as they are now (C_HALT,
+            // ours, is not among them) resume them.
+            for (const std::string& other : others_) {
+                if (!link_lost || !halted_once_ || halted_by_other_)
+                    break;
+                const uint32_t now = OpenocdSampler::parse_word(
+                    tcl_->eval("{" + other + "} read_memory " + std::to_string(dhcsr) + " 32 1"), tcl_->peer(), "DHCSR");
+                if (now & s_halt) {
+                    tcl_->eval("{" + other + "} write_memory " + std::to_string(dhcsr) + " 32 " +
+                               std::to_string(dbgkey | (now & dhcsr_kept_controls)));
+                    sink.event("resume", "the core " + other + " was left halted by a sample cut short; resumed");
+                }
+            }
             halted_by_us_ = false;
             // DFSR.HALTED as found: our halt requests set it (OpenOCD reads it to tell why
             // the core halted next time).
             if (halted_once_ && !halted_by_other_ && !(dfsr_found_ & dfsr_halted))
                 tcl_->eval("write_memory " + std::to_string(dfsr) + " 32 " + std::to_string(dfsr_halted));
+            for (size_t i = 0; halted_once_ && !halted_by_other_ && i < others_dfsr_found_.size(); ++i)
+                if (!(others_dfsr_found_[i] & dfsr_halted))
+                    tcl_->eval("{" + others_[i] + "} write_memory " + std::to_string(dfsr) + " 32 " +
+                               std::to_string(dfsr_halted));
             restore_polling();   // before curstate: its dispatch then polls the target
             if (halted_by_other_) {
                 sink.event("left-halted", "the core " + target_ + " was halted by someone else; left halted");
@@ -402,13 +462,45 @@ private:
         return std::make_unique<transport::TclClient>(options_.tcl, tcl);
     }
 
+    // The halt of every sampled core in one script: each core's DHCSR read (any found halted
+    // ends the recording: someone else's halt), then the halt requests written back to back
+    // (core 0's first; the cores stop one probe command apart on silicon, at one instant on
+    // the all-stop vprobe), each core's registers, core 0's memory ranges, and every core
+    // resumed as found, even when a read failed.
+    std::string multi_core_halt_script(const HaltRequest& request, const std::vector<uint32_t>& regsels) const
+    {
+        const std::string d = std::to_string(dhcsr);
+        auto on = [&](size_t core) { return core ? "{" + others_[core - 1] + "} " : std::string(); };
+        auto var = [](const char* name, size_t core) { return std::string("_mcuprof_") + name + std::to_string(core); };
+        std::string read_dhcsr, any_halted = "0", found, keys, halts, others, resumes;
+        for (size_t core = 0; core <= others_.size(); ++core) {
+            read_dhcsr += "set " + var("d", core) + " [" + on(core) + "read_memory " + d + " 32 1]; ";
+            any_halted += " | $" + var("d", core);
+            found += " $" + var("d", core);
+            keys += "set " + var("k", core) + " [expr {" + std::to_string(dbgkey) + " | ($" + var("d", core) + " & " +
+                    std::to_string(dhcsr_kept_controls) + ")}]; ";
+            halts += on(core) + "write_memory " + d + " 32 [list [expr {$" + var("k", core) + " | " +
+                     std::to_string(c_halt | c_debugen) + "}] " + std::to_string(regsels[0]) + "]; ";
+            resumes += on(core) + "write_memory " + d + " 32 $" + var("k", core) + "; ";
+            if (core > 0)
+                others += on(core) + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) +
+                          "; " + register_reads(regsels, on(core)) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
+        }
+        return read_dhcsr + "if {(" + any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" +
+               found + "\"} else {" + keys + halts + "set _mcuprof_c [catch {" + register_reads(regsels) +
+               "set _mcuprof_v0 $_mcuprof_v; set _mcuprof_x {}; " + others + "set _mcuprof_v $_mcuprof_v0; " +
+               memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " + resumes +
+               "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"$_mcuprof_d0\\n$_mcuprof_r\"}; set _mcuprof_r";
+    }
+
     static const std::vector<CoreRegister>& registers_of(const HaltRequest& request)
     {
         return request.all_registers ? stack_registers : sample_registers;
     }
     // After register_reads: the registers on the first line, then one line per memory range
     // (its words; empty when the target refused it).
-    static std::string memory_reads(const HaltRequest& request)
+    // `other_lines`: a Tcl list variable whose items (other cores' register lines) end the answer.
+    static std::string memory_reads(const HaltRequest& request, const std::string& other_lines = "")
     {
         std::string ranges;
         for (const MemoryRange& range : request.memory) {
@@ -417,29 +509,42 @@ private:
         }
         return "set _mcuprof_o [list [join $_mcuprof_v]]; foreach {_mcuprof_a _mcuprof_n} {" + ranges +
                "} {if {[catch {read_memory $_mcuprof_a 32 $_mcuprof_n} _mcuprof_m]} {set _mcuprof_m {}}; "
-               "lappend _mcuprof_o $_mcuprof_m}; join $_mcuprof_o \"\\n\"";
+               "lappend _mcuprof_o $_mcuprof_m}; " +
+               (other_lines.empty() ? "" : "foreach _mcuprof_l $" + other_lines + " {lappend _mcuprof_o $_mcuprof_l}; ") +
+               "join $_mcuprof_o \"\\n\"";
     }
 
-    HaltState parse_halt_state(const std::string& answer, const HaltRequest& request) const
+    // The registers of one core from its line of DCRDR words.
+    core::CoreRegisters parse_registers(const std::string& line, const HaltRequest& request) const
+    {
+        const std::vector<CoreRegister>& registers = registers_of(request);
+        const std::vector<uint32_t> values = OpenocdSampler::parse_words(line, tcl_->peer(), "DCRDR");
+        if (values.size() != registers.size())
+            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DCRDR",
+                                   "read " + std::to_string(values.size()) + " core registers, not " +
+                                       std::to_string(registers.size()) + ": " + line);
+        core::CoreRegisters out;
+        for (size_t i = 0; i < registers.size(); ++i) {
+            if (registers[i].regsel == 16)
+                out.xpsr = values[i];
+            else
+                out.r[registers[i].regsel] = values[i];   // REGSEL 0-15 are r0-r15
+        }
+        return out;
+    }
+
+    // The registers' line, one line per memory range, then one register line per other core.
+    HaltState parse_halt_state(const std::string& answer, const HaltRequest& request, size_t other_cores = 0) const
     {
         std::vector<std::string> lines;
         std::istringstream in(answer);
         for (std::string line; std::getline(in, line);)
             lines.push_back(line);
-        lines.resize(1 + request.memory.size());   // a trailing empty line is dropped by getline
-        const std::vector<CoreRegister>& registers = registers_of(request);
-        const std::vector<uint32_t> values = OpenocdSampler::parse_words(lines[0], tcl_->peer(), "DCRDR");
-        if (values.size() != registers.size())
-            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DCRDR",
-                                   "read " + std::to_string(values.size()) + " core registers, not " +
-                                       std::to_string(registers.size()) + ": " + lines[0]);
+        lines.resize(1 + request.memory.size() + other_cores);   // a trailing empty line is dropped by getline
         HaltState state;
-        for (size_t i = 0; i < registers.size(); ++i) {
-            if (registers[i].regsel == 16)
-                state.registers.xpsr = values[i];
-            else
-                state.registers.r[registers[i].regsel] = values[i];   // REGSEL 0-15 are r0-r15
-        }
+        state.registers = parse_registers(lines[0], request);
+        for (size_t core = 1; core <= other_cores; ++core)
+            state.other_cores.push_back(parse_registers(lines[request.memory.size() + core], request));
         for (size_t i = 0; i < request.memory.size(); ++i) {
             const WordRange w = words_of(request.memory[i]);
             state.memory.push_back(lines[1 + i].empty() ? std::string()
@@ -455,6 +560,8 @@ private:
     std::unique_ptr<transport::TclClient> tcl_;
     std::string target_;
     std::vector<std::string> unsampled_;   // OpenOCD's other targets, not sampled
+    std::vector<std::string> others_;      // OpenOCD's other cortex_m targets, sampled as cores 1, 2, ...
+    std::vector<uint32_t> others_dfsr_found_;
     size_t target_count_ = 0;
     std::string initial_state_;
     std::optional<PcsrProfileReader> profile_reader_;   // --pcsr-read profile

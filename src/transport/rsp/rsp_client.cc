@@ -148,6 +148,12 @@ StopReply RspClient::parse_stop(const std::string& p, const std::string& peer)
     return s;
 }
 
+TargetDescription RspClient::read_target_description()
+{
+    return TargetDescription::parse([this](const std::string& annex) { return fetch_annex(annex); },
+                                    connection_->peer());
+}
+
 std::string RspClient::fetch_annex(const std::string& annex)
 {
     std::string document;
@@ -214,8 +220,7 @@ StopReply RspClient::handshake()
     if (supported.find("qXfer:features:read+") == std::string::npos)
         protocol_error("qSupported", "the server offers no target description (qXfer:features:read), so register "
                                      "numbers are unknown");
-    target_ = TargetDescription::parse([this](const std::string& annex) { return fetch_annex(annex); },
-                                       connection_->peer());
+    target_ = read_target_description();
     const std::string reason = request("?");
     if (!is_stop_reply(reason))
         protocol_error("?", "'" + reason.substr(0, 40) + "' is not a stop reply");
@@ -459,7 +464,7 @@ void RspClient::write_register(const std::string& name, std::string_view bytes)
 StopReply RspClient::step()
 {
     // The '+' for 's' and the stop reply both arrive once the instruction ran.
-    send_frame(rsp::frame("s"));
+    send_frame(rsp::frame(step_selected_thread_alone && !selected_.empty() ? "vCont;s:" + selected_ : std::string("s")));
     return wait_stop(options_.timeout);
 }
 

@@ -52,8 +52,11 @@ public:
     void resume();
     // Interrupt (0x03) and wait for the stop reply.
     StopReply interrupt();
-    // 's': one instruction, and its stop reply.
+    // 's': one instruction, and its stop reply. With step_selected_thread_alone and a thread
+    // selected, 'vCont;s:THREAD' instead: that core steps and the others stay stopped (QEMU's
+    // 's' resumes the whole machine, the selected core single-stepping).
     StopReply step();
+    bool step_selected_thread_alone = false;
     // While running: a stop reply if one arrives within `timeout` (the target exited,
     // hit a breakpoint), else nothing. Never sends a byte. A zero timeout looks at what
     // has arrived already, without waiting.
@@ -115,6 +118,11 @@ public:
     bool is_openocd();
 
     const TargetDescription& target() const { return target_; }
+    // The target description of the selected thread's process, read again (QEMU describes each
+    // CPU cluster apart: mps2-an521's core 1 has an FPU, core 0 none, so its 'p' numbers differ).
+    TargetDescription read_target_description();
+    // Later register requests use this description (a core's own, after Hg to it).
+    void use_target_description(TargetDescription description) { target_ = std::move(description); }
     bool no_ack() const { return no_ack_; }
     const std::string& peer() const { return connection_->peer(); }
     std::function<void(const std::string&)> on_console;

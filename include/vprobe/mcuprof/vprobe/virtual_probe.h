@@ -1,7 +1,10 @@
 #pragma once
 // The whole virtual probe, bottom-up as the debug stack: the pins of a remote_bitbang
-// client drive a TAP, the TAP a JTAG-DP, the DP a MEM-AP, the MEM-AP the Cortex-M debug
-// bus, the bus a DebugTarget.
+// client drive a TAP, the TAP a JTAG-DP, the DP a MEM-AP per core, each MEM-AP that core's
+// Cortex-M debug bus, each bus a DebugTarget.
+#include <memory>
+#include <vector>
+
 #include "mcuprof/vprobe/cortex_m_debug.h"
 #include "mcuprof/vprobe/jtag_dp.h"
 #include "mcuprof/vprobe/mem_ap.h"
@@ -13,7 +16,11 @@ namespace mcuprof::vprobe {
 class VirtualProbe : public JtagPins {
 public:
     explicit VirtualProbe(DebugTarget& target) : VirtualProbe(target, CortexMDebug::Options{}) {}
-    VirtualProbe(DebugTarget& target, CortexMDebug::Options options);
+    VirtualProbe(DebugTarget& target, CortexMDebug::Options options)
+        : VirtualProbe(std::vector<DebugTarget*>{&target}, std::move(options)) {}
+    // Several cores on one debug port, core i behind access port i (APSEL i), as a dual-core
+    // part puts each core's AHB-AP on its DP (STM32H745: the M7 on AP0, the M4 on AP3).
+    VirtualProbe(const std::vector<DebugTarget*>& cores, CortexMDebug::Options options);
 
     void write(bool tck, bool tms, bool tdi) override { tap_.set_pins(tck, tms, tdi); }
     bool tdo() override { return tap_.tdo(); }
@@ -22,12 +29,13 @@ public:
 
     TapController& tap() { return tap_; }
     JtagDp& dp() { return dp_; }
-    MemAp& ap() { return ap_; }
-    CortexMDebug& cortex() { return cortex_; }
+    unsigned cores() const { return unsigned(cortex_.size()); }
+    MemAp& ap(unsigned core = 0) { return *ap_.at(core); }
+    CortexMDebug& cortex(unsigned core = 0) { return *cortex_.at(core); }
 
 private:
-    CortexMDebug cortex_;
-    MemAp ap_;
+    std::vector<std::unique_ptr<CortexMDebug>> cortex_;
+    std::vector<std::unique_ptr<MemAp>> ap_;
     JtagDp dp_;
     TapController tap_;
     bool srst_ = false;

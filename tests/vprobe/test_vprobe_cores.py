@@ -1,0 +1,230 @@
+"""Both cores of a two-core chip through the vprobe (issue 29): QEMU's mps2-an521 (two Cortex-M33)
+running our own two-core image (firmware-ref/src/scen_dual.c), `mcuprof vprobe` in front of its
+gdbstub with each core behind an access port of its own (core 0 on AP0, core 1 on AP1), and the
+real OpenOCD configured with two cortex_m targets on that DAP (the test's own `target create`).
+
+- OpenOCD examines both targets, each as a Cortex-M33.
+- Halting both, OpenOCD's `reg pc` of each target is that vCPU's own PC as QEMU's monitor shows
+  it (`info registers -a`, QMP), and lies in that core's own code (scen_dual.c: core 0 runs main,
+  core0_round, c0_*, shared_step; core 1 core1_*, c1_*, shared_step).
+- The gdbstub is all-stop: halting one core stops QEMU's whole machine (QMP `query-status`), the
+  other core still shown running to OpenOCD; the machine runs again only once both are resumed.
+- A core's `step` moves that core alone: the other core's PC (halted) stays where it was.
+- All of it over JTAG (remote_bitbang) and over the emulated ST-Link's dapdirect_swd.
+
+- `record --openocd --mode halt` samples both cores at each halt (core 0 the current target, core 1
+  the other examined cortex_m target, halted in the same script): QEMU runs the truth plugin at a
+  uniform cost per instruction without -icount (each vCPU a thread of its own, as in
+  tests/live/test_multicore.py), and each core's shares are held within 4 standard errors of the
+  census of its own window (per-core snapshots just before and after the recording), with N that
+  core's samples. The recording ends by its sample count; the image never ends. No core is
+  reported as not sampled.
+
+Ports are chosen at run time; every process started here is stopped on every path.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+import fwtest
+import qemu_runner
+from openocd_rig import CLI, OPENOCD, UNIFORM_COST_NS, elf_functions, elf_symbol, require, start_rig, stop_rig
+
+IMAGE = "dual_forever_an521"
+# Core 1 on access port 1; the last target created is OpenOCD's current one: `targets` makes core 0
+# current again.
+SECOND_CORE = ("target create qemu.cpu1 cortex_m -dap qemu.dap -ap-num 1 -gdb-port disabled",
+               "targets qemu.cpu")
+TARGETS = ("qemu.cpu", "qemu.cpu1")
+CORE_CODE = ({"main", "core0_round", "c0_heavy", "c0_light", "shared_step"},
+             {"core1_main", "core1_reset", "core1_round", "c1_alpha", "c1_beta", "shared_step"})
+HALTS = 6
+RECORDED_HALTS = 1000
+Z = 4.0
+MIN_SHARE = 0.005   # below it a share is only bounded from above
+
+
+def function_at(functions: dict[str, tuple[int, int]], pc: int) -> str | None:
+    return next((name for name, (start, end) in functions.items() if start <= pc < end), None)
+
+
+class TwoCoresThroughOpenOCD(unittest.TestCase):
+    """Over JTAG (remote_bitbang, qemu-vprobe.cfg)."""
+    stlink_transport = None
+    targets = TARGETS
+    commands = SECOND_CORE
+
+    @classmethod
+    def setUpClass(cls):
+        elf = fwtest.elf_path(IMAGE)
+        require((OPENOCD,), (CLI, elf))
+        cls.functions = elf_functions(elf)
+        cls.core1_rounds = elf_symbol(elf, "core1_rounds")
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-"))
+        try:
+            start_rig(cls, elf, openocd_commands=cls.commands)
+        except BaseException:
+            stop_rig(cls)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_rig(cls)
+
+    def on(self, target: str, command: str) -> str:
+        return self.tcl.run(f"targets {target}; {command}")
+
+    def pc(self, target: str) -> int:
+        return int(re.search(r"pc \(/32\): (0x[0-9a-f]+)", self.on(target, "reg pc")).group(1), 16)
+
+    def qemu_pcs(self) -> list[int]:
+        """Each vCPU's R15 as QEMU's monitor prints it, CPU#0 first."""
+        text = self.qemu.qmp("human-monitor-command", **{"command-line": "info registers -a"})
+        return [int(v, 16) for v in re.findall(r"R15=([0-9a-f]{8})", text)]
+
+    def machine_running(self) -> bool:
+        return bool(self.qemu.qmp("query-status")["running"])
+
+    def wait_machine_running(self) -> None:
+        """Until QEMU runs: the vprobe's 'c' and this QMP query reach QEMU on two sockets, in either
+        order. A bound for a loaded machine; it takes well under a millisecond."""
+        deadline = time.monotonic() + 60
+        while not self.machine_running():
+            self.assertLess(time.monotonic(), deadline, "QEMU did not run within 60 s of both resumes")
+            time.sleep(0.01)
+
+    def wait_core1_started(self) -> None:
+        """Until core 1 (released by core 0 at start-up) has finished a round: a bound for a
+        loaded machine, the event takes microseconds."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            words = self.on(self.targets[0], f"read_memory {self.core1_rounds:#x} 32 1").split()
+            if int(words[-1], 0) > 0:
+                return
+            time.sleep(0.05)
+        self.fail("core 1 did not finish a round within 120 s")
+
+    def test_1_both_cores_examined(self):
+        self.assertIn("core 0 on AP0, core 1 on AP1", self.vprobe_log[0])
+        log = (self.work / "openocd.log").read_text()
+        for target in self.targets:
+            self.assertIn(f"[{target}] Cortex-M33", log)
+            self.assertEqual(self.tcl.run(f"{target} curstate").strip(), "running")
+
+    def test_2_each_core_pc_is_its_own(self):
+        self.wait_core1_started()
+        core0, core1 = self.targets
+        for _ in range(HALTS):
+            self.on(core0, "halt")
+            # All-stop: the whole machine stopped, core 1 still running for OpenOCD (stalled).
+            self.assertFalse(self.machine_running())
+            self.assertEqual(self.tcl.run(f"{core1} curstate").strip(), "running")
+            self.on(core1, "halt")
+            pcs = [self.pc(target) for target in self.targets]
+            self.assertEqual(pcs, self.qemu_pcs())
+            for core, pc in enumerate(pcs):
+                self.assertIn(function_at(self.functions, pc), CORE_CODE[core], f"core {core} pc {pc:#x}")
+            # A core's step moves that core alone. OpenOCD's default `maskisr auto` steps by
+            # resuming to a breakpoint at the PC, which a core cannot reach while the other's halt
+            # stops the machine: `steponly` steps with C_STEP (docs/vprobe.md, "Two cores").
+            self.on(core1, "cortex_m maskisr steponly; step")
+            self.assertEqual(self.pc(core0), pcs[0])
+            self.assertEqual(self.qemu_pcs()[0], pcs[0])
+            self.assertEqual(self.pc(core1), self.qemu_pcs()[1])
+            # The machine runs once every halted core is resumed.
+            self.on(core1, "resume")
+            self.assertFalse(self.machine_running())
+            self.on(core0, "resume")
+            self.wait_machine_running()
+            for target in self.targets:
+                self.assertEqual(self.tcl.run(f"{target} curstate").strip(), "running")
+            time.sleep(0.02)
+
+
+
+class TwoCoresThroughStlink(TwoCoresThroughOpenOCD):
+    """The same over the emulated ST-Link's dapdirect_swd (qemu-stlink.cfg: OpenOCD's own ADIv5
+    code, the AP named in every DAP and memory command; hla_swd reaches AP0 only)."""
+    stlink_transport = "dapdirect_swd"
+    targets = ("stm32f4x.cpu", "stm32f4x.cpu1")
+    commands = ("target create stm32f4x.cpu1 cortex_m -dap stm32f4x.dap -ap-num 1 -gdb-port disabled",
+                "targets stm32f4x.cpu")
+
+
+def beyond_z(sampled: dict[str, int], n: int, window: dict[str, int]) -> tuple[list, str]:
+    """The functions whose sampled share is beyond Z standard errors, sqrt(p(1-p)/n), of their share
+    p of the window's census (under MIN_SHARE: above MIN_SHARE + Z SE), and every share shown."""
+    total = sum(window.values())
+    bad, shown = [], []
+    for name in sorted(set(window) | set(sampled), key=lambda k: -window.get(k, 0)):
+        p, q = window.get(name, 0) / total, sampled.get(name, 0) / n
+        shown.append(f"{name} {100 * q:.2f}/{100 * p:.2f}")
+        if p < MIN_SHARE:
+            if q >= MIN_SHARE + Z * math.sqrt(MIN_SHARE / n):
+                bad.append((name, round(100 * q, 2), round(100 * p, 2)))
+        elif abs(q - p) > Z * math.sqrt(p * (1 - p) / n):
+            bad.append((name, round(100 * q, 2), round(100 * p, 2), round((q - p) / math.sqrt(p * (1 - p) / n), 2)))
+    return bad, ", ".join(shown)
+
+
+class RecordBothCoresThroughOpenOCD(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        elf = fwtest.elf_path(IMAGE)
+        require((OPENOCD,), (CLI, elf))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-rig-"))
+        cls.out = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-record-"))
+        try:
+            start_rig(cls, elf, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS, icount_shift=None,
+                      openocd_commands=SECOND_CORE)
+            before = cls.qemu.snapshot_by_core()
+            cls.recording = subprocess.run(
+                [str(CLI), "record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "halt",
+                 "--samples", str(RECORDED_HALTS), "--interval", "5ms", "--seed", "29", "--elf", str(elf),
+                 "-o", str(cls.out / "dual.rec"), "--format", "json"], capture_output=True, text=True, timeout=1800)
+            after = cls.qemu.snapshot_by_core()   # the guest left running: a snapshot needs a running vCPU
+        finally:
+            stop_rig(cls)   # removes cls.work; the recording is in cls.out
+        functions = fwtest.symbols(IMAGE)
+        cls.windows = {core: dict(fwtest.by_function(qemu_runner.census_window(before[core], after[core]), functions))
+                       for core in before}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
+    def test_each_core_within_4_se_of_its_window(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        doc = json.loads(self.recording.stdout)
+        self.assertEqual(doc["samples"], 2 * RECORDED_HALTS)   # one sample per core at each halt
+        cores = {c["core"]: c for c in doc["cores"]}
+        self.assertEqual(sorted(cores), [0, 1])
+        self.assertEqual(sorted(self.windows), [0, 1])
+        for core, window in self.windows.items():
+            self.assertEqual(cores[core]["samples"], RECORDED_HALTS)
+            sampled = {r["name"]: r["samples"] for r in cores[core]["functions"]}
+            bad, shown = beyond_z(sampled, RECORDED_HALTS, window)
+            print(f"\ncore {core}: {shown} (% sampled/exact); beyond 4 SE: {bad}", file=sys.stderr)
+            self.assertEqual(bad, [], f"core {core}")
+
+    def test_both_cores_named_none_unsampled(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        report = subprocess.run([str(CLI), "report", str(self.out / "dual.rec"), "--elf",
+                                 str(fwtest.elf_path(IMAGE))], capture_output=True, text=True, timeout=300)
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertIn(f"core 0 (qemu.cpu): samples {RECORDED_HALTS}", report.stdout)
+        self.assertIn(f"core 1 (qemu.cpu1): samples {RECORDED_HALTS}", report.stdout)
+        self.assertNotIn("not sampled", report.stdout)
+        self.assertNotIn("not sampled", self.recording.stderr)
+
+if __name__ == "__main__":
+    unittest.main()
