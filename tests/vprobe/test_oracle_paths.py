@@ -158,6 +158,10 @@ class ThroughTheVprobe:
     the ST-Link, None for JTAG; link: how mcuprof reaches OpenOCD)."""
     stlink_transport: str | None = None
     openocd_gdb = False
+    # The path reads MSP, PSP and CONTROL at every halt (OpenOCD's own debug entry): on a QEMU
+    # whose gdbstub does not describe them (before 8.0) the vprobe runs its stub of MRS
+    # instructions at each halt, which bends the profile (docs/live.md, the oracle's table).
+    stub_at_every_halt = False
 
     @classmethod
     def link(cls) -> list[str]:
@@ -166,6 +170,10 @@ class ThroughTheVprobe:
     @classmethod
     def setUpClass(cls):
         require((OPENOCD, "arm-none-eabi-nm"), (CLI, fwtest.elf_path(IMAGE)))
+        if cls.stub_at_every_halt and qemu_runner.qemu_version(qemu_runner.QEMU) < (8, 0):
+            raise unittest.SkipTest("this QEMU describes no msp/psp: the vprobe's MRS stub runs at every halt of "
+                                    "this path and bends its profile (a known bias of the rig, docs/live.md); "
+                                    "held to the time census on QEMU 8 and later")
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-oracle-vprobe-"))
         try:
             start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS,
@@ -194,6 +202,7 @@ class ThroughTheVprobe:
 
 class OpenOCDGdbPort(ThroughTheVprobe, unittest.TestCase):
     openocd_gdb = True
+    stub_at_every_halt = True
 
     @classmethod
     def link(cls) -> list[str]:
