@@ -151,6 +151,18 @@ class Pprof(unittest.TestCase):
         ours = report_json(self.r.rec, self.r.elf, "--inline")
         self.assertSameCounts(ours, go_pprof_top(self.write(self.r.rec)), inclusive=True)
 
+    def test_by_exception_root_frames(self):
+        # By exception each chain starts at its exception's row (Thread mode, "SysTick (15) ..."),
+        # as the collapsed and speedscope stacks do: pprof's cum of that root is the row's samples.
+        ours = report_json(self.r.rec, self.r.elf, "--by", "exception")
+        theirs = go_pprof_top(self.write(self.r.rec, "--by", "exception"), "-noinlines")
+        names = {row["name"] for row in ours["functions"]}
+        self.assertIn("Thread mode", names)
+        self.assertTrue(any(name.startswith("SysTick (15)") for name in names), names)
+        self.assertEqual(sum(flat for flat, _ in theirs.values()), ours["samples"])
+        for row in ours["functions"]:
+            self.assertEqual(theirs.get(row["name"], (0, 0))[1], row["samples"], row["name"])
+
     def test_truth_counts(self):
         ours = report_json(self.r.truth, self.r.elf)
         self.assertTrue(ours["exact"])

@@ -143,7 +143,7 @@ namespace {
 // `mcuprof report --by line` and `--by address` see.
 struct AddressChain {
     std::string core;                    // the core of a multi-core chip (the "core" label), else empty
-    std::string task;                    // a root frame by task (report --by task), else empty
+    std::string task;                    // a root frame by task or by exception (--by), else empty
     bool truncated = false;
     std::vector<uint32_t> addresses;
     auto operator<=>(const AddressChain&) const = default;
@@ -152,7 +152,12 @@ struct AddressChain {
 std::map<AddressChain, double> address_chains(const Profile& profile, const SampleSet& samples)
 {
     std::map<AddressChain, double> chains;
+    // The root pseudo-frame, as the profile's own stack rows have it (collapsed, speedscope).
     auto task_of = [&](size_t i) -> std::string {
+        if (profile.by == Grouping::exception && i < samples.exceptions.size()) {
+            auto named = profile.exception_rows.find(samples.exceptions[i]);
+            return named != profile.exception_rows.end() ? named->second : "exception " + std::to_string(samples.exceptions[i]);
+        }
         if (profile.by != Grouping::task || samples.tags.empty())
             return {};
         const uint32_t tag = samples.tags[i];
