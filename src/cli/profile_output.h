@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -76,12 +77,14 @@ void check_recorded_identity(ReportOptions& options, const sources::RecordedFirm
 void check_writable(const std::string& path);
 
 // The row of `table` that options.format names; a UsageError listing the table otherwise.
+// (`context` is a view: a temporary std::string there would have GCC 14 take the returned
+// row, which lives in the static table, for a dangling reference.)
 template <typename Format>
-const Format& format_of(std::span<const Format> table, const std::string& name, const std::string& context = "")
+const Format& format_of(std::span<const Format> table, const std::string& name, std::string_view context = {})
 {
     if (const Format* format = core::find_format(table, name))
         return *format;
-    throw UsageError(context + "--format takes " + core::format_names(table) + ", not '" + name + "'");
+    throw UsageError(std::string(context) + "--format takes " + core::format_names(table) + ", not '" + name + "'");
 }
 
 // Checks --by and --elf, then attributes the samples with the ELF's symbols and lines

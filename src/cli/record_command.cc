@@ -158,8 +158,7 @@ int read_onchip_command(const RecordOptions& o, const core::Firmware& firmware)
 // Samples into the samples file, then prints the profile of what it holds.
 int record_samples(RecordOptions& o, const core::Firmware& firmware)
 {
-    check_live_grouping(firmware, o.report.by);
-    o.sampling.variable = std::string(core::variable_of_grouping(o.report.by));
+    o.sampling.variable = check_live_grouping(firmware, o.report.by);
     const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
     sources::SampleSource& sampler = *source;

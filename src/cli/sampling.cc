@@ -166,10 +166,10 @@ sources::HaltExtras halt_extras(const SamplingOptions& o, const core::Firmware& 
         extras.stacks = stacks;
     }
     extras.tasks = sources::detect_rtos(firmware);
-    if (!o.variable.empty()) {
+    if (o.variable) {
         if (o.mode == "pcsr")
             throw UsageError("--by var:NAME reads the variable at each halt, and --mode pcsr does not halt");
-        extras.variable = sources::find_watched_variable(firmware, o.variable);
+        extras.variable = o.variable;
     }
     extras.firmware_check = sources::firmware_check(firmware, o.no_verify);
     return extras;
@@ -207,15 +207,15 @@ std::unique_ptr<sources::SampleSource> make_openocd_sample_source(const Sampling
 
 } // namespace
 
-void check_live_grouping(const core::Firmware& firmware, const std::string& by)
+std::optional<sources::WatchedVariable> check_live_grouping(const core::Firmware& firmware, const std::string& by)
 {
     const std::string& elf = firmware.path();
     if (by == "line" && !firmware.has_line_tables())
         throw mcuprof::Error(elf, ".debug_line", "--by line needs the DWARF line tables, and the ELF has none (build with -g)");
     if (const std::string_view variable = core::variable_of_grouping(by); !variable.empty())
-        sources::find_watched_variable(firmware, std::string(variable));   // exists, of a readable type
+        return sources::find_watched_variable(firmware, std::string(variable));   // exists, of a readable type
     if (by != "task")
-        return;
+        return std::nullopt;
     if (!firmware.has_debug_info())
         throw mcuprof::Error(elf, ".debug_info",
                              "--by task reads the running task through the RTOS's variables in the DWARF, and the ELF "
@@ -224,6 +224,7 @@ void check_live_grouping(const core::Firmware& firmware, const std::string& by)
         throw mcuprof::Error(elf, ".debug_info",
                              "--by task: the DWARF shows no RTOS mcuprof can read (FreeRTOS's pxCurrentTCB, "
                              "Zephyr's _kernel; docs/rtos.md)");
+    return std::nullopt;
 }
 
 std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const core::Firmware& firmware)

@@ -14,6 +14,7 @@
 
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/sources/live.h"
+#include "mcuprof/sources/watched_variable.h"
 #include "interrupt.h"
 #include "options.h"
 #include "qemu_options.h"
@@ -39,7 +40,8 @@ struct SamplingOptions {
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
     bool no_verify = false;                                // a target that does not match the ELF: warn, sample
-    std::string variable;                                  // --by var:NAME: the global read at every halt
+    // --by var:NAME: the global read at every halt, found in the DWARF once (check_live_grouping).
+    std::optional<sources::WatchedVariable> variable;
     QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 
@@ -61,8 +63,10 @@ void check_sampling_options(const CommandLine& line, const SamplingOptions& opti
 std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const core::Firmware& firmware);
 
 // What --by needs of the ELF when the samples come from a live link, checked before the link
-// is touched: line tables (line), the DWARF of an RTOS mcuprof reads (task). mcuprof::Error.
-void check_live_grouping(const core::Firmware& firmware, const std::string& by);
+// is touched: line tables (line), the DWARF of an RTOS mcuprof reads (task), the variable
+// (var:NAME: it exists and has a readable type), which it returns for the sampler to read.
+// mcuprof::Error.
+std::optional<sources::WatchedVariable> check_live_grouping(const core::Firmware& firmware, const std::string& by);
 
 // --samples and --duration; with neither, `default_samples` (0: until stopped).
 sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t default_samples);

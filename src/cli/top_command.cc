@@ -18,8 +18,10 @@
 #include <boost/program_options.hpp>
 
 #include "mcuprof/core/decay.h"
+#include "mcuprof/core/profile.h"
 #include "mcuprof/core/sampler_figures.h"
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/core/thumb_code.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/recording_sink.h"
@@ -76,9 +78,12 @@ struct Frame {
 // in the samples file when one is asked for.
 class TopSink : public sources::SampleSink {
 public:
+    // `header`: the recording header of the source, which says whether its samples are
+    // instants of time (and so can find the core asleep) and whether they are DWT_PCSR reads.
     TopSink(const core::SymbolTable& symbols, bool by_task, std::optional<sources::WatchedVariable> variable,
-            const std::optional<HalfLife>& half_life, sources::RecordingSink* recording)
+            const std::optional<HalfLife>& half_life, sources::RecordingSink* recording, const nlohmann::json& header)
         : symbols_(symbols), by_task_(by_task), variable_(std::move(variable)),
+          measures_time_(sources::measures_time(header)), reads_pcsr_(sources::reads_pcsr(header)),
           half_life_(half_life ? std::optional<double>(half_life->value) : std::nullopt), tally_(half_life_),
           by_samples_(half_life && half_life->in_samples),
           recording_(recording)
@@ -126,9 +131,10 @@ public:
     }
 
 private:
-    // The row a sample counts in: its function, with --by task its task (as report names
-    // them: "(no task)" before the scheduler starts), with --by var:NAME the variable's value
-    // named as report names it (its enumerator, else the number).
+    // The row a sample counts in: its function, or "(sleep)" for a sample that caught the core
+    // asleep (as report counts it), with --by task its task (as report names them: "(no task)"
+    // before the scheduler starts), with --by var:NAME the variable's value named as report
+    // names it (its enumerator, else the number).
     std::string key_of(const sources::LiveSample& s) const
     {
         if (variable_)
@@ -137,6 +143,8 @@ private:
             auto it = s.tagged ? tasks_.find(s.tag) : tasks_.end();
             return it != tasks_.end() ? it->second : "(no task)";
         }
+        if (s.found_asleep || (measures_time_ && core::pc_shows_sleep(symbols_, s.pc, reads_pcsr_)))
+            return core::sleep_row_name;
         const core::Function* f = symbols_.find(s.pc);
         return f != nullptr ? f->name : "?";
     }
@@ -161,6 +169,8 @@ private:
     const core::SymbolTable& symbols_;
     bool by_task_;
     std::optional<sources::WatchedVariable> variable_;   // --by var:NAME
+    bool measures_time_;
+    bool reads_pcsr_;
     std::optional<double> half_life_;
     std::map<uint32_t, std::string> tasks_;   // control block -> name, as the sampler met them
     mutable std::mutex mutex_;
@@ -309,7 +319,6 @@ bool parse_top_options(const Arguments& args, TopOptions& o)
     line.require("elf", "the ELF of the firmware that runs");
     if (o.by != "function" && o.by != "task" && core::variable_of_grouping(o.by).empty())
         throw UsageError("--by takes function, task or var:NAME, not '" + o.by + "'");
-    o.sampling.variable = std::string(core::variable_of_grouping(o.by));   // read at each halt, as record does
     check_sampling_options(line, o.sampling);
     o.half_life = parse_half_life(decay);
     o.refresh = parse_duration(refresh, "--refresh");
@@ -327,20 +336,18 @@ int top_command(const Arguments& args)
         return 0;
     const core::Firmware firmware = core::Firmware::open(o.elf);   // a wrong ELF before the link
     const core::SymbolTable& symbols = firmware.symbols();
-    check_live_grouping(firmware, o.by);
+    o.sampling.variable = check_live_grouping(firmware, o.by);   // read at each halt, as record does
     const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 0);
 
+    const nlohmann::json header = sources::recording_header(*source, firmware);
     std::unique_ptr<sources::RecordingWriter> writer;
     if (!o.samples_file.empty())
-        writer = std::make_unique<sources::RecordingWriter>(o.samples_file, sources::recording_header(*source, firmware));
+        writer = std::make_unique<sources::RecordingWriter>(o.samples_file, header);
     std::optional<sources::RecordingSink> recording;
     if (writer)
         recording.emplace(*writer);
-    std::optional<sources::WatchedVariable> variable;
-    if (!o.sampling.variable.empty())
-        variable = sources::find_watched_variable(firmware, o.sampling.variable);
-    TopSink sink(symbols, o.by_task(), std::move(variable), o.half_life, recording ? &*recording : nullptr);
+    TopSink sink(symbols, o.by_task(), o.sampling.variable, o.half_life, recording ? &*recording : nullptr, header);
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
     if (const std::string bias = source->describe().value("bias", ""); !bias.empty())
         std::fprintf(stderr, "mcuprof top: warning: %s\n", bias.c_str());

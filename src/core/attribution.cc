@@ -39,6 +39,7 @@ struct Weighted {
     bool tagged = false;
     double weight = 0;
     const Bucket* bucket = nullptr;   // set when the whole bucket is one row (by address)
+    bool found_asleep = false;        // raw samples whose halt found the core asleep (DHCSR.S_SLEEP)
 };
 
 // The key of a raw sample in aggregate(): its task tag and its address.
@@ -49,9 +50,33 @@ uint64_t sample_key(uint32_t tag, uint32_t pc) { return uint64_t(tag) << 32 | pc
 // (the instruction last executed). Samples of executed instructions never sleep.
 bool caught_asleep(const SampleSet& samples, const SymbolTable& symbols, uint32_t pc)
 {
-    return samples.measures_time &&
-           (follows_wait_instruction(symbols, pc) || (samples.reads_pcsr && is_wait_instruction(symbols, pc)));
+    return samples.measures_time && pc_shows_sleep(symbols, pc, samples.reads_pcsr);
 }
+
+// Whether sample i's halt found the core asleep by the debug registers (SampleSet::found_asleep).
+class FoundAsleep {
+public:
+    explicit FoundAsleep(const SampleSet& samples) : flags_(samples.found_asleep.empty() ? 0 : samples.pcs.size())
+    {
+        for (size_t i : samples.found_asleep)
+            if (i < flags_.size())
+                flags_[i] = true;
+    }
+    bool operator()(size_t i) const { return i < flags_.size() && flags_[i]; }
+
+private:
+    std::vector<bool> flags_;
+};
+
+// Which row each raw sample went to, by its key (sample_key): the samples found asleep apart,
+// since their row is not their address's.
+struct RowsOfSamples {
+    std::unordered_map<uint64_t, size_t> awake, asleep;
+    size_t at(uint32_t tag, uint32_t pc, bool found_asleep) const
+    {
+        return (found_asleep ? asleep : awake).at(sample_key(tag, pc));
+    }
+};
 
 // Counts of equal 64-bit keys: open addressing with linear probing. Profiles have few
 // distinct addresses and many samples, so this beats std::unordered_map several times
@@ -131,11 +156,14 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
     }
     const bool dense = !tagged && code_end > code_start && code_end - code_start <= (16u << 20);
     std::vector<uint32_t> dense_counts(dense ? size_t((code_end - code_start) / 2 + 1) : 0);
-    KeyCounter counts;
+    KeyCounter counts, asleep_counts;
+    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t pc = samples.pcs[i];
         const uint32_t offset = pc - code_start;
-        if (dense && offset < code_end - code_start && (offset & 1u) == 0 && dense_counts[offset / 2] != UINT32_MAX)
+        if (found_asleep(i))
+            asleep_counts.add(sample_key(tagged ? tags[i] : 0, pc));
+        else if (dense && offset < code_end - code_start && (offset & 1u) == 0 && dense_counts[offset / 2] != UINT32_MAX)
             ++dense_counts[offset / 2];
         else
             counts.add(sample_key(tagged ? tags[i] : 0, pc));
@@ -146,10 +174,15 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
     // Tag 0 is no task (a live sampler before the scheduler starts), unless the source named it.
     // A variable's 0 is a value like any other.
     const bool zero_named = by == Grouping::value || samples.tag_names.count(0) != 0;
-    counts.each([&](uint64_t key, uint64_t n) {
-        const uint32_t tag = uint32_t(key >> 32);
-        items.push_back({uint32_t(key), tag, tagged && (by_exception || tag != 0 || zero_named), double(n), nullptr});
-    });
+    auto add_counted = [&](const KeyCounter& counted, bool asleep) {
+        counted.each([&](uint64_t key, uint64_t n) {
+            const uint32_t tag = uint32_t(key >> 32);
+            items.push_back({uint32_t(key), tag, tagged && (by_exception || tag != 0 || zero_named), double(n), nullptr,
+                             asleep});
+        });
+    };
+    add_counted(counts, false);
+    add_counted(asleep_counts, true);
     for (const AddressCount& c : samples.counts)
         items.push_back({c.address, 0, false, double(c.count), nullptr});
 
@@ -574,7 +607,7 @@ void add_rows_without_address(RowBuilder& rows, const SampleSet& samples)
 // row_of: filled with the row index of each raw sample's key (sample_key), when given.
 RowBuilder group_rows(Profile& profile, const std::vector<Weighted>& items, const SampleSet& samples,
                       const SymbolTable& symbols, SourceLocator* locator, const AttributionOptions& options,
-                      std::unordered_map<uint64_t, size_t>* row_of)
+                      RowsOfSamples* row_of)
 {
     const bool want_frames = locator != nullptr &&
                              (options.inline_frames || options.by == Grouping::line || options.by == Grouping::address);
@@ -583,18 +616,19 @@ RowBuilder group_rows(Profile& profile, const std::vector<Weighted>& items, cons
     std::unordered_map<uint32_t, bool> seen_addresses;
     std::unordered_map<std::string, std::unordered_map<uint32_t, bool>> row_addresses;
     for (const Weighted& item : items) {
+        // A sample that caught the core asleep is time spent in no code (by task, the task's).
+        const bool asleep = item.bucket == nullptr && options.by != Grouping::task &&
+                            (item.found_asleep || caught_asleep(samples, symbols, item.pc));
         const Function* f = symbols.find(item.pc);
-        if (f == nullptr)
+        if (f == nullptr && !asleep)
             profile.unattributed += item.weight;
         seen_addresses[item.pc] = true;
         const RowContext context{samples, symbols, rows, want_frames ? &locator->frames(item.pc) : nullptr,
                                  options.inline_frames, options.vector_table};
-        // A sample that caught the core asleep is time spent in no code (by task, the task's).
-        const bool asleep = item.bucket == nullptr && options.by != Grouping::task && caught_asleep(samples, symbols, item.pc);
         Row& row = asleep ? rows.row(sleep_row_name) : make_row(context, item, f);
         row.samples += item.weight;
         if (row_of != nullptr && item.bucket == nullptr)
-            (*row_of)[sample_key(item.tag, item.pc)] = rows.last();
+            (item.found_asleep ? row_of->asleep : row_of->awake)[sample_key(item.tag, item.pc)] = rows.last();
         if (row_addresses[row.name].emplace(item.pc, true).second)
             ++row.distinct_addresses;
     }
@@ -643,7 +677,7 @@ RowBuilder core_rows(const SampleSet& samples)
 //   var(p) = k / (k - 1) * sum_c (y_c - p m_c)^2 / M^2
 // per row from sum y_c^2 and sum y_c m_c, so one pass over the samples serves every row.
 std::vector<double> burst_variances(const SampleSet& samples, const std::vector<uint32_t>& tags,
-                                    const std::unordered_map<uint64_t, size_t>& row_of, size_t row_count)
+                                    const RowsOfSamples& row_of, size_t row_count)
 {
     const size_t k = samples.bursts.size();
     const double reads = double(samples.pcs.size());
@@ -652,11 +686,12 @@ std::vector<double> burst_variances(const SampleSet& samples, const std::vector<
     std::vector<uint32_t> in_burst(row_count, 0);
     std::vector<size_t> touched;
     const bool tagged = !tags.empty();
+    const FoundAsleep found_asleep(samples);
     for (size_t c = 0; c < k; ++c) {
         const size_t begin = samples.bursts[c];
         const size_t end = c + 1 < k ? samples.bursts[c + 1] : samples.pcs.size();
         for (size_t i = begin; i < end; ++i) {
-            const size_t r = row_of.at(sample_key(tagged ? tags[i] : 0, samples.pcs[i]));
+            const size_t r = row_of.at(tagged ? tags[i] : 0, samples.pcs[i], found_asleep(i));
             if (in_burst[r]++ == 0)
                 touched.push_back(r);
         }
@@ -743,7 +778,7 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
 }
 
 // The CPU load of samples that measure time: the samples asleep (a PC just past a WFI or WFE,
-// or the input's own "(sleep)" row) and those of the RTOS idle task are idle; the rest is load.
+// a halt that found DHCSR.S_SLEEP, or the input's own "(sleep)" row) and those of the RTOS idle task are idle; the rest is load.
 std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples, const SymbolTable& symbols)
 {
     if (!samples.measures_time || profile.total <= 0)
@@ -753,12 +788,13 @@ std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples
     std::unordered_map<uint32_t, bool> idle_tag;
     for (const auto& [tag, name] : samples.tag_names)
         idle_tag[tag] = is_idle_task(name);
+    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t pc = samples.pcs[i];
         auto [known, added] = asleep_at.emplace(pc, false);
         if (added)
             known->second = caught_asleep(samples, symbols, pc);
-        if (known->second)
+        if (known->second || found_asleep(i))
             load.sleep_samples += 1;
         else if (!samples.tags.empty() && idle_tag[samples.tags[i]])
             load.idle_task_samples += 1;
@@ -780,11 +816,12 @@ void find_preempted(Profile& profile, const SampleSet& samples, const SymbolTabl
     if (options.by != Grouping::exception || samples.stacks.empty() || samples.exceptions.empty())
         return;
     std::map<std::string, std::map<std::string, double>> found;
+    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t number = samples.exceptions[i];
         if (number == 0)
             continue;
-        const std::string row = caught_asleep(samples, symbols, samples.pcs[i])
+        const std::string row = caught_asleep(samples, symbols, samples.pcs[i]) || found_asleep(i)
                                     ? std::string(sleep_row_name)
                                     : exception_row_name(number, options.vector_table, symbols);
         std::vector<uint32_t> chain = {samples.pcs[i]};
@@ -924,7 +961,10 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     profile.origin = samples.origin;
     profile.by = options.by;
     if (options.by == Grouping::value) {
-        if (samples.values.size() != samples.pcs.size() || samples.pcs.empty())
+        // No samples at all (a core never sampled) is an empty profile, as by any grouping.
+        const bool no_samples = samples.pcs.empty() && samples.counts.empty() && samples.buckets.empty() &&
+                                samples.without_address.empty();
+        if (samples.values.size() != samples.pcs.size() || (samples.pcs.empty() && !no_samples))
             throw Error(samples.origin, "", "grouping by a variable needs its value at every sample; these samples have none");
         profile.variable = samples.variable;
     }
@@ -943,7 +983,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
                            samples.bursts.front() == 0 && samples.bursts.back() < samples.pcs.size() &&
                            std::adjacent_find(samples.bursts.begin(), samples.bursts.end(), std::greater_equal<>()) ==
                                samples.bursts.end();
-    std::unordered_map<uint64_t, size_t> row_of;
+    RowsOfSamples row_of;
     RowBuilder rows = group_rows(profile, items, samples, symbols, locator, options, by_bursts ? &row_of : nullptr);
     profile.unwound = !samples.stacks.empty();
     profile.truncation = truncation_of(samples);
@@ -981,13 +1021,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         if (each.by == Grouping::core)
             each.by = Grouping::function;
         for (uint32_t core : cores_of(samples)) {
-            const SampleSet own = samples_of_core(samples, core);
-            // A core named but never sampled has an empty table (by value, attribute() would
-            // refuse a set without values).
-            if (own.pcs.empty() && own.counts.empty() && own.buckets.empty() && own.without_address.empty()) {
-                profile.cores.push_back({core, core_name(samples, core), 0, {}});
-                continue;
-            }
+            const SampleSet own = samples_of_core(samples, core);   // a core named, never sampled: empty
             Profile one = attribute(own, symbols, locator, each);
             profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows)});
         }

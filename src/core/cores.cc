@@ -51,11 +51,16 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
     const bool ascending = !samples.bursts.empty() && samples.bursts.front() == 0 &&
                            std::adjacent_find(samples.bursts.begin(), samples.bursts.end(), std::greater_equal<>()) ==
                                samples.bursts.end();
+    auto asleep = samples.found_asleep.begin();      // the next of the set's samples found asleep
     size_t burst = 0;                               // the whole set's burst that holds sample i
     size_t last_burst = samples.bursts.size();      // the burst of the core's previous sample
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        while (asleep != samples.found_asleep.end() && *asleep < i)
+            ++asleep;
         if (core_at(i) != core)
             continue;
+        if (asleep != samples.found_asleep.end() && *asleep == i)
+            out.found_asleep.push_back(out.pcs.size());
         if (ascending) {
             while (burst + 1 < samples.bursts.size() && samples.bursts[burst + 1] <= i)
                 ++burst;

@@ -141,14 +141,13 @@ EpilogueResult run_epilogue(const SymbolTable& code, std::array<uint32_t, 16>& r
     return EpilogueResult::not_epilogue;
 }
 
+// A wait that ends at pc: 32 bits from pc - 4 (0xF3AF first), else 16 from pc - 2.
 bool follows_wait_instruction(const SymbolTable& code, uint32_t pc)
 {
-    const std::optional<uint16_t> last = code.halfword(pc - 2), before = code.halfword(pc - 4);
-    if (!last)
-        return false;
-    if (before && *before == 0xF3AF && (*last == 0x8003 || *last == 0x8002))
-        return true;
-    return (*last == 0xBF30 || *last == 0xBF20) && !(before && starts_32_bit(*before));
+    if (const std::optional<uint16_t> wide = code.halfword(pc - 4); wide && *wide == 0xF3AF)
+        return is_wait_instruction(code, pc - 4);
+    const std::optional<uint16_t> narrow = code.halfword(pc - 2);
+    return narrow && *narrow != 0xF3AF && is_wait_instruction(code, pc - 2);
 }
 
 bool is_wait_instruction(const SymbolTable& code, uint32_t pc)
@@ -162,6 +161,11 @@ bool is_wait_instruction(const SymbolTable& code, uint32_t pc)
     }
     const std::optional<uint16_t> before = code.halfword(pc - 2);
     return (*first == 0xBF30 || *first == 0xBF20) && !(before && starts_32_bit(*before));
+}
+
+bool pc_shows_sleep(const SymbolTable& code, uint32_t pc, bool reads_pcsr)
+{
+    return follows_wait_instruction(code, pc) || (reads_pcsr && is_wait_instruction(code, pc));
 }
 
 } // namespace mcuprof::core

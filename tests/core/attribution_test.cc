@@ -19,7 +19,7 @@ namespace {
 
 const std::string fixture = std::string(FIXTURES_DIR) + "/symbols_fixture.elf";
 
-const Row& row_named(const Profile& p, const std::string& name)
+const Row& row_named(const Profile& p, std::string_view name)   // a view: GCC 14 warns of a temporary string
 {
     auto it = std::find_if(p.rows.begin(), p.rows.end(), [&](const Row& r) { return r.name == name; });
     REQUIRE_MESSAGE(it != p.rows.end(), "no row " << name);
@@ -387,6 +387,72 @@ TEST_CASE("attribution: samples of time just past a WFI are (sleep), the idle ta
     CHECK(row(pcsr, "(sleep)") == 3);
     REQUIRE(pcsr.load);
     CHECK(pcsr.load->sleep_samples == 3);
+}
+
+TEST_CASE("attribution: halts that found DHCSR.S_SLEEP set are (sleep) whatever their PC, by task the task's")
+{
+    const Firmware image = Firmware::open(std::string(FIRMWARE_DIR) + "/sleep_m4.elf");
+    const SymbolTable& symbols = image.symbols();
+    auto work = std::find_if(symbols.functions().begin(), symbols.functions().end(),
+                             [](const Function& f) { return f.name == "work"; });
+    REQUIRE(work != symbols.functions().end());
+    // Ten halts at one PC inside work() (sleep-on-exit leaves no WFI to see), four of them found
+    // asleep by DHCSR: 0, 1 and 2 in the idle task, 7 in motor; 3 and 4 awake in the idle task.
+    SampleSet samples;
+    samples.measures_time = true;
+    samples.tag_names = {{0x20000100, "IDLE"}, {0x20000200, "motor"}};
+    for (int i = 0; i < 10; ++i) {
+        samples.pcs.push_back(work->start + 2);
+        samples.tags.push_back(i < 5 ? 0x20000100 : 0x20000200);
+        samples.exceptions.push_back(0);
+    }
+    samples.found_asleep = {0, 1, 2, 7};
+    auto row = [](const Profile& p, const std::string& name) -> const Row* {
+        auto found = std::find_if(p.rows.begin(), p.rows.end(), [&](const Row& r) { return r.name == name; });
+        return found == p.rows.end() ? nullptr : &*found;
+    };
+    const Profile flat = attribute(samples, symbols, nullptr, {});
+    REQUIRE(row(flat, "(sleep)") != nullptr);
+    CHECK(row(flat, "(sleep)")->samples == 4);
+    CHECK(row(flat, "work")->samples == 6);
+    CHECK(flat.unattributed == 0);
+    REQUIRE(flat.load);
+    CHECK(flat.load->sleep_samples == 4);
+    CHECK(flat.load->idle_task_samples == 2);
+    CHECK(flat.load->busy.percent == doctest::Approx(40.0));
+    AttributionOptions by_task;
+    by_task.by = Grouping::task;
+    const Profile tasks = attribute(samples, symbols, nullptr, by_task);
+    CHECK(row(tasks, "IDLE (idle)")->samples == 5);
+    CHECK(row(tasks, "motor")->samples == 5);
+    AttributionOptions by_exception;
+    by_exception.by = Grouping::exception;
+    const Profile exceptions = attribute(samples, symbols, nullptr, by_exception);
+    CHECK(row(exceptions, "(sleep)")->samples == 4);
+    CHECK(row(exceptions, "Thread mode")->samples == 6);
+
+    // Two bursts of five (PCSR-style correlated reads): the sleep row's error from their spread,
+    // 3 and 1 asleep of 5, p = 0.4: var = 2/1 * ((3 - 2)^2 + (1 - 2)^2) / 10^2 = 0.04, 20 points.
+    samples.bursts = {0, 5};
+    const Profile bursts = attribute(samples, symbols, nullptr, {});
+    CHECK(bursts.errors.bursts == 2);
+    CHECK(row(bursts, "(sleep)")->share.stderr_pp == doctest::Approx(20.0));
+    CHECK(row(bursts, "work")->share.stderr_pp == doctest::Approx(20.0));
+    samples.bursts.clear();
+
+    // Two cores, alternating: core 1 holds samples 1, 3, 5, 7, 9, of which 1 and 7 were asleep.
+    samples.core_names = {{0, "core 0"}, {1, "core 1"}};
+    for (int i = 0; i < 10; ++i)
+        samples.cores.push_back(uint32_t(i % 2));
+    const Profile cores = attribute(samples, symbols, nullptr, {});
+    REQUIRE(cores.cores.size() == 2);
+    auto core_row = [](const CoreProfile& c, const std::string& name) {
+        auto found = std::find_if(c.rows.begin(), c.rows.end(), [&](const Row& r) { return r.name == name; });
+        return found == c.rows.end() ? 0.0 : found->samples;
+    };
+    CHECK(core_row(cores.cores[0], "(sleep)") == 2);   // samples 0 and 2
+    CHECK(core_row(cores.cores[1], "(sleep)") == 2);   // samples 1 and 7
+    CHECK(core_row(cores.cores[1], "work") == 3);
 }
 
 TEST_CASE("attribution: bursts of correlated reads get their standard errors from the spread between bursts")

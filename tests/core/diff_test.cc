@@ -92,8 +92,8 @@ Profile named(Profile p, const std::string& origin)
 // irq_on: cpsie i; bx lr (4 bytes at 0x08000100), after locked (0x080000c0, 64 bytes).
 SymbolTable firmware(uint16_t first_instruction)
 {
-    std::vector<Function> functions = {{0x080000c0, 64, "locked", {}}, {0x08000100, 4, "irq_on", {}},
-                                       {0x08000104, 60, "hot_a", {}}};
+    std::vector<Function> functions = {{0x080000c0, 64, "locked", {}, {}, {}}, {0x08000100, 4, "irq_on", {}, {}, {}},
+                                       {0x08000104, 60, "hot_a", {}, {}, {}}};
     CodeSection text{".text", 0x080000c0, 0x80, std::vector<uint8_t>(0x80, 0)};
     text.bytes[0x40] = uint8_t(first_instruction);
     text.bytes[0x41] = uint8_t(first_instruction >> 8);

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from live_runs import mcuprof, recorded_run, still_running, stopped_with_truth, within
+from live_runs import mcuprof, recorded_run, sampled_at_uniform_cost, still_running, within
 from spawn import spawn
 
 Z = 4.0
@@ -178,12 +178,11 @@ class LiveTop(unittest.TestCase):
         name = "loops_forever_m4"
         elf = fwtest.elf_path(name)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
-        rec, truth = work / "rec.bin", work / "truth.txt"
-        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, truth=truth, uart=None,
-                                 timeout=600) as q:
-            r = top(q, elf, "--interval", "200us", "--samples", "3000", "--refresh", "300ms", "-o", str(rec))
-            self.assertEqual(r.returncode, 0, r.stderr)
-            truth_counts = stopped_with_truth(self, q, truth)
+        rec = work / "rec.bin"
+        # At uniform cost, against the time census of top's own window (live_runs).
+        r, window = sampled_at_uniform_cost(elf, work, lambda q: top(
+            q, elf, "--interval", "200us", "--samples", "3000", "--refresh", "300ms", "-o", str(rec)))
+        self.assertEqual(r.returncode, 0, r.stderr)
         tables = parse_top(r.stdout)
         self.assertGreaterEqual(len(tables), 3, r.stdout)   # refreshes while sampling, then the end
         self.assertTrue(all(t["end"] is None for t in tables[:-1]))
@@ -199,13 +198,40 @@ class LiveTop(unittest.TestCase):
         observed = {k: w for k, (_, _, w) in last["rows"].items()}
         n = sum(observed.get(k, 0) for k in loops)
         self.assertGreater(n, 2400)
-        by_function = fwtest.by_function(truth_counts, fwtest.symbols(name))
+        by_function = fwtest.by_function(window, fwtest.symbols(name))
         self.assertEqual(within(observed, dict(by_function), loops, n), [])
         # The printed standard error is sqrt(p(1-p)/n) of the printed share.
         pct, se, _ = last["rows"]["hot_a"]
         self.assertAlmostEqual(se, 100 * math.sqrt(pct / 100 * (1 - pct / 100) / 3000), delta=0.011)
         # -o kept every sample, as record does.
         self.assertEqual(len(recorded_pcs(rec)), 3000)
+
+    def test_a_halt_just_past_the_wfi_is_sleep_as_report_counts_it(self):
+        """sleep_forever_m4 halted at wall-clock instants (asleep most of the time by any clock):
+        top's "(sleep)" row holds exactly the samples whose PC is just past the image's one WFI
+        (arm-none-eabi-objdump's, counted here from the samples file), and `report` of that
+        file counts the same, as sleep and as the CPU load's."""
+        name = "sleep_forever_m4"
+        elf = fwtest.elf_path(name)
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
+        rec = work / "rec.bin"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=600) as q:
+            r = top(q, elf, "--interval", "500us", "--samples", "600", "--refresh", "1s", "-o", str(rec))
+            self.assertEqual(r.returncode, 0, r.stderr)
+        last = parse_top(r.stdout)[-1]
+        self.assertEqual(int(last["n"]), 600)
+        listing = subprocess.run(["arm-none-eabi-objdump", "-d", str(elf)], capture_output=True, text=True,
+                                 check=True).stdout
+        wfi = [int(line.split(":")[0], 16) for line in listing.splitlines() if "\twfi" in line]
+        self.assertEqual(len(wfi), 1)
+        pcs = recorded_pcs(rec)
+        self.assertEqual(len(pcs), 600)
+        asleep = sum(1 for pc in pcs if pc == wfi[0] + 2)
+        self.assertGreater(asleep, 0)
+        self.assertEqual(last["rows"]["(sleep)"][2], asleep)
+        rep = fwtest.cli_json("report", str(rec), "--elf", str(elf))
+        self.assertEqual(next(row["samples"] for row in rep["functions"] if row["name"] == "(sleep)"), asleep)
+        self.assertEqual(rep["cpu_load"]["sleep_samples"], asleep)
 
     def test_decayed_view_after_the_phase_change_agrees_with_the_onchip_table(self):
         elf = fwtest.elf_path(TABLE_IMAGE)

@@ -205,7 +205,7 @@ TEST_CASE("call trace: read from an ITM stream, only 4-byte writes on the chosen
     CHECK(function(t, main_fn).inclusive_cost == 50);
     CHECK(t.graph.origin.find("2 entries, 1 exits, 0 counter wraps; packets: ") != std::string::npos);
 
-    const auto symbols = core::SymbolTable::from({{main_fn, 0x100, "main", {}}, {f_fn, 0x40, "f", {}}});
+    const auto symbols = core::SymbolTable::from({{main_fn, 0x100, "main", {}, {}, {}}, {f_fn, 0x40, "f", {}, {}, {}}});
     name_call_trace(t, symbols, nullptr);
     CHECK(function(t, main_fn).name == "main");
     CHECK(function(t, f_fn).name == "f");

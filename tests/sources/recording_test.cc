@@ -98,18 +98,20 @@ TEST_CASE("recording: what is written is read back, field for field")
     CHECK(to_samples(r, 2).pcs.size() == 2);
 }
 
-TEST_CASE("recording: the core of each sample, and the cores the header names")
+TEST_CASE("recording: the core of each sample, the cores the header names, and the halts that found a core asleep")
 {
     TempFile f;
     {
         RecordingWriter w(f.path, {{"source", "gdb"},
                                    {"cores", {{{"core", 0}, {"name", "core 0 (thread p01.01)"}},
                                               {{"core", 1}, {"name", "core 1 (thread p02.02)"}}}}});
+        int n = 0;
         for (uint32_t core : {0u, 1u, 0u, 1u}) {
             LiveSample s;
             s.pc = 0x10000100 + 0x100 * core;
             s.core = core;
             s.tagged = core == 0;
+            s.found_asleep = core == 1 && n++ == 1;   // the second halt found core 1 asleep
             w.sample(s);
         }
     }
@@ -119,8 +121,12 @@ TEST_CASE("recording: the core of each sample, and the cores the header names")
     CHECK(r.samples[1].tagged == false);
     CHECK(r.samples[2].core == 0);
     CHECK(r.samples[2].tagged);
+    CHECK_FALSE(r.samples[1].found_asleep);
+    CHECK(r.samples[3].found_asleep);
+    CHECK(r.samples[3].core == 1);   // flag bit 2 beside the core's bits 8-15
     const auto samples = to_samples(r, std::nullopt);
     CHECK(samples.cores == std::vector<uint32_t>{0, 1, 0, 1});
+    CHECK(samples.found_asleep == std::vector<size_t>{3});
     CHECK(samples.core_names.at(1) == "core 1 (thread p02.02)");
 
     // A recording of one core (and every recording made before cores were recorded: their

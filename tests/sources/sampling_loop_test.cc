@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../fakes/fake_tcl_server.h"
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/sampling_loop.h"
 #include "mcuprof/transport/error.h"
@@ -407,7 +408,7 @@ struct HaltModeOpenocd {
     bool polled_once = true;   // false: "unknown" until a poll, as OpenOCD says right after init
     fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
         if (has(m, "_mcuprof_d")) {
-            if (found != "16777217")
+            if (std::stoul(found, nullptr, 0) & cortex_m::s_halt)
                 return std::vector<std::string>{"0 halted " + found};
             return std::vector<std::string>{"0 " + found + "\n0x08000102 0x08000201 0x20001000 0x01000000\n",
                                             "0x20000100"};
@@ -493,6 +494,25 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt through DH
     CHECK(openocd.count("write_memory\\ 3758157104\\ 32\\ 1") == 1);
 }
 
+TEST_CASE("sampling loop over OpenOCD's Tcl port: a core found asleep (DHCSR.S_SLEEP before the halt) is said so")
+{
+    HaltModeOpenocd running;   // 0x01000001: S_SLEEP clear
+    Collect awake;
+    running.run(awake, 2);
+    REQUIRE(awake.samples.size() == 2);
+    CHECK_FALSE(awake.samples[0].found_asleep);
+
+    HaltModeOpenocd sleeping;
+    sleeping.found = std::to_string(0x01000001u | cortex_m::s_sleep);   // C_DEBUGEN, S_SLEEP, S_RETIRE_ST
+    Collect asleep;
+    sleeping.run(asleep, 2);
+    REQUIRE(asleep.samples.size() == 2);
+    for (const LiveSample& s : asleep.samples) {
+        CHECK(s.found_asleep);
+        CHECK(s.pc == 0x08000102);   // the PC is kept as read: the report's row is "(sleep)"
+    }
+}
+
 TEST_CASE("sampling loop over OpenOCD: mcuprof's virtual probe is known by its two words, and its bias said")
 {
     HaltModeOpenocd chip;   // a real chip: the words are not there (here OpenOCD refuses the read)
@@ -528,13 +548,14 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: a core someone else halted is 
 
 namespace {
 // OpenOCD with two examined cortex_m targets, a.cpu (current) and b.cpu: every halt script halts
-// both and answers DHCSR as found, core 0's registers, then core 1's.
+// both and answers DHCSR as found (core 0 running, core 1 asleep: S_SLEEP, 0x01040001), core 0's
+// registers, then core 1's.
 struct TwoCoreOpenocd {
     static bool has(const std::string& message, const char* word) { return message.find(word) != std::string::npos; }
     std::string examined = "1";   // b.cpu's was_examined
     fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
         if (has(m, "_mcuprof_d0"))
-            return std::vector<std::string>{"0 16777217\n0x08000102 0x08000201 0x20001000 0x01000000\n"
+            return std::vector<std::string>{"0 16777217 17039361\n0x08000102 0x08000201 0x20001000 0x01000000\n"
                                             "0x08000302 0x08000401 0x20002000 0x21000000"};
         if (has(m, "curstate"))   // first: "[target current] curstate"
             return std::vector<std::string>{"0 running"};
@@ -575,6 +596,8 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: every examined cortex_m target
         CHECK(sink.samples[i + 1].pc == 0x08000302);
         CHECK(sink.samples[i + 1].sp == 0x20002000);
         CHECK(sink.samples[i + 1].xpsr == 0x21000000);
+        CHECK_FALSE(sink.samples[i].found_asleep);
+        CHECK(sink.samples[i + 1].found_asleep);   // DHCSR.S_SLEEP of b.cpu, read before the halt
     }
     CHECK_FALSE(sink.has_event("cores-not-sampled"));
     REQUIRE(openocd.described["cores"].size() == 2);

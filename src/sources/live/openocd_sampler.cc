@@ -28,6 +28,7 @@ using cortex_m::regsel_msp;
 using cortex_m::regsel_psp;
 using cortex_m::s_halt;
 using cortex_m::s_regrdy;
+using cortex_m::s_sleep;
 using cortex_m::trcena;
 
 // The batch runs inside `capture`, which holds off OpenOCD's background polling of the
@@ -275,12 +276,20 @@ public:
                                               ": a breakpoint, or another debugger): left halted"};
             return halt;
         }
-        const uint32_t found = OpenocdSampler::parse_word(first, tcl_->peer(), "DHCSR");
-        dhcsr_resume_ = dbgkey | (found & dhcsr_kept_controls);
+        // DHCSR as each core was found, core 0 first: its S_SLEEP says whether the halt caught
+        // that core asleep, which only this read before the halt can tell (the halt wakes it).
+        const std::vector<uint32_t> found = OpenocdSampler::parse_words(first, tcl_->peer(), "DHCSR");
+        if (found.size() != others_.size() + 1)
+            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DHCSR",
+                                   "the halt script gave " + std::to_string(found.size()) + " words, not " +
+                                       std::to_string(others_.size() + 1));
+        dhcsr_resume_ = dbgkey | (found[0] & dhcsr_kept_controls);
         halted_by_us_ = !halt.running;
         halted_once_ = true;
         halt.state = parse_halt_state(line_end == std::string::npos ? std::string() : answer.substr(line_end + 1),
                                       request, others_.size());
+        for (uint32_t word : found)
+            halt.state.asleep.push_back((word & s_sleep) != 0);
         return halt;
     }
     HaltState read_halt_state(const HaltRequest& request) override
@@ -490,7 +499,7 @@ private:
                found + "\"} else {" + keys + halts + "set _mcuprof_c [catch {" + register_reads(regsels) +
                "set _mcuprof_v0 $_mcuprof_v; set _mcuprof_x {}; " + others + "set _mcuprof_v $_mcuprof_v0; " +
                memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " + resumes +
-               "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"$_mcuprof_d0\\n$_mcuprof_r\"}; set _mcuprof_r";
+               "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"" + found.substr(1) + "\\n$_mcuprof_r\"}; set _mcuprof_r";
     }
 
     static const std::vector<CoreRegister>& registers_of(const HaltRequest& request)

@@ -208,10 +208,12 @@ private:
         return r;
     }
 
-    // A sample's time and registers.
-    LiveSample sample_of(const core::CoreRegisters& registers, Clock::time_point stopped, uint32_t core) const
+    // A core's sample of a halt: its time, registers, and whether the halt found it asleep.
+    LiveSample sample_of(const HaltState& state, Clock::time_point stopped, uint32_t core) const
     {
+        const core::CoreRegisters& registers = core == 0 ? state.registers : state.other_cores[core - 1];
         LiveSample s;
+        s.found_asleep = core < state.asleep.size() && state.asleep[core];
         s.time_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - start_).count());
         s.pc = registers.r[15];
         s.lr = registers.r[14];
@@ -250,7 +252,7 @@ private:
     void take(HaltState& state, Clock::time_point asked, Clock::time_point stopped)
     {
         stats_.halt_latency_us.push_back(1e6 * seconds_between(asked, stopped));
-        LiveSample s = sample_of(state.registers, stopped, 0);
+        LiveSample s = sample_of(state, stopped, 0);
         if (stacks_)
             unwind_into(s, *stacks_, state);
         if (variable_)
@@ -258,11 +260,12 @@ private:
         tag(s, state, 0);
         sink_.sample(s);
         for (size_t core = 1; core <= state.other_cores.size(); ++core) {
-            LiveSample other = sample_of(state.other_cores[core - 1], stopped, uint32_t(core));
+            LiveSample other = sample_of(state, stopped, uint32_t(core));
             if (stacks_) {
                 while (other_stacks_.size() < core)
                     other_stacks_.push_back(stacks_->fresh());
-                HaltState alone{state.other_cores[core - 1], {}, {}};
+                HaltState alone;
+                alone.registers = state.other_cores[core - 1];
                 target_.select_core(core);
                 unwind_into(other, other_stacks_[core - 1], alone);
             }

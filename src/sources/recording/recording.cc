@@ -31,6 +31,7 @@ enum RecordType : uint16_t {
 };
 constexpr uint32_t sample_tagged = 1u;         // sample flags bit 0
 constexpr uint32_t sample_starts_burst = 2u;   // sample flags bit 1
+constexpr uint32_t sample_found_asleep = 4u;   // sample flags bit 2: DHCSR.S_SLEEP before the halt
 // Bits 8-15: the core of a multi-core chip (added in version 1: older recordings have 0 there,
 // core 0, and older readers ignore them).
 constexpr uint32_t sample_core_shift = 8;
@@ -110,7 +111,7 @@ void RecordingWriter::sample(const LiveSample& s)
     put32(payload, s.xpsr);
     put32(payload, s.tag);
     put32(payload, (s.tagged ? sample_tagged : 0u) | (s.starts_burst ? sample_starts_burst : 0u) |
-                       (s.core & 0xFFu) << sample_core_shift);
+                       (s.found_asleep ? sample_found_asleep : 0u) | (s.core & 0xFFu) << sample_core_shift);
     record(sample_record, payload);
     if (s.stack) {
         // u32 flags, then one u32 per caller (innermost first). The length field caps a
@@ -224,6 +225,7 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             const uint32_t flags = get32(d + 28);
             s.tagged = (flags & sample_tagged) != 0;
             s.starts_burst = (flags & sample_starts_burst) != 0;
+            s.found_asleep = (flags & sample_found_asleep) != 0;
             s.core = (flags >> sample_core_shift) & 0xFFu;
             r.samples.push_back(s);
             break;
@@ -294,6 +296,19 @@ std::string text_of(const nlohmann::json& object, const char* key, const std::st
 
 } // namespace
 
+bool measures_time(const nlohmann::json& header)
+{
+    // Halts at random instants of time (wall clock) can find the core asleep; halts at random
+    // instruction counts (icount pacing) land on executed instructions only.
+    const auto pacing = header.find("pacing");
+    return pacing == header.end() || !pacing->is_object() || pacing->value("clock", std::string("wall")) != "icount";
+}
+
+bool reads_pcsr(const nlohmann::json& header)
+{
+    return text_of(header, "method", "halt") == "pcsr";
+}
+
 core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first)
 {
     core::SampleSet out;
@@ -306,12 +321,8 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     for (size_t i = 0; i < n; ++i)
         stacks |= recording.samples[i].stack.has_value();
     // A halt reads xPSR, whose IPSR is the exception the core was in; DWT_PCSR gives the PC only.
-    const bool halted = text_of(recording.header, "method", "halt") != "pcsr";
-    // Halts at random instants of time (wall clock) can find the core asleep; halts at random
-    // instruction counts (icount pacing) land on executed instructions only.
-    const auto pacing = recording.header.find("pacing");
-    out.measures_time = pacing == recording.header.end() || !pacing->is_object() ||
-                        pacing->value("clock", std::string("wall")) != "icount";
+    const bool halted = !reads_pcsr(recording.header);
+    out.measures_time = measures_time(recording.header);
     out.reads_pcsr = !halted;
     out.pcs.reserve(n);
     out.times_ns.reserve(n);
@@ -337,6 +348,8 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             out.stacks.push_back(recording.samples[i].stack.value_or(core::CallStack{{}, true}));
         if (recording.samples[i].starts_burst)
             out.bursts.push_back(i);
+        if (recording.samples[i].found_asleep)
+            out.found_asleep.push_back(i);
     }
     // Reads before the first marked start (none, as the samplers write them) are a burst too.
     if (!out.bursts.empty() && out.bursts.front() != 0)

@@ -84,6 +84,10 @@ struct SampleSet {
     // barely ran between them), so standard errors come from the spread between bursts.
     // Empty: every sample was taken on its own (a random wait before each).
     std::vector<size_t> bursts;
+    // The samples (indices into pcs, ascending) whose halt found the core asleep by the debug
+    // registers (DHCSR.S_SLEEP read before the halt): "(sleep)" whatever their PC, which on
+    // sleep-on-exit (SCR.SLEEPONEXIT) is no WFI's. Empty for every other source.
+    std::vector<size_t> found_asleep;
     std::vector<uint64_t> times_ns;           // empty, or when each pc was taken (ns since the start)
     // Empty, or the exception each pc was taken in (IPSR, xPSR bits 8:0: 0 Thread mode, 15
     // SysTick, 16 + n IRQ n; ARMv7-M ARM B1.4.2), for --by exception.

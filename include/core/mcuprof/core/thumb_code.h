@@ -42,4 +42,9 @@ bool follows_wait_instruction(const SymbolTable& code, uint32_t pc);
 // asleep may read as the wait instruction it executed last, not the one after it.
 bool is_wait_instruction(const SymbolTable& code, uint32_t pc);
 
+// Whether a sample of an instant of time at `pc` caught the core asleep by its code: just past
+// a wait, or, for DWT_PCSR reads (`reads_pcsr`), the wait itself as well. A halt that found
+// DHCSR.S_SLEEP set is asleep whatever its PC (SampleSet::found_asleep).
+bool pc_shows_sleep(const SymbolTable& code, uint32_t pc, bool reads_pcsr);
+
 } // namespace mcuprof::core

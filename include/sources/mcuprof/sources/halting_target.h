@@ -53,6 +53,11 @@ struct HaltState {
     // A multi-core target: the registers of cores 1, 2, ... at the same halt (the request's
     // registers; its memory ranges are core 0's).
     std::vector<core::CoreRegisters> other_cores;
+    // Per core, core 0 first: DHCSR.S_SLEEP as the halt request found it (ARMv7-M ARM C1.6.2:
+    // the core was asleep in WFI, WFE or on sleep-on-exit). A halt wakes the core into Debug
+    // state, so only a link that reads DHCSR before it halts can tell (OpenOCD's Tcl port);
+    // empty where the link did not read it.
+    std::vector<bool> asleep;
 };
 
 // The target ended instead of halting: it exited, was terminated or stopped by itself.

@@ -31,6 +31,8 @@ struct LiveSample {
     // the samples up to the next such start are correlated (core::SampleSet::bursts).
     bool starts_burst = false;
     uint32_t core = 0;        // which core of a multi-core chip (0 on one core), 0 to 255
+    // The halt found the core asleep (DHCSR.S_SLEEP, HaltState::asleep): "(sleep)" whatever its PC.
+    bool found_asleep = false;
     std::optional<core::CallStack> stack;   // the callers, when the sampler unwound the stack
     std::optional<uint32_t> value;          // the watched variable's bits (--by var:NAME)
 };
@@ -78,6 +80,12 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
 bool is_recording(std::string_view head);
 
 core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first);
+
+// What a recording's samples are, by its header: instants of time (halts by wall clock, DWT_PCSR
+// reads), which can find the core asleep, or executed instructions (icount pacing), which
+// cannot (core::SampleSet::measures_time); DWT_PCSR reads rather than halts (reads_pcsr).
+bool measures_time(const nlohmann::json& header);
+bool reads_pcsr(const nlohmann::json& header);
 
 // The firmware a recording sampled, as its header says: the ELF's absolute path and its
 // identity. Recordings made before these were stored give an empty path and no identity.
