@@ -2,6 +2,7 @@
 // optional exponential forgetting (the host-side analogue of the on-chip sampler's decay).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -68,6 +69,7 @@ struct Frame {
     std::vector<core::DecayingTally::Entry> rows;
     uint64_t samples = 0;
     double effective = 0;
+    core::DecayingTally::Errors errors;   // which standard errors the rows give
     double wall_seconds = 0;
     double running_seconds = 0;
     // A multi-core target: each core's rows, shares of its own samples (core 0 first).
@@ -93,10 +95,13 @@ public:
     void sample(const sources::LiveSample& s) override
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        tally_.add(key_of(s), by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9, stack_keys(s));
+        // A burst of back-to-back DWT_PCSR reads is marked at its first read: the tally then
+        // takes the errors from the spread between bursts, as report does.
+        tally_.add(key_of(s), by_samples_ ? double(tally_.samples()) : double(s.time_ns) * 1e-9, stack_keys(s),
+                   s.starts_burst);
         // Each core's own tally too, shown once a second core is met (a multi-core target).
         core::DecayingTally& own = core_tallies_.try_emplace(s.core, half_life_).first->second;
-        own.add(key_of(s), by_samples_ ? double(own.samples()) : double(s.time_ns) * 1e-9, {});
+        own.add(key_of(s), by_samples_ ? double(own.samples()) : double(s.time_ns) * 1e-9, {}, s.starts_burst);
         if (recording_ != nullptr)
             recording_->sample(s);
     }
@@ -123,7 +128,8 @@ public:
     Frame frame() const
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        Frame f{tally_.ranked(), tally_.samples(), tally_.effective_samples(), wall_seconds_, running_seconds_, {}};
+        Frame f{tally_.ranked(), tally_.samples(), tally_.effective_samples(), tally_.errors(),
+                wall_seconds_, running_seconds_, {}};
         for (const auto& [core, tally] : core_tallies_)
             if (core_tallies_.size() > 1)
                 f.cores.emplace_back(core, tally.ranked());
@@ -203,6 +209,23 @@ void print_rows(std::FILE* out, const std::vector<core::DecayingTally::Entry>& e
     }
 }
 
+// Which standard errors the rows give (the header line's end): report's two kinds, and with
+// decay the effective number of bursts, the k of the bursts' variance (core/decay.h).
+std::string errors_text(const core::DecayingTally::Errors& errors, bool decayed)
+{
+    if (errors.bursts == 0)
+        return ", errors binomial";
+    if (errors.effective_bursts < 2)   // decay forgets all but the newest burst or two
+        return ", errors binomial: under 2 effective bursts of " + std::to_string(errors.bursts) +
+               ", too few for their spread (a longer --decay)";
+    std::string text = ", errors from the spread between " + std::to_string(errors.bursts) + " bursts";
+    if (decayed)
+        text += " (effective " + std::to_string(std::lround(errors.effective_bursts)) + ")";
+    if (errors.effective_bursts < 20)
+        text += ", rough: fewer than 20";
+    return text;
+}
+
 // One table: a header line with the rate and duty since the previous frame, then the rows.
 void print_frame(std::FILE* out, const Frame& now, const Frame& before, double elapsed, const std::string& ended,
                  const std::optional<HalfLife>& half_life, size_t rows, const std::string& heading, bool stacks)
@@ -215,6 +238,7 @@ void print_frame(std::FILE* out, const Frame& now, const Frame& before, double e
                  static_cast<unsigned long long>(now.samples), rate, 100.0 * duty, now.effective);
     if (half_life)
         std::fprintf(out, ", half-life %s%s", half_life->text.c_str(), half_life->in_samples ? " samples" : "");
+    std::fputs(errors_text(now.errors, half_life.has_value()).c_str(), out);
     if (stacks) {   // the inclusive share beside the self share, as report --stacks shows it
         std::fprintf(out, "\n       %%    +-se  incl %%    +-se      weight  function\n");
         for (size_t i = 0; i < now.rows.size() && (rows == 0 || i < rows); ++i) {

@@ -999,6 +999,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         variance = burst_variances(samples, key_tags(samples, options.by), row_of, made.size());
         profile.errors.bursts = samples.bursts.size();
     }
+    profile.errors.lower_bounds = !by_bursts && samples.reads_pcsr && !samples.exact;
     compute_shares(profile, std::move(made), samples, profile.unwound && options.by == Grouping::function, variance);
     // Function rows say where their hottest code is, when lines are known.
     if (locator != nullptr && options.by == Grouping::function && !options.inline_frames) {

@@ -4,11 +4,15 @@
 #include <cmath>
 #include <string>
 #include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "mcuprof/core/cores.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
 #include "mcuprof/core/profile.h"
+#include "mcuprof/core/report.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/core/thumb_code.h"
@@ -488,6 +492,32 @@ TEST_CASE("attribution: bursts of correlated reads get their standard errors fro
     const Profile binomial = attribute(s, symbols, nullptr, {});
     CHECK(binomial.errors.bursts == 0);
     CHECK(row_named(binomial, "func_a").share.stderr_pp == doctest::Approx(100 * std::sqrt(0.024)).epsilon(1e-9));
+    CHECK_FALSE(binomial.errors.lower_bounds);   // halts, each after its own wait: binomial holds
+}
+
+TEST_CASE("attribution: PCSR reads with no bursts to take errors from get binomial errors marked lower bounds")
+{
+    // OpenOCD's gmon.out (reads back to back, no order kept) or a PCSR recording from before
+    // burst marks: nothing tells how correlated the reads were, and the binomial figure is
+    // too small. With bursts the spread gives the errors and they are no lower bounds.
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000002, 0x08000010, 0x08000010};
+    s.reads_pcsr = true;
+    const Profile gmon_like = attribute(s, symbols, nullptr, {});
+    CHECK(gmon_like.errors.bursts == 0);
+    CHECK(gmon_like.errors.lower_bounds);
+    CHECK(row_named(gmon_like, "func_a").share.stderr_pp == doctest::Approx(100 * std::sqrt(0.25 / 4)));
+    std::ostringstream text;
+    write_text(gmon_like, text);
+    CHECK(text.str().find("standard errors binomial, as if each read were taken on its own") != std::string::npos);
+    CHECK(text.str().find("lower bounds") != std::string::npos);
+    CHECK(to_json(gmon_like)["errors"]["lower_bounds"] == true);
+    s.bursts = {0, 2};
+    const Profile bursts = attribute(s, symbols, nullptr, {});
+    CHECK(bursts.errors.bursts == 2);
+    CHECK_FALSE(bursts.errors.lower_bounds);
+    CHECK(to_json(bursts)["errors"]["lower_bounds"] == false);
 }
 
 TEST_CASE("attribution: the 95 % interval of burst errors covers the truth about 95 % of the time")

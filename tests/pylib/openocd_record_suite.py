@@ -143,8 +143,10 @@ class RecordThroughOpenOCD(unittest.TestCase):
         # mcuprof top through the same OpenOCD (the record command's sources): plain tables.
         cls.top, cls.windows["top"] = windowed(
             cls, [str(CLI), "top", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "pcsr", "--samples", "1000",
-                  *PCSR_INTERVAL, "--refresh", "200ms", "--rows", "0", "--elf", str(ELF)], timeout=600)
+                  *PCSR_INTERVAL, "--refresh", "200ms", "--rows", "0", "--elf", str(ELF), "-o", str(cls.work / "top.rec")],
+            timeout=600)
         cls.top_state = cls.tcl.run("[target current] curstate").strip()
+        cls.top_report = report_json(cls.work / "top.rec") if cls.top.returncode == 0 else None
 
         # Ctrl-C in the middle of a halt-mode recording: it ends, reports, leaves the target running.
         rec = cls.work / "sigint.rec"
@@ -198,11 +200,23 @@ class RecordThroughOpenOCD(unittest.TestCase):
         self.assertEqual(self.top_state, "running")
         last = [l for l in self.top.stdout.splitlines() if l.startswith("top ")][-1]
         self.assertIn("(end: sample count reached): 1000 samples", last)
-        rows = {}
+        rows, errors = {}, {}
         for line in self.top.stdout.split(last)[1].strip().splitlines()[1:]:
-            pct, _, _, name = line.split(None, 3)
+            pct, se, _, name = line.split(None, 3)
             rows[name] = float(pct) / 100
+            errors[name] = (float(pct), float(se))
         self.assertEqual(set(hottest(rows, 3)), set(hottest(shares(self.windows["top"]), 3)))
+        # PCSR batches are bursts of correlated reads: top's errors come from the spread between
+        # them and are report's for the same samples (its samples file), to the 0.01 it prints.
+        doc = self.top_report
+        self.assertEqual(doc["errors"]["method"], "bursts")
+        self.assertIn(f"errors from the spread between {doc['errors']['bursts']} bursts", last)
+        reported = {row["name"]: (row["percent"], row["stderr"]) for row in doc["functions"]}
+        compared = [name for name in errors if name in reported]
+        self.assertGreaterEqual(len(compared), 3, (errors, reported))
+        for name in compared:
+            for shown, exact in zip(errors[name], reported[name]):
+                self.assertAlmostEqual(shown, exact, delta=0.0051, msg=f"{name}: top {errors[name]}, report {reported[name]}")
 
     def test_guest_still_running(self):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")

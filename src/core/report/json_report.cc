@@ -65,7 +65,8 @@ nlohmann::json to_json(const Profile& profile)
         {"errors",
          {{"method", profile.exact ? "none" : profile.errors.bursts > 0 ? "bursts" : "binomial"},
           {"bursts", profile.errors.bursts},
-          {"largest_ratio", std::round(profile.errors.largest_ratio * 1000) / 1000}}},
+          {"largest_ratio", std::round(profile.errors.largest_ratio * 1000) / 1000},
+          {"lower_bounds", profile.errors.lower_bounds}}},
     };
     if (profile.lockstep) {
         const LockstepFinding& l = *profile.lockstep;

@@ -124,6 +124,10 @@ std::string describe_errors(const Profile& profile)
 {
     if (profile.exact)
         return "none: exact counts";
+    if (profile.errors.lower_bounds)
+        return "binomial, as if each read were taken on its own, but the input holds PCs read back to back (OpenOCD's "
+               "profile, DWT_PCSR batches), which are correlated, with no bursts marked to take errors from: the "
+               "errors are too small, lower bounds (docs/live.md, \"Error bars of correlated reads\")";
     if (profile.errors.bursts == 0)
         return "binomial: each sample taken on its own";
     std::string text = format("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
@@ -202,7 +206,7 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         out << describe_truncation(profile.truncation) << '\n';
     if (const std::string load = describe_load(profile); !load.empty())
         out << load << '\n';
-    if (profile.errors.bursts > 0)   // binomial errors go unsaid, as they always did
+    if (profile.errors.bursts > 0 || profile.errors.lower_bounds)   // binomial errors go unsaid, as they always did
         out << "standard errors " << describe_errors(profile) << '\n';
 
     const char* count_title = profile.exact ? "instructions" : "samples";

@@ -150,6 +150,12 @@ core::SampleSet parse_gmon(std::string_view bytes, const std::string& path)
     // range and counts only): a wrong ELF names the samples wrongly and nothing can tell.
     out.notes.push_back("a gmon.out carries no identity of the firmware it was taken from: the function names are "
                         "right only if --elf is the image that ran");
+    // OpenOCD's profile reads the PC back to back, pass after pass of 1024 reads; the file keeps
+    // neither their order nor the passes, so nothing in it tells how correlated they were.
+    out.notes.push_back("a gmon.out from OpenOCD's profile holds PCs read back to back, and keeps neither their "
+                        "order nor the passes they came in: their errors cannot be estimated, and the binomial ones "
+                        "shown are too small; for errors that hold, record with mcuprof record --mode pcsr "
+                        "--pcsr-read profile, whose calls are bursts after random waits");
     if (saturated > 0)
         out.notes.push_back(std::to_string(saturated) +
                             " histogram bin(s) saturated at 65535 (gmon counts are 16-bit): their shares are lower "

@@ -138,10 +138,14 @@ struct Profile {
     // (or none at all, for a census). Else from the spread between that many bursts of
     // back-to-back reads (SampleSet::bursts); largest_ratio is the largest of a row's standard
     // error over the binomial one (the design effect's root), which says how much the reads
-    // of one burst repeat each other.
+    // of one burst repeat each other. lower_bounds: binomial figures for samples that were
+    // back-to-back DWT_PCSR reads with no bursts to take errors from (OpenOCD's own `profile`
+    // in a gmon.out, a recording from before burst marks, or rows not made from the reads'
+    // addresses): correlated reads, so the figures are too small.
     struct ErrorModel {
         size_t bursts = 0;
         double largest_ratio = 1;
+        bool lower_bounds = false;
     } errors;
     // A multi-core sample set: each core's profile, in core order (empty for one core).
     std::vector<CoreProfile> cores;
