@@ -575,6 +575,72 @@ private:
 
 } // namespace
 
+std::string other_cores_halt_script(const std::vector<std::string>& targets)
+{
+    // The same debug-register halt as a halt of the Tcl path's other cores (multi_core_halt_script),
+    // for cores 1, 2, ... alone: core 0 is the GDB port's own, halted by OpenOCD already. Inside
+    // `capture`, which holds off OpenOCD's background polling (a poll of a core halted here would
+    // run OpenOCD's debug entry and leave it believing the core halted).
+    const std::string d = std::to_string(dhcsr);
+    const std::vector<uint32_t> regsels = regsels_of(sample_registers);
+    auto on = [&](size_t i) { return "{" + targets[i] + "} "; };
+    auto var = [](const char* name, size_t i) { return std::string("_mcuprof_") + name + std::to_string(i); };
+    std::string read_dhcsr, any_halted = "0", found, keys, halts, reads, resumes;
+    for (size_t i = 0; i < targets.size(); ++i) {
+        read_dhcsr += "set " + var("d", i) + " [" + on(i) + "read_memory " + d + " 32 1]; ";
+        any_halted += " | $" + var("d", i);
+        found += " $" + var("d", i);
+        keys += "set " + var("k", i) + " [expr {" + std::to_string(dbgkey) + " | ($" + var("d", i) + " & " +
+                std::to_string(dhcsr_kept_controls) + ")}]; ";
+        halts += on(i) + "write_memory " + d + " 32 [list [expr {$" + var("k", i) + " | " +
+                 std::to_string(c_halt | c_debugen) + "}] " + std::to_string(regsels[0]) + "]; ";
+        reads += on(i) + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) + "; " +
+                 register_reads(regsels, on(i)) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
+        resumes += on(i) + "write_memory " + d + " 32 $" + var("k", i) + "; ";
+    }
+    return "capture {" + read_dhcsr + "if {(" + any_halted + ") & " + std::to_string(s_halt) +
+           "} {set _mcuprof_r \"halted" + found + "\"} else {" + keys + halts +
+           "set _mcuprof_x {}; set _mcuprof_c [catch {" + reads + "} _mcuprof_r]; " + resumes +
+           "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r [join $_mcuprof_x \"\\n\"]}}; set _mcuprof_r";
+}
+
+OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer)
+{
+    OtherCoresRead read;
+    std::vector<std::string> lines;
+    std::istringstream in(answer);
+    for (std::string line; std::getline(in, line);)
+        if (line.find_first_not_of(" \t\r") != std::string::npos)
+            lines.push_back(line);
+    if (!lines.empty() && lines[0].rfind("halted ", 0) == 0) {
+        const std::vector<uint32_t> found = OpenocdSampler::parse_words(lines[0].substr(7), peer, "DHCSR");
+        size_t core = 0;
+        while (core + 1 < found.size() && !(found[core] & s_halt))
+            ++core;
+        read.found_halted = core;
+        read.found_dhcsr = found.empty() ? 0 : found[core];
+        return read;
+    }
+    if (lines.size() != count)
+        throw transport::Error(transport::Error::Kind::protocol, peer, "monitor",
+                               "the other cores' halt gave " + std::to_string(lines.size()) + " lines, not " +
+                                   std::to_string(count) + ": '" + answer.substr(0, 200) + "'");
+    for (const std::string& line : lines) {
+        const std::vector<uint32_t> values = OpenocdSampler::parse_words(line, peer, "DCRDR");
+        if (values.size() != sample_registers.size())
+            throw transport::Error(transport::Error::Kind::protocol, peer, "DCRDR",
+                                   "read " + std::to_string(values.size()) + " core registers, not " +
+                                       std::to_string(sample_registers.size()) + ": " + line);
+        core::CoreRegisters registers;
+        registers.r[15] = values[0];
+        registers.r[14] = values[1];
+        registers.r[13] = values[2];
+        registers.xpsr = values[3];
+        read.registers.push_back(registers);
+    }
+    return read;
+}
+
 std::vector<uint32_t> OpenocdSampler::parse_words(const std::string& text, const std::string& peer,
                                                   const std::string& what)
 {
