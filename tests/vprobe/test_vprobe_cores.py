@@ -12,6 +12,8 @@ real OpenOCD configured with two cortex_m targets on that DAP (the test's own `t
 - A core's `step` moves that core alone: the other core's PC (halted) stays where it was.
 - All of it over JTAG (remote_bitbang) and over the emulated ST-Link's dapdirect_swd.
 
+- `record --openocd --mode pcsr` reads both cores' DWT_PCSR in every round of its batches: held
+  to each core's window as halt mode is (below), with one round a batch.
 - `record --openocd --mode halt` samples both cores at each halt (core 0 the current target, core 1
   the other examined cortex_m target, halted in the same script): QEMU runs the truth plugin at a
   uniform cost per instruction without -icount (each vCPU a thread of its own, as in
@@ -237,6 +239,16 @@ class RecordBothCoresThroughOpenOCD(unittest.TestCase):
         self.assertIn(f"core 1 (qemu.cpu1): samples {self.recorded_halts}", report.stdout)
         self.assertNotIn("not sampled", report.stdout)
         self.assertNotIn("not sampled", self.recording.stderr)
+
+class RecordBothCoresByPcsr(RecordBothCoresThroughOpenOCD):
+    """`record --openocd --mode pcsr`: each round of a batch reads every core's DWT_PCSR (core 0's
+    first), the cores running. One round a batch (--batch 1), the batches 5 ms apart on average:
+    each core's reads are then independent draws, and the binomial bound holds for each core."""
+
+    @classmethod
+    def link(cls) -> list[str]:
+        return ["--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "pcsr", "--batch", "1"]
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -35,11 +35,14 @@ using cortex_m::trcena;
 // slips a DHCSR poll between the reads, and a batch costs twice the probe commands
 // (docs/live.md, "Through an ST-Link"). The PCs are the variable's value, not what
 // `capture` returns (the log it caught).
-std::string pcsr_batch_script(unsigned count)
+// `others`: the other cores' targets, each read after core 0 in every round (one read per core).
+std::string pcsr_batch_script(unsigned count, const std::vector<std::string>& others = {})
 {
+    std::string round = "lappend _mcuprof_o [read_memory " + std::to_string(dwt_pcsr) + " 32 1]";
+    for (const std::string& name : others)
+        round += "; lappend _mcuprof_o [{" + name + "} read_memory " + std::to_string(dwt_pcsr) + " 32 1]";
     return "capture {set _mcuprof_o {}; for {set _mcuprof_i 0} {$_mcuprof_i < " + std::to_string(count) +
-           "} {incr _mcuprof_i} {lappend _mcuprof_o [read_memory " + std::to_string(dwt_pcsr) +
-           " 32 1]}}; set _mcuprof_o";
+           "} {incr _mcuprof_i} {" + round + "}}; set _mcuprof_o";
 }
 
 // Halting through the core's debug registers (ARMv7-M ARM, C1.6), with OpenOCD's memory
@@ -133,7 +136,9 @@ public:
         });
         // Halt mode without stacks samples every other Cortex-M target OpenOCD has examined at
         // the same halt: their halt requests are written back to back in the halt's script.
-        if (options_.pacing.pacing != Pacing::pcsr && !options_.extras.stacks)
+        // DWT_PCSR mode reads each core's in every round of its batch (not OpenOCD's `profile`,
+        // which reads the current target's only).
+        if (!options_.extras.stacks && (options_.pacing.pacing != Pacing::pcsr || options_.pcsr_profile_gmon.empty()))
             for (auto it = unsampled_.begin(); it != unsampled_.end();) {
                 const std::string name = it->substr(0, it->find(' '));
                 if (*it == name + " (cortex_m)" &&
@@ -177,7 +182,9 @@ public:
                 d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"target", i ? others_[i - 1] : target_}});
         }
         if (options_.pacing.pacing == Pacing::pcsr)
-            d["round_trip"] = "one Tcl eval per batch of DWT_PCSR reads, the core running";
+            d["round_trip"] = others_.empty() ? "one Tcl eval per batch of DWT_PCSR reads, the core running"
+                                              : "one Tcl eval per batch of rounds, each a DWT_PCSR read of every "
+                                                "core in turn, the cores running";
         else if (options_.extras.stacks)
             d["round_trip"] = "one Tcl eval per sample through the debug registers (DHCSR C_HALT, DCRSR/DCRDR): "
                               "r0-r12, sp, lr, pc, xPSR, the task pointer and a stack window; further stack reads "
@@ -344,15 +351,24 @@ public:
             OpenocdSampler::parse_word(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
         if (!(demcr_value & trcena))
             tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(demcr_value | trcena));
-        // One plain read, outside the samples; with --pcsr-read profile it places the window.
-        const std::vector<uint32_t> probe = read_memory_pcsr(1);
-        if (probe.empty() || probe[0] == 0) {
-            // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
-            sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
-                                       " (not implemented): sampling in halt mode instead");
-            hold_off_halting_polls(sink);   // halt mode follows
-            return false;
+        for (const std::string& name : others_) {   // each core's own DEMCR
+            const std::string on = "{" + name + "} ";
+            const uint32_t value = OpenocdSampler::parse_word(
+                tcl_->eval(on + "read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
+            if (!(value & trcena))
+                tcl_->eval(on + "write_memory " + std::to_string(demcr) + " 32 " + std::to_string(value | trcena));
         }
+        // One plain read (a round: one per core), outside the samples; with --pcsr-read profile it
+        // places the window.
+        const std::vector<uint32_t> probe = read_memory_pcsr(1);
+        for (size_t core = 0; core <= others_.size(); ++core)
+            if (probe.size() <= core || probe[core] == 0) {
+                // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
+                sink.event("fallback", "DWT_PCSR reads 0 on target " + (core ? others_[core - 1] : target_) +
+                                           " (not implemented): sampling in halt mode instead");
+                hold_off_halting_polls(sink);   // halt mode follows
+                return false;
+            }
         if (profile_reader_)
             profile_reader_->place(probe[0]);
         return true;
@@ -390,9 +406,16 @@ public:
         stats.reads = profile_reader_->reads();
         stats.unused_reads = profile_reader_->outside() + profile_reader_->unused();
     }
+    size_t pcsr_cores() const override { return profile_reader_ ? 1 : others_.size() + 1; }
     std::vector<uint32_t> read_memory_pcsr(unsigned count)
     {
-        return OpenocdSampler::parse_words(tcl_->eval(pcsr_batch_script(count)), tcl_->peer(), "DWT_PCSR");
+        std::vector<uint32_t> reads =
+            OpenocdSampler::parse_words(tcl_->eval(pcsr_batch_script(count, others_)), tcl_->peer(), "DWT_PCSR");
+        if (reads.size() != size_t(count) * (others_.size() + 1))
+            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DWT_PCSR",
+                                   "read " + std::to_string(reads.size()) + " words, not " +
+                                       std::to_string(size_t(count) * (others_.size() + 1)));
+        return reads;
     }
 
     // Never leave the target halted: the halt script resumes in the same round trip, and this

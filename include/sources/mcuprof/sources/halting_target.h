@@ -128,6 +128,9 @@ public:
     // core has none, announced through `sink`), then read it `count` times in one round trip.
     virtual bool enable_pcsr(SampleSink& sink);
     virtual std::vector<uint32_t> read_pcsr(unsigned count);
+    // How many cores each read round covers: read_pcsr then gives count rounds of one read per
+    // core, core 0's first.
+    virtual size_t pcsr_cores() const { return 1; }
     // At the end of DWT_PCSR sampling, the reads as the link made them, where they are not
     // the samples' count (a link that reads more than it delivers); by default unchanged.
     virtual void account_pcsr(PcsrStats& stats) const;
