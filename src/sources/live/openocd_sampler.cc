@@ -119,6 +119,41 @@ std::string bytes_of(const std::vector<uint32_t>& words, const WordRange& w, uin
     return bytes.substr(w.skip, length);
 }
 
+// The parts of a halt of several cores through their debug registers, core i by its command
+// prefix prefixes[i] ("" for the current target, "{NAME} " for another), its DHCSR as found in
+// _mcuprof_d<i>: every DHCSR read, whether any was found halted (a Tcl expression, S_HALT to be
+// tested) and their values, the resume values (DHCSR as found, C_HALT clear), the halt requests
+// (DHCSR C_HALT with the first register's DCRSR REGSEL, one two-word write) and the resumes.
+struct HaltScriptParts {
+    std::string read_dhcsr, any_halted = "0", found, keys, halts, resumes;
+};
+
+HaltScriptParts halt_script_parts(const std::vector<std::string>& prefixes, uint32_t first_regsel)
+{
+    const std::string d = std::to_string(dhcsr);
+    auto var = [](const char* name, size_t i) { return std::string("_mcuprof_") + name + std::to_string(i); };
+    HaltScriptParts p;
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+        p.read_dhcsr += "set " + var("d", i) + " [" + prefixes[i] + "read_memory " + d + " 32 1]; ";
+        p.any_halted += " | $" + var("d", i);
+        p.found += " $" + var("d", i);
+        p.keys += "set " + var("k", i) + " [expr {" + std::to_string(dbgkey) + " | ($" + var("d", i) + " & " +
+                  std::to_string(dhcsr_kept_controls) + ")}]; ";
+        p.halts += prefixes[i] + "write_memory " + d + " 32 [list [expr {$" + var("k", i) + " | " +
+                   std::to_string(c_halt | c_debugen) + "}] " + std::to_string(first_regsel) + "]; ";
+        p.resumes += prefixes[i] + "write_memory " + d + " 32 $" + var("k", i) + "; ";
+    }
+    return p;
+}
+
+// Another core's registers `regsels` (halted by its halt request), appended as one line to the
+// Tcl list _mcuprof_x; `on` is its command prefix.
+std::string other_core_reads(const std::vector<uint32_t>& regsels, const std::string& on)
+{
+    return on + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) + "; " +
+           register_reads(regsels, on) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
+}
+
 // The halting target behind OpenOCD's current target.
 class TclHaltingTarget : public HaltingTarget {
 public:
@@ -176,7 +211,9 @@ public:
         };
         if (!others_.empty()) {
             d["target_selection"] = "the current target (OpenOCD's `target current`) as core 0, then every other "
-                                    "examined cortex_m target, halted in the same script";
+                                    "examined cortex_m target, " +
+                                    std::string(options_.pacing.pacing == Pacing::pcsr ? "its DWT_PCSR read in every round"
+                                                                                       : "halted in the same script");
             d["cores"] = nlohmann::json::array();
             for (size_t i = 0; i <= others_.size(); ++i)
                 d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"target", i ? others_[i - 1] : target_}});
@@ -492,27 +529,17 @@ private:
     // resumed as found, even when a read failed.
     std::string multi_core_halt_script(const HaltRequest& request, const std::vector<uint32_t>& regsels) const
     {
-        const std::string d = std::to_string(dhcsr);
-        auto on = [&](size_t core) { return core ? "{" + others_[core - 1] + "} " : std::string(); };
-        auto var = [](const char* name, size_t core) { return std::string("_mcuprof_") + name + std::to_string(core); };
-        std::string read_dhcsr, any_halted = "0", found, keys, halts, others, resumes;
-        for (size_t core = 0; core <= others_.size(); ++core) {
-            read_dhcsr += "set " + var("d", core) + " [" + on(core) + "read_memory " + d + " 32 1]; ";
-            any_halted += " | $" + var("d", core);
-            found += " $" + var("d", core);
-            keys += "set " + var("k", core) + " [expr {" + std::to_string(dbgkey) + " | ($" + var("d", core) + " & " +
-                    std::to_string(dhcsr_kept_controls) + ")}]; ";
-            halts += on(core) + "write_memory " + d + " 32 [list [expr {$" + var("k", core) + " | " +
-                     std::to_string(c_halt | c_debugen) + "}] " + std::to_string(regsels[0]) + "]; ";
-            resumes += on(core) + "write_memory " + d + " 32 $" + var("k", core) + "; ";
-            if (core > 0)
-                others += on(core) + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) +
-                          "; " + register_reads(regsels, on(core)) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
-        }
-        return read_dhcsr + "if {(" + any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" +
-               found + "\"} else {" + keys + halts + "set _mcuprof_c [catch {" + register_reads(regsels) +
+        std::vector<std::string> prefixes = {""};
+        for (const std::string& name : others_)
+            prefixes.push_back("{" + name + "} ");
+        const HaltScriptParts p = halt_script_parts(prefixes, regsels[0]);
+        std::string others;
+        for (size_t core = 1; core < prefixes.size(); ++core)
+            others += other_core_reads(regsels, prefixes[core]);
+        return p.read_dhcsr + "if {(" + p.any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" +
+               p.found + "\"} else {" + p.keys + p.halts + "set _mcuprof_c [catch {" + register_reads(regsels) +
                "set _mcuprof_v0 $_mcuprof_v; set _mcuprof_x {}; " + others + "set _mcuprof_v $_mcuprof_v0; " +
-               memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " + resumes +
+               memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " + p.resumes +
                "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"$_mcuprof_d0\\n$_mcuprof_r\"}; set _mcuprof_r";
     }
 
@@ -604,26 +631,17 @@ std::string other_cores_halt_script(const std::vector<std::string>& targets)
     // for cores 1, 2, ... alone: core 0 is the GDB port's own, halted by OpenOCD already. Inside
     // `capture`, which holds off OpenOCD's background polling (a poll of a core halted here would
     // run OpenOCD's debug entry and leave it believing the core halted).
-    const std::string d = std::to_string(dhcsr);
     const std::vector<uint32_t> regsels = regsels_of(sample_registers);
-    auto on = [&](size_t i) { return "{" + targets[i] + "} "; };
-    auto var = [](const char* name, size_t i) { return std::string("_mcuprof_") + name + std::to_string(i); };
-    std::string read_dhcsr, any_halted = "0", found, keys, halts, reads, resumes;
-    for (size_t i = 0; i < targets.size(); ++i) {
-        read_dhcsr += "set " + var("d", i) + " [" + on(i) + "read_memory " + d + " 32 1]; ";
-        any_halted += " | $" + var("d", i);
-        found += " $" + var("d", i);
-        keys += "set " + var("k", i) + " [expr {" + std::to_string(dbgkey) + " | ($" + var("d", i) + " & " +
-                std::to_string(dhcsr_kept_controls) + ")}]; ";
-        halts += on(i) + "write_memory " + d + " 32 [list [expr {$" + var("k", i) + " | " +
-                 std::to_string(c_halt | c_debugen) + "}] " + std::to_string(regsels[0]) + "]; ";
-        reads += on(i) + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) + "; " +
-                 register_reads(regsels, on(i)) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
-        resumes += on(i) + "write_memory " + d + " 32 $" + var("k", i) + "; ";
-    }
-    return "capture {" + read_dhcsr + "if {(" + any_halted + ") & " + std::to_string(s_halt) +
-           "} {set _mcuprof_r \"halted" + found + "\"} else {" + keys + halts +
-           "set _mcuprof_x {}; set _mcuprof_c [catch {" + reads + "} _mcuprof_r]; " + resumes +
+    std::vector<std::string> prefixes;
+    for (const std::string& name : targets)
+        prefixes.push_back("{" + name + "} ");
+    const HaltScriptParts p = halt_script_parts(prefixes, regsels[0]);
+    std::string reads;
+    for (const std::string& on : prefixes)
+        reads += other_core_reads(regsels, on);
+    return "capture {" + p.read_dhcsr + "if {(" + p.any_halted + ") & " + std::to_string(s_halt) +
+           "} {set _mcuprof_r \"halted" + p.found + "\"} else {" + p.keys + p.halts +
+           "set _mcuprof_x {}; set _mcuprof_c [catch {" + reads + "} _mcuprof_r]; " + p.resumes +
            "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r [join $_mcuprof_x \"\\n\"]}}; set _mcuprof_r";
 }
 
