@@ -27,7 +27,6 @@ import math
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import fwtest
 import qemu_runner
+from task_checks import check_tasks_per_core
 
 CLI = fwtest.CLI
 FINITE = "dual_an521"
@@ -252,36 +252,11 @@ class RecordBothCores(unittest.TestCase):
         self.assertIn("no such core", refused.stderr)
 
 
-def recorded_samples(path: Path) -> tuple[list[tuple[int, int, int, bool]], dict[int, str]]:
-    """A recording read by its format (docs/formats.md), not by mcuprof: every sample's (core, pc,
-    tag, tagged), and the task names of its task events."""
-    data = path.read_bytes()
-    assert data[:8] == b"mcuprof\x1a", path
-    length = struct.unpack_from("<I", data, 12)[0]
-    at = 16 + length
-    samples, names = [], {}
-    while at + 8 <= len(data):
-        kind, size = struct.unpack_from("<HH", data, at)
-        payload = data[at + 8:at + 8 + size]
-        at += 8 + size
-        if kind == 1:
-            pc, tag, flags = struct.unpack_from("<I", payload, 8)[0], *struct.unpack_from("<II", payload, 24)
-            samples.append(((flags >> 8) & 0xFF, pc, tag, bool(flags & 1)))
-        elif kind == 2:
-            event = json.loads(payload)
-            if event.get("kind") == "task":
-                names[int(event["address"], 16)] = event["name"]
-    return samples, names
-
-
 class TasksPerCore(unittest.TestCase):
     """Each core's own current-task pointer, under kernels shaped like FreeRTOS SMP
     (pxCurrentTCBs[i]) and Zephyr SMP (_kernel.cpus[i].current): scen_dualtasks.c makes a task
     its core's current one before it calls the task's function, so every sample whose PC is in
     a task's function must carry that task's tag, and each core only its own tasks."""
-    TASK_OF = {"motor_work": "motor", "display_work": "display", "radio_work": "radio", "sensor_work": "sensor"}
-    CORE_TASKS = {0: {"motor", "display"}, 1: {"radio", "sensor"}}
-
     def check_kernel(self, image: str):
         elf = fwtest.elf_path(image)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-dual-tasks-"))
@@ -292,27 +267,7 @@ class TasksPerCore(unittest.TestCase):
                                   "--elf", str(elf), "-o", str(rec)], capture_output=True, text=True, timeout=300)
             q.stop()
         self.assertEqual(run.returncode, 0, run.stderr)
-        samples, names = recorded_samples(rec)
-        self.assertEqual(len(samples), 800)
-        syms = fwtest.symbols(image)
-        in_task = 0
-        for core, pc, tag, tagged in samples:
-            task = names.get(tag) if tagged else None
-            if task is not None:
-                self.assertIn(task, self.CORE_TASKS[core], (core, hex(pc)))
-            function = syms.lookup(pc)
-            if function in self.TASK_OF:
-                in_task += 1
-                self.assertEqual(task, self.TASK_OF[function], (core, function))
-        # Not an accuracy bound (plain wall clock on QEMU is biased, docs/live.md): that the tag
-        # check above covered most samples, the task functions being nearly all the code run.
-        self.assertGreater(in_task, len(samples) // 2)
-        by_task = subprocess.run([str(CLI), "report", str(rec), "--elf", str(elf), "--by", "task", "--format", "json"],
-                                 capture_output=True, text=True, timeout=300)
-        self.assertEqual(by_task.returncode, 0, by_task.stderr)
-        for core in json.loads(by_task.stdout)["cores"]:
-            tasks = {r["name"] for r in core["functions"] if r["samples"]} - {"(no task)"}
-            self.assertEqual(tasks, self.CORE_TASKS[core["core"]])
+        check_tasks_per_core(self, rec, image, CLI, 800)
 
     def test_freertos_smp_shape(self):
         self.check_kernel("dualtasks_freertos_an521")

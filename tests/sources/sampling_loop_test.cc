@@ -111,10 +111,12 @@ public:
     {
         batches.push_back(count);
         std::vector<uint32_t> pcs;
-        for (unsigned i = 0; i < count; ++i)
+        for (unsigned i = 0; i < count * cores_read; ++i)
             pcs.push_back(i == 1 ? 0xFFFFFFFF : 0x08000200 + 2 * i);   // the second found the core halted
         return pcs;
     }
+    size_t pcsr_cores() const override { return cores_read; }
+    unsigned cores_read = 1;       // DWT_PCSR reads a round (one per core)
 
     bool running = false;
     bool resume_in_trip = false;   // as OpenOCD's halt script does
@@ -224,6 +226,50 @@ TEST_CASE("sampling loop: OpenOCD's other targets are the cores not sampled, acc
               .empty());
     CHECK(other_openocd_cores("a b", "a", [](const std::string&) { return std::string(); }) ==
           std::vector<std::string>{"b"});   // a type OpenOCD would not give: the name alone
+}
+
+TEST_CASE("sampling loop: DWT_PCSR of two cores, a round one read of each: each sample its core, --samples rounds")
+{
+    ScriptedTarget target;
+    target.has_pcsr = true;
+    target.cores_read = 2;
+    Collect sink;
+    PacingOptions pacing = fast(Pacing::pcsr);
+    pacing.batch = 4;
+    // Each batch: core 0, core 1, core 0, ...; the second read (core 1 of round 0) found halted.
+    const SamplerStats stats = run(target, sink, 6, {}, pacing);
+    CHECK(target.batches == std::vector<unsigned>{4, 2});
+    CHECK(stats.samples == 6);   // rounds: each gave a sample
+    REQUIRE(stats.pcsr);
+    CHECK(stats.pcsr->reads == 12);
+    CHECK(stats.pcsr->halted_reads == 2);
+    REQUIRE(sink.samples.size() == 10);
+    const std::vector<uint32_t> first_batch_cores = {0, 0, 1, 0, 1, 0, 1};
+    for (size_t i = 0; i < first_batch_cores.size(); ++i)
+        CHECK(sink.samples[i].core == first_batch_cores[i]);
+    CHECK(sink.samples[0].starts_burst);   // a batch is one burst
+    CHECK_FALSE(sink.samples[1].starts_burst);
+    CHECK(sink.samples[7].starts_burst);
+}
+
+TEST_CASE("OpenOCD's other cores through its GDB port: the script's answer, a core found halted, a short answer")
+{
+    const std::string script = other_cores_halt_script({"h7.cpu1"});
+    CHECK(script.rfind("capture {", 0) == 0);   // OpenOCD's polls held off
+    CHECK(script.find("{h7.cpu1} write_memory") != std::string::npos);
+    const OtherCoresRead read = parse_other_cores("0x08000101 0x08000011 0x20001000 0x61000000\n", 1, "gdb x");
+    REQUIRE(read.registers.size() == 1);
+    CHECK(read.registers[0].r[15] == 0x08000101);
+    CHECK(read.registers[0].r[14] == 0x08000011);
+    CHECK(read.registers[0].r[13] == 0x20001000);
+    CHECK(read.registers[0].xpsr == 0x61000000);
+    CHECK_FALSE(read.found_halted);
+    const OtherCoresRead halted = parse_other_cores("halted 16842753 196611\n", 2, "gdb x");   // the second with S_HALT (bit 17)
+    REQUIRE(halted.found_halted);
+    CHECK(*halted.found_halted == 1);
+    CHECK(halted.found_dhcsr == 196611);
+    CHECK_THROWS_AS(parse_other_cores("0x1 0x2 0x3 0x4\n", 2, "gdb x"), transport::Error);
+    CHECK_THROWS_AS(parse_other_cores("0x1 0x2\n", 1, "gdb x"), transport::Error);
 }
 
 TEST_CASE("sampling loop: the running task tags each sample; its name is read once")

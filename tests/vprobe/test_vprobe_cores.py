@@ -12,6 +12,8 @@ real OpenOCD configured with two cortex_m targets on that DAP (the test's own `t
 - A core's `step` moves that core alone: the other core's PC (halted) stays where it was.
 - All of it over JTAG (remote_bitbang) and over the emulated ST-Link's dapdirect_swd.
 
+- `record --openocd --mode pcsr` reads both cores' DWT_PCSR in every round of its batches: held
+  to each core's window as halt mode is (below), with one round a batch.
 - `record --openocd --mode halt` samples both cores at each halt (core 0 the current target, core 1
   the other examined cortex_m target, halted in the same script): QEMU runs the truth plugin at a
   uniform cost per instruction without -icount (each vCPU a thread of its own, as in
@@ -182,6 +184,15 @@ def beyond_z(sampled: dict[str, int], n: int, window: dict[str, int]) -> tuple[l
 
 
 class RecordBothCoresThroughOpenOCD(unittest.TestCase):
+    """`record --openocd --mode halt`: one Tcl script halts both cores."""
+    openocd_commands = SECOND_CORE
+    openocd_gdb = False
+    recorded_halts = RECORDED_HALTS
+
+    @classmethod
+    def link(cls) -> list[str]:
+        return ["--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "halt"]
+
     @classmethod
     def setUpClass(cls):
         elf = fwtest.elf_path(IMAGE)
@@ -190,15 +201,18 @@ class RecordBothCoresThroughOpenOCD(unittest.TestCase):
         cls.out = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-record-"))
         try:
             start_rig(cls, elf, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS, icount_shift=None,
-                      openocd_commands=SECOND_CORE)
+                      openocd_commands=cls.openocd_commands, openocd_gdb=cls.openocd_gdb)
             before = cls.qemu.snapshot_by_core()
             cls.recording = subprocess.run(
-                [str(CLI), "record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "halt",
-                 "--samples", str(RECORDED_HALTS), "--interval", "5ms", "--seed", "29", "--elf", str(elf),
+                [str(CLI), "record", *cls.link(),
+                 "--samples", str(cls.recorded_halts), "--interval", "5ms", "--seed", "29", "--elf", str(elf),
                  "-o", str(cls.out / "dual.rec"), "--format", "json"], capture_output=True, text=True, timeout=1800)
             after = cls.qemu.snapshot_by_core()   # the guest left running: a snapshot needs a running vCPU
         finally:
             stop_rig(cls)   # removes cls.work; the recording is in cls.out
+        cls.vprobe_reader.join(timeout=60)   # the vprobe's counters, printed as it ends
+        skew = [line.strip() for line in cls.vprobe_log if "halts of a core after another's" in line]
+        print(f"\n{cls.__name__}: {skew}", file=sys.stderr)
         functions = fwtest.symbols(IMAGE)
         cls.windows = {core: dict(fwtest.by_function(qemu_runner.census_window(before[core], after[core]), functions))
                        for core in before}
@@ -210,14 +224,14 @@ class RecordBothCoresThroughOpenOCD(unittest.TestCase):
     def test_each_core_within_4_se_of_its_window(self):
         self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
         doc = json.loads(self.recording.stdout)
-        self.assertEqual(doc["samples"], 2 * RECORDED_HALTS)   # one sample per core at each halt
+        self.assertEqual(doc["samples"], 2 * self.recorded_halts)   # one sample per core at each halt
         cores = {c["core"]: c for c in doc["cores"]}
         self.assertEqual(sorted(cores), [0, 1])
         self.assertEqual(sorted(self.windows), [0, 1])
         for core, window in self.windows.items():
-            self.assertEqual(cores[core]["samples"], RECORDED_HALTS)
+            self.assertEqual(cores[core]["samples"], self.recorded_halts)
             sampled = {r["name"]: r["samples"] for r in cores[core]["functions"]}
-            bad, shown = beyond_z(sampled, RECORDED_HALTS, window)
+            bad, shown = beyond_z(sampled, self.recorded_halts, window)
             print(f"\ncore {core}: {shown} (% sampled/exact); beyond 4 SE: {bad}", file=sys.stderr)
             self.assertEqual(bad, [], f"core {core}")
 
@@ -226,10 +240,20 @@ class RecordBothCoresThroughOpenOCD(unittest.TestCase):
         report = subprocess.run([str(CLI), "report", str(self.out / "dual.rec"), "--elf",
                                  str(fwtest.elf_path(IMAGE))], capture_output=True, text=True, timeout=300)
         self.assertEqual(report.returncode, 0, report.stderr)
-        self.assertIn(f"core 0 (qemu.cpu): samples {RECORDED_HALTS}", report.stdout)
-        self.assertIn(f"core 1 (qemu.cpu1): samples {RECORDED_HALTS}", report.stdout)
+        self.assertIn(f"core 0 (qemu.cpu): samples {self.recorded_halts}", report.stdout)
+        self.assertIn(f"core 1 (qemu.cpu1): samples {self.recorded_halts}", report.stdout)
         self.assertNotIn("not sampled", report.stdout)
         self.assertNotIn("not sampled", self.recording.stderr)
+
+class RecordBothCoresByPcsr(RecordBothCoresThroughOpenOCD):
+    """`record --openocd --mode pcsr`: each round of a batch reads every core's DWT_PCSR (core 0's
+    first), the cores running. One round a batch (--batch 1), the batches 5 ms apart on average:
+    each core's reads are then independent draws, and the binomial bound holds for each core."""
+
+    @classmethod
+    def link(cls) -> list[str]:
+        return ["--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "pcsr", "--batch", "1"]
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -36,11 +36,14 @@ using cortex_m::trcena;
 // slips a DHCSR poll between the reads, and a batch costs twice the probe commands
 // (docs/live.md, "Through an ST-Link"). The PCs are the variable's value, not what
 // `capture` returns (the log it caught).
-std::string pcsr_batch_script(unsigned count)
+// `others`: the other cores' targets, each read after core 0 in every round (one read per core).
+std::string pcsr_batch_script(unsigned count, const std::vector<std::string>& others = {})
 {
+    std::string round = "lappend _mcuprof_o [read_memory " + std::to_string(dwt_pcsr) + " 32 1]";
+    for (const std::string& name : others)
+        round += "; lappend _mcuprof_o [{" + name + "} read_memory " + std::to_string(dwt_pcsr) + " 32 1]";
     return "capture {set _mcuprof_o {}; for {set _mcuprof_i 0} {$_mcuprof_i < " + std::to_string(count) +
-           "} {incr _mcuprof_i} {lappend _mcuprof_o [read_memory " + std::to_string(dwt_pcsr) +
-           " 32 1]}}; set _mcuprof_o";
+           "} {incr _mcuprof_i} {" + round + "}}; set _mcuprof_o";
 }
 
 // Halting through the core's debug registers (ARMv7-M ARM, C1.6), with OpenOCD's memory
@@ -117,6 +120,41 @@ std::string bytes_of(const std::vector<uint32_t>& words, const WordRange& w, uin
     return bytes.substr(w.skip, length);
 }
 
+// The parts of a halt of several cores through their debug registers, core i by its command
+// prefix prefixes[i] ("" for the current target, "{NAME} " for another), its DHCSR as found in
+// _mcuprof_d<i>: every DHCSR read, whether any was found halted (a Tcl expression, S_HALT to be
+// tested) and their values, the resume values (DHCSR as found, C_HALT clear), the halt requests
+// (DHCSR C_HALT with the first register's DCRSR REGSEL, one two-word write) and the resumes.
+struct HaltScriptParts {
+    std::string read_dhcsr, any_halted = "0", found, keys, halts, resumes;
+};
+
+HaltScriptParts halt_script_parts(const std::vector<std::string>& prefixes, uint32_t first_regsel)
+{
+    const std::string d = std::to_string(dhcsr);
+    auto var = [](const char* name, size_t i) { return std::string("_mcuprof_") + name + std::to_string(i); };
+    HaltScriptParts p;
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+        p.read_dhcsr += "set " + var("d", i) + " [" + prefixes[i] + "read_memory " + d + " 32 1]; ";
+        p.any_halted += " | $" + var("d", i);
+        p.found += " $" + var("d", i);
+        p.keys += "set " + var("k", i) + " [expr {" + std::to_string(dbgkey) + " | ($" + var("d", i) + " & " +
+                  std::to_string(dhcsr_kept_controls) + ")}]; ";
+        p.halts += prefixes[i] + "write_memory " + d + " 32 [list [expr {$" + var("k", i) + " | " +
+                   std::to_string(c_halt | c_debugen) + "}] " + std::to_string(first_regsel) + "]; ";
+        p.resumes += prefixes[i] + "write_memory " + d + " 32 $" + var("k", i) + "; ";
+    }
+    return p;
+}
+
+// Another core's registers `regsels` (halted by its halt request), appended as one line to the
+// Tcl list _mcuprof_x; `on` is its command prefix.
+std::string other_core_reads(const std::vector<uint32_t>& regsels, const std::string& on)
+{
+    return on + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) + "; " +
+           register_reads(regsels, on) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
+}
+
 // The halting target behind OpenOCD's current target.
 class TclHaltingTarget : public HaltingTarget {
 public:
@@ -134,7 +172,9 @@ public:
         });
         // Halt mode without stacks samples every other Cortex-M target OpenOCD has examined at
         // the same halt: their halt requests are written back to back in the halt's script.
-        if (options_.pacing.pacing != Pacing::pcsr && !options_.extras.stacks)
+        // DWT_PCSR mode reads each core's in every round of its batch (not OpenOCD's `profile`,
+        // which reads the current target's only).
+        if (!options_.extras.stacks && (options_.pacing.pacing != Pacing::pcsr || options_.pcsr_profile_gmon.empty()))
             for (auto it = unsampled_.begin(); it != unsampled_.end();) {
                 const std::string name = it->substr(0, it->find(' '));
                 if (*it == name + " (cortex_m)" &&
@@ -172,13 +212,17 @@ public:
         };
         if (!others_.empty()) {
             d["target_selection"] = "the current target (OpenOCD's `target current`) as core 0, then every other "
-                                    "examined cortex_m target, halted in the same script";
+                                    "examined cortex_m target, " +
+                                    std::string(options_.pacing.pacing == Pacing::pcsr ? "its DWT_PCSR read in every round"
+                                                                                       : "halted in the same script");
             d["cores"] = nlohmann::json::array();
             for (size_t i = 0; i <= others_.size(); ++i)
                 d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"target", i ? others_[i - 1] : target_}});
         }
         if (options_.pacing.pacing == Pacing::pcsr)
-            d["round_trip"] = "one Tcl eval per batch of DWT_PCSR reads, the core running";
+            d["round_trip"] = others_.empty() ? "one Tcl eval per batch of DWT_PCSR reads, the core running"
+                                              : "one Tcl eval per batch of rounds, each a DWT_PCSR read of every "
+                                                "core in turn, the cores running";
         else if (options_.extras.stacks)
             d["round_trip"] = "one Tcl eval per sample through the debug registers (DHCSR C_HALT, DCRSR/DCRDR): "
                               "r0-r12, sp, lr, pc, xPSR, the task pointer and a stack window; further stack reads "
@@ -353,15 +397,24 @@ public:
             OpenocdSampler::parse_word(tcl_->eval("read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
         if (!(demcr_value & trcena))
             tcl_->eval("write_memory " + std::to_string(demcr) + " 32 " + std::to_string(demcr_value | trcena));
-        // One plain read, outside the samples; with --pcsr-read profile it places the window.
-        const std::vector<uint32_t> probe = read_memory_pcsr(1);
-        if (probe.empty() || probe[0] == 0) {
-            // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
-            sink.event("fallback", "DWT_PCSR reads 0 on target " + target_ +
-                                       " (not implemented): sampling in halt mode instead");
-            hold_off_halting_polls(sink);   // halt mode follows
-            return false;
+        for (const std::string& name : others_) {   // each core's own DEMCR
+            const std::string on = "{" + name + "} ";
+            const uint32_t value = OpenocdSampler::parse_word(
+                tcl_->eval(on + "read_memory " + std::to_string(demcr) + " 32 1"), tcl_->peer(), "DEMCR");
+            if (!(value & trcena))
+                tcl_->eval(on + "write_memory " + std::to_string(demcr) + " 32 " + std::to_string(value | trcena));
         }
+        // One plain read (a round: one per core), outside the samples; with --pcsr-read profile it
+        // places the window.
+        const std::vector<uint32_t> probe = read_memory_pcsr(1);
+        for (size_t core = 0; core <= others_.size(); ++core)
+            if (probe.size() <= core || probe[core] == 0) {
+                // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
+                sink.event("fallback", "DWT_PCSR reads 0 on target " + (core ? others_[core - 1] : target_) +
+                                           " (not implemented): sampling in halt mode instead");
+                hold_off_halting_polls(sink);   // halt mode follows
+                return false;
+            }
         if (profile_reader_)
             profile_reader_->place(probe[0]);
         return true;
@@ -399,9 +452,16 @@ public:
         stats.reads = profile_reader_->reads();
         stats.unused_reads = profile_reader_->outside() + profile_reader_->unused();
     }
+    size_t pcsr_cores() const override { return profile_reader_ ? 1 : others_.size() + 1; }
     std::vector<uint32_t> read_memory_pcsr(unsigned count)
     {
-        return OpenocdSampler::parse_words(tcl_->eval(pcsr_batch_script(count)), tcl_->peer(), "DWT_PCSR");
+        std::vector<uint32_t> reads =
+            OpenocdSampler::parse_words(tcl_->eval(pcsr_batch_script(count, others_)), tcl_->peer(), "DWT_PCSR");
+        if (reads.size() != size_t(count) * (others_.size() + 1))
+            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DWT_PCSR",
+                                   "read " + std::to_string(reads.size()) + " words, not " +
+                                       std::to_string(size_t(count) * (others_.size() + 1)));
+        return reads;
     }
 
     // Never leave the target halted: the halt script resumes in the same round trip, and this
@@ -478,28 +538,18 @@ private:
     // resumed as found, even when a read failed.
     std::string multi_core_halt_script(const HaltRequest& request, const std::vector<uint32_t>& regsels) const
     {
-        const std::string d = std::to_string(dhcsr);
-        auto on = [&](size_t core) { return core ? "{" + others_[core - 1] + "} " : std::string(); };
-        auto var = [](const char* name, size_t core) { return std::string("_mcuprof_") + name + std::to_string(core); };
-        std::string read_dhcsr, any_halted = "0", found, keys, halts, others, resumes;
-        for (size_t core = 0; core <= others_.size(); ++core) {
-            read_dhcsr += "set " + var("d", core) + " [" + on(core) + "read_memory " + d + " 32 1]; ";
-            any_halted += " | $" + var("d", core);
-            found += " $" + var("d", core);
-            keys += "set " + var("k", core) + " [expr {" + std::to_string(dbgkey) + " | ($" + var("d", core) + " & " +
-                    std::to_string(dhcsr_kept_controls) + ")}]; ";
-            halts += on(core) + "write_memory " + d + " 32 [list [expr {$" + var("k", core) + " | " +
-                     std::to_string(c_halt | c_debugen) + "}] " + std::to_string(regsels[0]) + "]; ";
-            resumes += on(core) + "write_memory " + d + " 32 $" + var("k", core) + "; ";
-            if (core > 0)
-                others += on(core) + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) +
-                          "; " + register_reads(regsels, on(core)) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
-        }
-        return read_dhcsr + "if {(" + any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" +
-               found + "\"} else {" + keys + halts + "set _mcuprof_c [catch {" + register_reads(regsels) +
+        std::vector<std::string> prefixes = {""};
+        for (const std::string& name : others_)
+            prefixes.push_back("{" + name + "} ");
+        const HaltScriptParts p = halt_script_parts(prefixes, regsels[0]);
+        std::string others;
+        for (size_t core = 1; core < prefixes.size(); ++core)
+            others += other_core_reads(regsels, prefixes[core]);
+        return p.read_dhcsr + "if {(" + p.any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" +
+               p.found + "\"} else {" + p.keys + p.halts + "set _mcuprof_c [catch {" + register_reads(regsels) +
                "set _mcuprof_v0 $_mcuprof_v; set _mcuprof_x {}; " + others + "set _mcuprof_v $_mcuprof_v0; " +
-               memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " + resumes +
-               "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"" + found.substr(1) + "\\n$_mcuprof_r\"}; set _mcuprof_r";
+               memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " + p.resumes +
+               "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"" + p.found.substr(1) + "\\n$_mcuprof_r\"}; set _mcuprof_r";
     }
 
     static const std::vector<CoreRegister>& registers_of(const HaltRequest& request)
@@ -583,6 +633,63 @@ private:
 };
 
 } // namespace
+
+std::string other_cores_halt_script(const std::vector<std::string>& targets)
+{
+    // The same debug-register halt as a halt of the Tcl path's other cores (multi_core_halt_script),
+    // for cores 1, 2, ... alone: core 0 is the GDB port's own, halted by OpenOCD already. Inside
+    // `capture`, which holds off OpenOCD's background polling (a poll of a core halted here would
+    // run OpenOCD's debug entry and leave it believing the core halted).
+    const std::vector<uint32_t> regsels = regsels_of(sample_registers);
+    std::vector<std::string> prefixes;
+    for (const std::string& name : targets)
+        prefixes.push_back("{" + name + "} ");
+    const HaltScriptParts p = halt_script_parts(prefixes, regsels[0]);
+    std::string reads;
+    for (const std::string& on : prefixes)
+        reads += other_core_reads(regsels, on);
+    return "capture {" + p.read_dhcsr + "if {(" + p.any_halted + ") & " + std::to_string(s_halt) +
+           "} {set _mcuprof_r \"halted" + p.found + "\"} else {" + p.keys + p.halts +
+           "set _mcuprof_x {}; set _mcuprof_c [catch {" + reads + "} _mcuprof_r]; " + p.resumes +
+           "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r [join $_mcuprof_x \"\\n\"]}}; set _mcuprof_r";
+}
+
+OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer)
+{
+    OtherCoresRead read;
+    std::vector<std::string> lines;
+    std::istringstream in(answer);
+    for (std::string line; std::getline(in, line);)
+        if (line.find_first_not_of(" \t\r") != std::string::npos)
+            lines.push_back(line);
+    if (!lines.empty() && lines[0].rfind("halted ", 0) == 0) {
+        const std::vector<uint32_t> found = OpenocdSampler::parse_words(lines[0].substr(7), peer, "DHCSR");
+        size_t core = 0;
+        while (core + 1 < found.size() && !(found[core] & s_halt))
+            ++core;
+        read.found_halted = core;
+        read.found_dhcsr = found.empty() ? 0 : found[core];
+        return read;
+    }
+    if (lines.size() != count)
+        throw transport::Error(transport::Error::Kind::protocol, peer, "monitor",
+                               "the other cores' halt gave " + std::to_string(lines.size()) + " lines, not " +
+                                   std::to_string(count) + ": '" + answer.substr(0, 200) + "'");
+    for (const std::string& line : lines) {
+        const std::vector<uint32_t> values = OpenocdSampler::parse_words(line, peer, "DCRDR");
+        if (values.size() != sample_registers.size())
+            throw transport::Error(transport::Error::Kind::protocol, peer, "DCRDR",
+                                   "read " + std::to_string(values.size()) + " core registers, not " +
+                                       std::to_string(sample_registers.size()) + ": " + line);
+        core::CoreRegisters registers;
+        registers.r[15] = values[0];
+        registers.r[14] = values[1];
+        registers.r[13] = values[2];
+        registers.xpsr = values[3];
+        read.registers.push_back(registers);
+    }
+    return read;
+}
 
 std::vector<uint32_t> OpenocdSampler::parse_words(const std::string& text, const std::string& peer,
                                                   const std::string& what)

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <thread>
 
+#include "mcuprof/hex.h"
 #include "mcuprof/sources/stack_pointer_stub.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
@@ -64,6 +65,8 @@ public:
             threads_ = gdb_->attach_every_process();
             if (threads_.size() > 1)
                 gdb_->select_thread(threads_[0]);
+        } else if (gdb_->is_openocd()) {
+            find_openocd_cores();
         }
     }
 
@@ -77,34 +80,22 @@ public:
             for (size_t i = 0; i < threads_.size(); ++i)
                 d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"thread", threads_[i]}});
         }
+        if (!openocd_others_.empty()) {
+            d["cores"] = nlohmann::json::array();
+            for (size_t i = 0; i <= openocd_others_.size(); ++i)
+                d["cores"].push_back({{"core", i}, {"name", core_name(i)},
+                                      {"target", i ? openocd_others_[i - 1] : openocd_target_}});
+            d["target_selection"] = "the GDB port's target as core 0 (OpenOCD's halt), then every other examined "
+                                    "cortex_m target, halted by one monitor script after it";
+        }
         return d;
     }
-    // OpenOCD's GDB port serves one target (or one SMP group, which this link samples as one
-    // core): its other targets are named. Its monitor commands act on the port's own target.
-    std::vector<std::string> unsampled_cores() override
-    {
-        if (qemu_ || !gdb_->is_openocd())
-            return {};
-        auto answer = [this](const std::string& command) {
-            std::string text = gdb_->monitor(command);
-            while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-                text.pop_back();
-            return text;
-        };
-        return other_openocd_cores(answer("target names"), answer("target current"), [&](const std::string& name) {
-            try {
-                return answer(name + " cget -type");
-            } catch (const transport::Error& e) {
-                if (e.kind() != transport::Error::Kind::protocol)
-                    throw;
-                return std::string();
-            }
-        });
-    }
+    std::vector<std::string> unsampled_cores() override { return unsampled_; }
     std::vector<std::string> cores() const override
     {
         std::vector<std::string> names;
-        for (size_t i = 0; threads_.size() > 1 && i < threads_.size(); ++i)
+        const size_t count = openocd_others_.empty() ? threads_.size() : openocd_others_.size() + 1;
+        for (size_t i = 0; count > 1 && i < count; ++i)
             names.push_back(core_name(i));
         return names;
     }
@@ -150,10 +141,26 @@ public:
         const transport::StopReply reply = gdb_->interrupt();
         running_ = false;
         halt.stopped = halt.ran_until = Clock::now();
-        if (reply.kind != transport::StopReply::Kind::signal)
+        if (reply.kind != transport::StopReply::Kind::signal) {
             halt.ended = end_of(reply);
-        else
-            halt.state = read_halt_state(request);
+            return halt;
+        }
+        // OpenOCD's other cores, halted as soon as the port's own halt is reported: the skew
+        // between the cores' stops is this one round trip (docs/live.md, "Several cores").
+        OtherCoresRead others;
+        if (!openocd_others_.empty()) {
+            others = parse_other_cores(gdb_->monitor(other_cores_halt_script(openocd_others_)),
+                                       openocd_others_.size(), gdb_->peer());
+            if (others.found_halted) {
+                halt.ended = TargetEnd{false, "the " + core_name(*others.found_halted + 1) +
+                                                  " was found halted by someone else (DHCSR " +
+                                                  hex32(others.found_dhcsr) + ": a breakpoint, or another debugger): left halted"};
+                return halt;
+            }
+        }
+        halt.state = read_halt_state(request);
+        if (!openocd_others_.empty())
+            halt.state.other_cores = std::move(others.registers);
         return halt;   // 'c' comes from the caller, after any further reads
     }
     HaltState read_halt_state(const HaltRequest& request) override
@@ -209,7 +216,48 @@ public:
     }
 
 private:
-    std::string core_name(size_t core) const { return "core " + std::to_string(core) + " (thread " + threads_[core] + ")"; }
+    std::string core_name(size_t core) const
+    {
+        if (!openocd_others_.empty())
+            return "core " + std::to_string(core) + " (" + (core ? openocd_others_[core - 1] : openocd_target_) + ")";
+        return "core " + std::to_string(core) + " (thread " + threads_[core] + ")";
+    }
+
+    // OpenOCD's GDB port serves one target, its monitor commands act on it: the other targets
+    // are named as not sampled, except (halt mode without stacks) the examined cortex_m ones,
+    // sampled as cores 1, 2, ... (other_cores_halt_script).
+    void find_openocd_cores()
+    {
+        auto answer = [this](const std::string& command) {
+            std::string text = gdb_->monitor(command);
+            while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+                text.pop_back();
+            return text;
+        };
+        auto answer_or_empty = [&](const std::string& command) {
+            try {
+                return answer(command);
+            } catch (const transport::Error& e) {
+                if (e.kind() != transport::Error::Kind::protocol)
+                    throw;
+                return std::string();
+            }
+        };
+        openocd_target_ = answer("target current");
+        unsampled_ = other_openocd_cores(answer("target names"), openocd_target_,
+                                         [&](const std::string& name) { return answer_or_empty(name + " cget -type"); });
+        if (options_.extras.stacks)
+            return;
+        for (auto it = unsampled_.begin(); it != unsampled_.end();) {
+            const std::string name = it->substr(0, it->find(' '));
+            if (*it == name + " (cortex_m)" && answer_or_empty(name + " was_examined") == "1") {
+                openocd_others_.push_back(name);
+                it = unsampled_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
 
     // One core's registers (the selected core's, or another thread's), with the request's
     // memory read in the same round trip.
@@ -280,6 +328,9 @@ private:
     uint64_t stepped_ = 0;   // single steps of the stack-pointer stub
     bool qemu_ = false;      // the server is QEMU's gdbstub
     std::vector<std::string> threads_;   // one per core the server shows, core 0 first
+    std::string openocd_target_;               // OpenOCD: the GDB port's own target, core 0
+    std::vector<std::string> openocd_others_;  // OpenOCD: its other cortex_m targets, cores 1, 2, ...
+    std::vector<std::string> unsampled_;       // OpenOCD: its other targets, not sampled
     size_t selected_core_ = 0;
 };
 

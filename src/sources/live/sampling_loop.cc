@@ -396,24 +396,32 @@ private:
             const uint64_t wanted = plan_.samples ? *plan_.samples - stats_.samples : batch;
             const unsigned count = unsigned(std::min<uint64_t>(batch, wanted));
             const Clock::time_point asked = Clock::now();
+            // Several cores: `count` rounds of one read per core, core 0's first (--samples
+            // counts rounds, as it counts halts).
+            const size_t cores = std::max<size_t>(1, target_.pcsr_cores());
             const std::vector<uint32_t> pcs = target_.read_pcsr(count);
             const Clock::time_point answered = Clock::now();
             stats_.pcsr->round_trip_us.push_back(1e6 * seconds_between(asked, answered));
             stats_.pcsr->reads += pcs.size();
-            bool first = true;   // of this batch's samples: the batch is one burst
+            bool first = true;   // of this batch's samples: the batch is one burst (split per core by the reports)
+            bool round_sampled = false;   // a round counts when it gave a sample
             for (size_t i = 0; i < pcs.size(); ++i) {
+                const bool round_ends = i % cores == cores - 1 || i + 1 == pcs.size();
                 if (pcs[i] == 0xFFFFFFFF) {   // the core was halted (by someone else)
                     ++stats_.pcsr->halted_reads;
-                    continue;
+                } else {
+                    round_sampled = true;
+                    LiveSample s;
+                    s.pc = pcs[i];
+                    s.core = uint32_t(i % cores);
+                    s.starts_burst = std::exchange(first, false);
+                    // Spread over the round trip: the reads follow one another evenly.
+                    s.time_ns = time_of(asked) + uint64_t(double(time_of(answered) - time_of(asked)) *
+                                                          (double(i) + 0.5) / double(pcs.size()));
+                    sink_.sample(s);
                 }
-                LiveSample s;
-                s.pc = pcs[i];
-                s.starts_burst = std::exchange(first, false);
-                // Spread over the round trip: the reads follow one another evenly.
-                s.time_ns = time_of(asked) + uint64_t(double(time_of(answered) - time_of(asked)) *
-                                                      (double(i) + 0.5) / double(pcs.size()));
-                sink_.sample(s);
-                ++stats_.samples;
+                if (round_ends && std::exchange(round_sampled, false))
+                    ++stats_.samples;
             }
             progress(answered);
         }

@@ -133,6 +133,9 @@ public:
     // core has none, announced through `sink`), then read it `count` times in one round trip.
     virtual bool enable_pcsr(SampleSink& sink);
     virtual std::vector<uint32_t> read_pcsr(unsigned count);
+    // How many cores each read round covers: read_pcsr then gives count rounds of one read per
+    // core, core 0's first.
+    virtual size_t pcsr_cores() const { return 1; }
     // At the end of DWT_PCSR sampling, the reads as the link made them, where they are not
     // the samples' count (a link that reads more than it delivers); by default unchanged.
     virtual void account_pcsr(PcsrStats& stats) const;
@@ -145,5 +148,20 @@ public:
 // gives it ("stm32h7x.cpu1 (cortex_m)"), leaving out bare access ports (mem_ap).
 std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,
                                              const std::function<std::string(const std::string&)>& type_of);
+
+// OpenOCD's GDB port halts its own target only (each target has a port of its own; OpenOCD
+// 0.12's cortex_m has no SMP halt, and a `target smp` group's hwthread port answers a running
+// core's 'g' with the port target's registers). The other examined cortex_m targets `targets`
+// are halted right after it in one monitor script through their debug registers: every DHCSR
+// read (one found halted is someone else's halt), the halt requests back to back, each core's
+// pc, lr, sp and xPSR (DCRSR/DCRDR), each core resumed as found, even after a failed read.
+std::string other_cores_halt_script(const std::vector<std::string>& targets);
+struct OtherCoresRead {
+    std::vector<core::CoreRegisters> registers;   // core 1, 2, ... in `targets` order
+    std::optional<size_t> found_halted;           // index into targets of a core found halted
+    uint32_t found_dhcsr = 0;
+};
+// The script's answer (monitor output) for `count` cores; throws transport::Error.
+OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer);
 
 } // namespace mcuprof::sources
