@@ -17,7 +17,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 import fwtest
-from live_runs import mcuprof, sampled_at_uniform_cost, three_loops_within_4_se
+import qemu_runner
+from live_runs import mcuprof, stopped_with_truth, three_loops_within_4_se
 from spawn import spawn
 
 
@@ -60,15 +61,14 @@ class SerialLink(unittest.TestCase):
         elf = fwtest.elf_path(name)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-serial-"))
         self.addCleanup(shutil.rmtree, work, True)
-        rec, tty = work / "rec.bin", work / "gdb-tty"
-
-        def over_the_pty(q):
+        rec, truth, tty = work / "rec.bin", work / "truth.txt", work / "gdb-tty"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, truth=truth,
+                                 uart=None, timeout=600) as q:
             with PtyBridge(tty, q.gdb_port):
-                return mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "200us",
-                               "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
-
-        result, window = sampled_at_uniform_cost(elf, work, over_the_pty)
-        three_loops_within_4_se(self, result, name, window)
+                result = mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "200us",
+                                 "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
+            counts = stopped_with_truth(self, q, truth)
+        three_loops_within_4_se(self, result, name, counts)
         # The recording's header (docs/formats.md: magic, u32 version, u32 length, JSON) names
         # the line it came over.
         data = rec.read_bytes()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from live_runs import mcuprof, recorded_run, sampled_at_uniform_cost, still_running, within
+from live_runs import mcuprof, recorded_run, still_running, stopped_with_truth, within
 from spawn import spawn
 
 Z = 4.0
@@ -178,11 +178,12 @@ class LiveTop(unittest.TestCase):
         name = "loops_forever_m4"
         elf = fwtest.elf_path(name)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
-        rec = work / "rec.bin"
-        # At uniform cost, against the time census of top's own window (live_runs).
-        r, window = sampled_at_uniform_cost(elf, work, lambda q: top(
-            q, elf, "--interval", "200us", "--samples", "3000", "--refresh", "300ms", "-o", str(rec)))
-        self.assertEqual(r.returncode, 0, r.stderr)
+        rec, truth = work / "rec.bin", work / "truth.txt"
+        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, truth=truth, uart=None,
+                                 timeout=600) as q:
+            r = top(q, elf, "--interval", "200us", "--samples", "3000", "--refresh", "300ms", "-o", str(rec))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            truth_counts = stopped_with_truth(self, q, truth)
         tables = parse_top(r.stdout)
         self.assertGreaterEqual(len(tables), 3, r.stdout)   # refreshes while sampling, then the end
         self.assertTrue(all(t["end"] is None for t in tables[:-1]))
@@ -198,7 +199,7 @@ class LiveTop(unittest.TestCase):
         observed = {k: w for k, (_, _, w) in last["rows"].items()}
         n = sum(observed.get(k, 0) for k in loops)
         self.assertGreater(n, 2400)
-        by_function = fwtest.by_function(window, fwtest.symbols(name))
+        by_function = fwtest.by_function(truth_counts, fwtest.symbols(name))
         self.assertEqual(within(observed, dict(by_function), loops, n), [])
         # The printed standard error is sqrt(p(1-p)/n) of the printed share.
         pct, se, _ = last["rows"]["hot_a"]

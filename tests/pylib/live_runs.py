@@ -10,14 +10,11 @@ import subprocess
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Callable, TypeVar
 
 import fwtest
 import qemu_runner
-from openocd_rig import UNIFORM_COST_NS
 
 Z = 4.0
-T = TypeVar("T")
 
 
 def mcuprof(*args: str) -> subprocess.CompletedProcess:
@@ -89,21 +86,12 @@ def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, 
     return json.loads(r.stdout), counts
 
 
-def sampled_at_uniform_cost(elf: Path, work: Path, sample: Callable[[qemu_runner.QemuRun], T]) -> tuple[T, dict[int, int]]:
-    """Runs `sample(q)` against a never-ending image in QEMU at the truth plugin's uniform cost
-    (every instruction the same host time: tests/pylib/openocd_rig.py UNIFORM_COST_NS), and
-    returns its result with the time census of its own window (host ns by address, between
-    two snapshots; a debugger's halts left out). Wall-clock halts are drawn in proportion to
-    that census on a fast, slow or loaded host alike, where QEMU's own speed per instruction
-    would bend a comparison with instruction counts (it did, on a loaded host)."""
-    with qemu_runner.QemuRun(elf, gdb=True, truth=work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS, uart=None,
-                             workdir=work, timeout=900) as q:
-        q.wait_listening(q.gdb_port)
-        _, before = q.snapshot_and_times()
-        result = sample(q)
-        _, after = q.snapshot_and_times()
-        q.stop()
-    return result, qemu_runner.census_window(before, after)
+def stopped_with_truth(test: unittest.TestCase, q: qemu_runner.QemuRun, truth: Path) -> dict[int, int]:
+    """Stops a never-ending image's QEMU politely, so that the truth plugin writes the counts
+    of the run so far, and reads them."""
+    q.stop(grace=60)
+    test.assertTrue(truth.is_file(), f"QEMU wrote no truth file at SIGTERM: {q.stderr_text()[-400:]}")
+    return fwtest.read_counts(truth)
 
 
 def still_running(q: qemu_runner.QemuRun) -> bool:
@@ -114,8 +102,7 @@ def still_running(q: qemu_runner.QemuRun) -> bool:
 def three_loops_within_4_se(test: unittest.TestCase, result: subprocess.CompletedProcess, name: str,
                             counts: dict[int, int]) -> None:
     """A wall-clock recording of 5000 samples of the three-loop image, printed as JSON: ended by
-    its count, and each loop's share within 4 standard errors of the census given (the time
-    census of the recording's window: sampled_at_uniform_cost)."""
+    its count, and each loop's share within 4 standard errors of the truth's census."""
     test.assertEqual(result.returncode, 0, result.stderr)
     doc = json.loads(result.stdout)
     test.assertEqual(doc["samples"], 5000)
