@@ -550,6 +550,9 @@ class QemuRun:
             if marker in text:
                 return text
             if not self.running():
+                # The socket's last bytes may still be on their way to the pump thread when QEMU
+                # has exited (seen on a loaded host): read to the end of the stream first.
+                self._join_uart()
                 text = self.uart_text()
                 if marker in text:
                     return text
