@@ -41,6 +41,7 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
     out.sampler = samples.sampler;
     out.measures_time = samples.measures_time;   // a PC past a WFI is "(sleep)" on each core too
     out.reads_pcsr = samples.reads_pcsr;         // and a PCSR read at the WFI itself
+    out.wall_clock_halts = samples.wall_clock_halts;   // each core's halts in order: batches of its own
     out.variable = samples.variable;
     out.value_names = samples.value_names;
     auto core_at = [&](size_t i) { return samples.cores.empty() ? 0u : samples.cores[i]; };

@@ -572,6 +572,102 @@ TEST_CASE("attribution: the 95 % interval of burst errors covers the truth about
     CHECK(covered_binomial < 960);     // the binomial intervals are far too narrow here
 }
 
+TEST_CASE("attribution: wall-clock halts get their standard errors from the spread between batches of consecutive halts")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    // 18 halts: min(30, floor(sqrt(18))) = 4 batches of 18 / 4 = 4, the last taking the rest
+    // (starts 0, 4, 8, 12). func_a in 4, 0, 4 and 2 of 6: y = (4, 0, 4, 2), m = (4, 4, 4, 6),
+    // p = 10/18.
+    s.pcs = {0x08000000, 0x08000000, 0x08000002, 0x08000000,    // func_a x4
+             0x08000010, 0x08000010, 0x08000012, 0x08000010,    // local_b x4
+             0x08000000, 0x08000002, 0x08000000, 0x08000000,    // func_a x4
+             0x08000000, 0x08000010, 0x08000002, 0x08000010, 0x08000010, 0x08000010};
+    s.wall_clock_halts = true;
+    s.measures_time = true;
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.errors.bursts == 4);
+    CHECK(p.errors.batches);
+    // By hand: residuals y - p m = 4 - 40/18, -40/18, 4 - 40/18, 2 - 60/18 = 16/9, -20/9, 16/9, -12/9;
+    // squares (256 + 400 + 256 + 144) / 81 = 1056 / 81; var = 4/3 * (1056 / 81) / 324.
+    const double variance = 4.0 / 3.0 * (1056.0 / 81.0) / 324.0;
+    const Row& a = row_named(p, "func_a");
+    CHECK(a.share.percent == doctest::Approx(100.0 * 10 / 18));
+    CHECK(a.share.stderr_pp == doctest::Approx(100 * std::sqrt(variance)).epsilon(1e-9));
+    CHECK(to_json(p)["errors"]["method"] == "batches");
+    CHECK(to_json(p)["errors"]["batches"] == 4);
+    CHECK(to_json(p)["errors"]["bursts"] == 0);
+    std::ostringstream text;
+    write_text(p, text);
+    CHECK(text.str().find("standard errors from the spread between 4 batches of consecutive wall-clock halts") !=
+          std::string::npos);
+
+    // Too few halts for two batches (3: floor(sqrt(3)) = 1): binomial.
+    SampleSet few;
+    few.pcs = {0x08000000, 0x08000010, 0x08000000};
+    few.wall_clock_halts = true;
+    CHECK(attribute(few, symbols, nullptr, {}).errors.bursts == 0);
+    // Halts paced by instruction counts (not wall-clock ones) stay binomial.
+    s.wall_clock_halts = false;
+    CHECK(attribute(s, symbols, nullptr, {}).errors.bursts == 0);
+    // Marked bursts win over batches: a recording's back-to-back reads.
+    s.wall_clock_halts = true;
+    s.bursts = {0, 9};
+    const Profile bursts = attribute(s, symbols, nullptr, {});
+    CHECK(bursts.errors.bursts == 2);
+    CHECK_FALSE(bursts.errors.batches);
+}
+
+TEST_CASE("attribution: the 95 % interval of batch errors covers the truth about 95 % of the time")
+{
+    // A core halted by wall clock that ran little between halts: each halt finds the function
+    // of the halt before with probability 0.9, else a fresh draw from the true shares (60, 30,
+    // 10 %), one long chain with no independent bursts at all. 400 profiles of 3000 halts (30
+    // batches of 100), every row's 95 % interval against its true share: 1200 intervals, so a
+    // coverage of 95 % gives 1140 +- 7.5, one of 80 % 960 +- 14. Batch means is right only as
+    // batches outgrow the correlation (an integrated autocorrelation time of about 19 halts
+    // here): with batches of 30 (900 halts) the intervals covered 1061 (88.4 %), so a little
+    // under 95 % is expected; the binomial intervals of the same samples must fail.
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const uint32_t pcs[3] = {0x08000000, 0x08000010, 0x08000020};
+    const double truth[3] = {60.0, 30.0, 10.0};
+    const char* names[3] = {"func_a", "local_b", "func_c"};
+    std::mt19937 random(20261202);
+    auto uniform = [&] { return double(random()) / 4294967296.0; };   // portable, unlike std's distributions
+    auto draw = [&] {
+        const double u = uniform();
+        return u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
+    };
+    int covered = 0, covered_binomial = 0, intervals = 0;
+    for (int run = 0; run < 400; ++run) {
+        SampleSet s;
+        int state = draw();
+        for (int halt = 0; halt < 3000; ++halt) {
+            if (halt > 0 && uniform() >= 0.9)
+                state = draw();
+            s.pcs.push_back(pcs[state]);
+        }
+        s.wall_clock_halts = true;
+        const Profile p = attribute(s, symbols, nullptr, {});
+        s.wall_clock_halts = false;
+        const Profile b = attribute(s, symbols, nullptr, {});
+        for (int f = 0; f < 3; ++f) {
+            auto in = [&](const Profile& profile) {
+                auto it = std::find_if(profile.rows.begin(), profile.rows.end(),
+                                       [&](const Row& r) { return r.name == names[f]; });
+                return it != profile.rows.end() && it->share.low <= truth[f] && truth[f] <= it->share.high;
+            };
+            covered += in(p);
+            covered_binomial += in(b);
+            ++intervals;
+        }
+    }
+    MESSAGE("batch intervals covered " << covered << " of " << intervals << ", binomial " << covered_binomial);
+    CHECK(covered >= 1080);            // at most 5 points under 95 %: 1140 less 4 standard errors of 80 %'s
+    CHECK(covered <= 1170);            // and not so wide that it covers everything
+    CHECK(covered_binomial < 960);     // the binomial intervals are far too narrow here
+}
+
 TEST_CASE("attribution: a multi-core sample set has each core's profile, with shares of its own samples")
 {
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));

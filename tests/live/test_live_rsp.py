@@ -85,7 +85,7 @@ class WallClockPacing(unittest.TestCase):
             result = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "200us",
                              "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
             counts = stopped_with_truth(self, q, truth)
-        three_loops_within_4_se(self, result, name, counts)
+        three_loops_within_4_se(self, result, name, counts, rec)
 
 
 class DisabledInterrupts(unittest.TestCase):

@@ -2,8 +2,9 @@
 that is itself a GDB server (a Black Magic Probe on /dev/ttyACM0) would be. The line here is a
 pty that socat bridges, byte for byte, to QEMU's gdbstub. The never-ending three-loop image is
 sampled by wall clock until a sample count (so the test takes as many samples on a slow or a
-loaded machine); every loop's share must be within 4 standard errors of the truth plugin's
-census of the same run, as over TCP (test_live_rsp.py, WallClockPacing)."""
+loaded machine); every loop's share must be within 4 standard errors (from the spread between
+batches of consecutive halts) of the truth plugin's census of the same run, as over TCP
+(test_live_rsp.py, WallClockPacing)."""
 from __future__ import annotations
 
 import json
@@ -68,7 +69,7 @@ class SerialLink(unittest.TestCase):
                 result = mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "200us",
                                  "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
             counts = stopped_with_truth(self, q, truth)
-        three_loops_within_4_se(self, result, name, counts)
+        three_loops_within_4_se(self, result, name, counts, rec)
         # The recording's header (docs/formats.md: magic, u32 version, u32 length, JSON) names
         # the line it came over.
         data = rec.read_bytes()

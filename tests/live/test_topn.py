@@ -23,7 +23,8 @@ from pathlib import Path
 
 import fwtest  # noqa: E402
 import qemu_runner  # noqa: E402
-from live_runs import mcuprof, recorded_run, still_running, stopped_with_truth, within
+from live_runs import (mcuprof, recorded_pcs, recorded_run, still_running, stopped_with_truth,
+                       wall_clock_loops_check)
 from spawn import spawn
 
 Z = 4.0
@@ -147,20 +148,6 @@ def parse_top(text: str) -> list[dict]:
     return tables
 
 
-def recorded_pcs(path: Path) -> list[int]:
-    """The PCs of a samples file (docs/formats.md, Recording), read without mcuprof."""
-    data = path.read_bytes()
-    assert data[:8] == b"mcuprof\x1a"
-    length = struct.unpack_from("<I", data, 12)[0]
-    at, pcs = 16 + length, []
-    while at + 8 <= len(data):
-        kind, size, _ = struct.unpack_from("<HHI", data, at)
-        if kind == 1:
-            pcs.append(struct.unpack_from("<QI", data, at + 8)[1])
-        at += 8 + size
-    return pcs
-
-
 def top(q, elf: Path, *extra: str) -> subprocess.CompletedProcess:
     return mcuprof("top", "--gdb", f"127.0.0.1:{q.gdb_port}", "--elf", str(elf), "--rows", "0", *extra)
 
@@ -194,18 +181,21 @@ class LiveTop(unittest.TestCase):
         self.assertGreater(float(last["duty"]), 0)
         counts = [int(t["n"]) for t in tables]
         self.assertEqual(counts, sorted(counts))
-        # The rows against the truth plugin's census of the same run, 4 SE.
+        # -o kept every sample, as record does, and the last table counts exactly those.
+        pcs = recorded_pcs(rec)
+        self.assertEqual(len(pcs), 3000)
+        syms = fwtest.symbols(name)
         loops = ["hot_a", "hot_b", "hot_c"]
         observed = {k: w for k, (_, _, w) in last["rows"].items()}
-        n = sum(observed.get(k, 0) for k in loops)
-        self.assertGreater(n, 2400)
-        by_function = fwtest.by_function(truth_counts, fwtest.symbols(name))
-        self.assertEqual(within(observed, dict(by_function), loops, n), [])
-        # The printed standard error is sqrt(p(1-p)/n) of the printed share.
+        self.assertEqual({k: observed.get(k, 0) for k in loops},
+                         {k: sum(1 for pc in pcs if syms.lookup(pc & ~1) == k) for k in loops})
+        # Those samples against the truth plugin's census of the same run, 4 SE of the spread
+        # between batches of consecutive halts (live_runs.wall_clock_loops_check).
+        wall_clock_loops_check(self, rec, name, truth_counts)
+        # The printed standard error is sqrt(p(1-p)/n) of the printed share: top gives wall-clock
+        # halts binomial errors (report gives them batches'; docs/topn.md says so).
         pct, se, _ = last["rows"]["hot_a"]
         self.assertAlmostEqual(se, 100 * math.sqrt(pct / 100 * (1 - pct / 100) / 3000), delta=0.011)
-        # -o kept every sample, as record does.
-        self.assertEqual(len(recorded_pcs(rec)), 3000)
 
     def test_a_halt_just_past_the_wfi_is_sleep_as_report_counts_it(self):
         """sleep_forever_m4 halted at wall-clock instants (asleep most of the time by any clock):

@@ -63,8 +63,12 @@ nlohmann::json to_json(const Profile& profile)
         {"distinct_addresses", profile.distinct_addresses},
         {"warnings", warnings},
         {"errors",
-         {{"method", profile.exact ? "none" : profile.errors.bursts > 0 ? "bursts" : "binomial"},
-          {"bursts", profile.errors.bursts},
+         {{"method", profile.exact                ? "none"
+                     : profile.errors.bursts == 0 ? "binomial"
+                     : profile.errors.batches     ? "batches"
+                                                  : "bursts"},
+          {"bursts", profile.errors.batches ? 0 : profile.errors.bursts},
+          {"batches", profile.errors.batches ? profile.errors.bursts : 0},
           {"largest_ratio", std::round(profile.errors.largest_ratio * 1000) / 1000},
           {"lower_bounds", profile.errors.lower_bounds}}},
     };

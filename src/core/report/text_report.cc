@@ -130,13 +130,20 @@ std::string describe_errors(const Profile& profile)
                "errors are too small, lower bounds (docs/live.md, \"Error bars of correlated reads\")";
     if (profile.errors.bursts == 0)
         return "binomial: each sample taken on its own";
-    std::string text = format("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
-                              "profile chunks, whose reads are correlated): up to %.1f times the binomial figure",
-                              profile.errors.bursts, profile.errors.largest_ratio);
+    const char* clusters = profile.errors.batches ? "batches" : "bursts";
+    std::string text =
+        profile.errors.batches
+            ? format("from the spread between %zu batches of consecutive wall-clock halts (how far the core ran "
+                     "between two is up to the link and the host; where it ran little, neighbours repeat each "
+                     "other): up to %.1f times the binomial figure",
+                     profile.errors.bursts, profile.errors.largest_ratio)
+            : format("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
+                     "profile chunks, whose reads are correlated): up to %.1f times the binomial figure",
+                     profile.errors.bursts, profile.errors.largest_ratio);
     if (profile.errors.bursts < 20)   // the variance's own error: a chi-square of k - 1 degrees
-        text += format("; only %zu bursts, so the errors themselves are rough (the 95 %% intervals use Student's t "
+        text += format("; only %zu %s, so the errors themselves are rough (the 95 %% intervals use Student's t "
                        "of %zu degrees of freedom)",
-                       profile.errors.bursts, profile.errors.bursts - 1);
+                       profile.errors.bursts, clusters, profile.errors.bursts - 1);
     return text;
 }
 

@@ -324,6 +324,7 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
     const bool halted = !reads_pcsr(recording.header);
     out.measures_time = measures_time(recording.header);
     out.reads_pcsr = !halted;
+    out.wall_clock_halts = halted && out.measures_time;   // halts paced by the wall clock
     out.pcs.reserve(n);
     out.times_ns.reserve(n);
     bool several_cores = false;

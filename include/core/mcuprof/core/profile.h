@@ -142,8 +142,11 @@ struct Profile {
     // back-to-back DWT_PCSR reads with no bursts to take errors from (OpenOCD's own `profile`
     // in a gmon.out, a recording from before burst marks, or rows not made from the reads'
     // addresses): correlated reads, so the figures are too small.
+    // batches: the clusters are batches of consecutive wall-clock halts (SampleSet::
+    // wall_clock_halts), not bursts of reads; bursts then counts the batches.
     struct ErrorModel {
         size_t bursts = 0;
+        bool batches = false;
         double largest_ratio = 1;
         bool lower_bounds = false;
     } errors;

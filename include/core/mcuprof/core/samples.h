@@ -84,6 +84,12 @@ struct SampleSet {
     // barely ran between them), so standard errors come from the spread between bursts.
     // Empty: every sample was taken on its own (a random wait before each).
     std::vector<size_t> bursts;
+    // The samples are wall-clock halts, each taken on its own, in the order taken. How far the
+    // core runs between two halts is up to the link and the host, not the sampler (a slow probe,
+    // a host loaded by other work, a core halted most of the time), and when it runs little,
+    // neighbours fall in the same code: binomial errors would then be too small. Their errors
+    // come from the spread between batches of consecutive halts instead (batch means).
+    bool wall_clock_halts = false;
     // The samples (indices into pcs, ascending) whose halt found the core asleep by the debug
     // registers (DHCSR.S_SLEEP read before the halt): "(sleep)" whatever their PC, which on
     // sleep-on-exit (SCR.SLEEPONEXIT) is no WFI's. Empty for every other source.
