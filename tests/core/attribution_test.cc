@@ -520,6 +520,43 @@ TEST_CASE("attribution: PCSR reads with no bursts to take errors from get binomi
     CHECK(to_json(bursts)["errors"]["lower_bounds"] == false);
 }
 
+// A sampled core whose truth is known by construction: each sample finds the function of the
+// sample before with probability 0.9, else a fresh draw from the true shares (60, 30, 10 %),
+// which keeps them the chain's stationary shares.
+struct StickyCore {
+    static constexpr uint32_t pcs[3] = {0x08000000, 0x08000010, 0x08000020};
+    static constexpr double truth[3] = {60.0, 30.0, 10.0};
+    static constexpr const char* names[3] = {"func_a", "local_b", "func_c"};
+    std::mt19937 random;
+    int state = 0;
+
+    explicit StickyCore(uint32_t seed) : random(seed) {}
+    double uniform() { return double(random()) / 4294967296.0; }   // portable, unlike std's distributions
+    int draw()
+    {
+        const double u = uniform();
+        return u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
+    }
+    // The next sample's PC; `fresh` draws it anew (the first sample after a random wait).
+    uint32_t next(bool fresh)
+    {
+        if (fresh || uniform() >= 0.9)
+            state = draw();
+        return pcs[state];
+    }
+    // How many of the three rows' 95 % intervals hold their true share.
+    static int covered(const Profile& profile)
+    {
+        int n = 0;
+        for (int f = 0; f < 3; ++f) {
+            auto it = std::find_if(profile.rows.begin(), profile.rows.end(),
+                                   [&](const Row& r) { return r.name == names[f]; });
+            n += it != profile.rows.end() && it->share.low <= truth[f] && truth[f] <= it->share.high;
+        }
+        return n;
+    }
+};
+
 TEST_CASE("attribution: the 95 % interval of burst errors covers the truth about 95 % of the time")
 {
     // A sampled core that stays in its function for a while: each read is the function of the
@@ -530,41 +567,19 @@ TEST_CASE("attribution: the 95 % interval of burst errors covers the truth about
     // 95 % gives 1140 +- 7.5, one of 80 % 960 +- 14. The binomial intervals of the same
     // samples are checked to fail, or the test would prove nothing.
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
-    const uint32_t pcs[3] = {0x08000000, 0x08000010, 0x08000020};
-    const double truth[3] = {60.0, 30.0, 10.0};
-    const char* names[3] = {"func_a", "local_b", "func_c"};
-    std::mt19937 random(20261201);
-    auto uniform = [&] { return double(random()) / 4294967296.0; };   // portable, unlike std's distributions
-    auto draw = [&] {
-        const double u = uniform();
-        return u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
-    };
-    int covered = 0, covered_binomial = 0, intervals = 0;
+    StickyCore core(20261201);
+    int covered = 0, covered_binomial = 0;
+    const int intervals = 400 * 3;
     for (int run = 0; run < 400; ++run) {
         SampleSet s;
         for (int burst = 0; burst < 40; ++burst) {
             s.bursts.push_back(s.pcs.size());
-            int state = draw();
-            for (int read = 0; read < 16; ++read) {
-                if (read > 0 && uniform() >= 0.9)
-                    state = draw();
-                s.pcs.push_back(pcs[state]);
-            }
+            for (int read = 0; read < 16; ++read)
+                s.pcs.push_back(core.next(read == 0));
         }
-        const Profile p = attribute(s, symbols, nullptr, {});
-        std::vector<size_t> no_bursts;
-        std::swap(s.bursts, no_bursts);
-        const Profile b = attribute(s, symbols, nullptr, {});
-        for (int f = 0; f < 3; ++f) {
-            auto in = [&](const Profile& profile) {
-                auto it = std::find_if(profile.rows.begin(), profile.rows.end(),
-                                       [&](const Row& r) { return r.name == names[f]; });
-                return it != profile.rows.end() && it->share.low <= truth[f] && truth[f] <= it->share.high;
-            };
-            covered += in(p);
-            covered_binomial += in(b);
-            ++intervals;
-        }
+        covered += StickyCore::covered(attribute(s, symbols, nullptr, {}));
+        s.bursts.clear();
+        covered_binomial += StickyCore::covered(attribute(s, symbols, nullptr, {}));
     }
     MESSAGE("burst intervals covered " << covered << " of " << intervals << ", binomial " << covered_binomial);
     CHECK(covered >= 1100);            // 95 % less 5 standard errors
@@ -629,38 +644,17 @@ TEST_CASE("attribution: the 95 % interval of batch errors covers the truth about
     // here): with batches of 30 (900 halts) the intervals covered 1061 (88.4 %), so a little
     // under 95 % is expected; the binomial intervals of the same samples must fail.
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
-    const uint32_t pcs[3] = {0x08000000, 0x08000010, 0x08000020};
-    const double truth[3] = {60.0, 30.0, 10.0};
-    const char* names[3] = {"func_a", "local_b", "func_c"};
-    std::mt19937 random(20261202);
-    auto uniform = [&] { return double(random()) / 4294967296.0; };   // portable, unlike std's distributions
-    auto draw = [&] {
-        const double u = uniform();
-        return u < 0.6 ? 0 : u < 0.9 ? 1 : 2;
-    };
-    int covered = 0, covered_binomial = 0, intervals = 0;
+    StickyCore core(20261202);
+    int covered = 0, covered_binomial = 0;
+    const int intervals = 400 * 3;
     for (int run = 0; run < 400; ++run) {
         SampleSet s;
-        int state = draw();
-        for (int halt = 0; halt < 3000; ++halt) {
-            if (halt > 0 && uniform() >= 0.9)
-                state = draw();
-            s.pcs.push_back(pcs[state]);
-        }
+        for (int halt = 0; halt < 3000; ++halt)
+            s.pcs.push_back(core.next(halt == 0));
         s.wall_clock_halts = true;
-        const Profile p = attribute(s, symbols, nullptr, {});
+        covered += StickyCore::covered(attribute(s, symbols, nullptr, {}));
         s.wall_clock_halts = false;
-        const Profile b = attribute(s, symbols, nullptr, {});
-        for (int f = 0; f < 3; ++f) {
-            auto in = [&](const Profile& profile) {
-                auto it = std::find_if(profile.rows.begin(), profile.rows.end(),
-                                       [&](const Row& r) { return r.name == names[f]; });
-                return it != profile.rows.end() && it->share.low <= truth[f] && truth[f] <= it->share.high;
-            };
-            covered += in(p);
-            covered_binomial += in(b);
-            ++intervals;
-        }
+        covered_binomial += StickyCore::covered(attribute(s, symbols, nullptr, {}));
     }
     MESSAGE("batch intervals covered " << covered << " of " << intervals << ", binomial " << covered_binomial);
     CHECK(covered >= 1080);            // at most 5 points under 95 %: 1140 less 4 standard errors of 80 %'s
