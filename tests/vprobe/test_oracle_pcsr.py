@@ -145,22 +145,23 @@ class GmonFiles(Rig, unittest.TestCase):
                 cls.files.append(gmon)
             cls.seconds = time.monotonic() - started
             cls.window = censuses(before, snapshot(cls.qemu))
-            cls.reports = []
+            # Read here: stop_rig removes the work folder.
+            cls.reports, cls.gmon = [], []
             for gmon in cls.files:
                 r = subprocess.run([str(CLI), "report", str(gmon), "--elf", str(elf), "--format", "json"],
                                    capture_output=True, text=True, timeout=60)
                 cls.reports.append(r)
+                cls.gmon.append(read_gmon(gmon))
         finally:
             stop_rig(cls)
 
     def test_pooled_shares_within_4_between_file_errors_of_the_window(self):
         per_file = []
-        for gmon, r in zip(self.files, self.reports):
+        for gmon, (low, high, buckets), r in zip(self.files, self.gmon, self.reports):
             self.assertEqual(r.returncode, 0, r.stderr)
             doc = json.loads(r.stdout)
             # Back-to-back reads with no passes in the file: the report's binomial errors are lower bounds.
             self.assertEqual((doc["errors"]["method"], doc["errors"]["lower_bounds"]), ("binomial", True))
-            low, high, buckets = read_gmon(gmon)
             self.assertEqual((low, high), self.text)
             self.assertEqual(sum(buckets), PROFILE_CAP, f"{gmon.name}: the call did not end at its cap")
             self.assertEqual(doc["samples"], PROFILE_CAP)
