@@ -541,34 +541,33 @@ static void write_tasks(const char *path, struct counter **list, size_t n)
     fclose(f);
 }
 
-/* Uniform-cost mode: the host nanoseconds of each instruction (truth_before_each), as
- * "0xADDRESS NS" lines. */
-static void write_times(const char *path, struct counter **list, size_t n)
+/* A census of host nanoseconds, the counter's field at `field`, as "0xADDRESS NS" lines. */
+static void write_ns_lines(const char *path, struct counter **list, size_t n, size_t field)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
         fprintf(stderr, "truth: cannot write %s\n", path);
         return;
     }
-    for (size_t k = 0; k < n; k++)
-        if (list[k]->time_ns != 0)
-            fprintf(f, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, list[k]->time_ns);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t ns;
+        memcpy(&ns, (const char *)list[k] + field, sizeof ns);
+        if (ns != 0)
+            fprintf(f, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, ns);
+    }
     fclose(f);
 }
 
-/* Uniform-cost mode: the host nanoseconds each address was in its vCPU's PC slot
- * (charge_shown), as "0xADDRESS NS" lines. */
+/* Uniform-cost mode: the host nanoseconds of each instruction (truth_before_each). */
+static void write_times(const char *path, struct counter **list, size_t n)
+{
+    write_ns_lines(path, list, n, offsetof(struct counter, time_ns));
+}
+
+/* Uniform-cost mode: the host nanoseconds each address was in its vCPU's PC slot (charge_shown). */
 static void write_shown(const char *path, struct counter **list, size_t n)
 {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        fprintf(stderr, "truth: cannot write %s\n", path);
-        return;
-    }
-    for (size_t k = 0; k < n; k++)
-        if (list[k]->shown_ns != 0)
-            fprintf(f, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, list[k]->shown_ns);
-    fclose(f);
+    write_ns_lines(path, list, n, offsetof(struct counter, shown_ns));
 }
 
 /* FILE with `suffix` (FILE itself for ""), written by `write` under that name plus ".part",

@@ -63,6 +63,22 @@ def snapshot(qemu) -> dict[str, dict[int, int]]:
     return {"time": times, "pcsr": qemu.snapshot_shown()}
 
 
+def errors_and_summary(observed: dict[str, float], window: dict[str, dict[str, int]], ratios: dict[str, float],
+                       largest: float, reads: int) -> tuple[dict[str, float], str]:
+    """Each census row's standard error (at its true share, times its ratio to the binomial
+    error) and a line of the eight largest rows: % read / PC-read census / halt census, and the
+    worst z against each census."""
+    truth, halts = window["pcsr"], window["time"]
+    total, total_halts = sum(truth.values()), sum(halts.values())
+    se = {name: ratios.get(name, largest) * math.sqrt(n / total * (1 - n / total) / reads)
+          for name, n in truth.items()}
+    shares = ", ".join(f"{name} {100 * observed.get(name, 0):.2f}/{100 * n / total:.2f}"
+                       f"/{100 * halts.get(name, 0) / total_halts:.2f}"
+                       for name, n in sorted(truth.items(), key=lambda kv: -kv[1])[:8])
+    return se, (f"{shares} (% read/PC-read census/halt census); worst z against the PC-read census "
+                f"{worst(observed, truth, se)}, the halt census {worst(observed, halts, se)}")
+
+
 def worst(observed: dict[str, float], truth: dict[str, int], se: dict[str, float]) -> tuple:
     """The row of at least MIN_SHARE of `truth` furthest from it in its own errors: (name, z)."""
     total = sum(truth.values())
@@ -110,16 +126,9 @@ class ProfileChunks(Rig, unittest.TestCase):
         ratios, largest = fwtest.burst_ratios(doc)
         observed = {row["name"]: row["percent"] / 100 for row in doc["functions"] if row["samples"]}
         truth = self.window["pcsr"]
-        total = sum(truth.values())
-        se = {name: ratios.get(name, largest) * math.sqrt(n / total * (1 - n / total) / doc["samples"])
-              for name, n in truth.items()}
-        shares = ", ".join(f"{name} {100 * observed.get(name, 0):.2f}/{100 * n / total:.2f}"
-                           f"/{100 * self.window['time'].get(name, 0) / sum(self.window['time'].values()):.2f}"
-                           for name, n in sorted(truth.items(), key=lambda kv: -kv[1])[:8])
-        print(f"\nprofile chunks ({CHUNKS} of {CHUNK}, {self.seconds:.1f} s): {shares} (% read/PC-read census/"
-              f"halt census); largest error ratio {largest:.1f}; worst z against the PC-read census "
-              f"{worst(observed, truth, se)}, the halt census {worst(observed, self.window['time'], se)}",
-              file=sys.stderr)
+        _, summary = errors_and_summary(observed, self.window, ratios, largest, doc["samples"])
+        print(f"\nprofile chunks ({CHUNKS} of {CHUNK}, {self.seconds:.1f} s): {summary}; largest error ratio "
+              f"{largest:.1f}", file=sys.stderr)
         self.assertEqual(fwtest.beyond_se(observed, fwtest.fractions(truth), doc["samples"], min_share=MIN_SHARE,
                                           z=Z, ratios=ratios, default_ratio=largest), [])
 
@@ -180,16 +189,9 @@ class GmonFiles(Rig, unittest.TestCase):
                 ratios[name] = math.sqrt(var) / binomial
         largest = max(ratios.values())
         truth = self.window["pcsr"]
-        total = sum(truth.values())
-        se = {name: ratios.get(name, largest) * math.sqrt(n / total * (1 - n / total) / reads)
-              for name, n in truth.items()}
-        shares = ", ".join(f"{name} {100 * pooled.get(name, 0):.2f}/{100 * n / total:.2f}"
-                           f"/{100 * self.window['time'].get(name, 0) / sum(self.window['time'].values()):.2f}"
-                           for name, n in sorted(truth.items(), key=lambda kv: -kv[1])[:8])
-        print(f"\ngmon.out ({FILES} profile calls of {PROFILE_CAP} reads, {self.seconds:.1f} s): {shares} "
-              f"(% read/PC-read census/halt census); between-file error over the binomial one up to {largest:.1f}; "
-              f"worst z against the PC-read census {worst(pooled, truth, se)}, the halt census "
-              f"{worst(pooled, self.window['time'], se)}", file=sys.stderr)
+        _, summary = errors_and_summary(pooled, self.window, ratios, largest, reads)
+        print(f"\ngmon.out ({FILES} profile calls of {PROFILE_CAP} reads, {self.seconds:.1f} s): {summary}; "
+              f"between-file error over the binomial one up to {largest:.1f}", file=sys.stderr)
         self.assertEqual(fwtest.beyond_se(pooled, fwtest.fractions(truth), reads, min_share=MIN_SHARE, z=Z,
                                           ratios=ratios, default_ratio=largest), [])
 
