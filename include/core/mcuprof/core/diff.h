@@ -22,13 +22,14 @@ struct DiffRow {
     double z = 0;          // delta over its standard error under "same share"; ±inf when the
                            // error is 0 (both sides exact, or a share of exactly 0 or 1 that moved)
     bool flagged = false;  // |z| above the threshold: with both sides exact, any move
-    // The z rests on a side whose errors are only lower bounds (Profile::errors.lower_bounds:
-    // back-to-back PCSR reads with no bursts, as in OpenOCD's gmon.out): the true |z| is
-    // smaller by an unknown factor, so the row is not flagged on it.
-    bool z_upper_bound = false;
     uint64_t a_distinct = 0;   // distinct sampled addresses in the row, each side
     uint64_t b_distinct = 0;
     std::string function;  // the enclosing function of a line or address row; a function row's own name
+    // The z rests on a side whose errors are only lower bounds (Profile::errors.lower_bounds:
+    // back-to-back PCSR reads with no bursts, as in OpenOCD's gmon.out): the true |z| is
+    // smaller by an unknown factor, so the row is not flagged on it.
+    // (Last, so that the rows' aggregate initializers before it stay as they are.)
+    bool z_upper_bound = false;
 };
 
 // A classic trap of comparing samplers (docs/method.md), found in the data of a diff.
