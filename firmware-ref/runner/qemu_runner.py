@@ -217,6 +217,9 @@ class QemuRun:
                   takes this much host time, so wall-clock samples are proportional to
                   instructions, and census snapshots can be asked for (snapshot()); implies
                   singlestep (firmware-ref/truth/truth.c)
+      pc_file     the truth plugin publishes each vCPU's current instruction in a shared file,
+                  q.pc_file (pcfile=; needs truth), for `mcuprof vprobe --pc-file` to answer
+                  DWT_PCSR without halting QEMU (docs/vprobe.md)
       record / replay   path of a record/replay log (-icount ...,rr=record|replay,rrfile=)
       icount_shift      default 0; None: no -icount, so that QEMU runs each vCPU of a multi-core
                   machine in a thread of its own (MTTCG; -icount runs them in turn on one thread),
@@ -237,6 +240,7 @@ class QemuRun:
                  truth_args: Sequence[str] = (),
                  gdb: bool | int = False, halted: bool = False, qmp: bool = False,
                  singlestep: bool = False, uniform_cost_ns: Optional[int] = None,
+                 pc_file: bool = False,
                  record: Optional[str | os.PathLike] = None,
                  replay: Optional[str | os.PathLike] = None,
                  icount_shift: Optional[int] = 0, icount_sleep: bool = True, semihosting: bool = True,
@@ -281,6 +285,12 @@ class QemuRun:
             # The handlers' first instructions: the time census gives QEMU's work before an
             # interrupt's entry to the interrupted code (firmware-ref/truth/truth.c).
             self.truth_args += [f"entry={hex(a)}" for a in exception_entries(self.elf)]
+        self.pc_file: Optional[Path] = None
+        if pc_file:
+            if self.truth_path is None:
+                raise QemuError("pc_file needs the truth plugin (truth=PATH)")
+            self.pc_file = self.workdir / "pc.slots"
+            self.truth_args += [f"pcfile={self.pc_file}"]
         self._snapshots = 0
         self.record = Path(record) if record else None
         self.replay = Path(replay) if replay else None
@@ -521,6 +531,17 @@ class QemuRun:
             address, ns = line.split()[:2]
             times[int(address, 16)] = int(ns)
         return times
+
+    def snapshot_shown(self) -> dict[int, int]:
+        """The PC-read census of the last snapshot(): the host nanoseconds each address was its
+        vCPU's published PC so far, {address: ns} (FILE.pcsr; firmware-ref/truth/truth.c,
+        charge_shown): the reference of non-intrusive PC reads (vprobe --pc-file), as
+        snapshot_times() is of halts. The difference of two is the window's."""
+        shown: dict[int, int] = {}
+        for line in Path(f"{self.last_snapshot}.pcsr").read_text().splitlines():
+            address, ns = line.split()[:2]
+            shown[int(address, 16)] = int(ns)
+        return shown
 
     def snapshot_and_times(self, timeout: float = 60.0) -> tuple[dict[int, int], dict[int, int]]:
         """snapshot() and the time census of that same snapshot (snapshot_times()): the counts

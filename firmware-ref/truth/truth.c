@@ -53,6 +53,18 @@
  * instructions: the runner gives the vector table's) tells that census where an interrupt
  * begins. On a loaded host it is the reference for wall-clock halts, which the counts are not.
  *
+ * pcfile=PATH: a PC read that does not stop the vCPU, for the virtual probe's DWT_PCSR
+ * (mcuprof vprobe --pc-file PATH, docs/vprobe.md). The plugin makes PATH a small file mapped
+ * shared: the 32-bit word PC_FILE_MAGIC, the number of vCPUs, then one aligned 32-bit slot per
+ * vCPU, to which each vCPU stores, with a plain atomic store and no lock, the address of the
+ * instruction it is about to execute, once that instruction's turn has come (after its wait in
+ * uniform-cost mode). So at any instant a slot holds the instruction executing or the last one
+ * executed, what DDI 0403 (C1.8.9, DWT_PCSR) lets the register return: "the address of a
+ * recently executed instruction". A slot reads 0xFFFFFFFF before its vCPU's first instruction.
+ * Reading it costs the vCPU nothing: no halt, no exit from the translated code. In uniform-cost
+ * mode a snapshot also writes FILE.pcsr, the census of such reads: the host nanoseconds each
+ * address was in its slot (see charge_shown for how it differs from the halts' FILE.time).
+ *
  * One plugin serves QEMU 7.2 (plugin API 1) and QEMU 10 (API 4): this file is the counting,
  * free of QEMU's types; truth_api1.c and truth_api4.c are the glue, each compiled against its
  * API's own qemu-plugin.h (third_party/qemu-plugin/, from Debian's QEMU source packages), so
@@ -85,6 +97,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,6 +125,7 @@ static struct counter **table; /* open addressing, linear probing, power-of-two 
 static size_t table_size;
 static size_t n_counters;
 static char *out_path;
+static char *pc_path;
 static unsigned n_vcpus = 1;
 static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -181,6 +195,7 @@ static struct counter *counter_for(uint64_t addr)
     c->slot = slot;
     c->split = 0;
     c->time_ns = 0;
+    c->shown_ns = 0;
     c->next = NULL;
     memset(c->by_task, 0, sizeof c->by_task);
     table[i] = c;
@@ -278,6 +293,46 @@ static void charge_time(unsigned vcpu, struct counter *c, uint64_t now)
     add_time(c, own);
 }
 
+/* The PC file (pcfile=): header words, then a slot per vCPU. The layout is shared with the
+ * vprobe's reader (src/vprobe/pc_file.cc), which checks the magic and the count. */
+enum { PC_FILE_MAGIC = 0x31464350 };   /* "PCF1" in the file's little-endian bytes */
+enum { PC_FILE_HEADER_WORDS = 2 };
+static uint32_t *pc_slots;
+
+/* The census of non-intrusive PC reads: the host time each address was in its vCPU's slot.
+ * Called on instruction N's turn after its wait: P, the instruction before it on this vCPU, was
+ * in the slot from the end of P's wait (`last_wait_end_ns`) to the end of N's (`wait_end`):
+ * P's own execution, QEMU's time between the two (the gap) and N's wait. A halt census
+ * (charge_time) gives the same time to the instruction a halt would stop at, N; a read of the
+ * slot gives P, so here P is charged, and every gap with it, long ones included: whatever
+ * QEMU does between two instructions (its work at a timer event, a wait for its main loop, the
+ * host's scheduler), a read meanwhile gives P. The halt census leaves long gaps out, or moves
+ * them, by a model of where a halt would land; a read needs no model, and back-to-back reads
+ * do land in those gaps more than elsewhere (the reader gets the CPU when the vCPU thread
+ * blocks: measured, docs/vprobe.md). Only the plugin's own snapshot writing is left out. So
+ * this census is the reference for windows in which no debugger halts the core (while halted,
+ * the vprobe answers 0xFFFFFFFF; a halt inside the window would be counted to P): PCSR
+ * recordings and OpenOCD's `profile`. */
+static uint64_t not_shown_ns[MAX_VCPUS];   /* per vCPU: snapshot writing since its last turn */
+
+static void charge_shown(unsigned vcpu, uint64_t wait_end)
+{
+    struct counter *p = last_counter[vcpu];
+    if (p == NULL)
+        return;
+    const uint64_t shown = wait_end - last_wait_end_ns[vcpu] - not_shown_ns[vcpu];
+    not_shown_ns[vcpu] = 0;
+    __atomic_fetch_add(&p->shown_ns, shown, __ATOMIC_RELAXED);
+}
+
+/* The address vcpu is about to execute, for a PC read from another process: one aligned word,
+ * stored atomically so a reader never sees half of two addresses. */
+static void publish_pc(unsigned vcpu, const struct counter *c)
+{
+    if (pc_slots != NULL)
+        __atomic_store_n(&pc_slots[PC_FILE_HEADER_WORDS + vcpu], (uint32_t)c->addr, __ATOMIC_RELAXED);
+}
+
 void truth_before_each(unsigned vcpu, struct counter *c)
 {
     if (vcpu >= n_vcpus)
@@ -285,22 +340,32 @@ void truth_before_each(unsigned vcpu, struct counter *c)
     if (snapshot_fd >= 0 && until_poll[vcpu]-- == 0) {
         until_poll[vcpu] = POLL_EVERY;
         if (pthread_mutex_trylock(&snapshot_lock) == 0) {
+            const uint64_t started = cost_ns != 0 ? now_ns() : 0;
             poll_snapshot_requests();
             pthread_mutex_unlock(&snapshot_lock);
+            if (cost_ns != 0)
+                not_shown_ns[vcpu] += now_ns() - started;
         }
     }
-    if (cost_ns == 0)
+    if (cost_ns == 0) {
+        publish_pc(vcpu, c);
         return;
-    uint64_t now = now_ns();
+    }
+    const uint64_t turn = now_ns();
+    uint64_t now = turn;
     charge_time(vcpu, c, now);
-    last_turn_ns[vcpu] = now;
-    last_counter[vcpu] = c;
     uint64_t *deadline = &deadline_ns[vcpu];
     if (now > *deadline + PAUSE_NS)
         *deadline = now;   /* after a pause: start afresh, no burst to catch up */
     *deadline += cost_ns;
     while (now < *deadline)
         now = now_ns();
+    /* The slot moves to this instruction only now: during its wait the last one executed, P,
+     * is the recently executed instruction a PC read gives. */
+    publish_pc(vcpu, c);
+    charge_shown(vcpu, now);
+    last_turn_ns[vcpu] = turn;
+    last_counter[vcpu] = c;
     last_wait_end_ns[vcpu] = now;
 }
 
@@ -378,7 +443,7 @@ void truth_instrument(void *insn, uint64_t addr, size_t size)
     if (listed(tcb_loads, n_tcb_loads, addr))
         api->call_on_load(insn);
     api->count_each(insn, c);
-    if (cost_ns != 0 || snapshot_fd >= 0)
+    if (cost_ns != 0 || snapshot_fd >= 0 || pc_slots != NULL)
         api->call_before_each(insn, c);
 }
 
@@ -476,19 +541,33 @@ static void write_tasks(const char *path, struct counter **list, size_t n)
     fclose(f);
 }
 
-/* Uniform-cost mode: the host nanoseconds of each instruction (truth_before_each), as
- * "0xADDRESS NS" lines. */
-static void write_times(const char *path, struct counter **list, size_t n)
+/* A census of host nanoseconds, the counter's field at `field`, as "0xADDRESS NS" lines. */
+static void write_ns_lines(const char *path, struct counter **list, size_t n, size_t field)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
         fprintf(stderr, "truth: cannot write %s\n", path);
         return;
     }
-    for (size_t k = 0; k < n; k++)
-        if (list[k]->time_ns != 0)
-            fprintf(f, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, list[k]->time_ns);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t ns;
+        memcpy(&ns, (const char *)list[k] + field, sizeof ns);
+        if (ns != 0)
+            fprintf(f, "0x%08" PRIx64 " %" PRIu64 "\n", list[k]->addr, ns);
+    }
     fclose(f);
+}
+
+/* Uniform-cost mode: the host nanoseconds of each instruction (truth_before_each). */
+static void write_times(const char *path, struct counter **list, size_t n)
+{
+    write_ns_lines(path, list, n, offsetof(struct counter, time_ns));
+}
+
+/* Uniform-cost mode: the host nanoseconds each address was in its vCPU's PC slot (charge_shown). */
+static void write_shown(const char *path, struct counter **list, size_t n)
+{
+    write_ns_lines(path, list, n, offsetof(struct counter, shown_ns));
 }
 
 /* FILE with `suffix` (FILE itself for ""), written by `write` under that name plus ".part",
@@ -511,8 +590,8 @@ static void write_whole(const char *path, const char *suffix, void (*write)(cons
     free(whole);
 }
 
-/* A snapshot: FILE appears whole, and last (FILE.tasks in task mode, FILE.time in uniform-cost
- * mode before it). */
+/* A snapshot: FILE appears whole, and last (FILE.tasks in task mode, FILE.time and FILE.pcsr in
+ * uniform-cost mode before it). */
 static void write_snapshot(const char *path)
 {
     size_t n = 0;
@@ -523,8 +602,10 @@ static void write_snapshot(const char *path)
     }
     if (task_path != NULL)
         write_whole(path, ".tasks", write_tasks, list, n);
-    if (cost_ns != 0)
+    if (cost_ns != 0) {
         write_whole(path, ".time", write_times, list, n);
+        write_whole(path, ".pcsr", write_shown, list, n);
+    }
     write_whole(path, "", write_counts, list, n);
     free(list);
 }
@@ -550,6 +631,34 @@ static bool parse_count(const char *text, uint64_t *value)
     errno = 0;
     *value = strtoull(text, &end, 10);
     return end != text && *end == '\0' && errno == 0 && *value <= 1000000000u; /* at most 1 s an instruction */
+}
+
+/* The PC file: made (or emptied) at PATH, its header written, every slot 0xFFFFFFFF until its
+ * vCPU runs. Mapped shared, so the stores reach a reader that maps the same file. */
+static int open_pc_file(const char *path)
+{
+    const size_t words = PC_FILE_HEADER_WORDS + n_vcpus;
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate(fd, (off_t)(words * sizeof(uint32_t))) != 0) {
+        fprintf(stderr, "truth: cannot make the PC file %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    void *map = mmap(NULL, words * sizeof(uint32_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);   /* the mapping stays */
+    if (map == MAP_FAILED) {
+        fprintf(stderr, "truth: cannot map the PC file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    uint32_t *words_of = map;
+    for (unsigned k = 0; k < n_vcpus; k++)
+        words_of[PC_FILE_HEADER_WORDS + k] = 0xFFFFFFFFu;
+    words_of[1] = n_vcpus;
+    /* The magic last: a reader that sees it sees the rest. */
+    __atomic_store_n(&words_of[0], (uint32_t)PC_FILE_MAGIC, __ATOMIC_RELEASE);
+    pc_slots = words_of;
+    return 0;
 }
 
 static bool add_point(uint64_t *list, size_t *n, size_t most, const char *text)
@@ -578,12 +687,15 @@ int truth_start(const struct truth_api *chosen, unsigned vcpus, int argc, char *
         } else if (strncmp(argv[k], "cost=", 5) == 0 && parse_count(argv[k] + 5, &cost_ns)) {
         } else if (strncmp(argv[k], "snapshots=", 10) == 0) {
             snapshot_fifo = strdup(argv[k] + 10);
+        } else if (strncmp(argv[k], "pcfile=", 7) == 0) {
+            pc_path = strdup(argv[k] + 7);
         } else if (strncmp(argv[k], "tcbload=", 8) == 0 && add_point(tcb_loads, &n_tcb_loads, MAX_POINTS, argv[k] + 8)) {
         } else if (strncmp(argv[k], "taskswitch=", 11) == 0 && add_point(task_switches, &n_task_switches, MAX_POINTS, argv[k] + 11)) {
         } else if (strncmp(argv[k], "entry=", 6) == 0 && add_point(entries, &n_entries, MAX_ENTRIES, argv[k] + 6)) {
         } else {
             fprintf(stderr, "truth: bad argument '%s' (expected outfile=PATH, taskfile=PATH, tcbload=ADDR, "
-                            "taskswitch=ADDR, at most %d addresses each; cost=NS, snapshots=FIFO, entry=ADDR up to %d)\n",
+                            "taskswitch=ADDR, at most %d addresses each; cost=NS, snapshots=FIFO, entry=ADDR up to %d, "
+                            "pcfile=PATH)\n",
                     argv[k], MAX_POINTS, MAX_ENTRIES);
             return -1;
         }
@@ -596,6 +708,8 @@ int truth_start(const struct truth_api *chosen, unsigned vcpus, int argc, char *
         fprintf(stderr, "truth: taskfile= needs tcbload= and taskswitch=\n");
         return -1;
     }
+    if (pc_path != NULL && open_pc_file(pc_path) != 0)
+        return -1;
     if (snapshot_fifo != NULL) {
         /* Non-blocking: the open succeeds with no writer yet, and a read never waits. */
         snapshot_fd = open(snapshot_fifo, O_RDONLY | O_NONBLOCK);

@@ -21,6 +21,7 @@ struct counter {
     size_t slot;        /* ... and its index there */
     uint64_t split;     /* task mode: the part of count already given to a task */
     uint64_t time_ns;   /* uniform-cost mode: host time in which a halt would have stopped here */
+    uint64_t shown_ns;  /* uniform-cost mode: host time in which a PC read (pcfile=) would have given this */
     uint32_t size;      /* bytes, so that the next address in sequence is known */
     struct counter *next; /* uniform-cost mode: the counter of addr + size, resolved at translation */
     bool entry;         /* an exception handler's first instruction (entries=) */
@@ -51,7 +52,8 @@ int truth_start(const struct truth_api *api, unsigned vcpus, int argc, char **ar
 void truth_instrument(void *insn, uint64_t addr, size_t size);
 void truth_tcb_load(uint64_t vaddr);
 void truth_task_switch(size_t point);
-/* Uniform cost and snapshots (cost=, snapshots=): before each execution of every instruction. */
+/* Uniform cost, snapshots and the PC file (cost=, snapshots=, pcfile=): before each execution of
+ * every instruction. */
 void truth_before_each(unsigned vcpu, struct counter *c);
 /* At exit: the counts (and the task file). */
 void truth_write(void);

@@ -12,6 +12,7 @@
 
 #include "mcuprof/transport/rsp_client.h"
 #include "mcuprof/vprobe/error.h"
+#include "mcuprof/vprobe/pc_file.h"
 #include "mcuprof/vprobe/rsp_target.h"
 #include "mcuprof/vprobe/stlink_server.h"
 #include "mcuprof/vprobe/virtual_probe.h"
@@ -25,7 +26,7 @@ namespace {
 
 const char* const vprobe_usage =
     "usage: mcuprof vprobe --gdb HOST:PORT|DEVICE (--port N | --stlink-port N)\n"
-    "                      [--latency DURATION]\n\n"
+    "                      [--latency DURATION] [--pc-file PATH]\n\n"
     "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers\n"
     "of the core behind the GDB server, so the real OpenOCD debugs and profiles it as\n"
     "a board on a probe.\n"
@@ -51,6 +52,7 @@ struct VprobeOptions {
     uint16_t port = 0;
     std::chrono::nanoseconds latency{0};
     bool no_pcsr = false;
+    std::string pc_file;
 };
 
 // Parses and checks every option before the GDB server is contacted. False when --help
@@ -73,7 +75,10 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
         ("latency", po::value(&latency)->value_name("DURATION"),
          "answer each request this long after it arrived, as a USB probe does (1ms: ST-LINK/V2 at full speed, "
          "125us: STLINK-V3 at high speed; default 0)")
-        ("no-pcsr", po::bool_switch(&o.no_pcsr), "model a core without DWT_PCSR (reads 0, as on a Cortex-M0/M0+)");
+        ("no-pcsr", po::bool_switch(&o.no_pcsr), "model a core without DWT_PCSR (reads 0, as on a Cortex-M0/M0+)")
+        ("pc-file", po::value(&o.pc_file)->value_name("PATH"),
+         "answer DWT_PCSR from the truth plugin's PC file (QEMU -plugin libtruth.so,pcfile=PATH) without halting "
+         "the target, as silicon does; without it each read is a brief halt of QEMU");
     if (!line.parse(args))
         return false;
     line.require("gdb", "the GDB server of the target");
@@ -88,6 +93,8 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
     else
         o.port = static_cast<uint16_t>(chosen);
     o.latency = latency == "0" ? std::chrono::nanoseconds(0) : parse_duration(latency, "--latency");
+    if (line.given("pc-file") && o.no_pcsr)
+        throw UsageError("--pc-file answers DWT_PCSR, which --no-pcsr removes: give one of them");
     if (o.latency > std::chrono::milliseconds(100))
         throw UsageError("--latency is at most 100ms (OpenOCD's st-link driver gives up after 1 s)");
     transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
@@ -161,6 +168,18 @@ int vprobe_command(const Arguments& args)
 
     vprobe::CortexMDebug::Options cortex;
     cortex.pcsr = !o.no_pcsr;
+    std::unique_ptr<vprobe::PcFile> pc_file;
+    if (!o.pc_file.empty()) {
+        try {
+            pc_file = std::make_unique<vprobe::PcFile>(o.pc_file);
+        } catch (const std::runtime_error& e) {
+            throw UsageError(e.what());
+        }
+        if (pc_file->cores() < cores)
+            throw UsageError("--pc-file " + o.pc_file + " has " + std::to_string(pc_file->cores()) +
+                             " vCPU slots, the target " + std::to_string(cores) + " cores");
+        cortex.running_pc = [file = pc_file.get()](unsigned core) { return file->pc(core); };
+    }
     std::vector<vprobe::DebugTarget*> core_targets;
     for (unsigned core = 0; core < cores; ++core)
         core_targets.push_back(&target.core(core));
@@ -180,8 +199,9 @@ int vprobe_command(const Arguments& args)
     if (cores > 1)
         for (unsigned core = 0; core < cores; ++core)
             aps += (core ? ", " : "; ") + std::string("core ") + std::to_string(core) + " on AP" + std::to_string(core);
-    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s%s\n", o.stlink ? "st-link" : "remote_bitbang",
-                 o.listen.c_str(), server->port(), rsp.peer().c_str(), aps.c_str());
+    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s%s%s\n", o.stlink ? "st-link" : "remote_bitbang",
+                 o.listen.c_str(), server->port(), rsp.peer().c_str(), aps.c_str(),
+                 pc_file ? ("; DWT_PCSR from " + o.pc_file).c_str() : "");
     server->on_idle = [&target] { target.idle(); };
     target.on_gone = [](const std::string& reason) {
         std::fprintf(stderr, "mcuprof vprobe: %s; its core answers nothing now (OpenOCD sees a dead board)\n",

@@ -58,6 +58,8 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
     d.threshold = threshold;
     d.a_instructions = a.run_instructions;
     d.b_instructions = b.run_instructions;
+    d.a_lower_bounds = !a.exact && a.errors.lower_bounds;
+    d.b_lower_bounds = !b.exact && b.errors.lower_bounds;
 
     std::map<std::string, DiffRow> rows;
     auto row_for = [&rows](const Row& r) -> DiffRow& {
@@ -97,7 +99,9 @@ ProfileDiff diff_profiles(const Profile& a, const Profile& b, double threshold, 
             row.z = (pb - pa) / std::sqrt(variance);
         else if (pa != pb)   // two censuses, or a share of exactly 0 or 1 that moved: certain
             row.z = pb > pa ? INFINITY : -INFINITY;
-        row.flagged = std::fabs(row.z) > threshold;
+        // A z whose error is too small is too large: it tells nothing against the threshold.
+        row.z_upper_bound = d.a_lower_bounds || d.b_lower_bounds;
+        row.flagged = std::fabs(row.z) > threshold && !row.z_upper_bound;
         d.rows.push_back(row);
     }
     std::sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
@@ -136,7 +140,13 @@ std::string flagged_summary(const ProfileDiff& diff)
     else
         std::snprintf(text, sizeof text, "%zu of %zu rows differ by more than %g standard errors", flagged,
                       diff.rows.size(), diff.threshold);
-    return text;
+    std::string summary = text;
+    if (diff.a_lower_bounds || diff.b_lower_bounds)
+        summary += std::string("; ") +
+                   (diff.a_lower_bounds && diff.b_lower_bounds ? "both sides'" : diff.a_lower_bounds ? "A's" : "B's") +
+                   " standard errors are lower bounds (back-to-back PCSR reads without bursts, as in OpenOCD's "
+                   "gmon.out), so every z is an upper bound (marked ^) and flags nothing";
+    return summary;
 }
 
 std::string totals_summary(const ProfileDiff& diff)
@@ -177,7 +187,7 @@ void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
             break;
         }
         text_table::write_row(out, format("%8.2f %8.2f %+8.2f %7s %s", r.a_percent, r.b_percent, r.delta_pp,
-                                          z_text(r.z).c_str(), r.flagged ? "* " : "  "),
+                                          z_text(r.z).c_str(), r.flagged ? "* " : r.z_upper_bound ? "^ " : "  "),
                               r.name);
     }
     for (const DiffHint& h : diff.hints)
@@ -195,21 +205,24 @@ nlohmann::json to_json(const ProfileDiff& diff)
                         {"b_percent", json_numbers::percent(r.b_percent)},
                         {"delta_pp", json_numbers::percent(r.delta_pp)},
                         {"z", json_numbers::statistic(r.z)},
+                        {"z_upper_bound", r.z_upper_bound},
                         {"flagged", r.flagged}});
     }
     nlohmann::json hints = nlohmann::json::array();
     for (const DiffHint& h : diff.hints)
         hints.push_back({{"kind", h.kind}, {"function", h.function}, {"message", h.message}});
-    auto side = [](const std::string& origin, double total, bool exact, std::optional<uint64_t> instructions) {
-        nlohmann::json s = {{"origin", origin}, {"samples", json_numbers::count(total)}, {"exact", exact}};
+    auto side = [](const std::string& origin, double total, bool exact, std::optional<uint64_t> instructions,
+                   bool lower_bounds) {
+        nlohmann::json s = {{"origin", origin}, {"samples", json_numbers::count(total)}, {"exact", exact},
+                            {"errors_lower_bounds", lower_bounds}};
         s["run_instructions"] = instructions ? nlohmann::json(*instructions) : nlohmann::json(nullptr);
         return s;
     };
     const std::optional<double> ratio = total_ratio(diff);
     return {{"format", "mcuprof-diff"},
             {"version", 1},
-            {"a", side(diff.a_origin, diff.a_total, diff.a_exact, diff.a_instructions)},
-            {"b", side(diff.b_origin, diff.b_total, diff.b_exact, diff.b_instructions)},
+            {"a", side(diff.a_origin, diff.a_total, diff.a_exact, diff.a_instructions, diff.a_lower_bounds)},
+            {"b", side(diff.b_origin, diff.b_total, diff.b_exact, diff.b_instructions, diff.b_lower_bounds)},
             {"threshold", diff.threshold},
             {"both_exact", both_exact(diff)},
             {"total_ratio", ratio ? nlohmann::json(std::round(*ratio * 1e6) / 1e6) : nlohmann::json(nullptr)},

@@ -513,11 +513,20 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
         return cyccnt();
     case dwt_pcsr: {
         // DDI 0403, DWT_PCSR: the address of a recently executed instruction, 0xFFFFFFFF
-        // while the core is halted. On QEMU each read is a brief halt of the target.
+        // while the core is halted. From the emulator's published PC where there is one (no
+        // stop, as on silicon); otherwise each read is a brief halt of the target.
         if (!options_.pcsr || !has_pcsr(target_cpuid()))
             return 0;
         if (refresh_halted())
             return 0xFFFFFFFFu;
+        if (options_.running_pc) {
+            target_.let_run();   // a core held for memory accesses moves on, as on silicon
+            const std::optional<uint32_t> published = options_.running_pc(options_.core);
+            if (!published)
+                return 0xFFFFFFFFu;   // no instruction executed yet: nothing recent to give
+            ++pc_samples_;
+            return *published;
+        }
         const std::optional<uint32_t> pc = target_.sample_pc();
         if (!pc) {
             refresh_halted();   // the core stopped by itself meanwhile (a breakpoint)

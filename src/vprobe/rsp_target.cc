@@ -64,6 +64,7 @@ public:
     }
     std::optional<bool> read_security_state() override { return m_.read_security_state(c_); }
     std::optional<uint32_t> sample_pc() override { return m_.sample_pc(c_); }
+    void let_run() override { m_.idle(); }
     void set_breakpoints(const std::set<uint32_t>& addresses) override { m_.set_breakpoints(c_, addresses); }
 
 private:

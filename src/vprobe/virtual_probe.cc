@@ -6,6 +6,7 @@ VirtualProbe::VirtualProbe(const std::vector<DebugTarget*>& cores, CortexMDebug:
     : dp_(jtag_dp::cortex_m_idcode), tap_(dp_)
 {
     for (DebugTarget* core : cores) {
+        options.core = unsigned(cortex_.size());
         cortex_.push_back(std::make_unique<CortexMDebug>(*core, options));
         ap_.push_back(std::make_unique<MemAp>(*cortex_.back()));
         // The AHB-AP is AP 0 on a Cortex-M3/M4; a second core's is AP 1.

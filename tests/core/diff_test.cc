@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "mcuprof/core/diff.h"
 #include "mcuprof/core/symbols.h"
@@ -77,6 +80,49 @@ TEST_CASE("diff: against a census only the sampled side varies")
     CHECK(row(d, "f").flagged);
     const ProfileDiff loose = diff_profiles(profile(1000, false, {{"f", 650}}), profile(10000, true, {{"f", 7000}}), 4);
     CHECK_FALSE(row(loose, "f").flagged);
+}
+
+TEST_CASE("diff: a side whose errors are lower bounds gives upper-bound z-scores that flag nothing")
+{
+    // Two gmon.out profiles (back-to-back PCSR reads, no bursts: errors.lower_bounds). f: 600 of
+    // 1000 against 500 of 1000, the binomial z of the first case, -4.4947: with independent reads
+    // far beyond 3, but the reads repeat each other by an unknown factor, so that z only bounds
+    // the true one from above.
+    Profile a = profile(1000, false, {{"f", 600}, {"g", 400}});
+    Profile b = profile(1000, false, {{"f", 500}, {"g", 480}, {"h", 20}});
+    a.errors.lower_bounds = true;
+    b.errors.lower_bounds = true;
+    const ProfileDiff d = diff_profiles(a, b);
+    CHECK(row(d, "f").z == doctest::Approx(-4.4947).epsilon(1e-4));
+    for (const DiffRow& r : d.rows) {
+        CAPTURE(r.name);
+        CHECK(r.z_upper_bound);
+        CHECK_FALSE(r.flagged);
+    }
+    CHECK(d.a_lower_bounds);
+    CHECK(flagged_summary(d).find("0 of 3 rows") == 0);
+    CHECK(flagged_summary(d).find("both sides' standard errors are lower bounds") != std::string::npos);
+    // One such side is enough; against a census only the sampled side counts, so a census
+    // carrying the flag (it cannot have errors) changes nothing.
+    Profile independent = profile(1000, false, {{"f", 500}, {"g", 480}, {"h", 20}});
+    const ProfileDiff one = diff_profiles(a, independent);
+    CHECK_FALSE(row(one, "f").flagged);
+    CHECK(row(one, "f").z_upper_bound);
+    CHECK(flagged_summary(one).find("A's standard errors are lower bounds") != std::string::npos);
+    Profile census = profile(10000, true, {{"f", 7000}});
+    census.errors.lower_bounds = true;
+    const ProfileDiff against_census = diff_profiles(profile(1000, false, {{"f", 650}}), census);
+    CHECK(row(against_census, "f").z == doctest::Approx(3.4503).epsilon(1e-4));
+    CHECK(row(against_census, "f").flagged);
+    CHECK_FALSE(row(against_census, "f").z_upper_bound);
+    // The text and JSON say so.
+    std::ostringstream text;
+    write_text(d, text, 0);
+    CHECK(text.str().find("^ f") != std::string::npos);
+    const nlohmann::json json = to_json(d);
+    CHECK(json["a"]["errors_lower_bounds"] == true);
+    CHECK(json["rows"][0]["z_upper_bound"] == true);
+    CHECK(json["rows"][0]["flagged"] == false);
 }
 
 namespace {

@@ -154,7 +154,7 @@ UNIFORM_COST_NS = 2000
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
               vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
               uniform_cost_ns: int | None = None, openocd_commands: tuple[str, ...] = (),
-              icount_shift: int | None = 0) -> None:
+              icount_shift: int | None = 0, pc_file: bool = True) -> None:
     """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
     OpenOCD on the vprobe, on ports chosen now; `uniform_cost_ns`: the truth plugin's
@@ -169,15 +169,25 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     "dapdirect_swd" or "hla_swd", an ST-Link over SWD (vprobe --stlink-port, qemu-stlink.cfg);
     `rig.probe_link`, when set, is called with the probe's port and returns the port OpenOCD
     connects to (a proxy in between). `openocd_commands`: more configuration commands (-c),
-    after the probe's configuration and before `init`."""
+    after the probe's configuration and before `init`.
+
+    `pc_file` (the default): DWT_PCSR is answered without halting QEMU, from the truth plugin's
+    PC file (vprobe --pc-file; the plugin is loaded for it, counting into the work folder, when
+    `truth` is not given), as silicon answers it without stopping the core; False: every read is
+    a brief halt of QEMU, the vprobe's fallback, whose back-to-back reads bend the profile
+    (docs/vprobe.md, "DWT_PCSR without a halt"). Not with `--no-pcsr` among `vprobe_options`."""
     rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
     rig.vprobe_log = []
     stlink = getattr(rig, "stlink_transport", None)
+    pc_file = pc_file and "--no-pcsr" not in vprobe_options
+    if pc_file and truth is None:
+        truth = rig.work / "truth-pc-file.txt"
     rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
                                    uniform_cost_ns=uniform_cost_ns, icount_shift=icount_shift, uart=None,
-                                   timeout=600).start()
+                                   pc_file=pc_file, timeout=600).start()
+    pc_options = ("--pc-file", str(rig.qemu.pc_file)) if pc_file else ()
     rig.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
-                        "--stlink-port" if stlink else "--port", "0", *vprobe_options],
+                        "--stlink-port" if stlink else "--port", "0", *pc_options, *vprobe_options],
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        text=True)
     first = rig.vprobe.stderr.readline()

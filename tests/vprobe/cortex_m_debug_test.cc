@@ -146,6 +146,41 @@ TEST_CASE("cortex-m: DWT_PCSR is the running PC, 0xFFFFFFFF halted")
     CHECK((f.rd(dwt_ctrl) >> 28) == 4);   // NUMCOMP
 }
 
+TEST_CASE("cortex-m: with a published PC (the truth plugin's PC file) DWT_PCSR reads it without halting")
+{
+    FakeTarget target;
+    std::vector<unsigned> asked;
+    std::optional<uint32_t> published = 0x08000310;
+    CortexMDebug::Options options{1e6, [] { return 0.0; }};
+    options.running_pc = [&](unsigned core) {
+        asked.push_back(core);
+        return published;
+    };
+    options.core = 1;   // the second core's AP: its own slot
+    CortexMDebug debug{target, options};
+    uint32_t value = 0;
+    REQUIRE(debug.read(dwt_pcsr, 4, value));
+    CHECK(value == 0x08000310);
+    published = 0x08000312;
+    REQUIRE(debug.read(dwt_pcsr, 4, value));
+    CHECK(value == 0x08000312);
+    CHECK(asked == std::vector<unsigned>{1, 1});
+    CHECK(target.pc_halts == 0);    // the target was never stopped for a sample
+    CHECK(target.let_runs == 2);    // a core held for accesses is let run first
+    CHECK(debug.pc_samples() == 2);
+    // Before the vCPU's first instruction there is no recent one.
+    published.reset();
+    REQUIRE(debug.read(dwt_pcsr, 4, value));
+    CHECK(value == 0xFFFFFFFF);
+    // Halted: 0xFFFFFFFF, whatever the slot holds (DDI 0403: Debug state).
+    published = 0x08000400;
+    REQUIRE(debug.write(dhcsr, 4, dbgkey | c_debugen | c_halt));
+    REQUIRE(debug.read(dwt_pcsr, 4, value));
+    CHECK(value == 0xFFFFFFFF);
+    CHECK(asked.size() == 3);
+    CHECK(debug.pc_samples() == 2);
+}
+
 TEST_CASE("cortex-m: without PCSR (an ARMv6-M core) DWT_PCSR reads 0, running or halted")
 {
     FakeTarget target;

@@ -146,8 +146,12 @@ public:
     {
         if (halted)
             return std::nullopt;
+        ++pc_halts;   // RspTarget stops QEMU for each
         return running_pc;
     }
+    void let_run() override { ++let_runs; }
+    int pc_halts = 0;
+    int let_runs = 0;
     void set_breakpoints(const std::set<uint32_t>& addresses) override { breakpoints = addresses; }
 };
 

@@ -43,7 +43,7 @@ void write_html(const ProfileDiff& diff, std::ostream& out)
             << format("<td data-v=\"%.6g\">", std::max(r.a_percent, r.b_percent)) << bars << "</td>"
             << format("<td data-v=\"%.6g\">%+.2f</td>", r.delta_pp, r.delta_pp)
             << "<td data-v=\"" << (std::isfinite(r.z) ? format("%.6g", r.z) : (r.z > 0 ? "1e308" : "-1e308")) << "\">"
-            << z << "</td></tr>\n";
+            << z << (r.z_upper_bound ? " ^" : "") << "</td></tr>\n";
     }
     out << "</tbody></table>\n";
     html::end_page(out);

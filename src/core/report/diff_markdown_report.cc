@@ -13,7 +13,7 @@ std::vector<DiffRow> regressions(const ProfileDiff& diff, double fail_above_pp)
 {
     std::vector<DiffRow> grown;
     for (const DiffRow& row : diff.rows)
-        if (row.delta_pp > fail_above_pp && row.z > diff.threshold)
+        if (row.delta_pp > fail_above_pp && row.z > diff.threshold && !row.z_upper_bound)   // an upper bound proves nothing
             grown.push_back(row);
     std::stable_sort(grown.begin(), grown.end(),
                      [](const DiffRow& a, const DiffRow& b) { return a.delta_pp > b.delta_pp; });
@@ -89,6 +89,8 @@ void write_markdown(const ProfileDiff& diff, std::ostream& out, std::optional<do
         << "- B: " << side(diff.b_origin, diff.b_total, diff.b_exact) << "\n";
     if (const std::string totals = totals_summary(diff); !totals.empty())
         out << "- " << totals << "\n";
+    if (diff.a_lower_bounds || diff.b_lower_bounds)
+        out << "- " << flagged_summary(diff) << "\n";
     out << "\n";
 
     std::vector<const DiffRow*> shown;
@@ -111,7 +113,7 @@ void write_markdown(const ProfileDiff& diff, std::ostream& out, std::optional<do
     for (const DiffRow* row : shown)
         out << "| " << cell(row->name) << " | " << number("%.2f", row->a_percent) << " | "
             << number("%.2f", row->b_percent) << " | " << number("%+.2f", row->delta_pp) << " | " << z_text(row->z)
-            << " |\n";
+            << (row->z_upper_bound ? " ^" : "") << " |\n";
     if (!diff.hints.empty()) {
         out << "\nHints:\n\n";
         for (const DiffHint& hint : diff.hints)

@@ -25,6 +25,11 @@ struct DiffRow {
     uint64_t a_distinct = 0;   // distinct sampled addresses in the row, each side
     uint64_t b_distinct = 0;
     std::string function;  // the enclosing function of a line or address row; a function row's own name
+    // The z rests on a side whose errors are only lower bounds (Profile::errors.lower_bounds:
+    // back-to-back PCSR reads with no bursts, as in OpenOCD's gmon.out): the true |z| is
+    // smaller by an unknown factor, so the row is not flagged on it.
+    // (Last, so that the rows' aggregate initializers before it stay as they are.)
+    bool z_upper_bound = false;
 };
 
 // A classic trap of comparing samplers (docs/method.md), found in the data of a diff.
@@ -46,6 +51,9 @@ struct ProfileDiff {
     // The whole runs' instructions, when each side knows them (Profile::run_instructions).
     std::optional<uint64_t> a_instructions;
     std::optional<uint64_t> b_instructions;
+    // Each side's errors are only lower bounds (Profile::errors.lower_bounds).
+    bool a_lower_bounds = false;
+    bool b_lower_bounds = false;
     std::vector<DiffRow> rows;   // by the larger of the two shares, descending
     std::vector<DiffHint> hints;
 };
@@ -58,7 +66,8 @@ std::optional<double> total_ratio(const ProfileDiff& diff);
 bool total_grew(const ProfileDiff& diff, double percent);
 // The lines every diff format shows, in words: how many rows are flagged and on what rule
 // ("3 of 14 rows differ by more than 3 standard errors", or with two censuses "3 of 14 rows
-// moved; both sides are exact counts, so every move is real"); the totals ("" when a side
+// moved; both sides are exact counts, so every move is real"; with a side of lower-bound
+// errors, that its z-scores are upper bounds and flag nothing); the totals ("" when a side
 // has none): "instructions of the whole run: A 1066725, B 2412111, B/A 2.261 (+126.13 %)".
 std::string flagged_summary(const ProfileDiff& diff);
 std::string totals_summary(const ProfileDiff& diff);

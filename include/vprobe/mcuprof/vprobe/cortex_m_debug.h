@@ -43,6 +43,13 @@ public:
         // ARMv6-M, where the register is optional): for debuggers' fallbacks to halting.
         // ARMv6-M and ARMv8-M Baseline cores (from the target's CPUID) have none either way.
         bool pcsr = true;
+        // Where set, DWT_PCSR of a running core is this core's current instruction as the
+        // emulator publishes it (the truth plugin's PC file: vprobe --pc-file), read without
+        // stopping the target; nullopt before its first instruction. Unset, each read is a
+        // brief halt of the target (sample_pc), which bends back-to-back reads (docs/vprobe.md).
+        std::function<std::optional<uint32_t>(unsigned core)> running_pc = {};
+        // This core's index among the probe's cores (its AP), for running_pc.
+        unsigned core = 0;
     };
 
     explicit CortexMDebug(DebugTarget& target) : CortexMDebug(target, Options{}) {}

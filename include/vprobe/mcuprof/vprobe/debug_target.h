@@ -51,6 +51,11 @@ public:
     // nullopt when the core halted meanwhile (a breakpoint).
     virtual std::optional<uint32_t> sample_pc() = 0;
 
+    // A running core that was stopped for memory accesses (still shown running) runs again:
+    // a PC read from elsewhere (the truth plugin's PC file) must see it move. No-op where
+    // accesses stop nothing.
+    virtual void let_run() {}
+
     // The instruction addresses where the core must halt (FPB comparators), the whole set
     // each time.
     virtual void set_breakpoints(const std::set<uint32_t>& addresses) = 0;

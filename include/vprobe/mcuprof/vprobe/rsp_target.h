@@ -76,6 +76,7 @@ public:
     bool write_special_register(const std::string& name, uint32_t value) override;
     std::optional<bool> read_security_state() override;
     std::optional<uint32_t> sample_pc() override;
+    void let_run() override { idle(); }
     void set_breakpoints(const std::set<uint32_t>& addresses) override;
 
     // The debugger paused: a core held for accesses runs again.
