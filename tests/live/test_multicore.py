@@ -35,6 +35,7 @@ import unittest
 from pathlib import Path
 
 import fwtest
+from top_output import core_sections
 import qemu_runner
 from task_checks import check_tasks_per_core
 
@@ -306,12 +307,7 @@ class TopShowsEachCore(unittest.TestCase):
                                   "--samples", "200", "--rows", "0"], capture_output=True, text=True, timeout=300)
             q.stop()
         self.assertEqual(run.returncode, 0, run.stderr)
-        last = run.stdout[run.stdout.rindex("top "):]
-        sections = {}
-        for part in last.split("\ncore ")[1:]:
-            header, *lines = part.splitlines()
-            rows = {line.split()[3]: float(line.split()[2]) for line in lines[1:] if line.strip()}
-            sections[int(header.rstrip(":"))] = rows
+        sections = core_sections(run.stdout)
         self.assertEqual(sorted(sections), [0, 1])
         for core, rows in sections.items():
             self.assertEqual(sum(rows.values()), 200, rows)

@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 import fwtest
+from top_output import core_sections
 import qemu_runner
 from openocd_rig import CLI, OPENOCD, require, start_rig, stop_rig
 from task_checks import check_tasks_per_core
@@ -171,12 +172,7 @@ class GdbPortLeavesCoresAsFound(unittest.TestCase):
         run = subprocess.run([str(CLI), "top", "--gdb", f"127.0.0.1:{self.gdb_port}", "--elf", str(self.elf),
                               "--samples", str(self.HALTS), "--rows", "0"], capture_output=True, text=True, timeout=600)
         self.assertEqual(run.returncode, 0, run.stderr)
-        last = run.stdout[run.stdout.rindex("top "):]
-        sections = {}
-        for part in last.split("\ncore ")[1:]:
-            header, *lines = part.splitlines()
-            rows = {line.split()[3]: float(line.split()[2]) for line in lines[1:] if line.strip()}
-            sections[int(header.rstrip(":"))] = rows
+        sections = core_sections(run.stdout)
         self.assertEqual(sorted(sections), [0, 1])
         for core, rows in sections.items():
             self.assertEqual(sum(rows.values()), self.HALTS, rows)

@@ -220,7 +220,8 @@ public:
         // The other cores at the same halt: their registers, each in a round trip of its own.
         std::vector<std::string> none;
         for (size_t core = 1; core < threads_.size(); ++core)
-            state.other_cores.push_back(read_core(threads_[core], HaltRequest{request.all_registers, {}, true}, none));
+            state.other_cores.push_back(
+                read_core(threads_[core], HaltRequest{request.all_registers, {}, true, 0, {}}, none));
         return state;
     }
     // Described by the server: read by name; otherwise (QEMU 7.2) through the MRS stub.
