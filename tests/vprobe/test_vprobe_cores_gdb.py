@@ -35,7 +35,7 @@ from top_output import core_sections
 import qemu_runner
 from openocd_rig import CLI, OPENOCD, require, start_rig, stop_rig
 from task_checks import check_tasks_per_core
-from test_vprobe_cores import CORE_CODE, RecordBothCoresThroughOpenOCD, StacksOfBothCoresThroughOpenOCD
+from test_vprobe_cores import CORE_CODE, RecordBothCoresThroughOpenOCD
 
 
 class RecordBothCoresThroughGdbPort(RecordBothCoresThroughOpenOCD):
@@ -116,18 +116,6 @@ class TasksPerCoreThroughOpenOCD(unittest.TestCase):
         self.check_kernel("dualtasks_zephyr_an521")
 
 
-class StacksOfBothCoresThroughGdbPort(StacksOfBothCoresThroughOpenOCD):
-    """`record --gdb --stacks` on OpenOCD's GDB port: core 1 halted by the monitor script with all
-    its registers and its stack window, kept halted while it is unwound (its further reads through
-    its own target), resumed before core 0's 'c'; each core's chains its own."""
-    openocd_commands = RecordBothCoresThroughGdbPort.openocd_commands
-    openocd_gdb = True
-
-    @classmethod
-    def link(cls) -> list[str]:
-        return ["--gdb", f"127.0.0.1:{cls.gdb_port}"]
-
-
 class GdbPortLeavesCoresAsFound(unittest.TestCase):
     """One rig (dual_forever_an521, OpenOCD's GDB port for core 0, core 1's target beside it):
     - `record --gdb` leaves core 1's debug registers as it found them: DFSR (whose HALTED bit the
@@ -179,7 +167,7 @@ class GdbPortLeavesCoresAsFound(unittest.TestCase):
             self.assertLessEqual(set(rows), CORE_CODE[core], f"core {core}")
 
 
-del RecordBothCoresThroughOpenOCD, StacksOfBothCoresThroughOpenOCD   # run by test_vprobe_cores
+del RecordBothCoresThroughOpenOCD   # run by test_vprobe_cores
 
 
 if __name__ == "__main__":
