@@ -352,7 +352,8 @@ class StacksOfBothCoresThroughOpenOCD(unittest.TestCase):
         sampler = json.loads(self.recording.stdout)["sampler"]
         print(f"\n{type(self).__name__}: {sampler['samples_per_second']:.1f} halts/s, "
               f"{sampler['stacks']['extra_round_trips_per_sample']:.2f} round trips beyond the halt's per sample, "
-              f"mean depth {sampler['stacks']['mean_depth']:.2f}", file=sys.stderr)
+              f"mean depth {sampler['stacks']['mean_depth']:.2f}; {json.loads(self.recording.stdout)['core_stops']}",
+              file=sys.stderr)
 
 
 class RecordBothCoresByPcsr(RecordBothCoresThroughOpenOCD):
