@@ -1065,6 +1065,11 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
             Profile one = attribute(own, symbols, locator, each);
             profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows)});
         }
+        if (samples.core_stops)
+            profile.core_stops = CoreStopFigures{samples.core_stops->how, samples.core_stops->simultaneous,
+                                                 samples.core_stops->at_most_us.size(),
+                                                 percentiles(samples.core_stops->at_least_us),
+                                                 percentiles(samples.core_stops->at_most_us)};
     }
     return profile;
 }

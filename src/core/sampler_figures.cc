@@ -1,5 +1,6 @@
 #include "mcuprof/core/sampler_figures.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -7,12 +8,12 @@
 #include "mcuprof/core/error.h"
 
 namespace mcuprof::core {
-namespace {
-
-nlohmann::json percentiles_json(const Percentiles& p)
+nlohmann::json to_json(const Percentiles& p)
 {
     return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}};
 }
+
+namespace {
 
 // Reads the JSON form back. A recording comes from a file: whatever a report needs must be
 // there with its type, and what is optional must have its type when present.
@@ -78,6 +79,15 @@ private:
 
 } // namespace
 
+Percentiles percentiles(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    auto at = [&](double q) {
+        return values.empty() ? 0.0 : values[std::min(values.size() - 1, size_t(q * double(values.size() - 1) + 0.5))];
+    };
+    return {at(0.5), at(0.9), at(0.99), values.empty() ? 0.0 : values.back()};
+}
+
 nlohmann::json to_json(const SamplerFigures& f)
 {
     nlohmann::json out = {
@@ -90,7 +100,7 @@ nlohmann::json to_json(const SamplerFigures& f)
         {"link_lost", f.link_lost},
     };
     if (f.halt_latency_us)
-        out["halt_latency_us"] = percentiles_json(*f.halt_latency_us);
+        out["halt_latency_us"] = to_json(*f.halt_latency_us);
     if (f.pcsr) {
         const PcsrFigures& p = *f.pcsr;
         out["pcsr"] = {{"batch", p.batch},
@@ -98,7 +108,7 @@ nlohmann::json to_json(const SamplerFigures& f)
                        {"halted_reads", p.halted_reads},
                        {"halted_share", p.halted_share()},
                        {"batches", p.batches},
-                       {"round_trip_us", percentiles_json(p.round_trip_us)}};
+                       {"round_trip_us", to_json(p.round_trip_us)}};
         if (p.unused_reads)
             out["pcsr"]["unused_reads"] = *p.unused_reads;
     }

@@ -695,6 +695,36 @@ TEST_CASE("attribution: a multi-core sample set has each core's profile, with sh
     CHECK(c.rows[2].samples == 0);
     CHECK(c.cores[1].rows[0].name == "func_c");   // each core's own table stays by function
 
+    // How the halts stopped the cores: each halt's spread bounds, in percentiles, in every report.
+    // Five halts' upper bounds 100..500 us: the median (nearest rank of 5) is 300, p99 500.
+    s.core_stops = CoreStops{"back to back", false, {10, 20, 30, 40, 50}, {500, 100, 300, 200, 400}};
+    const Profile timed = attribute(s, symbols, nullptr, {});
+    REQUIRE(timed.core_stops);
+    CHECK(timed.core_stops->halts == 5);
+    CHECK(timed.core_stops->at_most_us.p50 == 300);
+    CHECK(timed.core_stops->at_most_us.p99 == 500);
+    CHECK(timed.core_stops->at_least_us.p50 == 30);
+    CHECK(describe_core_stops(timed) ==
+          "cores stopped within 300 us of each other (median of 5 halts), p99 500 us, max 500 us; at least 30 us "
+          "apart (median): back to back");
+    const nlohmann::json doc = to_json(timed);
+    CHECK(doc["core_stops"]["at_most_us"]["p50"] == 300);
+    CHECK(doc["core_stops"]["halts"] == 5);
+    std::ostringstream text;
+    write_text(timed, text);
+    CHECK(text.str().find("cores stopped within 300 us") != std::string::npos);
+    std::ostringstream html;
+    write_html(HtmlReport{timed}, html);
+    CHECK(html.str().find("</dt><dd>cores stopped within 300 us") != std::string::npos);
+    s.core_stops = CoreStops{"all-stop", true, {}, {}};
+    CHECK(describe_core_stops(attribute(s, symbols, nullptr, {})) ==
+          "cores stopped at one instant at every halt, no skew: all-stop");
+    CHECK(to_json(attribute(s, symbols, nullptr, {}))["core_stops"]["simultaneous"] == true);
+    s.core_stops = CoreStops{"no clock", false, {}, {}};
+    CHECK(describe_core_stops(attribute(s, symbols, nullptr, {})) ==
+          "the skew between the cores' stops was not measured: no clock");
+    s.core_stops.reset();
+
     // One core: no per-core profiles.
     s.cores.clear();
     s.core_names.clear();

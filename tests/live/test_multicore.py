@@ -27,6 +27,7 @@ import math
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ import unittest
 from pathlib import Path
 
 import fwtest
+from top_output import core_sections
 import qemu_runner
 from task_checks import check_tasks_per_core
 
@@ -192,6 +194,23 @@ class RecordBothCores(unittest.TestCase):
         self.assertIn("core 0 (thread p01.01): samples 1500", text.stdout)
         self.assertIn("core 1 (thread p02.02): samples 1500", text.stdout)
 
+    def test_no_skew_said(self):
+        # QEMU's gdbstub stops every vCPU for one stop reply: the recording says there is no skew,
+        # and its samples carry no stop bounds (each 32 bytes, docs/formats.md).
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        stops = json.loads(self.recording.stdout)["core_stops"]
+        self.assertEqual((stops["simultaneous"], stops["halts"]), (True, 0))
+        data = self.rec.read_bytes()
+        at, sizes = 16 + struct.unpack_from("<I", data, 12)[0], set()
+        while at + 8 <= len(data):
+            kind, size = struct.unpack_from("<HH", data, at)
+            if kind == 1:
+                sizes.add(size)
+            at += 8 + size
+        self.assertEqual(sizes, {32})
+        text = self.report()
+        self.assertIn("cores stopped at one instant at every halt, no skew", text.stdout)
+
     def test_firefox_thread_and_pprof_label_per_core(self):
         self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
         firefox = self.work / "dual.firefox.json"
@@ -288,12 +307,7 @@ class TopShowsEachCore(unittest.TestCase):
                                   "--samples", "200", "--rows", "0"], capture_output=True, text=True, timeout=300)
             q.stop()
         self.assertEqual(run.returncode, 0, run.stderr)
-        last = run.stdout[run.stdout.rindex("top "):]
-        sections = {}
-        for part in last.split("\ncore ")[1:]:
-            header, *lines = part.splitlines()
-            rows = {line.split()[3]: float(line.split()[2]) for line in lines[1:] if line.strip()}
-            sections[int(header.rstrip(":"))] = rows
+        sections = core_sections(run.stdout)
         self.assertEqual(sorted(sections), [0, 1])
         for core, rows in sections.items():
             self.assertEqual(sum(rows.values()), 200, rows)

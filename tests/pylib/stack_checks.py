@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import math
+import struct
 import sys
 import unittest
 
@@ -173,3 +174,58 @@ def all_symbols(elf) -> dict[str, tuple[int, int]]:
     """Every defined symbol (functions, data, assembly labels) as name -> (address without the
     Thumb bit, size); labels have size 0."""
     return {s.name: (s.start, s.size) for s in nm_symbols(elf)}
+
+
+# The two-core image's call chains (firmware-ref/src/scen_dual.c), each core's own: the round
+# its entry calls, and the functions that round calls; the round's last call, shared_step, is a
+# tail call (`b.w shared_step` after the round's frame is popped, arm-none-eabi-gcc -O2), so
+# shared_step sits right under the entry.
+DUAL_CHAINS = ({"entry": "main", "round": "core0_round", "callees": {"c0_heavy", "c0_light"}},
+               {"entry": "core1_main", "round": "core1_round", "callees": {"c1_alpha", "c1_beta"}})
+
+
+def recorded_chains(path, functions: dict[str, tuple[int, int]]) -> list[tuple[int, list[str], bool]]:
+    """Every sample's (core, chain root first, truncated) from a recording's bytes (docs/formats.md:
+    a stack record, u32 flags then the callers innermost first, follows its sample), each address
+    named by the ELF's function symbols (`functions`: name -> (start, end)), "?" outside them."""
+    def name(address: int) -> str:
+        return next((n for n, (start, end) in functions.items() if start <= address < end), "?")
+
+    data = path.read_bytes()
+    at = 16 + struct.unpack_from("<I", data, 12)[0]
+    chains = []
+    while at + 8 <= len(data):
+        kind, size = struct.unpack_from("<HH", data, at)
+        payload = data[at + 8:at + 8 + size]
+        at += 8 + size
+        if kind == 1:
+            pc, flags = struct.unpack_from("<I", payload, 8)[0], struct.unpack_from("<I", payload, 28)[0]
+            chains.append([flags >> 8 & 0xFF, [name(pc)], False])
+        elif kind == 4:
+            stack_flags = struct.unpack_from("<I", payload, 0)[0]
+            callers = [struct.unpack_from("<I", payload, i)[0] for i in range(4, size, 4)]
+            chains[-1][1] = [name(a) for a in reversed(callers)] + chains[-1][1]
+            chains[-1][2] = bool(stack_flags & 1)
+    return [(core, names, truncated) for core, names, truncated in chains]
+
+
+def check_dual_chains(test: unittest.TestCase, chains: list[tuple[int, list[str], bool]], halts: int) -> None:
+    """Both cores unwound at every halt, each chain its own core's (DUAL_CHAINS): a callee of the
+    round under the round under the core's entry, the round under the entry, or the entry alone
+    (its loop); never a frame of the other core's code."""
+    test.assertEqual(sorted(collections.Counter(core for core, _, _ in chains).items()), [(0, halts), (1, halts)])
+    for core, names, truncated in chains:
+        own = DUAL_CHAINS[core]
+        test.assertFalse(truncated, (core, names))
+        leaf = names[-1]
+        if leaf in own["callees"]:
+            test.assertEqual(names[-3:], [own["entry"], own["round"], leaf], (core, names))
+        elif leaf == "shared_step":
+            test.assertEqual(names[-2:], [own["entry"], leaf], (core, names))
+        elif leaf == own["round"]:
+            test.assertEqual(names[-2:], [own["entry"], leaf], (core, names))
+        else:
+            test.assertEqual(leaf, own["entry"], (core, names))
+        other = DUAL_CHAINS[1 - core]
+        foreign = {other["entry"], other["round"]} | other["callees"]
+        test.assertEqual(foreign & set(names), set(), (core, names))

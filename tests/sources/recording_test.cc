@@ -136,6 +136,60 @@ TEST_CASE("recording: the core of each sample, the cores the header names, and t
     CHECK(to_samples(read_recording(g.path), std::nullopt).cores.empty());
 }
 
+TEST_CASE("recording: each halt's spread of the cores' stops, from the samples that carry their bounds")
+{
+    TempFile f;
+    // Three cores, three halts; the bounds (ns) by hand: the spread of a halt is its latest core's.
+    const std::vector<std::vector<std::pair<uint64_t, uint64_t>>> halts = {
+        {{100'000, 300'000}, {200'000, 500'000}},   // spread 200..500 us
+        {{50'000, 90'000}, {10'000, 80'000}},       // spread 50..90 us
+        {{1'000, 2'000}, {3'000, 4'000}},           // spread 3..4 us
+    };
+    {
+        RecordingWriter w(f.path, {{"source", "openocd"},
+                                   {"core_stops", {{"skew", "measured"}, {"how", "back to back"}}},
+                                   {"cores", {{{"core", 0}, {"name", "core 0 (a)"}},
+                                              {{"core", 1}, {"name", "core 1 (b)"}},
+                                              {{"core", 2}, {"name", "core 2 (c)"}}}}});
+        for (const auto& halt : halts)
+            for (uint32_t core = 0; core < 3; ++core) {
+                LiveSample s;
+                s.pc = 0x10000100 + 0x100 * core;
+                s.core = core;
+                if (core > 0)
+                    s.stop_after = mcuprof::core::StopBounds{halt[core - 1].first, halt[core - 1].second};
+                w.sample(s);
+            }
+    }
+    const Recording r = read_recording(f.path);
+    REQUIRE(r.samples.size() == 9);
+    CHECK_FALSE(r.samples[0].stop_after);
+    REQUIRE(r.samples[4].stop_after);
+    CHECK(r.samples[4].stop_after->at_least_ns == 50'000);
+    CHECK(r.samples[4].stop_after->at_most_ns == 90'000);
+    const auto samples = to_samples(r, std::nullopt);
+    REQUIRE(samples.core_stops);
+    CHECK_FALSE(samples.core_stops->simultaneous);
+    CHECK(samples.core_stops->how == "back to back");
+    CHECK(samples.core_stops->at_least_us == std::vector<double>{200, 50, 3});
+    CHECK(samples.core_stops->at_most_us == std::vector<double>{500, 90, 4});
+
+    // QEMU's gdbstub: no skew, no bounds in the samples.
+    TempFile g;
+    {
+        RecordingWriter w(g.path, {{"source", "gdb"}, {"core_stops", {{"skew", "none"}, {"how", "all-stop"}}}});
+        for (uint32_t core : {0u, 1u}) {
+            LiveSample s;
+            s.core = core;
+            w.sample(s);
+        }
+    }
+    const auto none = to_samples(read_recording(g.path), std::nullopt);
+    REQUIRE(none.core_stops);
+    CHECK(none.core_stops->simultaneous);
+    CHECK(none.core_stops->at_most_us.empty());
+}
+
 TEST_CASE("recording: a torn last record is dropped and said so; the rest is kept")
 {
     TempFile f;

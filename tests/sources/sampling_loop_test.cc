@@ -254,7 +254,8 @@ TEST_CASE("sampling loop: DWT_PCSR of two cores, a round one read of each: each 
 
 TEST_CASE("OpenOCD's other cores through its GDB port: the script's answer, a core found halted, a short answer")
 {
-    const std::string script = other_cores_halt_script({"h7.cpu1"});
+    const std::string script = other_cores_halt_script({"h7.cpu1"}, false);
+    CHECK(script.find("clock") == std::string::npos);
     CHECK(script.rfind("capture {", 0) == 0);   // OpenOCD's polls held off
     CHECK(script.find("{h7.cpu1} write_memory") != std::string::npos);
     const OtherCoresRead read = parse_other_cores("0x08000101 0x08000011 0x20001000 0x61000000\n", 1, "gdb x");
@@ -270,6 +271,34 @@ TEST_CASE("OpenOCD's other cores through its GDB port: the script's answer, a co
     CHECK(halted.found_dhcsr == 196611);
     CHECK_THROWS_AS(parse_other_cores("0x1 0x2 0x3 0x4\n", 2, "gdb x"), transport::Error);
     CHECK_THROWS_AS(parse_other_cores("0x1 0x2\n", 1, "gdb x"), transport::Error);
+}
+
+TEST_CASE("OpenOCD's other cores through its GDB port, timed: each core's stop after core 0's, bracketed")
+{
+    CHECK(other_cores_halt_script({"h7.cpu1"}, true).find("clock microseconds") != std::string::npos);
+    // Script start 1000, end 1900 (OpenOCD's clock, us); before core 1's request 1100, after it 1150,
+    // after core 2's 1300.
+    const OtherCoresRead read = parse_other_cores(
+        "t 1000 1900 1100 1150 1300\n0x1 0x2 0x3 0x4\n0x5 0x6 0x7 0x8\n", 2, "gdb x");
+    REQUIRE(read.registers.size() == 2);
+    CHECK(read.registers[1].r[15] == 0x5);
+    CHECK(read.clock_us == std::vector<int64_t>{1000, 1900, 1100, 1150, 1300});
+    // mcuprof's clock: interrupt sent at 0, stop reply at 5 ms, monitor sent at 5.2 ms, answered at 6.5 ms.
+    const Clock::time_point t0{};
+    using us = std::chrono::microseconds;
+    const std::vector<mcuprof::core::StopBounds> bounds =
+        other_cores_stop_after(read, t0, t0 + us(5000), t0 + us(5200), t0 + us(6500));
+    REQUIRE(bounds.size() == 2);
+    // Core 1: at least 5200 - 5000 + (1100 - 1000) = 300 us, at most 6500 - 0 - (1900 - 1150) = 5750 us,
+    // each widened by the clock's 1 us.
+    CHECK(bounds[0].at_least_ns == 299'000);
+    CHECK(bounds[0].at_most_ns == 5'751'000);
+    // Core 2: at least 200 + 150 = 350 us, at most 6500 - (1900 - 1300) = 5900 us.
+    CHECK(bounds[1].at_least_ns == 349'000);
+    CHECK(bounds[1].at_most_ns == 5'901'000);
+    // An untimed script's answer gives no bounds; a short clock line is an error.
+    CHECK(other_cores_stop_after(parse_other_cores("0x1 0x2 0x3 0x4\n", 1, "gdb x"), t0, t0, t0, t0).empty());
+    CHECK_THROWS_AS(parse_other_cores("t 1 2 3\n0x1 0x2 0x3 0x4\n", 1, "gdb x"), transport::Error);
 }
 
 TEST_CASE("sampling loop: the running task tags each sample; its name is read once")

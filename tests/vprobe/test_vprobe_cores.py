@@ -30,6 +30,7 @@ import json
 import math
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from pathlib import Path
 import fwtest
 import qemu_runner
 from openocd_rig import CLI, OPENOCD, UNIFORM_COST_NS, elf_functions, elf_symbol, require, start_rig, stop_rig
+from stack_checks import check_dual_chains, recorded_chains
 
 IMAGE = "dual_forever_an521"
 # Core 1 on access port 1; the last target created is OpenOCD's current one: `targets` makes core 0
@@ -53,6 +55,34 @@ HALTS = 6
 RECORDED_HALTS = 1000
 Z = 4.0
 MIN_SHARE = 0.005   # below it a share is only bounded from above
+
+
+def recorded_spreads(path: Path) -> list[tuple[int, int]]:
+    """Each halt's spread of the cores' stops as the recording's samples carry it, read here from its
+    bytes (docs/formats.md): a sample of core 1, 2, ... of 40 bytes ends with the bounds (ns) of its
+    stop after core 0's; a halt's spread is its latest core's (the largest lower and upper bound)."""
+    data = path.read_bytes()
+    at = 16 + struct.unpack_from("<I", data, 12)[0]
+    spreads: list[list[int]] = []
+    while at + 8 <= len(data):
+        kind, size = struct.unpack_from("<HH", data, at)
+        payload = data[at + 8:at + 8 + size]
+        at += 8 + size
+        if kind != 1:
+            continue
+        core = struct.unpack_from("<I", payload, 28)[0] >> 8 & 0xFF
+        if core == 0:
+            spreads.append([0, 0])
+        elif size >= 40:
+            low, high = struct.unpack_from("<II", payload, 32)
+            spreads[-1] = [max(spreads[-1][0], low), max(spreads[-1][1], high)]
+    return [(low, high) for low, high in spreads]
+
+
+def nearest_rank(values: list[float], q: float) -> float:
+    """The percentile as the reports compute it (core::percentiles): rank q(n - 1), rounded."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
 
 
 def function_at(functions: dict[str, tuple[int, int]], pc: int) -> str | None:
@@ -245,6 +275,87 @@ class RecordBothCoresThroughOpenOCD(unittest.TestCase):
         self.assertNotIn("not sampled", report.stdout)
         self.assertNotIn("not sampled", self.recording.stderr)
 
+    def test_skew_carried_and_within_its_bounds(self):
+        """Each halt's spread of the cores' stops is in the recording (its bounds, per sample of core
+        1), the report's figures are those bounds' percentiles, and the vprobe's own measure of the
+        same halts (the time from the halt that stopped the machine to core 1's halt request, its
+        median and p99) lies between the bounds at the same rank: every halt's true spread lies
+        between its bounds, so each order statistic does too."""
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        spreads = recorded_spreads(self.out / "dual.rec")
+        n = len(spreads)
+        self.assertEqual(n, self.recorded_halts)
+        for low, high in spreads:
+            self.assertLessEqual(low, high)
+        stops = json.loads(self.recording.stdout)["core_stops"]
+        self.assertFalse(stops["simultaneous"])
+        self.assertEqual(stops["halts"], n)
+        for key, values in (("at_least_us", [low / 1000 for low, _ in spreads]),
+                            ("at_most_us", [high / 1000 for _, high in spreads])):
+            for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+                self.assertAlmostEqual(stops[key][name], nearest_rank(values, q), places=6, msg=f"{key} {name}")
+            self.assertAlmostEqual(stops[key]["max"], max(values), places=6)
+        line = next(line for line in self.vprobe_log if "halts of a core after another's" in line)
+        count, p50, p99 = re.search(r"(\d+) halts of a core after another's: their halt requests (\d+) us apart "
+                                    r"\(p50\), (\d+) us \(p99\)", line).groups()
+        self.assertEqual(int(count), n, line)
+        lows, highs = sorted(low for low, _ in spreads), sorted(high for _, high in spreads)
+        for q, shown in ((0.5, int(p50)), (0.99, int(p99))):
+            rank = min(n - 1, int(q * n))   # the vprobe's rank (vprobe_command.cc)
+            # The vprobe prints whole microseconds, rounded: half a microsecond either way.
+            self.assertLessEqual(lows[rank] / 1000 - 0.5, shown, f"q {q}: {line}")
+            self.assertLessEqual(shown, highs[rank] / 1000 + 0.5, f"q {q}: {line}")
+        print(f"\n{type(self).__name__}: spread of the stops, us: at most p50 {stops['at_most_us']['p50']:.0f} "
+              f"p99 {stops['at_most_us']['p99']:.0f}, at least p50 {stops['at_least_us']['p50']:.0f}; the vprobe's "
+              f"p50 {p50} p99 {p99}", file=sys.stderr)
+
+
+class StacksOfBothCoresThroughOpenOCD(unittest.TestCase):
+    """`record --openocd --mode halt --stacks`: every core unwound at each halt, from its own
+    registers and the stack window read from its own SP in the halt's one script; each core's chains
+    held to the image's call chains (stack_checks.check_dual_chains), read from the recording's
+    bytes; none named as not sampled. The cost is printed: samples/s and the round trips beyond the
+    halt's own per sample."""
+    HALTS = 200
+    openocd_commands = SECOND_CORE
+    openocd_gdb = False
+
+    @classmethod
+    def link(cls) -> list[str]:
+        return ["--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "halt"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.elf = fwtest.elf_path(IMAGE)
+        require((OPENOCD,), (CLI, cls.elf))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-stacks-"))
+        cls.out = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-stacks-rec-"))
+        try:
+            start_rig(cls, cls.elf, icount_shift=None, openocd_commands=cls.openocd_commands,
+                      openocd_gdb=cls.openocd_gdb)
+            cls.recording = subprocess.run(
+                [str(CLI), "record", *cls.link(), "--stacks",
+                 "--samples", str(cls.HALTS), "--elf", str(cls.elf), "-o", str(cls.out / "stacks.rec"),
+                 "--format", "json"], capture_output=True, text=True, timeout=900)
+        finally:
+            stop_rig(cls)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
+    def test_each_core_unwound_along_its_own_chains(self):
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        self.assertNotIn("not sampled", self.recording.stderr)
+        chains = recorded_chains(self.out / "stacks.rec", elf_functions(self.elf))
+        check_dual_chains(self, chains, self.HALTS)
+        sampler = json.loads(self.recording.stdout)["sampler"]
+        print(f"\n{type(self).__name__}: {sampler['samples_per_second']:.1f} halts/s, "
+              f"{sampler['stacks']['extra_round_trips_per_sample']:.2f} round trips beyond the halt's per sample, "
+              f"mean depth {sampler['stacks']['mean_depth']:.2f}; {json.loads(self.recording.stdout)['core_stops']}",
+              file=sys.stderr)
+
+
 class RecordBothCoresByPcsr(RecordBothCoresThroughOpenOCD):
     """`record --openocd --mode pcsr`: each round of a batch reads every core's DWT_PCSR (core 0's
     first), the cores running. One round a batch (--batch 1), the batches 5 ms apart on average:
@@ -253,6 +364,14 @@ class RecordBothCoresByPcsr(RecordBothCoresThroughOpenOCD):
     @classmethod
     def link(cls) -> list[str]:
         return ["--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "pcsr", "--batch", "1"]
+
+    def test_skew_carried_and_within_its_bounds(self):
+        """DWT_PCSR reads stop no core: the recording says the skew was not measured, and why."""
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        self.assertEqual(recorded_spreads(self.out / "dual.rec"), [(0, 0)] * self.recorded_halts)
+        stops = json.loads(self.recording.stdout)["core_stops"]
+        self.assertEqual((stops["halts"], stops["simultaneous"]), (0, False))
+        self.assertIn("DWT_PCSR reads stop no core", stops["how"])
 
 
 if __name__ == "__main__":

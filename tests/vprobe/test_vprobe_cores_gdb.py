@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 import fwtest
+from top_output import core_sections
 import qemu_runner
 from openocd_rig import CLI, OPENOCD, require, start_rig, stop_rig
 from task_checks import check_tasks_per_core
@@ -113,6 +114,57 @@ class TasksPerCoreThroughOpenOCD(unittest.TestCase):
 
     def test_zephyr_smp_shape(self):
         self.check_kernel("dualtasks_zephyr_an521")
+
+
+class GdbPortLeavesCoresAsFound(unittest.TestCase):
+    """One rig (dual_forever_an521, OpenOCD's GDB port for core 0, core 1's target beside it):
+    - `record --gdb` leaves core 1's debug registers as it found them: DFSR (whose HALTED bit the
+      monitor script's halt requests set), DHCSR and DEMCR read through OpenOCD's Tcl port after the
+      recording equal what they were before it, as the Tcl path promises;
+    - `top --gdb` shows each core: a table per core, each core's rows in its own code (scen_dual.c:
+      only shared_step runs on both), summing to the halts."""
+    HALTS = 200
+    REGISTERS = {"DFSR": 0xE000ED30, "DHCSR": 0xE000EDF0, "DEMCR": 0xE000EDFC}   # ARMv7-M ARM C1.6
+
+    @classmethod
+    def setUpClass(cls):
+        cls.elf = fwtest.elf_path("dual_forever_an521")
+        require((OPENOCD,), (CLI, cls.elf))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-gdb-as-found-"))
+        try:
+            start_rig(cls, cls.elf, icount_shift=None, openocd_gdb=True,
+                      openocd_commands=RecordBothCoresThroughGdbPort.openocd_commands)
+        except BaseException:
+            stop_rig(cls)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_rig(cls)
+
+    def core1_registers(self) -> dict[str, int]:
+        return {name: int(self.tcl.run(f"qemu.cpu1 read_memory {address:#x} 32 1").split()[-1], 0)
+                for name, address in self.REGISTERS.items()}
+
+    def test_record_leaves_core1_debug_registers_as_found(self):
+        before = self.core1_registers()
+        out = self.work / "as-found.rec"
+        run = subprocess.run([str(CLI), "record", "--gdb", f"127.0.0.1:{self.gdb_port}", "--samples",
+                              str(self.HALTS), "--elf", str(self.elf), "-o", str(out)],
+                             capture_output=True, text=True, timeout=600)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertNotIn("not sampled", run.stderr)
+        self.assertEqual(self.core1_registers(), before)
+
+    def test_top_shows_each_core_in_its_own_code(self):
+        run = subprocess.run([str(CLI), "top", "--gdb", f"127.0.0.1:{self.gdb_port}", "--elf", str(self.elf),
+                              "--samples", str(self.HALTS), "--rows", "0"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        sections = core_sections(run.stdout)
+        self.assertEqual(sorted(sections), [0, 1])
+        for core, rows in sections.items():
+            self.assertEqual(sum(rows.values()), self.HALTS, rows)
+            self.assertLessEqual(set(rows), CORE_CODE[core], f"core {core}")
 
 
 del RecordBothCoresThroughOpenOCD   # run by test_vprobe_cores

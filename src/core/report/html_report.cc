@@ -83,6 +83,8 @@ void write_metadata(const Profile& p, std::ostream& out)
         if (!s.end.empty())
             item("end", s.end);
     }
+    if (const std::string stops = describe_core_stops(p); !stops.empty())
+        item("cores' stops", stops);
     if (p.lockstep)
         item("lockstep", format("the sequence repeats every %zu samples over %zu distinct addresses",
                                 size_t(p.lockstep->period), size_t(p.lockstep->distinct)));

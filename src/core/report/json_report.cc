@@ -138,6 +138,14 @@ nlohmann::json to_json(const Profile& profile)
                              {"functions", rows_json(core.rows)}});
         doc["cores"] = std::move(cores);
     }
+    if (profile.core_stops) {
+        const CoreStopFigures& c = *profile.core_stops;
+        doc["core_stops"] = {{"how", c.how}, {"simultaneous", c.simultaneous}, {"halts", c.halts}};
+        if (c.halts > 0) {
+            doc["core_stops"]["at_least_us"] = to_json(c.at_least_us);
+            doc["core_stops"]["at_most_us"] = to_json(c.at_most_us);
+        }
+    }
     return doc;
 }
 

@@ -120,6 +120,34 @@ std::string describe_sampler(const SamplerFigures& s)
     return out;
 }
 
+namespace {
+
+// A duration in microseconds as people read it: "596 us", "13.2 ms".
+std::string duration_us(double us)
+{
+    return us < 1000 ? format("%.0f us", us) : format("%.1f ms", us / 1000);
+}
+
+} // namespace
+
+std::string describe_core_stops(const Profile& profile)
+{
+    if (!profile.core_stops)
+        return {};
+    const CoreStopFigures& c = *profile.core_stops;
+    if (c.simultaneous)
+        return "cores stopped at one instant at every halt, no skew: " + c.how;
+    if (c.halts == 0)
+        return "the skew between the cores' stops was not measured: " + c.how;
+    // The upper bound is what "within" promises; the lower bound says how much of it is sure.
+    return format("cores stopped within %s of each other (median of %llu halts), p99 %s, max %s; at least %s apart "
+                  "(median): ",
+                  duration_us(c.at_most_us.p50).c_str(), static_cast<unsigned long long>(c.halts),
+                  duration_us(c.at_most_us.p99).c_str(), duration_us(c.at_most_us.max).c_str(),
+                  duration_us(c.at_least_us.p50).c_str()) +
+           c.how;
+}
+
 std::string describe_errors(const Profile& profile)
 {
     if (profile.exact)
@@ -207,6 +235,8 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
         out << format("sampler: %.0f samples/s, %s; end: %s\n", profile.sampler->samples_per_second,
                       describe_method(*profile.sampler).c_str(),
                       profile.sampler->end.empty() ? "?" : profile.sampler->end.c_str());
+    if (const std::string stops = describe_core_stops(profile); !stops.empty())
+        out << stops << '\n';
     for (const Warning& w : profile.warnings)
         out << "warning: " << w.message << '\n';
     if (profile.unwound)

@@ -23,18 +23,7 @@ double IntervalGenerator::next()
     return mean_;
 }
 
-namespace {
-
-core::Percentiles percentiles(std::vector<double> values)
-{
-    std::sort(values.begin(), values.end());
-    auto at = [&](double q) {
-        return values.empty() ? 0.0 : values[std::min(values.size() - 1, size_t(q * (values.size() - 1) + 0.5))];
-    };
-    return {at(0.5), at(0.9), at(0.99), values.empty() ? 0.0 : values.back()};
-}
-
-} // namespace
+using core::percentiles;
 
 core::SamplerFigures SamplerStats::figures() const
 {

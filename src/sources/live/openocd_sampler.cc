@@ -1,5 +1,6 @@
 #include "mcuprof/sources/openocd_sampler.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -125,15 +126,21 @@ std::string bytes_of(const std::vector<uint32_t>& words, const WordRange& w, uin
 // _mcuprof_d<i>: every DHCSR read, whether any was found halted (a Tcl expression, S_HALT to be
 // tested) and their values, the resume values (DHCSR as found, C_HALT clear), the halt requests
 // (DHCSR C_HALT with the first register's DCRSR REGSEL, one two-word write) and the resumes.
+// `timed`: the halt requests are timed by OpenOCD's clock (Jim Tcl's `clock microseconds`), into
+// the list _mcuprof_h: before the first, then after each (core i's stop lies between items i and
+// i + 1), which brackets each core's stop after the first's.
 struct HaltScriptParts {
     std::string read_dhcsr, any_halted = "0", found, keys, halts, resumes;
 };
 
-HaltScriptParts halt_script_parts(const std::vector<std::string>& prefixes, uint32_t first_regsel)
+HaltScriptParts halt_script_parts(const std::vector<std::string>& prefixes, uint32_t first_regsel, bool timed)
 {
     const std::string d = std::to_string(dhcsr);
     auto var = [](const char* name, size_t i) { return std::string("_mcuprof_") + name + std::to_string(i); };
     HaltScriptParts p;
+    const std::string now = "[clock microseconds]";
+    if (timed)
+        p.halts = "set _mcuprof_h [list " + now + "]; ";
     for (size_t i = 0; i < prefixes.size(); ++i) {
         p.read_dhcsr += "set " + var("d", i) + " [" + prefixes[i] + "read_memory " + d + " 32 1]; ";
         p.any_halted += " | $" + var("d", i);
@@ -142,17 +149,91 @@ HaltScriptParts halt_script_parts(const std::vector<std::string>& prefixes, uint
                   std::to_string(dhcsr_kept_controls) + ")}]; ";
         p.halts += prefixes[i] + "write_memory " + d + " 32 [list [expr {$" + var("k", i) + " | " +
                    std::to_string(c_halt | c_debugen) + "}] " + std::to_string(first_regsel) + "]; ";
+        if (timed)
+            p.halts += "lappend _mcuprof_h " + now + "; ";
         p.resumes += prefixes[i] + "write_memory " + d + " 32 $" + var("k", i) + "; ";
     }
     return p;
 }
 
 // Another core's registers `regsels` (halted by its halt request), appended as one line to the
-// Tcl list _mcuprof_x; `on` is its command prefix.
-std::string other_core_reads(const std::vector<uint32_t>& regsels, const std::string& on)
+// Tcl list _mcuprof_x; `on` is its command prefix. `window` bytes (0: none): then its stack window
+// too, read from its own SP (regsels[2]) as the next line, "ADDRESS WORDS..." (no words where the
+// target refused it), ending at `top` when the window would cross it (the top of RAM).
+std::string other_core_reads(const std::vector<uint32_t>& regsels, const std::string& on, uint32_t window = 0,
+                             std::optional<uint32_t> top = std::nullopt)
 {
-    return on + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) + "; " +
-           register_reads(regsels, on) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
+    std::string reads = on + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsels[0]) + "; " +
+                        register_reads(regsels, on) + "lappend _mcuprof_x [join $_mcuprof_v]; ";
+    if (window == 0)
+        return reads;
+    const std::string length =
+        top ? "[expr {$_mcuprof_a < " + std::to_string(*top) + " && " + std::to_string(*top) + " - $_mcuprof_a < " +
+                  std::to_string(window) + " ? " + std::to_string(*top) + " - $_mcuprof_a : " + std::to_string(window) + "}]"
+            : std::to_string(window);
+    return reads + "set _mcuprof_a [expr {[lindex $_mcuprof_v 2] & 0xFFFFFFFC}]; if {[catch {" + on +
+           "read_memory $_mcuprof_a 32 [expr {(" + length + " + 3) / 4}]} _mcuprof_m]} {set _mcuprof_m {}}; "
+           "lappend _mcuprof_x \"$_mcuprof_a $_mcuprof_m\"; ";
+}
+
+// One core's registers `registers` from its line of DCRDR words.
+core::CoreRegisters parse_core_registers(const std::string& line, const std::vector<CoreRegister>& registers,
+                                         const std::string& peer)
+{
+    const std::vector<uint32_t> values = OpenocdSampler::parse_words(line, peer, "DCRDR");
+    if (values.size() != registers.size())
+        throw transport::Error(transport::Error::Kind::protocol, peer, "DCRDR",
+                               "read " + std::to_string(values.size()) + " core registers, not " +
+                                   std::to_string(registers.size()) + ": " + line);
+    core::CoreRegisters out;
+    for (size_t i = 0; i < registers.size(); ++i) {
+        if (registers[i].regsel == 16)
+            out.xpsr = values[i];
+        else
+            out.r[registers[i].regsel] = values[i];   // REGSEL 0-15 are r0-r15
+    }
+    return out;
+}
+
+// A stack window's line of other_core_reads, "ADDRESS WORDS..." (the address alone: refused).
+MemoryWindow parse_window(const std::string& line, const std::string& peer)
+{
+    const std::vector<uint32_t> words = OpenocdSampler::parse_words(line, peer, "read_memory");
+    MemoryWindow window;
+    if (!words.empty()) {
+        window.address = words[0];
+        const WordRange w{words[0], uint32_t(words.size() - 1), 0};
+        window.bytes = bytes_of({words.begin() + 1, words.end()}, w, 4 * w.words);
+    }
+    return window;
+}
+
+// OpenOCD's clock readings (`clock microseconds`: microseconds since 1970, beyond 32 bits).
+std::vector<int64_t> parse_clock_readings(const std::string& text, const std::string& peer)
+{
+    std::vector<int64_t> readings;
+    std::istringstream in(text);
+    std::string word;
+    while (in >> word) {
+        try {
+            size_t used = 0;
+            readings.push_back(std::stoll(word, &used, 10));
+            if (used != word.size())
+                throw std::invalid_argument(word);
+        } catch (const std::exception&) {
+            throw transport::Error(transport::Error::Kind::protocol, peer, "clock microseconds",
+                                   "not a clock reading: '" + word + "'");
+        }
+    }
+    return readings;
+}
+
+// A stop's bounds, in ns, each with one difference of OpenOCD's clock readings in it: a reading
+// is the clock's whole microseconds, so such a difference is within 1 us of the true interval,
+// which widens each bound by 1 us (and no stop comes before core 0's).
+core::StopBounds stop_bounds_ns(int64_t at_least_ns, int64_t at_most_ns)
+{
+    return {uint64_t(std::max<int64_t>(0, at_least_ns - 1000)), uint64_t(std::max<int64_t>(0, at_most_ns + 1000))};
 }
 
 // The halting target behind OpenOCD's current target.
@@ -170,11 +251,12 @@ public:
         unsampled_ = other_openocd_cores(names, target_, [this](const std::string& name) {
             return tcl_->eval("if {[catch {{" + name + "} cget -type} _mcuprof_t]} {set _mcuprof_t {}}; set _mcuprof_t");
         });
-        // Halt mode without stacks samples every other Cortex-M target OpenOCD has examined at
-        // the same halt: their halt requests are written back to back in the halt's script.
-        // DWT_PCSR mode reads each core's in every round of its batch (not OpenOCD's `profile`,
-        // which reads the current target's only).
-        if (!options_.extras.stacks && (options_.pacing.pacing != Pacing::pcsr || options_.pcsr_profile_gmon.empty()))
+        // Halt mode samples every other Cortex-M target OpenOCD has examined at the same halt:
+        // their halt requests are written back to back in the halt's script (with --stacks, each
+        // core's stack window read from its own SP in the same script). DWT_PCSR mode reads each
+        // core's in every round of its batch (not OpenOCD's `profile`, which reads the current
+        // target's only).
+        if (options_.pacing.pacing != Pacing::pcsr || options_.pcsr_profile_gmon.empty())
             for (auto it = unsampled_.begin(); it != unsampled_.end();) {
                 const std::string name = it->substr(0, it->find(' '));
                 if (*it == name + " (cortex_m)" &&
@@ -185,6 +267,9 @@ public:
                     ++it;
                 }
             }
+        // Jim Tcl's clock (OpenOCD built with its bundled Jim may lack it): times the halt requests.
+        if (!others_.empty())
+            clock_ = tcl_->eval("expr {[catch {clock microseconds}] ? 0 : 1}") == "1";
         initial_state_ = tcl_->eval("[target current] curstate");
         // OpenOCD calls a target's state "unknown" until it has polled it once; its background
         // polling starts from a timer after `init` (target.c, handle_target), so a client that
@@ -219,6 +304,8 @@ public:
             for (size_t i = 0; i <= others_.size(); ++i)
                 d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"target", i ? others_[i - 1] : target_}});
         }
+        if (!others_.empty())
+            d["core_stops"] = core_stops();
         if (options_.pacing.pacing == Pacing::pcsr)
             d["round_trip"] = others_.empty() ? "one Tcl eval per batch of DWT_PCSR reads, the core running"
                                               : "one Tcl eval per batch of rounds, each a DWT_PCSR read of every "
@@ -231,6 +318,23 @@ public:
             d["round_trip"] = "one Tcl eval per sample through the debug registers: DHCSR C_HALT, pc, lr, sp and "
                               "xPSR by DCRSR/DCRDR, DHCSR again to resume";
         return d;
+    }
+    // How the cores stop (the recording's "core_stops", docs/formats.md).
+    nlohmann::json core_stops() const
+    {
+        if (options_.pacing.pacing == Pacing::pcsr)
+            return {{"skew", "not measured"},
+                    {"how", "DWT_PCSR reads stop no core: each round reads core 0's, then each other core's, one "
+                            "memory read after another, the cores running (a fallback to halts is timed as halts)"}};
+        if (!clock_)
+            return {{"skew", "not measured"},
+                    {"how", "halt requests written back to back in one Tcl script; this OpenOCD's Tcl has no "
+                            "`clock microseconds` to time them"}};
+        return {{"skew", "measured"},
+                {"how", "halt requests written back to back in one Tcl script, core 0's first, each timed by "
+                        "OpenOCD's clock: a core stops while its request is written (a few cycles after it "
+                        "arrives), so its stop after core 0's lies between the start of its own request less the "
+                        "end of core 0's and the end of its own less the start of core 0's"}};
     }
     std::string server() const override { return "OpenOCD"; }
     std::vector<std::string> unsampled_cores() override { return unsampled_; }
@@ -271,14 +375,25 @@ public:
                 tcl_->eval("{" + other + "} read_memory " + std::to_string(dfsr) + " 32 1"), tcl_->peer(), "DFSR"));
     }
     // After a halt this sampler made (stay_halted): DHCSR as it was found, C_HALT clear.
+    // Several cores: each as it was found, core 0's first, in one script.
     void resume() override
     {
-        if (halted_by_us_)
-            tcl_->eval("write_memory " + std::to_string(dhcsr) + " 32 " + std::to_string(dhcsr_resume_));
-        else
+        if (halted_by_us_) {
+            std::string script = "write_memory " + std::to_string(dhcsr) + " 32 " + std::to_string(dhcsr_resume_);
+            for (size_t i = 0; i < others_resume_.size() && i < others_.size(); ++i)
+                script += "; {" + others_[i] + "} write_memory " + std::to_string(dhcsr) + " 32 " +
+                          std::to_string(others_resume_[i]);
+            tcl_->eval(script);
+        } else {
             tcl_->eval("resume");
+        }
         halted_by_us_ = false;
+        selected_ = 0;
     }
+    // Later reads (the unwinder's memory, a stack pointer) go to that core's target: its own
+    // access port, whose view of memory may differ (an STM32H745's Cortex-M7 TCMs).
+    void select_core(size_t core) override { selected_ = core <= others_.size() ? core : 0; }
+    std::string selected_prefix() const { return selected_ == 0 ? std::string() : "{" + others_[selected_ - 1] + "} "; }
 
     // One Tcl script: DHCSR read (a core halted already, by a breakpoint or another debugger,
     // is left alone: the recording ends there); DHCSR C_HALT written together with the first
@@ -322,18 +437,34 @@ public:
         }
         // DHCSR as each core was found, core 0 first: its S_SLEEP says whether the halt caught
         // that core asleep, which only this read before the halt can tell (the halt wakes it).
-        const std::vector<uint32_t> found = OpenocdSampler::parse_words(first, tcl_->peer(), "DHCSR");
+        const size_t clock_at = first.find(';');   // "DHCSR words;clock readings" (timed)
+        const std::vector<uint32_t> found =
+            OpenocdSampler::parse_words(first.substr(0, clock_at), tcl_->peer(), "DHCSR");
         if (found.size() != others_.size() + 1)
             throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DHCSR",
                                    "the halt script gave " + std::to_string(found.size()) + " words, not " +
                                        std::to_string(others_.size() + 1));
         dhcsr_resume_ = dbgkey | (found[0] & dhcsr_kept_controls);
+        others_resume_.clear();
+        for (size_t i = 1; i < found.size(); ++i)
+            others_resume_.push_back(dbgkey | (found[i] & dhcsr_kept_controls));
         halted_by_us_ = !halt.running;
         halted_once_ = true;
         halt.state = parse_halt_state(line_end == std::string::npos ? std::string() : answer.substr(line_end + 1),
-                                      request, others_.size());
+                                      request, others_.size(), request.other_cores_stack_bytes > 0);
         for (uint32_t word : found)
             halt.state.asleep.push_back((word & s_sleep) != 0);
+        if (clock_at != std::string::npos) {
+            // h[k] before core k's halt request, h[k + 1] after it: core k stopped in between,
+            // core 0 between h[0] and h[1] (OpenOCD's clock, microseconds).
+            const std::vector<int64_t> h = parse_clock_readings(first.substr(clock_at + 1), tcl_->peer());
+            if (h.size() != others_.size() + 2)
+                throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "clock microseconds",
+                                       "the halt script gave " + std::to_string(h.size()) + " clock readings, not " +
+                                           std::to_string(others_.size() + 2));
+            for (size_t k = 1; k <= others_.size(); ++k)
+                halt.state.stop_after.push_back(stop_bounds_ns(1000 * (h[k] - h[1]), 1000 * (h[k + 1] - h[0])));
+        }
         return halt;
     }
     HaltState read_halt_state(const HaltRequest& request) override
@@ -350,8 +481,9 @@ public:
         if (!halted_by_us_)
             return std::nullopt;
         const uint32_t regsel = which == StackPointer::main ? regsel_msp : regsel_psp;
-        return OpenocdSampler::parse_word(tcl_->eval("write_memory " + std::to_string(dcrsr) + " 32 " +
-                                                     std::to_string(regsel) + "; " + register_reads({regsel}) +
+        const std::string on = selected_prefix();
+        return OpenocdSampler::parse_word(tcl_->eval(on + "write_memory " + std::to_string(dcrsr) + " 32 " +
+                                                     std::to_string(regsel) + "; " + register_reads({regsel}, on) +
                                                      "join $_mcuprof_v"),
                                           tcl_->peer(), "DCRDR");
     }
@@ -359,8 +491,8 @@ public:
     {
         const WordRange w = words_of({address, length});
         try {
-            const std::string text = tcl_->eval("read_memory " + std::to_string(w.first) + " 32 " +
-                                                std::to_string(w.words));
+            const std::string text = tcl_->eval(selected_prefix() + "read_memory " + std::to_string(w.first) +
+                                                " 32 " + std::to_string(w.words));
             return bytes_of(OpenocdSampler::parse_words(text, tcl_->peer(), "read_memory"), w, length);
         } catch (const transport::Error& e) {
             if (e.kind() != transport::Error::Kind::protocol)
@@ -541,15 +673,18 @@ private:
         std::vector<std::string> prefixes = {""};
         for (const std::string& name : others_)
             prefixes.push_back("{" + name + "} ");
-        const HaltScriptParts p = halt_script_parts(prefixes, regsels[0]);
+        const HaltScriptParts p = halt_script_parts(prefixes, regsels[0], clock_);
         std::string others;
         for (size_t core = 1; core < prefixes.size(); ++core)
-            others += other_core_reads(regsels, prefixes[core]);
+            others += other_core_reads(regsels, prefixes[core], request.other_cores_stack_bytes, request.stack_top);
         return p.read_dhcsr + "if {(" + p.any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" +
                p.found + "\"} else {" + p.keys + p.halts + "set _mcuprof_c [catch {" + register_reads(regsels) +
                "set _mcuprof_v0 $_mcuprof_v; set _mcuprof_x {}; " + others + "set _mcuprof_v $_mcuprof_v0; " +
-               memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " + p.resumes +
-               "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"" + p.found.substr(1) + "\\n$_mcuprof_r\"}; set _mcuprof_r";
+               memory_reads(request, "_mcuprof_x") + "} _mcuprof_r]; " +
+               // Kept halted for the unwinder's further reads (stay_halted), unless a read failed.
+               (request.stay_halted ? "if {$_mcuprof_c} {" + p.resumes + "}; " : p.resumes) +
+               "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r \"" + p.found.substr(1) +
+               (clock_ ? ";$_mcuprof_h" : "") + "\\n$_mcuprof_r\"}; set _mcuprof_r";
     }
 
     static const std::vector<CoreRegister>& registers_of(const HaltRequest& request)
@@ -576,34 +711,28 @@ private:
     // The registers of one core from its line of DCRDR words.
     core::CoreRegisters parse_registers(const std::string& line, const HaltRequest& request) const
     {
-        const std::vector<CoreRegister>& registers = registers_of(request);
-        const std::vector<uint32_t> values = OpenocdSampler::parse_words(line, tcl_->peer(), "DCRDR");
-        if (values.size() != registers.size())
-            throw transport::Error(transport::Error::Kind::protocol, tcl_->peer(), "DCRDR",
-                                   "read " + std::to_string(values.size()) + " core registers, not " +
-                                       std::to_string(registers.size()) + ": " + line);
-        core::CoreRegisters out;
-        for (size_t i = 0; i < registers.size(); ++i) {
-            if (registers[i].regsel == 16)
-                out.xpsr = values[i];
-            else
-                out.r[registers[i].regsel] = values[i];   // REGSEL 0-15 are r0-r15
-        }
-        return out;
+        return parse_core_registers(line, registers_of(request), tcl_->peer());
     }
 
-    // The registers' line, one line per memory range, then one register line per other core.
-    HaltState parse_halt_state(const std::string& answer, const HaltRequest& request, size_t other_cores = 0) const
+    // The registers' line, one line per memory range, then one register line per other core, each
+    // followed by its stack window's line ("ADDRESS WORDS...") with `windows`.
+    HaltState parse_halt_state(const std::string& answer, const HaltRequest& request, size_t other_cores = 0,
+                               bool windows = false) const
     {
         std::vector<std::string> lines;
         std::istringstream in(answer);
         for (std::string line; std::getline(in, line);)
             lines.push_back(line);
-        lines.resize(1 + request.memory.size() + other_cores);   // a trailing empty line is dropped by getline
+        const size_t per_core = windows ? 2 : 1;
+        lines.resize(1 + request.memory.size() + per_core * other_cores);   // a trailing empty line is dropped by getline
         HaltState state;
         state.registers = parse_registers(lines[0], request);
-        for (size_t core = 1; core <= other_cores; ++core)
-            state.other_cores.push_back(parse_registers(lines[request.memory.size() + core], request));
+        for (size_t core = 1; core <= other_cores; ++core) {
+            const size_t at = 1 + request.memory.size() + per_core * (core - 1);
+            state.other_cores.push_back(parse_registers(lines[at], request));
+            if (windows)
+                state.other_stack_windows.push_back(parse_window(lines[at + 1], tcl_->peer()));
+        }
         for (size_t i = 0; i < request.memory.size(); ++i) {
             const WordRange w = words_of(request.memory[i]);
             state.memory.push_back(lines[1 + i].empty() ? std::string()
@@ -621,12 +750,15 @@ private:
     std::vector<std::string> unsampled_;   // OpenOCD's other targets, not sampled
     std::vector<std::string> others_;      // OpenOCD's other cortex_m targets, sampled as cores 1, 2, ...
     std::vector<uint32_t> others_dfsr_found_;
+    std::vector<uint32_t> others_resume_;   // the other cores' DHCSR as found, C_HALT clear
+    size_t selected_ = 0;                   // the core later reads go to (select_core)
     size_t target_count_ = 0;
     std::string initial_state_;
     std::optional<PcsrProfileReader> profile_reader_;   // --pcsr-read profile
     bool polling_held_off_ = false;                      // `poll off` sent, `poll on` owed
     uint32_t dhcsr_resume_ = 0;     // DHCSR as found, C_HALT clear: what resumes the core
     uint32_t dfsr_found_ = 0;
+    bool clock_ = false;            // OpenOCD's Tcl has `clock microseconds`: the halt requests are timed
     bool halted_by_us_ = false;     // a halt of ours awaits its resume (stay_halted)
     bool halted_once_ = false;
     bool halted_by_other_ = false;  // found halted: left so
@@ -634,27 +766,62 @@ private:
 
 } // namespace
 
-std::string other_cores_halt_script(const std::vector<std::string>& targets)
+std::string other_cores_halt_script(const std::vector<std::string>& targets, bool timed, const HaltRequest& request)
 {
     // The same debug-register halt as a halt of the Tcl path's other cores (multi_core_halt_script),
     // for cores 1, 2, ... alone: core 0 is the GDB port's own, halted by OpenOCD already. Inside
     // `capture`, which holds off OpenOCD's background polling (a poll of a core halted here would
     // run OpenOCD's debug entry and leave it believing the core halted).
-    const std::vector<uint32_t> regsels = regsels_of(sample_registers);
+    const std::vector<uint32_t> regsels = regsels_of(request.all_registers ? stack_registers : sample_registers);
     std::vector<std::string> prefixes;
     for (const std::string& name : targets)
         prefixes.push_back("{" + name + "} ");
-    const HaltScriptParts p = halt_script_parts(prefixes, regsels[0]);
+    const HaltScriptParts p = halt_script_parts(prefixes, regsels[0], timed);
     std::string reads;
     for (const std::string& on : prefixes)
-        reads += other_core_reads(regsels, on);
-    return "capture {" + p.read_dhcsr + "if {(" + p.any_halted + ") & " + std::to_string(s_halt) +
-           "} {set _mcuprof_r \"halted" + p.found + "\"} else {" + p.keys + p.halts +
-           "set _mcuprof_x {}; set _mcuprof_c [catch {" + reads + "} _mcuprof_r]; " + p.resumes +
-           "if {$_mcuprof_c} {error $_mcuprof_r}; set _mcuprof_r [join $_mcuprof_x \"\\n\"]}}; set _mcuprof_r";
+        reads += other_core_reads(regsels, on, request.other_cores_stack_bytes, request.stack_top);
+    // Timed: the script's own start and end too, which place the halt requests inside the
+    // monitor command's round trip as mcuprof's clock sees it (its first line, "t START END H...").
+    return "capture {" + std::string(timed ? "set _mcuprof_s [clock microseconds]; " : "") + p.read_dhcsr + "if {(" +
+           p.any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" + p.found + "\"} else {" +
+           p.keys + p.halts + "set _mcuprof_x {}; set _mcuprof_c [catch {" + reads + "} _mcuprof_r]; " +
+           // Kept halted for the unwinder's reads (stay_halted; other_cores_resume_script resumes
+           // them by the DHCSR values kept in _mcuprof_k0, ...), unless a read failed.
+           (request.stay_halted ? "if {$_mcuprof_c} {" + p.resumes + "}; " : p.resumes) +
+           "if {$_mcuprof_c} {error $_mcuprof_r}; " +
+           (timed ? "set _mcuprof_x [linsert $_mcuprof_x 0 \"t $_mcuprof_s [clock microseconds] $_mcuprof_h\"]; " : "") +
+           "set _mcuprof_r [join $_mcuprof_x \"\\n\"]}}; set _mcuprof_r";
 }
 
-OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer)
+std::string other_cores_resume_script(const std::vector<std::string>& targets)
+{
+    std::vector<std::string> prefixes;
+    for (const std::string& name : targets)
+        prefixes.push_back("{" + name + "} ");
+    return "capture {" + halt_script_parts(prefixes, 0, false).resumes + "}";
+}
+
+std::string other_core_memory_script(const std::string& target, uint32_t address, uint32_t length)
+{
+    const WordRange w = words_of({address, length});
+    return "{" + target + "} read_memory " + std::to_string(w.first) + " 32 " + std::to_string(w.words);
+}
+
+std::string other_core_memory(const std::string& answer, uint32_t address, uint32_t length, const std::string& peer)
+{
+    return bytes_of(OpenocdSampler::parse_words(answer, peer, "read_memory"), words_of({address, length}), length);
+}
+
+std::string other_core_stack_pointer_script(const std::string& target, StackPointer which)
+{
+    const uint32_t regsel = which == StackPointer::main ? regsel_msp : regsel_psp;
+    const std::string on = "{" + target + "} ";
+    return "capture {" + on + "write_memory " + std::to_string(dcrsr) + " 32 " + std::to_string(regsel) + "; " +
+           register_reads({regsel}, on) + "}; join $_mcuprof_v";
+}
+
+OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer,
+                                 const HaltRequest& request)
 {
     OtherCoresRead read;
     std::vector<std::string> lines;
@@ -671,24 +838,48 @@ OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const 
         read.found_dhcsr = found.empty() ? 0 : found[core];
         return read;
     }
-    if (lines.size() != count)
+    if (!lines.empty() && lines[0].rfind("t ", 0) == 0) {   // the timed script's clock readings
+        read.clock_us = parse_clock_readings(lines[0].substr(2), peer);
+        if (read.clock_us.size() != count + 3)
+            throw transport::Error(transport::Error::Kind::protocol, peer, "monitor",
+                                   "the other cores' halt gave " + std::to_string(read.clock_us.size()) +
+                                       " clock readings, not " + std::to_string(count + 3) + ": '" + lines[0] + "'");
+        lines.erase(lines.begin());
+    }
+    // Each core's registers, then (with windows) its stack window.
+    const size_t per_core = request.other_cores_stack_bytes > 0 ? 2 : 1;
+    if (lines.size() != per_core * count)
         throw transport::Error(transport::Error::Kind::protocol, peer, "monitor",
                                "the other cores' halt gave " + std::to_string(lines.size()) + " lines, not " +
-                                   std::to_string(count) + ": '" + answer.substr(0, 200) + "'");
-    for (const std::string& line : lines) {
-        const std::vector<uint32_t> values = OpenocdSampler::parse_words(line, peer, "DCRDR");
-        if (values.size() != sample_registers.size())
-            throw transport::Error(transport::Error::Kind::protocol, peer, "DCRDR",
-                                   "read " + std::to_string(values.size()) + " core registers, not " +
-                                       std::to_string(sample_registers.size()) + ": " + line);
-        core::CoreRegisters registers;
-        registers.r[15] = values[0];
-        registers.r[14] = values[1];
-        registers.r[13] = values[2];
-        registers.xpsr = values[3];
-        read.registers.push_back(registers);
+                                   std::to_string(per_core * count) + ": '" + answer.substr(0, 200) + "'");
+    for (size_t i = 0; i < lines.size(); i += per_core) {
+        read.registers.push_back(
+            parse_core_registers(lines[i], request.all_registers ? stack_registers : sample_registers, peer));
+        if (per_core == 2)
+            read.windows.push_back(parse_window(lines[i + 1], peer));
     }
     return read;
+}
+
+std::vector<core::StopBounds> other_cores_stop_after(const OtherCoresRead& read, Clock::time_point interrupted,
+                                                     Clock::time_point reported, Clock::time_point asked,
+                                                     Clock::time_point answered)
+{
+    std::vector<core::StopBounds> bounds;
+    if (read.clock_us.size() < 3)
+        return bounds;
+    auto ns = [](Clock::duration d) { return int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
+    const int64_t start = read.clock_us[0], end = read.clock_us[1];
+    const std::vector<int64_t> h(read.clock_us.begin() + 2, read.clock_us.end());
+    for (size_t j = 0; j + 1 < h.size(); ++j) {
+        // Core j + 1 stopped between h[j] and h[j + 1]: by mcuprof's clock no earlier than `asked`
+        // plus what the script ran before h[j], no later than `answered` less what it ran after
+        // h[j + 1]; core 0 between `interrupted` and `reported`.
+        const int64_t earliest = ns(asked - reported) + 1000 * (h[j] - start);
+        const int64_t latest = ns(answered - interrupted) - 1000 * (end - h[j + 1]);
+        bounds.push_back(stop_bounds_ns(earliest, latest));
+    }
+    return bounds;
 }
 
 std::vector<uint32_t> OpenocdSampler::parse_words(const std::string& text, const std::string& peer,

@@ -3,7 +3,9 @@
 #include <cctype>
 #include <thread>
 
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
+#include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/stack_pointer_stub.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/rsp_client.h"
@@ -79,6 +81,10 @@ public:
             d["cores"] = nlohmann::json::array();
             for (size_t i = 0; i < threads_.size(); ++i)
                 d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"thread", threads_[i]}});
+            // QEMU's interrupt stops the whole machine for one stop reply (every vCPU at its next
+            // instruction boundary), and no per-core stop time comes back.
+            d["core_stops"] = {{"skew", "none"},
+                               {"how", "QEMU's gdbstub stops every vCPU for one stop reply (all-stop)"}};
         }
         if (!openocd_others_.empty()) {
             d["cores"] = nlohmann::json::array();
@@ -87,6 +93,18 @@ public:
                                       {"target", i ? openocd_others_[i - 1] : openocd_target_}});
             d["target_selection"] = "the GDB port's target as core 0 (OpenOCD's halt), then every other examined "
                                     "cortex_m target, halted by one monitor script after it";
+            d["core_stops"] =
+                openocd_clock_
+                    ? nlohmann::json{{"skew", "measured"},
+                                     {"how", "core 0 halted by OpenOCD on the GDB interrupt, then the other cores by "
+                                             "one monitor script after its stop reply, their halt requests timed by "
+                                             "OpenOCD's clock inside the monitor command's round trip: a core's stop "
+                                             "after core 0's is at most from the interrupt sent to its own request "
+                                             "done, at least from the stop reply to its own request begun"}}
+                    : nlohmann::json{{"skew", "not measured"},
+                                     {"how", "core 0 halted by OpenOCD on the GDB interrupt, then the other cores by "
+                                             "one monitor script after its stop reply; this OpenOCD's Tcl has no "
+                                             "`clock microseconds` to time them"}};
         }
         return d;
     }
@@ -101,6 +119,10 @@ public:
     }
     void select_core(size_t core) override
     {
+        if (!openocd_others_.empty()) {   // OpenOCD's other cores: read through their own targets
+            selected_core_ = core <= openocd_others_.size() ? core : 0;
+            return;
+        }
         if (threads_.size() > 1 && core < threads_.size() && core != selected_core_) {
             gdb_->select_thread(threads_[core]);
             selected_core_ = core;
@@ -110,10 +132,25 @@ public:
     std::string server() const override { return "the GDB server"; }
     std::string peer() const override { return gdb_ ? gdb_->peer() : "gdb " + options_.gdb.text(); }
 
-    // Connecting halted the target (QEMU, OpenOCD): let it run.
-    void start(SampleSink&) override { resume(); }
+    // Connecting halted the target (QEMU, OpenOCD): let it run. OpenOCD's other cores: their DFSR
+    // as found first (the monitor script's halt requests set its HALTED bit, which OpenOCD reads
+    // to tell why a core halted next time; put back at the end, as the Tcl path does).
+    void start(SampleSink&) override
+    {
+        others_dfsr_found_.clear();
+        for (const std::string& name : openocd_others_)
+            others_dfsr_found_.push_back(OpenocdSampler::parse_word(
+                gdb_->monitor("{" + name + "} read_memory " + std::to_string(cortex_m::dfsr) + " 32 1"), gdb_->peer(),
+                "DFSR"));
+        resume();
+    }
     void resume() override
     {
+        // OpenOCD's other cores, kept halted for their stacks: resumed first, as found.
+        if (others_kept_halted_) {
+            gdb_->monitor(other_cores_resume_script(openocd_others_));
+            others_kept_halted_ = false;
+        }
         select_core(0);
         gdb_->resume();
         running_ = true;
@@ -138,6 +175,7 @@ public:
     Halt halt_and_read(const HaltRequest& request) override
     {
         Halt halt;
+        const Clock::time_point interrupted = Clock::now();
         const transport::StopReply reply = gdb_->interrupt();
         running_ = false;
         halt.stopped = halt.ran_until = Clock::now();
@@ -148,10 +186,15 @@ public:
         // OpenOCD's other cores, halted as soon as the port's own halt is reported: the skew
         // between the cores' stops is this one round trip (docs/live.md, "Several cores").
         OtherCoresRead others;
+        std::vector<core::StopBounds> stop_after;
         if (!openocd_others_.empty()) {
-            others = parse_other_cores(gdb_->monitor(other_cores_halt_script(openocd_others_)),
-                                       openocd_others_.size(), gdb_->peer());
+            const Clock::time_point asked = Clock::now();
+            const std::string answer = gdb_->monitor(other_cores_halt_script(openocd_others_, openocd_clock_, request));
+            const Clock::time_point answered = Clock::now();
+            others = parse_other_cores(answer, openocd_others_.size(), gdb_->peer(), request);
+            stop_after = other_cores_stop_after(others, interrupted, halt.stopped, asked, answered);
             if (others.found_halted) {
+                others_found_halted_ = true;   // someone else's halt: its DFSR is not ours to clear
                 halt.ended = TargetEnd{false, "the " + core_name(*others.found_halted + 1) +
                                                   " was found halted by someone else (DHCSR " +
                                                   hex32(others.found_dhcsr) + ": a breakpoint, or another debugger): left halted"};
@@ -159,8 +202,13 @@ public:
             }
         }
         halt.state = read_halt_state(request);
-        if (!openocd_others_.empty())
+        if (!openocd_others_.empty()) {
+            others_halted_ = true;
+            others_kept_halted_ = request.stay_halted;
             halt.state.other_cores = std::move(others.registers);
+            halt.state.other_stack_windows = std::move(others.windows);
+            halt.state.stop_after = std::move(stop_after);
+        }
         return halt;   // 'c' comes from the caller, after any further reads
     }
     HaltState read_halt_state(const HaltRequest& request) override
@@ -172,7 +220,8 @@ public:
         // The other cores at the same halt: their registers, each in a round trip of its own.
         std::vector<std::string> none;
         for (size_t core = 1; core < threads_.size(); ++core)
-            state.other_cores.push_back(read_core(threads_[core], HaltRequest{request.all_registers, {}, true}, none));
+            state.other_cores.push_back(
+                read_core(threads_[core], HaltRequest{request.all_registers, {}, true, 0, {}}, none));
         return state;
     }
     // Described by the server: read by name; otherwise (QEMU 7.2) through the MRS stub.
@@ -180,6 +229,13 @@ public:
     {
         static const char* const names[] = {"msp", "psp", "msp_ns", "psp_ns", "control_ns"};
         const char* name = names[size_t(which)];
+        if (selected_core_ > 0 && !openocd_others_.empty()) {   // another core of OpenOCD's, halted by us
+            if (!others_kept_halted_ || (which != StackPointer::main && which != StackPointer::process))
+                return std::nullopt;
+            return OpenocdSampler::parse_word(
+                gdb_->monitor(other_core_stack_pointer_script(openocd_others_[selected_core_ - 1], which)),
+                gdb_->peer(), "DCRDR");
+        }
         if (gdb_->target().find(name) != nullptr)
             return gdb_->read_registers({name})[0];
         const StubRead read = read_stack_pointer_by_stub(*gdb_, halted, general_registers_read_, which);
@@ -190,6 +246,11 @@ public:
     std::string read_memory(uint32_t address, uint32_t length) override
     {
         try {
+            if (selected_core_ > 0 && !openocd_others_.empty()) {   // that core's own view of memory
+                const std::string& target = openocd_others_[selected_core_ - 1];
+                return other_core_memory(gdb_->monitor(other_core_memory_script(target, address, length)), address,
+                                         length, gdb_->peer());
+            }
             return gdb_->read_memory(address, length);
         } catch (const transport::Error& e) {
             if (e.kind() != transport::Error::Kind::protocol)
@@ -209,6 +270,11 @@ public:
             if (running_)
                 gdb_->interrupt();
             running_ = false;
+            if (others_kept_halted_) {   // a halt cut short between its reads and its resume
+                gdb_->monitor(other_cores_resume_script(openocd_others_));
+                others_kept_halted_ = false;
+            }
+            restore_others_dfsr(*gdb_);
             gdb_->detach();
             return;
         }
@@ -246,6 +312,10 @@ private:
         openocd_target_ = answer("target current");
         unsampled_ = other_openocd_cores(answer("target names"), openocd_target_,
                                          [&](const std::string& name) { return answer_or_empty(name + " cget -type"); });
+        // --stacks keeps the other cores halted between monitor commands, where OpenOCD's background
+        // poll finds them halted and runs its debug entry (measured: "[qemu.cpu1] halted due to
+        // undefined" in the next answer); until polling is held off over this port, they are named
+        // as not sampled.
         if (options_.extras.stacks)
             return;
         for (auto it = unsampled_.begin(); it != unsampled_.end();) {
@@ -257,6 +327,9 @@ private:
                 ++it;
             }
         }
+        // Jim Tcl's clock (OpenOCD built with its bundled Jim may lack it): times the halt requests.
+        if (!openocd_others_.empty())
+            openocd_clock_ = answer_or_empty("expr {[catch {clock microseconds}] ? 0 : 1}") == "1";
     }
 
     // One core's registers (the selected core's, or another thread's), with the request's
@@ -284,6 +357,18 @@ private:
         return registers;
     }
 
+    // OpenOCD's other cores halted by the monitor script: DFSR.HALTED as found (write one to clear
+    // it, ARMv7-M ARM C1.6.1), unless a core was found halted by someone else.
+    void restore_others_dfsr(transport::RspClient& gdb) const
+    {
+        if (!others_halted_ || others_found_halted_)
+            return;
+        for (size_t i = 0; i < others_dfsr_found_.size() && i < openocd_others_.size(); ++i)
+            if (!(others_dfsr_found_[i] & cortex_m::dfsr_halted))
+                gdb.monitor("{" + openocd_others_[i] + "} write_memory " + std::to_string(cortex_m::dfsr) + " 32 " +
+                            std::to_string(cortex_m::dfsr_halted));
+    }
+
     std::unique_ptr<transport::RspClient> connect() const
     {
         transport::RspClient::Options rsp;
@@ -304,6 +389,10 @@ private:
             try {
                 std::unique_ptr<transport::RspClient> fresh = connect();
                 fresh->handshake();
+                if (others_kept_halted_)   // OpenOCD keeps the halt script's DHCSR values
+                    fresh->monitor(other_cores_resume_script(openocd_others_));
+                others_kept_halted_ = false;
+                restore_others_dfsr(*fresh);
                 fresh->detach();
                 sink.event("resume", "reconnected to " + options_.gdb.text() + " and detached: the target runs");
                 return;
@@ -331,6 +420,11 @@ private:
     std::string openocd_target_;               // OpenOCD: the GDB port's own target, core 0
     std::vector<std::string> openocd_others_;  // OpenOCD: its other cortex_m targets, cores 1, 2, ...
     std::vector<std::string> unsampled_;       // OpenOCD: its other targets, not sampled
+    bool openocd_clock_ = false;               // OpenOCD: its Tcl has `clock microseconds`
+    std::vector<uint32_t> others_dfsr_found_;  // OpenOCD: the other cores' DFSR before the first halt
+    bool others_halted_ = false;               // OpenOCD: the monitor script halted the other cores
+    bool others_found_halted_ = false;         // OpenOCD: it found one halted by someone else
+    bool others_kept_halted_ = false;          // OpenOCD: the other cores wait for their resume script
     size_t selected_core_ = 0;
 };
 

@@ -220,6 +220,8 @@ private:
         s.sp = registers.r[13];
         s.xpsr = registers.xpsr;
         s.core = core;
+        if (core > 0 && core <= state.stop_after.size())
+            s.stop_after = state.stop_after[core - 1];
         return s;
     }
 
@@ -266,6 +268,8 @@ private:
                     other_stacks_.push_back(stacks_->fresh());
                 HaltState alone;
                 alone.registers = state.other_cores[core - 1];
+                if (core <= state.other_stack_windows.size())
+                    alone.stack_window = std::move(state.other_stack_windows[core - 1]);
                 target_.select_core(core);
                 unwind_into(other, other_stacks_[core - 1], alone);
             }

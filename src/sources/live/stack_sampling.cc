@@ -99,6 +99,8 @@ void StackReader::add_to(HaltRequest& request) const
     request.stay_halted = true;
     if (auto guess = window_guess())
         request.memory.push_back(*guess);
+    request.other_cores_stack_bytes = options_.window_bytes;
+    request.stack_top = options_.unwinder->initial_stack_pointer();
 }
 
 UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
@@ -117,6 +119,14 @@ UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
         const auto top = options_.unwinder->initial_stack_pointer();
         covered = sp >= guess->first && (end >= uint64_t(sp) + options_.window_bytes || (top && end >= *top));
         memory.add(guess->first, std::move(bytes));
+    }
+    // Another core's window, read from its own SP with its registers.
+    if (state.stack_window && !state.stack_window->bytes.empty()) {
+        const uint32_t start = state.stack_window->address;
+        const uint64_t end = uint64_t(start) + state.stack_window->bytes.size();
+        const auto top = options_.unwinder->initial_stack_pointer();
+        covered = sp >= start && (end >= uint64_t(sp) + options_.window_bytes || (top && end >= *top));
+        memory.add(start, std::move(state.stack_window->bytes));
     }
     if (!covered)
         memory.fetch(sp);

@@ -1,5 +1,6 @@
 #include "mcuprof/sources/recording.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -38,6 +39,10 @@ constexpr uint32_t sample_core_shift = 8;
 constexpr uint32_t stack_truncated = 1u;   // flags bit 0
 constexpr uint32_t stack_stop_shift = 1;   // flags bits 1-4: why the chain ended (core::UnwindStop)
 constexpr size_t sample_size = 32;
+// A sample of a core after core 0, from a link that measured when each core stopped: two more
+// u32, the bounds of its stop after core 0's in ns (added in version 1: older readers read the
+// first 32 bytes and skip the rest).
+constexpr size_t sample_size_with_stop = 40;
 
 void put32(std::string& out, uint32_t v)
 {
@@ -112,6 +117,10 @@ void RecordingWriter::sample(const LiveSample& s)
     put32(payload, s.tag);
     put32(payload, (s.tagged ? sample_tagged : 0u) | (s.starts_burst ? sample_starts_burst : 0u) |
                        (s.found_asleep ? sample_found_asleep : 0u) | (s.core & 0xFFu) << sample_core_shift);
+    if (s.stop_after) {   // u32 ns each, capped: a halt's cores are never seconds apart
+        put32(payload, uint32_t(std::min<uint64_t>(s.stop_after->at_least_ns, UINT32_MAX)));
+        put32(payload, uint32_t(std::min<uint64_t>(s.stop_after->at_most_ns, UINT32_MAX)));
+    }
     record(sample_record, payload);
     if (s.stack) {
         // u32 flags, then one u32 per caller (innermost first). The length field caps a
@@ -227,6 +236,8 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             s.starts_burst = (flags & sample_starts_burst) != 0;
             s.found_asleep = (flags & sample_found_asleep) != 0;
             s.core = (flags >> sample_core_shift) & 0xFFu;
+            if (length >= sample_size_with_stop)
+                s.stop_after = core::StopBounds{get32(d + 32), get32(d + 36)};
             r.samples.push_back(s);
             break;
         }
@@ -336,6 +347,33 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
             if (c.is_object() && c.contains("core") && c["core"].is_number_unsigned())
                 out.core_names[c["core"].get<uint32_t>()] = text_of(c, "name", "core " + std::to_string(c["core"].get<uint32_t>()));
     several_cores |= out.core_names.size() > 1;
+    // How the halts stopped the cores: "core_stops": {"how": "...", "skew": "none" | "measured" |
+    // "not measured"}; each halt's spread (its latest core's stop after core 0's) from the samples
+    // that carry their stop's bounds.
+    if (auto stops = recording.header.find("core_stops"); several_cores && stops != recording.header.end() &&
+                                                          stops->is_object()) {
+        core::CoreStops c;
+        c.how = text_of(*stops, "how", "");
+        c.simultaneous = text_of(*stops, "skew", "") == "none";
+        std::optional<core::StopBounds> spread;
+        auto close_halt = [&] {
+            if (spread) {
+                c.at_least_us.push_back(double(spread->at_least_ns) / 1000);
+                c.at_most_us.push_back(double(spread->at_most_ns) / 1000);
+            }
+            spread.reset();
+        };
+        for (size_t i = 0; i < n; ++i) {
+            const LiveSample& s = recording.samples[i];
+            if (s.core == 0)
+                close_halt();   // core 0's sample opens each halt
+            else if (s.stop_after)
+                spread = core::StopBounds{std::max(spread ? spread->at_least_ns : 0, s.stop_after->at_least_ns),
+                                          std::max(spread ? spread->at_most_ns : 0, s.stop_after->at_most_ns)};
+        }
+        close_halt();
+        out.core_stops = std::move(c);
+    }
     for (size_t i = 0; i < n; ++i) {
         out.pcs.push_back(recording.samples[i].pc);
         if (several_cores)

@@ -107,6 +107,14 @@ struct CpuLoad {
     Share sleep;                         // the sleep share alone
 };
 
+// SampleSet::core_stops in figures: the spread's bounds over the halts that measured it.
+struct CoreStopFigures {
+    std::string how;
+    bool simultaneous = false;
+    uint64_t halts = 0;                   // halts whose spread was measured
+    Percentiles at_least_us, at_most_us;  // of the lower and of the upper bounds
+};
+
 struct Profile {
     std::string origin;
     Grouping by = Grouping::function;
@@ -152,6 +160,7 @@ struct Profile {
     } errors;
     // A multi-core sample set: each core's profile, in core order (empty for one core).
     std::vector<CoreProfile> cores;
+    std::optional<CoreStopFigures> core_stops;   // how the halts stopped the cores (SampleSet::core_stops)
 };
 
 // What a profile's rows are, for its reports: name_of(by), or by value "var:NAME".

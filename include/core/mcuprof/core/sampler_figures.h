@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -20,6 +21,8 @@ struct Percentiles {
     double p99 = 0;
     double max = 0;
 };
+// The median, 90th and 99th percentiles (nearest rank) and the largest of `values`; all 0 for none.
+Percentiles percentiles(std::vector<double> values);
 
 // DWT_PCSR sampling reads the PC of a running core: no halts, so its figures are the batches'.
 struct PcsrFigures {
@@ -73,6 +76,7 @@ struct SamplerFigures {
 // The one JSON form (docs/formats.md, "Recording", type 3). from_json throws core::Error
 // naming `where` when a figure the reports need is missing or of the wrong type.
 nlohmann::json to_json(const SamplerFigures& figures);
+nlohmann::json to_json(const Percentiles& percentiles);   // {"p50", "p90", "p99", "max"}
 SamplerFigures sampler_figures_from_json(const nlohmann::json& summary, const std::string& where);
 
 // The warning of a halting sampler that kept the target halted more than half the time

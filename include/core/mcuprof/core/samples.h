@@ -68,6 +68,22 @@ struct Warning {
     std::string message;
 };
 
+// How a multi-core link stopped the cores at each halt (issue 29): every core at one instant
+// (QEMU's gdbstub stops every vCPU for one stop reply), or one after another (OpenOCD writes each
+// core's halt request in turn), each halt's spread from the first core's stop to the last's then
+// bracketed by the link's clocks (docs/live.md, "The skew between the cores' stops").
+// One core's stop after core 0's at one halt, bracketed: at least, at most, nanoseconds.
+struct StopBounds {
+    uint64_t at_least_ns = 0;
+    uint64_t at_most_ns = 0;
+};
+struct CoreStops {
+    std::string how;              // the link's words for it (the recording's header)
+    bool simultaneous = false;    // one instant: no skew
+    // Per halt whose spread was measured, microseconds: its lower and its upper bound.
+    std::vector<double> at_least_us, at_most_us;
+};
+
 struct SampleSet {
     std::string origin;                       // e.g. "on-chip dump, raw ring"
     std::vector<uint32_t> pcs;                // sampled PCs, in the order taken
@@ -77,6 +93,7 @@ struct SampleSet {
     // samples. A census has its cores in counts[].core.
     std::vector<uint32_t> cores;
     std::map<uint32_t, std::string> core_names;
+    std::optional<CoreStops> core_stops;      // a multi-core recording: how its halts stopped the cores
     std::vector<Sequence> sequences;          // partition of pcs; empty means one sequence
     std::vector<CallStack> stacks;            // empty, or the callers of each pc (one per pc)
     // Where each burst of back-to-back reads begins (indices into pcs, ascending, the first 0):

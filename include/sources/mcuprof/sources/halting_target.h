@@ -45,6 +45,16 @@ struct HaltRequest {
     // The caller reads more and then resumes; otherwise a link that can resumes the target in
     // the same round trip.
     bool stay_halted = false;
+    // A multi-core link that can: each other core's stack window read in the halt's round trip
+    // from that core's own SP, this many bytes (0: none), ending at `stack_top` when it is near.
+    uint32_t other_cores_stack_bytes = 0;
+    std::optional<uint32_t> stack_top;
+};
+
+// Target memory read at a halt: its address and bytes (empty where the target refused it).
+struct MemoryWindow {
+    uint32_t address = 0;
+    std::string bytes;
 };
 
 struct HaltState {
@@ -58,6 +68,16 @@ struct HaltState {
     // state, so only a link that reads DHCSR before it halts can tell (OpenOCD's Tcl port);
     // empty where the link did not read it.
     std::vector<bool> asleep;
+    // Per other core (core 1 first): how long after core 0's its stop came, bracketed by the
+    // link's clocks, where the link stopped them one after another and measured it (OpenOCD);
+    // empty otherwise.
+    std::vector<core::StopBounds> stop_after;
+    // Per other core (core 1 first), with a request's other_cores_stack_bytes: its stack window,
+    // read from its own SP in the halt's round trip; empty where the link did not.
+    std::vector<MemoryWindow> other_stack_windows;
+    // This core's stack window read from its own SP (another core's halt state, the unwinder's
+    // first memory), when the halt's round trip read one.
+    std::optional<MemoryWindow> stack_window;
 };
 
 // The target ended instead of halting: it exited, was terminated or stopped by itself.
@@ -155,13 +175,41 @@ std::vector<std::string> other_openocd_cores(const std::string& names, const std
 // are halted right after it in one monitor script through their debug registers: every DHCSR
 // read (one found halted is someone else's halt), the halt requests back to back, each core's
 // pc, lr, sp and xPSR (DCRSR/DCRDR), each core resumed as found, even after a failed read.
-std::string other_cores_halt_script(const std::vector<std::string>& targets);
+// `timed` (OpenOCD's Tcl has `clock microseconds`): the script also reads OpenOCD's clock at its
+// start, around each halt request and at its end.
+// `request`: all registers and each core's stack window from its own SP (--stacks), the cores
+// kept halted (stay_halted) until other_cores_resume_script.
+std::string other_cores_halt_script(const std::vector<std::string>& targets, bool timed,
+                                    const HaltRequest& request = {});
+// Resumes the cores a stay_halted script left halted, each as it was found.
+std::string other_cores_resume_script(const std::vector<std::string>& targets);
+// Reads of a core the script halted, through its own target: memory (the words that cover
+// [address, address + length), and the bytes from the command's answer, empty where refused) and
+// its MSP or PSP (DCRSR/DCRDR; the answer is the one word).
+std::string other_core_memory_script(const std::string& target, uint32_t address, uint32_t length);
+std::string other_core_memory(const std::string& answer, uint32_t address, uint32_t length, const std::string& peer);
+std::string other_core_stack_pointer_script(const std::string& target, StackPointer which);
 struct OtherCoresRead {
     std::vector<core::CoreRegisters> registers;   // core 1, 2, ... in `targets` order
     std::optional<size_t> found_halted;           // index into targets of a core found halted
     uint32_t found_dhcsr = 0;
+    // A timed script's readings of OpenOCD's clock, microseconds: its start, its end, then
+    // before the first halt request and after each (core i + 1 stopped between items 2 + i and
+    // 3 + i); empty when not timed.
+    std::vector<int64_t> clock_us;
+    std::vector<MemoryWindow> windows;            // with the request's stack windows, core 1's first
 };
-// The script's answer (monitor output) for `count` cores; throws transport::Error.
-OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer);
+// The script's answer (monitor output) for `count` cores and the `request` it was made for;
+// throws transport::Error.
+OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer,
+                                 const HaltRequest& request = {});
+// From a timed script's readings, each other core's stop after core 0's, bracketed: core 0 (the
+// GDB port's target, halted by OpenOCD on the interrupt) stopped between the interrupt sent
+// (`interrupted`) and its stop reply (`reported`); the script ran between its monitor command
+// sent (`asked`) and answered (`answered`), all by mcuprof's clock; inside it, OpenOCD's clock
+// places each halt request. Empty when the script was not timed.
+std::vector<core::StopBounds> other_cores_stop_after(const OtherCoresRead& read, Clock::time_point interrupted,
+                                                     Clock::time_point reported, Clock::time_point asked,
+                                                     Clock::time_point answered);
 
 } // namespace mcuprof::sources

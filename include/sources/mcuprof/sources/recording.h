@@ -33,6 +33,9 @@ struct LiveSample {
     uint32_t core = 0;        // which core of a multi-core chip (0 on one core), 0 to 255
     // The halt found the core asleep (DHCSR.S_SLEEP, HaltState::asleep): "(sleep)" whatever its PC.
     bool found_asleep = false;
+    // A core after core 0 at a halt whose link measured it: how long after core 0's its stop came
+    // (HaltState::stop_after).
+    std::optional<core::StopBounds> stop_after;
     std::optional<core::CallStack> stack;   // the callers, when the sampler unwound the stack
     std::optional<uint32_t> value;          // the watched variable's bits (--by var:NAME)
 };
