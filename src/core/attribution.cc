@@ -679,7 +679,7 @@ RowBuilder core_rows(const SampleSet& samples)
 // batches sees their correlation; the 95 % intervals then use Student's t of k - 1 degrees.
 // Measured on the three-loop image halted every 200 us by a host at load 10: the spread of
 // batches of 50 put hot_a's error at 1.1-1.6 times the binomial one, batches of 250 at
-// 1.6-1.9, so runs of correlated halts were longer than 50.
+// 1.4-1.9, so runs of correlated halts were longer than 50.
 std::vector<size_t> batches_of_consecutive_halts(size_t n)
 {
     const size_t k = std::min<size_t>(30, size_t(std::sqrt(double(n))));

@@ -144,7 +144,7 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     share among the three within 4 standard errors from the spread between batches of
     consecutive halts (batch_errors). How far QEMU's core runs between two halts is up to the
     host: on a loaded one little, and neighbouring halts then fall in the same loop, so binomial
-    errors are too small (1.3-1.9 times, measured at load 10). The errors must still be small
+    errors are too small (1.1-1.9 times, measured at load 10). The errors must still be small
     enough for the check to mean something: at most 4 times the binomial ones. With `doc`,
     mcuprof's JSON report of the recording: its errors are batches', equal to these."""
     loops = ["hot_a", "hot_b", "hot_c"]
