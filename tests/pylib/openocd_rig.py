@@ -154,7 +154,7 @@ UNIFORM_COST_NS = 2000
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
               vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
               uniform_cost_ns: int | None = None, openocd_commands: tuple[str, ...] = (),
-              icount_shift: int | None = 0, pc_file: bool = True) -> None:
+              icount_shift: int | None = 0, pc_file: bool = False) -> None:
     """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
     OpenOCD on the vprobe, on ports chosen now; `uniform_cost_ns`: the truth plugin's
@@ -171,11 +171,14 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     connects to (a proxy in between). `openocd_commands`: more configuration commands (-c),
     after the probe's configuration and before `init`.
 
-    `pc_file` (the default): DWT_PCSR is answered without halting QEMU, from the truth plugin's
-    PC file (vprobe --pc-file; the plugin is loaded for it, counting into the work folder, when
-    `truth` is not given), as silicon answers it without stopping the core; False: every read is
-    a brief halt of QEMU, the vprobe's fallback, whose back-to-back reads bend the profile
-    (docs/vprobe.md, "DWT_PCSR without a halt"). Not with `--no-pcsr` among `vprobe_options`."""
+    `pc_file`: DWT_PCSR is answered without halting QEMU, from the truth plugin's PC file
+    (vprobe --pc-file; the plugin is loaded for it, counting into the work folder, when `truth`
+    is not given), as silicon answers it without stopping the core; the tests held to the PC-read
+    census ask for it (vprobe.oracle_pcsr, PcsrCoverage). False (the default, as every other test
+    was measured): every read is a brief halt of QEMU, the vprobe's fallback, whose back-to-back
+    reads bend the profile (docs/vprobe.md, "DWT_PCSR without a halt"). A default for every rig
+    waits until each test has been run with it on both QEMUs (vprobe.cores' two-core classes
+    failed through it on QEMU 10.0.2). Not with `--no-pcsr` among `vprobe_options`."""
     rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
     rig.vprobe_log = []
     stlink = getattr(rig, "stlink_transport", None)

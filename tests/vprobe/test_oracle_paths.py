@@ -245,7 +245,8 @@ class PcsrCoverage(unittest.TestCase):
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-oracle-pcsr-"))
         cls.runs = []
         try:
-            start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS)
+            start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS,
+                      pc_file=True)
             for k in range(cls.WINDOWS):
                 before = cls.qemu.snapshot_and_times()
                 run = subprocess.run(
