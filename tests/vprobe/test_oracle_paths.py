@@ -232,7 +232,7 @@ class PcsrCoverage(unittest.TestCase):
     bias of their own (each is a brief halt of QEMU: docs/live.md): runs here covered 87 and 86
     of 100 (QEMU 7.2 and 10, load 6.5), 45 of 50 in a shorter one, where the binomial intervals
     of the same reads covered 56 to 59 %. With the reads from the truth plugin's PC file (no halt;
-    the rig's default since) one run covered 93 of 100, the binomial intervals 68. At 86 % of 100 the count is 86 +- 3.5, so the bound
+    measured on QEMU 7.2, not yet the test's rig on both QEMUs) one run covered 93 of 100, the binomial intervals 68. At 86 % of 100 the count is 86 +- 3.5, so the bound
     is 3 of its standard errors below it, and the binomial intervals' coverage far below the
     bound: the test tells honest error bars from the independent-read ones, not 95 from 90."""
     WINDOWS = 20
@@ -245,8 +245,7 @@ class PcsrCoverage(unittest.TestCase):
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-oracle-pcsr-"))
         cls.runs = []
         try:
-            start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS,
-                      pc_file=True)
+            start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS)
             for k in range(cls.WINDOWS):
                 before = cls.qemu.snapshot_and_times()
                 run = subprocess.run(
