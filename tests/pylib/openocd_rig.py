@@ -174,7 +174,7 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     `pc_file`: DWT_PCSR is answered without halting QEMU, from the truth plugin's PC file
     (vprobe --pc-file; the plugin is loaded for it, counting into the work folder, when `truth`
     is not given), as silicon answers it without stopping the core; the tests held to the PC-read
-    census ask for it (vprobe.oracle_pcsr). False (the default, as every other test
+    census ask for it (tests/vprobe/test_oracle_pcsr.py, run by hand). False (the default, as every other test
     was measured): every read is a brief halt of QEMU, the vprobe's fallback, whose back-to-back
     reads bend the profile (docs/vprobe.md, "DWT_PCSR without a halt"). A default for every rig
     waits until each test has been run with it on both QEMUs (vprobe.cores' two-core classes
