@@ -303,6 +303,21 @@ TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth
     CHECK(tasks["threads"][2]["samples"]["length"] == 1);
     CHECK(tasks["threads"][0]["isMainThread"] == true);
     CHECK(tasks["threads"][1]["isMainThread"] == false);
+
+    // Two cores: one thread per core and task, "core N: task", in the order first sampled.
+    s.cores = {0, 1, 1, 1};
+    s.core_names = {{1, "cm4"}};
+    std::ostringstream cores_out;
+    write_firefox({profile, nullptr, s, symbols, nullptr, {}, 0}, cores_out);
+    const nlohmann::json cores = nlohmann::json::parse(cores_out.str());
+    REQUIRE(cores["threads"].size() == 4);
+    CHECK(cores["threads"][0]["name"] == "core 0: motor");
+    CHECK(cores["threads"][1]["name"] == "cm4: link");
+    CHECK(cores["threads"][2]["name"] == "cm4: motor");
+    CHECK(cores["threads"][3]["name"] == "cm4: 0x20000300");
+    for (const nlohmann::json& thread : cores["threads"])
+        CHECK(thread["samples"]["length"] == 1);
+    CHECK(cores["threads"][2]["samples"]["time"] == nlohmann::json({4.0}));
 }
 
 TEST_CASE("diff gate and markdown: only rows that grew beyond both bounds fail")

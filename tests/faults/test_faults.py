@@ -145,11 +145,7 @@ class TclFaults(Checks):
             raise unittest.SkipTest("openocd is not installed")
         skip_without(CLI, ELF)
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-faults-tcl-"))
-        try:
-            start_rig(cls, ELF)
-        except BaseException:
-            stop_rig(cls)
-            raise
+        start_rig(cls, ELF)
 
     @classmethod
     def tearDownClass(cls):

@@ -163,7 +163,8 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     qemu, vprobe, vprobe_log (its stderr lines, read as they come so the pipe never fills),
     vprobe_reader, bitbang_port (the probe's port, either protocol), openocd, openocd_log,
     tcl_port, gdb_port (OpenOCD's, None unless `openocd_gdb`), tcl. What started is stopped by
-    stop_rig(rig), also on failure.
+    stop_rig(rig); when starting fails, start_rig stops what it started (and removes `work`)
+    before it raises.
 
     The probe is remote_bitbang (JTAG, qemu-vprobe.cfg), or, when `rig.stlink_transport` is
     "dapdirect_swd" or "hla_swd", an ST-Link over SWD (vprobe --stlink-port, qemu-stlink.cfg);
@@ -181,6 +182,18 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     failed through it on QEMU 10.0.2). Not with `--no-pcsr` among `vprobe_options`."""
     rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
     rig.vprobe_log = []
+    rig.rig_stopped = False
+    try:
+        _start_rig(rig, elf, truth, singlestep, vprobe_options, openocd_gdb, uniform_cost_ns, openocd_commands,
+                   icount_shift, pc_file)
+    except BaseException:
+        stop_rig(rig)
+        raise
+
+
+def _start_rig(rig, elf: Path, truth: Path | None, singlestep: bool, vprobe_options: tuple[str, ...],
+               openocd_gdb: bool, uniform_cost_ns: int | None, openocd_commands: tuple[str, ...],
+               icount_shift: int | None, pc_file: bool) -> None:
     stlink = getattr(rig, "stlink_transport", None)
     pc_file = pc_file and "--no-pcsr" not in vprobe_options
     if pc_file and truth is None:
@@ -235,7 +248,10 @@ def shut_down_openocd(rig) -> None:
 def stop_rig(rig) -> None:
     """Stops what a test class started (attributes tcl, openocd, vprobe, qemu, openocd_log,
     work, each possibly None): OpenOCD asked to shut down, then waited for or killed, the
-    vprobe likewise, QEMU closed, the work folder removed."""
+    vprobe likewise, QEMU closed, the work folder removed. A second call does nothing."""
+    if getattr(rig, "rig_stopped", False):
+        return
+    rig.rig_stopped = True
     if getattr(rig, "tcl", None) is not None:
         try:
             rig.tcl.raw("shutdown")

@@ -69,11 +69,7 @@ class StackPointersAtHalts(unittest.TestCase):
         require((OPENOCD, "arm-none-eabi-nm"), (CLI, ELF))
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-stack-pointers-"))
         cls.symbols = all_symbols(ELF)
-        try:
-            start_rig_with_monitor(cls)
-        except BaseException:
-            stop_rig(cls)
-            raise
+        start_rig_with_monitor(cls)
 
     @classmethod
     def tearDownClass(cls):

@@ -102,14 +102,10 @@ class TwoCoresThroughOpenOCD(unittest.TestCase):
         cls.functions = elf_functions(elf)
         cls.core1_rounds = elf_symbol(elf, "core1_rounds")
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-"))
-        try:
-            # No DWT_PCSR is read here: the vprobe as before its PC file (with it, on QEMU 10.0.2,
-            # a read of core 1's counter while the cores ran failed with a sticky error in the
-            # first run; not yet explained).
-            start_rig(cls, elf, openocd_commands=cls.commands, pc_file=False)
-        except BaseException:
-            stop_rig(cls)
-            raise
+        # No DWT_PCSR is read here: the vprobe as before its PC file (with it, on QEMU 10.0.2,
+        # a read of core 1's counter while the cores ran failed with a sticky error in the
+        # first run; not yet explained).
+        start_rig(cls, elf, openocd_commands=cls.commands, pc_file=False)
 
     @classmethod
     def tearDownClass(cls):

@@ -140,12 +140,8 @@ class GdbPortLeavesCoresAsFound(unittest.TestCase):
         cls.elf = fwtest.elf_path("dual_forever_an521")
         require((OPENOCD,), (CLI, cls.elf))
         cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-gdb-as-found-"))
-        try:
-            start_rig(cls, cls.elf, icount_shift=None, openocd_gdb=True,
-                      openocd_commands=RecordBothCoresThroughGdbPort.openocd_commands)
-        except BaseException:
-            stop_rig(cls)
-            raise
+        start_rig(cls, cls.elf, icount_shift=None, openocd_gdb=True,
+                  openocd_commands=RecordBothCoresThroughGdbPort.openocd_commands)
 
     @classmethod
     def tearDownClass(cls):
