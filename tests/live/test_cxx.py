@@ -52,25 +52,17 @@ def addr2line(elf: Path, addresses: list[int]) -> dict[int, str]:
     address of the LTO image that it finds when asked alone."""
     found = {}
     for address in addresses:
-        out = subprocess.run(["arm-none-eabi-addr2line", "-i", "-e", str(elf), hex(address)],
-                             capture_output=True, text=True, check=True).stdout
-        found[address] = out.splitlines()[0].split(" (discriminator")[0]
+        found[address] = inline_chain(elf, address)[0]
         if found[address].startswith("??"):
             found[address] = second_opinion(elf, address)
     return found
 
 
-def inline_chains(elf: Path, addresses: list[int]) -> dict[int, list[str]]:
-    """Each address's inline chain of file:line (base names), innermost first, by addr2line -i."""
-    out = subprocess.run(["arm-none-eabi-addr2line", "-a", "-i", "-e", str(elf), *map(hex, addresses)],
+def inline_chain(elf: Path, address: int) -> list[str]:
+    """The address's inline chain of file:line, innermost first (addr2line -i)."""
+    out = subprocess.run(["arm-none-eabi-addr2line", "-i", "-e", str(elf), hex(address)],
                          capture_output=True, text=True, check=True).stdout
-    chains: dict[int, list[str]] = {}
-    for line in out.splitlines():
-        if line.startswith("0x"):
-            chain = chains.setdefault(int(line, 16), [])
-        else:
-            chain.append(os.path.basename(line.split(" (discriminator")[0]))
-    return chains
+    return [line.split(" (discriminator")[0] for line in out.splitlines()]
 
 
 def second_opinion(elf: Path, address: int) -> str:
@@ -259,7 +251,8 @@ class CxxFirmware(unittest.TestCase):
                         if re.search(r"\[&?\w*\]\(const app::Record&", text)}
         self.assertEqual(len(lambda_lines), 3, lambda_lines)
         leaves = [stack["frames"][-1] for stack in doc["stacks"]]
-        chains = inline_chains(run.elf, sorted({leaf["address"] for leaf in leaves}))
+        chains = {a: [os.path.basename(place) for place in inline_chain(run.elf, a)]
+                  for a in {leaf["address"] for leaf in leaves}}
         for leaf in leaves:
             chain = chains[leaf["address"]]
             # A lambda's body inlined into its caller: the innermost of two or more lines.

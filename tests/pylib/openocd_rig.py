@@ -184,55 +184,48 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     rig.vprobe_log = []
     rig.rig_stopped = False
     try:
-        _start_rig(rig, elf, truth, singlestep, vprobe_options, openocd_gdb, uniform_cost_ns, openocd_commands,
-                   icount_shift, pc_file)
+        stlink = getattr(rig, "stlink_transport", None)
+        pc_file = pc_file and "--no-pcsr" not in vprobe_options
+        if pc_file and truth is None:
+            truth = rig.work / "truth-pc-file.txt"
+        rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
+                                       uniform_cost_ns=uniform_cost_ns, icount_shift=icount_shift, uart=None,
+                                       pc_file=pc_file, timeout=600).start()
+        pc_options = ("--pc-file", str(rig.qemu.pc_file)) if pc_file else ()
+        rig.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
+                            "--stlink-port" if stlink else "--port", "0", *pc_options, *vprobe_options],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+        first = rig.vprobe.stderr.readline()
+        rig.vprobe_log.append(first)
+        match = re.search(r"(?:remote_bitbang|st-link) on 127\.0\.0\.1:(\d+)", first)
+        if not match:
+            raise AssertionError(f"vprobe did not start: {first!r} {rig.vprobe.stderr.read()}")
+        rig.bitbang_port = int(match.group(1))
+        rig.vprobe_reader = threading.Thread(target=lambda: rig.vprobe_log.extend(rig.vprobe.stderr), daemon=True)
+        rig.vprobe_reader.start()
+        link = getattr(rig, "probe_link", None)
+        probe_port = link(rig.bitbang_port) if link else rig.bitbang_port
+
+        rig.tcl_port = qemu_runner.free_port()
+        rig.gdb_port = qemu_runner.free_port() if openocd_gdb else None
+        rig.openocd_log = open(rig.work / "openocd.log", "w")
+        if stlink:
+            backend = "st-link backend" if stlink == "dapdirect_swd" else "hla_stlink_backend"
+            probe = ["-c", f"set STLINK_TRANSPORT {stlink}", "-f", str(STLINK_CONFIG),
+                     "-c", f"{backend} tcp {probe_port}"]
+        else:
+            probe = ["-f", str(CONFIG), "-c", f"remote_bitbang port {probe_port}"]
+        rig.openocd = spawn(
+            [OPENOCD, *probe,
+             "-c", f"gdb_port {rig.gdb_port}" if openocd_gdb else "gdb_port disabled", "-c", "telnet_port disabled",
+             "-c", f"tcl_port {rig.tcl_port}", *(a for c in openocd_commands for a in ("-c", c)), "-c", "init"],
+            stdin=subprocess.DEVNULL, stdout=rig.openocd_log, stderr=subprocess.STDOUT, cwd=rig.work)
+        wait_port(rig.tcl_port, rig.openocd, "openocd")
+        rig.tcl = TclRpc(rig.tcl_port)
     except BaseException:
         stop_rig(rig)
         raise
-
-
-def _start_rig(rig, elf: Path, truth: Path | None, singlestep: bool, vprobe_options: tuple[str, ...],
-               openocd_gdb: bool, uniform_cost_ns: int | None, openocd_commands: tuple[str, ...],
-               icount_shift: int | None, pc_file: bool) -> None:
-    stlink = getattr(rig, "stlink_transport", None)
-    pc_file = pc_file and "--no-pcsr" not in vprobe_options
-    if pc_file and truth is None:
-        truth = rig.work / "truth-pc-file.txt"
-    rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
-                                   uniform_cost_ns=uniform_cost_ns, icount_shift=icount_shift, uart=None,
-                                   pc_file=pc_file, timeout=600).start()
-    pc_options = ("--pc-file", str(rig.qemu.pc_file)) if pc_file else ()
-    rig.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
-                        "--stlink-port" if stlink else "--port", "0", *pc_options, *vprobe_options],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       text=True)
-    first = rig.vprobe.stderr.readline()
-    rig.vprobe_log.append(first)
-    match = re.search(r"(?:remote_bitbang|st-link) on 127\.0\.0\.1:(\d+)", first)
-    if not match:
-        raise AssertionError(f"vprobe did not start: {first!r} {rig.vprobe.stderr.read()}")
-    rig.bitbang_port = int(match.group(1))
-    rig.vprobe_reader = threading.Thread(target=lambda: rig.vprobe_log.extend(rig.vprobe.stderr), daemon=True)
-    rig.vprobe_reader.start()
-    link = getattr(rig, "probe_link", None)
-    probe_port = link(rig.bitbang_port) if link else rig.bitbang_port
-
-    rig.tcl_port = qemu_runner.free_port()
-    rig.gdb_port = qemu_runner.free_port() if openocd_gdb else None
-    rig.openocd_log = open(rig.work / "openocd.log", "w")
-    if stlink:
-        backend = "st-link backend" if stlink == "dapdirect_swd" else "hla_stlink_backend"
-        probe = ["-c", f"set STLINK_TRANSPORT {stlink}", "-f", str(STLINK_CONFIG),
-                 "-c", f"{backend} tcp {probe_port}"]
-    else:
-        probe = ["-f", str(CONFIG), "-c", f"remote_bitbang port {probe_port}"]
-    rig.openocd = spawn(
-        [OPENOCD, *probe,
-         "-c", f"gdb_port {rig.gdb_port}" if openocd_gdb else "gdb_port disabled", "-c", "telnet_port disabled",
-         "-c", f"tcl_port {rig.tcl_port}", *(a for c in openocd_commands for a in ("-c", c)), "-c", "init"],
-        stdin=subprocess.DEVNULL, stdout=rig.openocd_log, stderr=subprocess.STDOUT, cwd=rig.work)
-    wait_port(rig.tcl_port, rig.openocd, "openocd")
-    rig.tcl = TclRpc(rig.tcl_port)
 
 
 def shut_down_openocd(rig) -> None:
