@@ -810,7 +810,7 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
         if (auto intrusion = intrusion_warning(*samples.sampler))
             profile.warnings.push_back({"intrusion", *intrusion});
     if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
-        const std::string text = text_table::format(
+        const std::string text = printf_string(
             "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware that ran?",
             profile.unattributed, profile.total, 100.0 * profile.unattributed / profile.total,
             symbols.path().empty() ? "the symbol table" : symbols.path().c_str());

@@ -172,22 +172,21 @@ std::string z_text(double z)
 
 void write_text(const ProfileDiff& diff, std::ostream& out, size_t max_rows)
 {
-    using text_table::format;
-    out << format("A: %s (%.0f %s)\nB: %s (%.0f %s)\n", diff.a_origin.c_str(), diff.a_total,
-                  diff.a_exact ? "instructions" : "samples", diff.b_origin.c_str(), diff.b_total,
-                  diff.b_exact ? "instructions" : "samples");
+    out << printf_string("A: %s (%.0f %s)\nB: %s (%.0f %s)\n", diff.a_origin.c_str(), diff.a_total,
+                         diff.a_exact ? "instructions" : "samples", diff.b_origin.c_str(), diff.b_total,
+                         diff.b_exact ? "instructions" : "samples");
     if (const std::string totals = totals_summary(diff); !totals.empty())
         out << totals << '\n';
     out << flagged_summary(diff) << " (marked *)\n";
-    out << format("%8s %8s %8s %7s  %s\n", "A %", "B %", "B-A pp", "z", "name");
+    out << printf_string("%8s %8s %8s %7s  %s\n", "A %", "B %", "B-A pp", "z", "name");
     size_t shown = 0;
     for (const DiffRow& r : diff.rows) {
         if (max_rows != 0 && shown++ == max_rows) {
-            out << format("  ... %zu more rows\n", diff.rows.size() - max_rows);
+            out << printf_string("  ... %zu more rows\n", diff.rows.size() - max_rows);
             break;
         }
-        text_table::write_row(out, format("%8.2f %8.2f %+8.2f %7s %s", r.a_percent, r.b_percent, r.delta_pp,
-                                          z_text(r.z).c_str(), r.flagged ? "* " : r.z_upper_bound ? "^ " : "  "),
+        text_table::write_row(out, printf_string("%8.2f %8.2f %+8.2f %7s %s", r.a_percent, r.b_percent, r.delta_pp,
+                                                 z_text(r.z).c_str(), r.flagged ? "* " : r.z_upper_bound ? "^ " : "  "),
                               r.name);
     }
     for (const DiffHint& h : diff.hints)

@@ -24,7 +24,6 @@ constexpr uint64_t few_addresses_min_seen = 20;
 // of the whole run also counts.
 constexpr double invisible_min_percent = 1.0;
 
-using text_table::format;
 
 const Function* function_named(const SymbolTable& code, const std::string& name)
 {
@@ -70,12 +69,12 @@ void interrupt_shadow(const ProfileDiff& diff, const Side& a, const Side& b, con
         const std::string where = r.name == r.function ? r.name : r.name + " (in " + r.function + ")";
         hints.push_back(
             {"interrupt-shadow", r.name,
-             format("%s is %u bytes with cpsie i at 0x%08x, and %.2f %% by the on-chip sampler (%s) against %.2f %% "
-                    "(%s): the sampler's interrupt waits while interrupts are disabled and is taken on the first "
-                    "instruction after cpsie i, so this is the time of the code that ran with interrupts "
-                    "disabled before it, not of %s",
-                    r.function.c_str(), unsigned(f->size), unsigned(*cpsie), a_hot ? r.a_percent : r.b_percent,
-                    hot.label, a_hot ? r.b_percent : r.a_percent, other.label, where.c_str())});
+             printf_string("%s is %u bytes with cpsie i at 0x%08x, and %.2f %% by the on-chip sampler (%s) against %.2f %% "
+                           "(%s): the sampler's interrupt waits while interrupts are disabled and is taken on the first "
+                           "instruction after cpsie i, so this is the time of the code that ran with interrupts "
+                           "disabled before it, not of %s",
+                           r.function.c_str(), unsigned(f->size), unsigned(*cpsie), a_hot ? r.a_percent : r.b_percent,
+                           hot.label, a_hot ? r.b_percent : r.a_percent, other.label, where.c_str())});
     }
 }
 
@@ -85,10 +84,10 @@ void lockstep(const Side& side, std::vector<DiffHint>& hints)
         return;
     const LockstepFinding& l = *side.profile.lockstep;
     hints.push_back({"lockstep", "",
-                     format("%s's samples repeat every %zu samples over %zu distinct addresses (lockstep): the "
-                            "sampler is in step with a loop of the program and sees only a few points of it, so "
-                            "its shares are not independent samples; randomize the sampling interval",
-                            side.label, l.period, l.distinct)});
+                     printf_string("%s's samples repeat every %zu samples over %zu distinct addresses (lockstep): the "
+                                   "sampler is in step with a loop of the program and sees only a few points of it, so "
+                                   "its shares are not independent samples; randomize the sampling interval",
+                                   side.label, l.period, l.distinct)});
 }
 
 // A side sampled by halting an emulator on the wall clock: its shares follow the emulator's
@@ -114,11 +113,11 @@ void few_addresses(const ProfileDiff& diff, std::vector<DiffHint>& hints, const 
                 double(caught) >= few_addresses_fraction * double(seen))
                 continue;
             hints.push_back({"few-addresses", r.name,
-                             format("%s: %.0f samples in %s fell on %llu distinct addresses, where %s saw %llu: "
-                                    "independent samples would spread over them; the sampling visits a few points "
-                                    "only (lockstep with a loop, or samples held back to one place)",
-                                    r.name.c_str(), samples, side == 0 ? "A" : "B", (unsigned long long)caught,
-                                    side == 0 ? "B" : "A", (unsigned long long)seen)});
+                             printf_string("%s: %.0f samples in %s fell on %llu distinct addresses, where %s saw %llu: "
+                                           "independent samples would spread over them; the sampling visits a few points "
+                                           "only (lockstep with a loop, or samples held back to one place)",
+                                           r.name.c_str(), samples, side == 0 ? "A" : "B", (unsigned long long)caught,
+                                           side == 0 ? "B" : "A", (unsigned long long)seen)});
         }
     }
 }
@@ -151,18 +150,18 @@ void invisible_handler(const ProfileDiff& diff, const Side& a, const Side& b, st
             const double seen = side == 0 ? r.b_percent : r.a_percent;
             if (!r.flagged || blind_samples > 0 || seen < invisible_min_percent)
                 continue;
-            std::string message = format("%s: %.2f %% by %s, not one sample by the on-chip sampler (%s). ", r.name.c_str(),
-                                         seen, other.label, blind.label);
+            std::string message = printf_string("%s: %.2f %% by %s, not one sample by the on-chip sampler (%s). ", r.name.c_str(),
+                                                seen, other.label, blind.label);
             message += handler_name(r.name)
-                           ? format("%s is an interrupt handler: at the sampler's priority or a more urgent one it "
-                                    "is never preempted by the sampler, which cannot see it",
-                                    r.name.c_str())
-                           : format("An interrupt does not preempt a handler of equal or more urgent priority: if %s "
-                                    "runs in such a handler, the sampler cannot see it",
-                                    r.name.c_str());
+                           ? printf_string("%s is an interrupt handler: at the sampler's priority or a more urgent one it "
+                                           "is never preempted by the sampler, which cannot see it",
+                                           r.name.c_str())
+                           : printf_string("An interrupt does not preempt a handler of equal or more urgent priority: if %s "
+                                           "runs in such a handler, the sampler cannot see it",
+                                           r.name.c_str());
             if (gainer != nullptr) {
-                message += format("; its time lands after the handler returns (%s has %+.2f points on-chip)",
-                                  gainer->name.c_str(), gain_of(*gainer));
+                message += printf_string("; its time lands after the handler returns (%s has %+.2f points on-chip)",
+                                         gainer->name.c_str(), gain_of(*gainer));
                 explained.insert(gainer->name);   // the gain is this hint's other half
             }
             message += ". Give the sampler the most urgent priority";

@@ -55,13 +55,12 @@ void write_call_graph_text(const CallGraph& graph, std::ostream& out, const std:
         if (graph.edges[i].caller < graph.functions.size() && graph.edges[i].callee < graph.functions.size())
             callees[graph.edges[i].caller].push_back(i);
 
-    using text_table::format;
-    out << format("\n%8s %14s %8s %14s %10s  %s\n", "incl%", "inclusive", "self%", "self", "calls", "function");
+    out << printf_string("\n%8s %14s %8s %14s %10s  %s\n", "incl%", "inclusive", "self%", "self", "calls", "function");
     for (size_t i : order) {
         const CallGraphFunction& f = graph.functions[i];
         text_table::write_row(out,
-                              format("%8.2f %14.0f %8.2f %14.0f %10s  ", percent(f.inclusive_cost), f.inclusive_cost,
-                                     percent(f.self_cost), f.self_cost, calls_text(f.calls).c_str()),
+                              printf_string("%8.2f %14.0f %8.2f %14.0f %10s  ", percent(f.inclusive_cost), f.inclusive_cost,
+                                            percent(f.self_cost), f.self_cost, calls_text(f.calls).c_str()),
                               f.name + (f.file.empty() ? "" : "  (" + location(f.file, f.line) + ")"));
         std::stable_sort(callees[i].begin(), callees[i].end(), [&](size_t a, size_t b) {
             return graph.edges[a].inclusive_cost > graph.edges[b].inclusive_cost;
@@ -69,8 +68,8 @@ void write_call_graph_text(const CallGraph& graph, std::ostream& out, const std:
         for (size_t k : callees[i]) {
             const CallGraphEdge& e = graph.edges[k];
             text_table::write_row(out,
-                                  format("%8.2f %14.0f %8s %14s %10s    -> ", percent(e.inclusive_cost),
-                                         e.inclusive_cost, "", "", calls_text(e.calls).c_str()),
+                                  printf_string("%8.2f %14.0f %8s %14s %10s    -> ", percent(e.inclusive_cost),
+                                                e.inclusive_cost, "", "", calls_text(e.calls).c_str()),
                                   graph.functions[e.callee].name +
                                       (e.file.empty() ? "" : "  (called at " + location(e.file, e.line) + ")"));
         }

@@ -10,13 +10,12 @@ namespace mcuprof::core {
 void write_html(const ProfileDiff& diff, std::ostream& out)
 {
     using html::escape;
-    using html::format;
     html::begin_page(out, "mcuprof diff: " + diff.a_origin + " / " + diff.b_origin);
     out << "<h1>mcuprof diff</h1>\n<dl class=\"meta\" id=\"metadata\">\n"
         << "<dt>A</dt><dd>" << escape(diff.a_origin)
-        << format(" (%.0f %s)", diff.a_total, diff.a_exact ? "instructions, exact" : "samples") << "</dd>\n"
+        << printf_string(" (%.0f %s)", diff.a_total, diff.a_exact ? "instructions, exact" : "samples") << "</dd>\n"
         << "<dt>B</dt><dd>" << escape(diff.b_origin)
-        << format(" (%.0f %s)", diff.b_total, diff.b_exact ? "instructions, exact" : "samples") << "</dd>\n";
+        << printf_string(" (%.0f %s)", diff.b_total, diff.b_exact ? "instructions, exact" : "samples") << "</dd>\n";
     if (const std::string totals = totals_summary(diff); !totals.empty())
         out << "<dt>totals</dt><dd id=\"totals\">" << escape(totals) << "</dd>\n";
     out << "<dt>flagged</dt><dd>" << escape(flagged_summary(diff)) << "</dd>\n</dl>\n";
@@ -38,11 +37,11 @@ void write_html(const ProfileDiff& diff, std::ostream& out)
         const std::string z = z_text(r.z);
         out << "<tr" << (r.flagged ? " class=\"flagged\"" : "") << "><td class=\"name\">" << (r.flagged ? "* " : "")
             << escape(r.name) << "</td>"
-            << format("<td data-v=\"%.6g\">%.2f</td><td data-v=\"%.6g\">%.2f</td>", r.a_percent, r.a_percent,
-                      r.b_percent, r.b_percent)
-            << format("<td data-v=\"%.6g\">", std::max(r.a_percent, r.b_percent)) << bars << "</td>"
-            << format("<td data-v=\"%.6g\">%+.2f</td>", r.delta_pp, r.delta_pp)
-            << "<td data-v=\"" << (std::isfinite(r.z) ? format("%.6g", r.z) : (r.z > 0 ? "1e308" : "-1e308")) << "\">"
+            << printf_string("<td data-v=\"%.6g\">%.2f</td><td data-v=\"%.6g\">%.2f</td>", r.a_percent, r.a_percent,
+                             r.b_percent, r.b_percent)
+            << printf_string("<td data-v=\"%.6g\">", std::max(r.a_percent, r.b_percent)) << bars << "</td>"
+            << printf_string("<td data-v=\"%.6g\">%+.2f</td>", r.delta_pp, r.delta_pp)
+            << "<td data-v=\"" << (std::isfinite(r.z) ? printf_string("%.6g", r.z) : (r.z > 0 ? "1e308" : "-1e308")) << "\">"
             << z << (r.z_upper_bound ? " ^" : "") << "</td></tr>\n";
     }
     out << "</tbody></table>\n";

@@ -9,8 +9,10 @@ namespace mcuprof::core {
 namespace {
 
 // A double-quoted DOT string: only the quote needs escaping; a backslash is kept by
-// doubling it, and a line break becomes DOT's centred line break "\n".
-std::string quoted(const std::string& text)
+// doubling it, and a line break becomes DOT's centred line break "\n". Not named quoted():
+// on a non-const std::string, argument-dependent lookup prefers std::quoted wherever
+// <iomanip> is included (it was, in the sanitizer tree's unity batch).
+std::string dot_string(const std::string& text)
 {
     std::string out = "\"";
     for (char c : text) {
@@ -42,7 +44,7 @@ void write_dot(const CallGraph& graph, std::ostream& out)
         total += f.self_cost;
 
     out << "digraph callgraph {\n"
-        << "  graph [label=" << quoted(graph.origin + "\n" + graph.event + ": " + cost_text(total, total))
+        << "  graph [label=" << dot_string(graph.origin + "\n" + graph.event + ": " + cost_text(total, total))
         << ", labelloc=t];\n"
         << "  node [shape=box];\n";
     for (size_t i = 0; i < graph.functions.size(); ++i) {
@@ -51,7 +53,7 @@ void write_dot(const CallGraph& graph, std::ostream& out)
                             "\ninclusive " + cost_text(f.inclusive_cost, total);
         if (f.calls)
             label += "\n" + std::to_string(*f.calls) + " calls";
-        out << "  f" << i << " [label=" << quoted(label) << "];\n";
+        out << "  f" << i << " [label=" << dot_string(label) << "];\n";
     }
     for (const CallGraphEdge& e : graph.edges) {
         if (e.caller >= graph.functions.size() || e.callee >= graph.functions.size())
@@ -59,7 +61,7 @@ void write_dot(const CallGraph& graph, std::ostream& out)
         std::string label = cost_text(e.inclusive_cost, total);
         if (e.calls)
             label += "\n" + std::to_string(*e.calls) + " calls";
-        out << "  f" << e.caller << " -> f" << e.callee << " [label=" << quoted(label) << "];\n";
+        out << "  f" << e.caller << " -> f" << e.callee << " [label=" << dot_string(label) << "];\n";
     }
     out << "}\n";
 }

@@ -86,10 +86,10 @@ std::string share_bar(double percent, double low, double high, double scale)
     if (!(scale > 0))
         scale = 100;
     auto part = [&](double value) { return std::clamp(100.0 * value / scale, 0.0, 100.0); };
-    return format("<div class=\"bar\" title=\"95 %% interval %.2f..%.2f %%\">"
-                  "<div class=\"ci\" style=\"left:%.2f%%;width:%.2f%%\"></div>"
-                  "<div class=\"share\" style=\"width:%.2f%%\"></div></div>",
-                  low, high, part(low), std::max(part(high) - part(low), 0.3), part(percent));
+    return printf_string("<div class=\"bar\" title=\"95 %% interval %.2f..%.2f %%\">"
+                         "<div class=\"ci\" style=\"left:%.2f%%;width:%.2f%%\"></div>"
+                         "<div class=\"share\" style=\"width:%.2f%%\"></div></div>",
+                         low, high, part(low), std::max(part(high) - part(low), 0.3), part(percent));
 }
 
 } // namespace mcuprof::core::html

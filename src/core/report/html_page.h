@@ -7,26 +7,20 @@
 #include <ostream>
 #include <string>
 
+#include "mcuprof/printf_string.h"
+
 namespace mcuprof::core::html {
 
 std::string escape(const std::string& text);
-
-template <typename... Values>
-std::string format(const char* pattern, Values... values)
-{
-    char text[512];
-    std::snprintf(text, sizeof text, pattern, values...);
-    return text;
-}
 
 // A duration in milliseconds as a reader takes it in: "2.49 s", "12.5 ms", "80 us".
 inline std::string readable_ms(double ms)
 {
     if (ms >= 1000)
-        return format("%.3g s", ms / 1000);
+        return printf_string("%.3g s", ms / 1000);
     if (ms >= 1)
-        return format("%.3g ms", ms);
-    return format("%.3g us", ms * 1000);
+        return printf_string("%.3g ms", ms);
+    return printf_string("%.3g us", ms * 1000);
 }
 
 // <!DOCTYPE html> to <body>, with the style sheet.

@@ -14,7 +14,6 @@ namespace mcuprof::core {
 namespace {
 
 using html::escape;
-using html::format;
 
 // ---- the sampling metadata --------------------------------------------------------------
 
@@ -31,19 +30,19 @@ std::string describe_pacing(const std::string& pacing_json)
     const std::string shape = p["shape"].get<std::string>();
     std::string text;
     if (p.contains("mean_instructions") && p["mean_instructions"].is_number())
-        text = format("%s intervals of %.0f instructions on average (instruction count)", shape.c_str(),
-                      p["mean_instructions"].get<double>());
+        text = printf_string("%s intervals of %.0f instructions on average (instruction count)", shape.c_str(),
+                             p["mean_instructions"].get<double>());
     else if (p.contains("mean_seconds") && p["mean_seconds"].is_number())
         text = shape + " waits of " + html::readable_ms(1000 * p["mean_seconds"].get<double>()) +
                " on average between " + p.value("between", std::string("samples")) + " (wall clock)";
     else
         return pacing_json;
     if (p.contains("batch") && p["batch"].is_number_unsigned())
-        text += format(", %llu DWT_PCSR reads per batch", static_cast<unsigned long long>(p["batch"].get<uint64_t>()));
+        text += printf_string(", %llu DWT_PCSR reads per batch", static_cast<unsigned long long>(p["batch"].get<uint64_t>()));
     if (p.contains("jitter") && p["jitter"].is_number())
-        text += format(", jitter %g", p["jitter"].get<double>());
+        text += printf_string(", jitter %g", p["jitter"].get<double>());
     if (p.contains("max_halted") && p["max_halted"].is_number())
-        text += format(", halted at most %.1f %% of the time", 100 * p["max_halted"].get<double>());
+        text += printf_string(", halted at most %.1f %% of the time", 100 * p["max_halted"].get<double>());
     return text;
 }
 
@@ -56,13 +55,13 @@ void write_metadata(const Profile& p, std::ostream& out)
     };
     out << "<h2>Sampling</h2>\n<dl class=\"meta\" id=\"metadata\">\n";
     item("origin", p.origin);
-    item(p.exact ? "instructions" : "samples", format("%.0f", p.total));
+    item(p.exact ? "instructions" : "samples", printf_string("%.0f", p.total));
     item("kind", p.exact ? "exact instruction counts (a census: no sampling error)"
                          : "samples (each share has a standard error)");
     item("standard errors", describe_errors(p));
     item("grouped by", grouping_name(p));
     item("distinct addresses", std::to_string(p.distinct_addresses));
-    item("unattributed", format("%.0f (%.2f %%)", p.unattributed, p.total > 0 ? 100 * p.unattributed / p.total : 0.0));
+    item("unattributed", printf_string("%.0f (%.2f %%)", p.unattributed, p.total > 0 ? 100 * p.unattributed / p.total : 0.0));
     item("stacks", p.unwound ? "unwound call stacks" : "flat (one frame per sample, with inline chains)");
     if (p.unwound)
         item("truncated chains", describe_truncation(p.truncation));
@@ -76,18 +75,18 @@ void write_metadata(const Profile& p, std::ostream& out)
             item("method", s.method);
         if (!s.pacing.empty())
             item("pacing", describe_pacing(s.pacing));
-        item("rate", format("%.0f samples/s", s.samples_per_second));
-        item("duty", format("target running %.1f %% of the time", 100 * s.run_duty));
+        item("rate", printf_string("%.0f samples/s", s.samples_per_second));
+        item("duty", printf_string("target running %.1f %% of the time", 100 * s.run_duty));
         if (s.halt_latency_us)
-            item("halt latency", format("p50 %.0f us, p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99));
+            item("halt latency", printf_string("p50 %.0f us, p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99));
         if (!s.end.empty())
             item("end", s.end);
     }
     if (const std::string stops = describe_core_stops(p); !stops.empty())
         item("cores' stops", stops);
     if (p.lockstep)
-        item("lockstep", format("the sequence repeats every %zu samples over %zu distinct addresses",
-                                size_t(p.lockstep->period), size_t(p.lockstep->distinct)));
+        item("lockstep", printf_string("the sequence repeats every %zu samples over %zu distinct addresses",
+                                       size_t(p.lockstep->period), size_t(p.lockstep->distinct)));
     out << "</dl>\n";
     if (!p.warnings.empty()) {
         out << "<ul class=\"warnings\">\n";
@@ -116,13 +115,13 @@ void write_rows(const Profile& p, const std::vector<Row>& rows, Grouping by, con
         << "<th>address</th><th class=\"name\">location</th></tr></thead>\n<tbody>\n";
     for (const Row& r : rows) {
         out << "<tr><td class=\"name\">" << escape(r.name) << "</td>"
-            << format("<td data-v=\"%.6g\">%.2f</td><td data-v=\"%.6g\">%.2f</td>", r.share.percent, r.share.percent,
-                      r.share.stderr_pp, r.share.stderr_pp)
-            << format("<td data-v=\"%.6g\">", r.share.percent)
+            << printf_string("<td data-v=\"%.6g\">%.2f</td><td data-v=\"%.6g\">%.2f</td>", r.share.percent, r.share.percent,
+                             r.share.stderr_pp, r.share.stderr_pp)
+            << printf_string("<td data-v=\"%.6g\">", r.share.percent)
             << html::share_bar(r.share.percent, r.share.low, r.share.high, scale) << "</td>"
-            << format("<td data-v=\"%.6g\">%.0f</td>", r.samples, r.samples);
+            << printf_string("<td data-v=\"%.6g\">%.0f</td>", r.samples, r.samples);
         if (inclusive)
-            out << format("<td data-v=\"%.6g\">%.2f</td>", r.inclusive.percent, r.inclusive.percent);
+            out << printf_string("<td data-v=\"%.6g\">%.2f</td>", r.inclusive.percent, r.inclusive.percent);
         out << "<td class=\"loc\">" << (r.address ? hex32(*r.address) : "") << "</td><td class=\"loc\">"
             << escape(r.location.empty() ? r.function : r.location) << "</td></tr>\n";
     }
@@ -137,7 +136,7 @@ void write_table(const Profile& p, std::ostream& out)
     const Grouping each = p.by == Grouping::core ? Grouping::function : p.by;
     for (const CoreProfile& core : p.cores)
         write_rows(p, core.rows, each,
-                   core.name + format(": %.0f %s, by ", core.total, p.exact ? "instructions" : "samples") +
+                   core.name + printf_string(": %.0f %s, by ", core.total, p.exact ? "instructions" : "samples") +
                        std::string(name_of(each)),
                    "profile-core-" + std::to_string(core.core), false, out);
 }
@@ -184,8 +183,8 @@ void write_file_excerpt(const std::string& file, const std::vector<LineShare>& s
         out << "<p class=\"missing\">The source file is not on this machine (the path is the one DWARF "
                "names); shares per line:</p>\n<pre class=\"source\">";
         for (const auto& [line, samples] : by_line)
-            out << format("<span class=\"num\">%u</span><span class=\"share\">%.2f %%</span>\n", line,
-                          100 * samples / total);
+            out << printf_string("<span class=\"num\">%u</span><span class=\"share\">%.2f %%</span>\n", line,
+                                 100 * samples / total);
         out << "</pre>\n";
         return;
     }
@@ -203,9 +202,9 @@ void write_file_excerpt(const std::string& file, const std::vector<LineShare>& s
             out << "<span class=\"num\">\xe2\x8b\xae</span>\n";
         previous = l;
         auto hot = by_line.find(l);
-        const std::string share = hot != by_line.end() ? format("%.2f %%", 100 * hot->second / total) : "";
+        const std::string share = hot != by_line.end() ? printf_string("%.2f %%", 100 * hot->second / total) : "";
         out << (hot != by_line.end() ? "<span class=\"hot\" data-line=\"" + std::to_string(l) + "\">" : "<span>")
-            << format("<span class=\"num\">%u</span><span class=\"share\">%s</span>  ", l, share.c_str())
+            << printf_string("<span class=\"num\">%u</span><span class=\"share\">%s</span>  ", l, share.c_str())
             << escape(source[l - 1]) << "</span>\n";
     }
     out << "</pre>\n";
@@ -240,7 +239,7 @@ void write_sources(const HtmlReport& report, std::ostream& out)
         out << "<p class=\"missing\">The ELF has no line information (build with -g).</p>\n";
     for (const auto& [samples, name] : hottest) {
         out << "<section class=\"function\" data-function=\"" << escape(name) << "\"><h3>" << escape(name)
-            << format(" \xe2\x80\x94 %.2f %%", 100 * samples / lines.total) << "</h3>\n";
+            << printf_string(" \xe2\x80\x94 %.2f %%", 100 * samples / lines.total) << "</h3>\n";
         for (const auto& [file, shares] : by_function[name])
             write_file_excerpt(file, shares, lines.total, report.read_source, out);
         out << "</section>\n";

@@ -64,7 +64,6 @@ std::vector<CoreTimeline> core_timelines_of(const SampleSet& samples, const Symb
 void write_timeline(const Timeline& t, std::ostream& out, const std::string& core_name, const std::string& id)
 {
     using html::escape;
-    using html::format;
     if (t.series.empty() || t.slices < 2)
         return;
     // The legend is a table below the plot, not SVG text beside it: SVG text does not wrap, and
@@ -74,23 +73,23 @@ void write_timeline(const Timeline& t, std::ostream& out, const std::string& cor
     out << "<h2>Timeline" << (core_name.empty() ? "" : ", " + escape(core_name)) << "</h2>\n<p>The share of the "
         << t.series.size() << " hottest functions" << (core_name.empty() ? "" : " of this core")
         << " in each of " << t.slices << " slices of " << html::readable_ms(slice_ms) << " of the recording.</p>\n"
-        << format("<svg id=\"%s\" width=\"%.0f\" height=\"%.0f\" data-slices=\"%zu\">\n", escape(id).c_str(),
-                  width, top + height + 20, t.slices);
+        << printf_string("<svg id=\"%s\" width=\"%.0f\" height=\"%.0f\" data-slices=\"%zu\">\n", escape(id).c_str(),
+                         width, top + height + 20, t.slices);
     for (int tick = 0; tick <= 4; ++tick) {   // 0 %, 25 %, ..., 100 %
         const double y = top + height - height * tick / 4.0;
-        out << format("<line x1=\"0\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                      "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\">%d %%</text>\n",
-                      plot, y, y, plot + 4, y + 3, tick * 25);
+        out << printf_string("<line x1=\"0\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                             "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\">%d %%</text>\n",
+                             plot, y, y, plot + 4, y + 3, tick * 25);
     }
     std::string legend;   // one row per series: its colour, its whole name
     for (size_t k = 0; k < t.series.size(); ++k) {
         const TimelineSeries& s = t.series[k];
-        const std::string colour = format("hsl(%zu,70%%,45%%)", k * 360 / t.series.size());
+        const std::string colour = printf_string("hsl(%zu,70%%,45%%)", k * 360 / t.series.size());
         std::string points, shares;
         for (size_t i = 0; i < s.shares.size(); ++i) {
             const double x = plot * (double(i) + 0.5) / double(t.slices);
-            points += format("%.1f,%.1f ", x, top + height - height * s.shares[i]);
-            shares += format(i == 0 ? "%.4f" : " %.4f", s.shares[i]);
+            points += printf_string("%.1f,%.1f ", x, top + height - height * s.shares[i]);
+            shares += printf_string(i == 0 ? "%.4f" : " %.4f", s.shares[i]);
         }
         out << "<polyline class=\"series\" fill=\"none\" stroke-width=\"2\" stroke=\"" << colour
             << "\" data-function=\"" << escape(s.function) << "\" data-shares=\"" << shares << "\" points=\""
@@ -98,9 +97,9 @@ void write_timeline(const Timeline& t, std::ostream& out, const std::string& cor
         legend += "<tr><td style=\"color:" + colour + "\">&#9632;</td><td class=\"name\">" + escape(s.function) +
                   "</td></tr>\n";
     }
-    out << format("<text x=\"0\" y=\"%.0f\" font-size=\"10\">%.3g ms</text>", top + height + 14, t.start_ms)
-        << format("<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"end\">%.3g ms</text>\n", plot,
-                  top + height + 14, t.end_ms)
+    out << printf_string("<text x=\"0\" y=\"%.0f\" font-size=\"10\">%.3g ms</text>", top + height + 14, t.start_ms)
+        << printf_string("<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"end\">%.3g ms</text>\n", plot,
+                         top + height + 14, t.end_ms)
         << "</svg>\n<table class=\"legend\">\n" << legend << "</table>\n";
 }
 

@@ -13,8 +13,6 @@
 namespace mcuprof::core {
 namespace {
 
-using text_table::format;
-
 std::string detail_of(const Profile& profile, const Row& row)
 {
     std::string detail;
@@ -61,24 +59,24 @@ std::optional<Truncation> truncation_of(const SamplerFigures& s)
 // The sampler's own figures: duty, halt latency, DWT_PCSR reads.
 std::string describe_method(const SamplerFigures& s)
 {
-    std::string out = format("target running %.1f %% of the time", 100.0 * s.run_duty);
+    std::string out = printf_string("target running %.1f %% of the time", 100.0 * s.run_duty);
     if (s.halt_budget)
-        out += format(" (halted %.1f %%, budget %.1f %%)", 100.0 * s.halted_share(), 100.0 * s.halt_budget->max_halted);
+        out += printf_string(" (halted %.1f %%, budget %.1f %%)", 100.0 * s.halted_share(), 100.0 * s.halt_budget->max_halted);
     if (s.halt_latency_us)
-        out += format(", halt latency p50 %.0f us p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99);
+        out += printf_string(", halt latency p50 %.0f us p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99);
     if (s.pcsr) {
-        out += format(", DWT_PCSR read %llu times per round trip (p50 %.0f us, p99 %.0f us), ",
-                      static_cast<unsigned long long>(s.pcsr->batch), s.pcsr->round_trip_us.p50,
-                      s.pcsr->round_trip_us.p99);
+        out += printf_string(", DWT_PCSR read %llu times per round trip (p50 %.0f us, p99 %.0f us), ",
+                             static_cast<unsigned long long>(s.pcsr->batch), s.pcsr->round_trip_us.p50,
+                             s.pcsr->round_trip_us.p99);
         if (s.pcsr->unused_reads)
-            out += format("%llu of %llu reads unused (outside the profile window or halted, placing it, "
-                          "past the count)",
-                          static_cast<unsigned long long>(*s.pcsr->unused_reads),
-                          static_cast<unsigned long long>(s.pcsr->reads));
+            out += printf_string("%llu of %llu reads unused (outside the profile window or halted, placing it, "
+                                 "past the count)",
+                                 static_cast<unsigned long long>(*s.pcsr->unused_reads),
+                                 static_cast<unsigned long long>(s.pcsr->reads));
         else
-            out += format("%llu of %llu reads 0xFFFFFFFF (core halted, dropped)",
-                          static_cast<unsigned long long>(s.pcsr->halted_reads),
-                          static_cast<unsigned long long>(s.pcsr->reads));
+            out += printf_string("%llu of %llu reads 0xFFFFFFFF (core halted, dropped)",
+                                 static_cast<unsigned long long>(s.pcsr->halted_reads),
+                                 static_cast<unsigned long long>(s.pcsr->reads));
     }
     return out;
 }
@@ -94,16 +92,16 @@ void write_rows(const Profile& profile, const std::vector<Row>& rows, bool inclu
     size_t shown = 0;
     for (const Row& row : rows) {
         if (max_rows != 0 && shown++ == max_rows) {
-            out << format("  ... %zu more rows\n", rows.size() - max_rows);
+            out << printf_string("  ... %zu more rows\n", rows.size() - max_rows);
             break;
         }
         std::string detail = detail_of(profile, row);
-        const std::string incl = inclusive ? format("%8.2f", row.inclusive.percent) : "";
+        const std::string incl = inclusive ? printf_string("%8.2f", row.inclusive.percent) : "";
         // Counts are whole numbers except where samples are weighted (top's decaying view).
-        const std::string count = row.samples == std::floor(row.samples) ? format("%12.0f", row.samples)
-                                                                          : format("%12.1f", row.samples);
+        const std::string count = row.samples == std::floor(row.samples) ? printf_string("%12.0f", row.samples)
+                                                                          : printf_string("%12.1f", row.samples);
         const std::string numbers =
-            format("%8.2f %7.2f %s%s  ", row.share.percent, row.share.stderr_pp, incl.c_str(), count.c_str());
+            printf_string("%8.2f %7.2f %s%s  ", row.share.percent, row.share.stderr_pp, incl.c_str(), count.c_str());
         text_table::write_row(out, numbers, row.name + (detail.empty() ? "" : "  ") + detail);
         if (const std::string preempted = describe_preempted(profile, row.name); !preempted.empty())
             text_table::write_row(out, std::string(numbers.size(), ' '), "  " + preempted);
@@ -125,7 +123,7 @@ namespace {
 // A duration in microseconds as people read it: "596 us", "13.2 ms".
 std::string duration_us(double us)
 {
-    return us < 1000 ? format("%.0f us", us) : format("%.1f ms", us / 1000);
+    return us < 1000 ? printf_string("%.0f us", us) : printf_string("%.1f ms", us / 1000);
 }
 
 } // namespace
@@ -140,11 +138,11 @@ std::string describe_core_stops(const Profile& profile)
     if (c.halts == 0)
         return "the skew between the cores' stops was not measured: " + c.how;
     // The upper bound is what "within" promises; the lower bound says how much of it is sure.
-    return format("cores stopped within %s of each other (median of %llu halts), p99 %s, max %s; at least %s apart "
-                  "(median): ",
-                  duration_us(c.at_most_us.p50).c_str(), static_cast<unsigned long long>(c.halts),
-                  duration_us(c.at_most_us.p99).c_str(), duration_us(c.at_most_us.max).c_str(),
-                  duration_us(c.at_least_us.p50).c_str()) +
+    return printf_string("cores stopped within %s of each other (median of %llu halts), p99 %s, max %s; at least %s apart "
+                         "(median): ",
+                         duration_us(c.at_most_us.p50).c_str(), static_cast<unsigned long long>(c.halts),
+                         duration_us(c.at_most_us.p99).c_str(), duration_us(c.at_most_us.max).c_str(),
+                         duration_us(c.at_least_us.p50).c_str()) +
            c.how;
 }
 
@@ -161,27 +159,27 @@ std::string describe_errors(const Profile& profile)
     const char* clusters = profile.errors.batches ? "batches" : "bursts";
     std::string text =
         profile.errors.batches
-            ? format("from the spread between %zu batches of consecutive wall-clock halts (how far the core ran "
-                     "between two is up to the link and the host; where it ran little, neighbours repeat each "
-                     "other): up to %.1f times the binomial figure",
-                     profile.errors.bursts, profile.errors.largest_ratio)
-            : format("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
-                     "profile chunks, whose reads are correlated): up to %.1f times the binomial figure",
-                     profile.errors.bursts, profile.errors.largest_ratio);
+            ? printf_string("from the spread between %zu batches of consecutive wall-clock halts (how far the core ran "
+                            "between two is up to the link and the host; where it ran little, neighbours repeat each "
+                            "other): up to %.1f times the binomial figure",
+                            profile.errors.bursts, profile.errors.largest_ratio)
+            : printf_string("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
+                            "profile chunks, whose reads are correlated): up to %.1f times the binomial figure",
+                            profile.errors.bursts, profile.errors.largest_ratio);
     if (profile.errors.bursts < 20)   // the variance's own error: a chi-square of k - 1 degrees
-        text += format("; only %zu %s, so the errors themselves are rough (the 95 %% intervals use Student's t "
-                       "of %zu degrees of freedom)",
-                       profile.errors.bursts, clusters, profile.errors.bursts - 1);
+        text += printf_string("; only %zu %s, so the errors themselves are rough (the 95 %% intervals use Student's t "
+                              "of %zu degrees of freedom)",
+                              profile.errors.bursts, clusters, profile.errors.bursts - 1);
     return text;
 }
 
 std::string describe_truncation(const Truncation& truncation)
 {
-    std::string line = format("stacks: %.0f of %.0f chains truncated (%.2f %% of the samples)", truncation.samples,
-                              truncation.unwound, truncation.percent());
+    std::string line = printf_string("stacks: %.0f of %.0f chains truncated (%.2f %% of the samples)", truncation.samples,
+                                     truncation.unwound, truncation.percent());
     std::string reasons;
     for (const auto& [reason, samples] : truncation.by_reason)
-        reasons += format("%s%s: %.0f", reasons.empty() ? "" : ", ", reason.c_str(), samples);   // reason, then count
+        reasons += printf_string("%s%s: %.0f", reasons.empty() ? "" : ", ", reason.c_str(), samples);   // reason, then count
     if (!reasons.empty())
         line += ": " + reasons;
     if (truncation.inclusive_lower_bounds())
@@ -193,10 +191,10 @@ std::string describe_load(const Profile& profile)
 {
     if (profile.load) {
         const CpuLoad& l = *profile.load;
-        std::string line = format("CPU load %.2f %% +-%.2f (asleep %.2f %%", l.busy.percent, l.busy.stderr_pp,
-                                  l.sleep.percent);
+        std::string line = printf_string("CPU load %.2f %% +-%.2f (asleep %.2f %%", l.busy.percent, l.busy.stderr_pp,
+                                         l.sleep.percent);
         if (l.idle_task_samples > 0)
-            line += format(", idle task %.2f %%", 100.0 * l.idle_task_samples / profile.total);
+            line += printf_string(", idle task %.2f %%", 100.0 * l.idle_task_samples / profile.total);
         return line + ")";
     }
     if (profile.sleep_not_counted && !profile.exact && profile.total > 0)
@@ -215,7 +213,7 @@ std::string describe_preempted(const Profile& profile, const std::string& row)
         total += samples;
     std::string text = "preempted:";
     for (const auto& [name, samples] : found->second)
-        text += format("%s %s %.1f %%", text.back() == ':' ? "" : ",", name.c_str(), 100.0 * samples / total);
+        text += printf_string("%s %s %.1f %%", text.back() == ':' ? "" : ",", name.c_str(), 100.0 * samples / total);
     return text;
 }
 
@@ -224,17 +222,17 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
     if (!profile.origin.empty())
         out << profile.origin << '\n';
     if (profile.exact)
-        out << format("instructions %.0f (exact count), %llu distinct addresses, by %s\n", profile.total,
-                      static_cast<unsigned long long>(profile.distinct_addresses),
-                      grouping_name(profile).c_str());
+        out << printf_string("instructions %.0f (exact count), %llu distinct addresses, by %s\n", profile.total,
+                             static_cast<unsigned long long>(profile.distinct_addresses),
+                             grouping_name(profile).c_str());
     else
-        out << format("samples %.0f, %llu distinct addresses, by %s\n", profile.total,
-                      static_cast<unsigned long long>(profile.distinct_addresses),
-                      grouping_name(profile).c_str());
+        out << printf_string("samples %.0f, %llu distinct addresses, by %s\n", profile.total,
+                             static_cast<unsigned long long>(profile.distinct_addresses),
+                             grouping_name(profile).c_str());
     if (profile.sampler)
-        out << format("sampler: %.0f samples/s, %s; end: %s\n", profile.sampler->samples_per_second,
-                      describe_method(*profile.sampler).c_str(),
-                      profile.sampler->end.empty() ? "?" : profile.sampler->end.c_str());
+        out << printf_string("sampler: %.0f samples/s, %s; end: %s\n", profile.sampler->samples_per_second,
+                             describe_method(*profile.sampler).c_str(),
+                             profile.sampler->end.empty() ? "?" : profile.sampler->end.c_str());
     if (const std::string stops = describe_core_stops(profile); !stops.empty())
         out << stops << '\n';
     for (const Warning& w : profile.warnings)
@@ -251,14 +249,14 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
     // them. With more than 1 % of the chains cut short, they are lower bounds ("incl >=%").
     const bool inclusive = profile.unwound && profile.by == Grouping::function;
     const bool lower_bounds = profile.truncation.inclusive_lower_bounds();
-    out << format("%8s %7s %s%12s  %s\n", "%", "+-se", inclusive ? (lower_bounds ? " incl>=%" : "  incl %") : "",
-                  count_title,
-                  grouping_name(profile).c_str());
+    out << printf_string("%8s %7s %s%12s  %s\n", "%", "+-se", inclusive ? (lower_bounds ? " incl>=%" : "  incl %") : "",
+                         count_title,
+                         grouping_name(profile).c_str());
     write_rows(profile, profile.rows, inclusive, out, max_rows);
     // A multi-core chip: each core's table, its shares of its own samples.
     for (const CoreProfile& core : profile.cores) {
-        out << format("\n%s: %s %.0f\n", core.name.c_str(), count_title, core.total);
-        out << format("%8s %7s %12s  %s\n", "%", "+-se", count_title, std::string(name_of(core_grouping(profile))).c_str());
+        out << printf_string("\n%s: %s %.0f\n", core.name.c_str(), count_title, core.total);
+        out << printf_string("%8s %7s %12s  %s\n", "%", "+-se", count_title, std::string(name_of(core_grouping(profile))).c_str());
         write_rows(profile, core.rows, false, out, max_rows);
     }
 }

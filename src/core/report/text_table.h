@@ -8,22 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "mcuprof/printf_string.h"
+
 namespace mcuprof::core::text_table {
 
 // Text tables fold a long name onto lines of at most this many characters.
 inline constexpr size_t name_width = 100;
-
-// snprintf into a string as long as the text needs: a name of any length is never cut.
-template <typename... Values> std::string format(const char* pattern, Values... values)
-{
-    const int size = std::snprintf(nullptr, 0, pattern, values...);
-    if (size <= 0)
-        return {};
-    std::string text(size_t(size) + 1, '\0');
-    std::snprintf(text.data(), text.size(), pattern, values...);
-    text.resize(size_t(size));
-    return text;
-}
 
 // The pieces of a name as the tables fold it: each at most `width` characters, broken after
 // the last ", ", ";" or "::" that fits (a template's arguments, a stack's frames, a scope),

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "mcuprof/core/source_locator.h"
+#include "mcuprof/printf_string.h"
 #include "mcuprof/core/symbols.h"
 
 namespace mcuprof::sources {
@@ -29,13 +30,6 @@ bool is_header(uint32_t word)
 bool is_exception_return(uint32_t call_site)
 {
     return call_site >= 0xFFFFFF00;
-}
-
-std::string format(const char* pattern, auto... values)
-{
-    char text[512];
-    std::snprintf(text, sizeof text, pattern, values...);
-    return text;
 }
 
 } // namespace
@@ -171,25 +165,25 @@ CallTrace CallTraceDecoder::finish()
             "no call records: is the firmware built with -finstrument-functions, its hooks writing to this "
             "stimulus port (--channel), and the port enabled (ITM_TER)?");
     if (c.stray_words + c.broken_records > 0)
-        trace_.notes.push_back(format("%" PRIu64 " stray words and %" PRIu64
-                                      " broken records: writes were lost (overflow?) or another writer "
-                                      "shares the stimulus port",
-                                      c.stray_words, c.broken_records));
+        trace_.notes.push_back(printf_string("%" PRIu64 " stray words and %" PRIu64
+                                             " broken records: writes were lost (overflow?) or another writer "
+                                             "shares the stimulus port",
+                                             c.stray_words, c.broken_records));
     if (c.unmatched_exits > 0)
-        trace_.notes.push_back(format("%" PRIu64 " exits of functions not entered in the capture were left "
-                                      "out (the capture began inside them, or their entry was lost)",
-                                      c.unmatched_exits));
+        trace_.notes.push_back(printf_string("%" PRIu64 " exits of functions not entered in the capture were left "
+                                             "out (the capture began inside them, or their entry was lost)",
+                                             c.unmatched_exits));
     if (c.missed_exits > 0)
-        trace_.notes.push_back(format("%" PRIu64 " activations lost their exit record and were closed when a "
-                                      "caller exited",
-                                      c.missed_exits));
+        trace_.notes.push_back(printf_string("%" PRIu64 " activations lost their exit record and were closed when a "
+                                             "caller exited",
+                                             c.missed_exits));
     if (c.open_at_end > 0)
-        trace_.notes.push_back(format("%" PRIu64 " activations were still open at the end (main, a loop "
-                                      "that never returns); they were closed at the last record",
-                                      c.open_at_end));
+        trace_.notes.push_back(printf_string("%" PRIu64 " activations were still open at the end (main, a loop "
+                                             "that never returns); they were closed at the last record",
+                                             c.open_at_end));
     if (c.other_writes > 0)
-        trace_.notes.push_back(format("%" PRIu64 " 1- or 2-byte writes on the trace's port were ignored",
-                                      c.other_writes));
+        trace_.notes.push_back(printf_string("%" PRIu64 " 1- or 2-byte writes on the trace's port were ignored",
+                                             c.other_writes));
     return std::move(trace_);
 }
 
@@ -198,8 +192,8 @@ void name_call_trace(CallTrace& trace, const core::SymbolTable& symbols, core::S
     for (core::CallGraphFunction& f : trace.graph.functions) {
         const core::Function* symbol = symbols.find(f.address);
         f.name = symbol != nullptr && symbol->start == f.address ? symbol->name
-                 : symbol != nullptr ? format("%s+0x%x", symbol->name.c_str(), unsigned(f.address - symbol->start))
-                                     : format("0x%08x", unsigned(f.address));
+                 : symbol != nullptr ? printf_string("%s+0x%x", symbol->name.c_str(), unsigned(f.address - symbol->start))
+                                     : printf_string("0x%08x", unsigned(f.address));
         if (locator != nullptr) {
             // The function the code physically belongs to is the last frame of the chain.
             const std::vector<core::SourceFrame>& frames = locator->frames(f.address);
@@ -255,10 +249,10 @@ CallTrace read_call_trace(ByteSource& source, const SwoOptions& options, uint32_
     const SwoOutcome outcome = feed_swo(source, options, sink);
     CallTrace trace = decoder.finish();
     const CallTraceCounts& c = trace.counts;
-    trace.graph.origin = format("SWO capture %s, %" PRIu64 " bytes, call records on stimulus port %u: %" PRIu64
-                                " entries, %" PRIu64 " exits, %" PRIu64 " counter wraps; packets: ",
-                                source.name().c_str(), outcome.counts.bytes, unsigned(channel), c.entries, c.exits,
-                                c.wraps) +
+    trace.graph.origin = printf_string("SWO capture %s, %" PRIu64 " bytes, call records on stimulus port %u: %" PRIu64
+                                       " entries, %" PRIu64 " exits, %" PRIu64 " counter wraps; packets: ",
+                                       source.name().c_str(), outcome.counts.bytes, unsigned(channel), c.entries, c.exits,
+                                       c.wraps) +
                          summary(outcome.counts);
     std::vector<std::string> notes = swo_notes(outcome, options);
     notes.insert(notes.end(), trace.notes.begin(), trace.notes.end());

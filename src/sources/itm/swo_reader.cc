@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mcuprof/printf_string.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/transport/error.h"
 #include "mcuprof/transport/tcp_connection.h"
@@ -24,13 +25,6 @@ namespace {
 constexpr std::string_view tcp_prefix = "tcp:";
 constexpr size_t chunk_size = 1024 * 1024;
 constexpr int wait_step_ms = 200;   // how long a live source waits before looking at StopWhen again
-
-std::string format(const char* pattern, auto... values)
-{
-    char text[512];
-    std::snprintf(text, sizeof text, pattern, values...);
-    return text;
-}
 
 // A regular file, mapped: the parser reads the page cache in place, chunk by chunk, with
 // no copy (a copy into a buffer cost more than the parsing).
@@ -101,7 +95,7 @@ public:
             }
             if (errno == EINTR || errno == EAGAIN)
                 continue;
-            throw Error(name_, format("offset %" PRIu64, offset_), std::string("read failed: ") + std::strerror(errno));
+            throw Error(name_, printf_string("offset %" PRIu64, offset_), std::string("read failed: ") + std::strerror(errno));
         }
     }
     const std::string& name() const override { return name_; }
@@ -250,7 +244,7 @@ public:
             if (full())
                 return;
             samples_ += p.kind == ItmKind::pc_sample || p.kind == ItmKind::sleep_sample;
-            out_ << format("%08" PRIx64 "  ", p.offset) << describe(p) << '\n';
+            out_ << printf_string("%08" PRIx64 "  ", p.offset) << describe(p) << '\n';
         }
     }
     bool full() const { return limit_ != 0 && samples_ >= limit_; }
@@ -297,12 +291,12 @@ std::vector<std::string> swo_notes(const SwoOutcome& outcome, const SwoOptions& 
     const ItmCounts& c = outcome.counts;
     std::vector<std::string> notes;
     if (c[ItmKind::overflow] > 0)
-        notes.push_back(format(
+        notes.push_back(printf_string(
             "%" PRIu64 " overflow packets: the ITM dropped packets because the SWO line could not carry them "
             "all; lower the sampling rate (DWT_CTRL.CYCTAP, POSTPRESET) or raise the SWO baud rate",
             c[ItmKind::overflow]));
     if (c[ItmKind::bad] > 0)
-        notes.push_back(format(
+        notes.push_back(printf_string(
             "%" PRIu64 " bad packets (reserved headers or malformed): the capture holds garbage or started in "
             "the middle of a packet%s",
             c[ItmKind::bad], options.wait_for_sync ? "; the bytes up to the next synchronization packet were skipped"
@@ -310,7 +304,7 @@ std::vector<std::string> swo_notes(const SwoOutcome& outcome, const SwoOptions& 
     if (options.wait_for_sync && c[ItmKind::sync] == 0)
         notes.push_back("no synchronization packet in the capture: nothing was decoded (--sync)");
     else if (c.skipped_bytes > 0)
-        notes.push_back(format("%" PRIu64 " bytes skipped while waiting for a synchronization packet", c.skipped_bytes));
+        notes.push_back(printf_string("%" PRIu64 " bytes skipped while waiting for a synchronization packet", c.skipped_bytes));
     if (c.truncated > 0)
         notes.push_back("the capture ends in the middle of a packet; that packet was dropped");
     if (outcome.interrupted)
@@ -397,7 +391,7 @@ core::SampleSet read_swo(ByteSource& source, const SwoOptions& options)
 
     if (collector.sleeping() > 0)
         samples.without_address[sleep_row] = collector.sleeping();
-    samples.origin = format("SWO capture %s, %" PRIu64 " bytes; packets: ", source.name().c_str(), c.bytes) + summary(c);
+    samples.origin = printf_string("SWO capture %s, %" PRIu64 " bytes; packets: ", source.name().c_str(), c.bytes) + summary(c);
     samples.notes = swo_notes(outcome, options);
     if (samples.pcs.empty() && collector.sleeping() == 0 && c.bytes > 0)
         samples.notes.push_back(
@@ -417,8 +411,8 @@ ItmCounts list_swo_packets(ByteSource& source, const SwoOptions& options, std::o
     PacketLister lister(out, options.max_samples);
     const SwoOutcome outcome = feed_swo(source, options, lister, [&] { return lister.full(); });
     const ItmCounts& c = outcome.counts;
-    out << format("# %" PRIu64 " bytes, %" PRIu64 " skipped, %" PRIu64 " truncated; packets: ", c.bytes,
-                  c.skipped_bytes, c.truncated)
+    out << printf_string("# %" PRIu64 " bytes, %" PRIu64 " skipped, %" PRIu64 " truncated; packets: ", c.bytes,
+                         c.skipped_bytes, c.truncated)
         << summary(c) << '\n';
     return c;
 }
@@ -433,41 +427,41 @@ std::string describe(const ItmPacket& p)
         return kind;
     case ItmKind::pc_sample:
     case ItmKind::global_timestamp_2:
-        return format("%s 0x%08" PRIx64, kind.c_str(), p.value);
+        return printf_string("%s 0x%08" PRIx64, kind.c_str(), p.value);
     case ItmKind::local_timestamp:
-        return format("%s %" PRIu64 " tc %u", kind.c_str(), p.value, unsigned(p.flags));
+        return printf_string("%s %" PRIu64 " tc %u", kind.c_str(), p.value, unsigned(p.flags));
     case ItmKind::global_timestamp_1:
-        return format("%s 0x%07" PRIx64 "%s%s", kind.c_str(), p.value,
-                      (p.flags & global_timestamp_clock_change) ? " clock-change" : "",
-                      (p.flags & global_timestamp_wrap) ? " wrap" : "");
+        return printf_string("%s 0x%07" PRIx64 "%s%s", kind.c_str(), p.value,
+                             (p.flags & global_timestamp_clock_change) ? " clock-change" : "",
+                             (p.flags & global_timestamp_wrap) ? " wrap" : "");
     case ItmKind::extension:
-        return format("%s sh %u ex 0x%" PRIx64, kind.c_str(), unsigned(p.flags), p.value);
+        return printf_string("%s sh %u ex 0x%" PRIx64, kind.c_str(), unsigned(p.flags), p.value);
     case ItmKind::instrumentation:
-        return format("%s port %u 0x%0*" PRIx64 " (%u bytes)", kind.c_str(), p.channel, 2 * p.payload_size, p.value,
-                      unsigned(p.payload_size));
+        return printf_string("%s port %u 0x%0*" PRIx64 " (%u bytes)", kind.c_str(), p.channel, 2 * p.payload_size, p.value,
+                             unsigned(p.payload_size));
     case ItmKind::event_counter: {
         std::string which;
         const char* names[] = {"cpi", "exc", "sleep", "lsu", "fold", "postcnt"};
         for (int bit = 0; bit < 6; ++bit)
             if (p.value & (1u << bit))
                 which += std::string(" ") + names[bit];
-        return format("%s 0x%02" PRIx64, kind.c_str(), p.value) + which;
+        return printf_string("%s 0x%02" PRIx64, kind.c_str(), p.value) + which;
     }
     case ItmKind::exception_trace: {
         const char* function = p.flags == exception_entered ? "entered"
                               : p.flags == exception_exited ? "exited"
                                                             : "returned";
-        return format("%s %" PRIu64 " %s", kind.c_str(), p.value, function);
+        return printf_string("%s %" PRIu64 " %s", kind.c_str(), p.value, function);
     }
     case ItmKind::data_trace_pc:
-        return format("%s comparator %u 0x%08" PRIx64, kind.c_str(), p.channel, p.value);
+        return printf_string("%s comparator %u 0x%08" PRIx64, kind.c_str(), p.channel, p.value);
     case ItmKind::data_trace_address:
-        return format("%s comparator %u 0x%04" PRIx64, kind.c_str(), p.channel, p.value);
+        return printf_string("%s comparator %u 0x%04" PRIx64, kind.c_str(), p.channel, p.value);
     case ItmKind::data_trace_value:
-        return format("%s comparator %u %s 0x%0*" PRIx64 " (%u bytes)", kind.c_str(), p.channel,
-                      p.flags ? "write" : "read", 2 * p.payload_size, p.value, unsigned(p.payload_size));
+        return printf_string("%s comparator %u %s 0x%0*" PRIx64 " (%u bytes)", kind.c_str(), p.channel,
+                             p.flags ? "write" : "read", 2 * p.payload_size, p.value, unsigned(p.payload_size));
     case ItmKind::bad:
-        return format("%s header 0x%02x: ", kind.c_str(), unsigned(p.header)) +
+        return printf_string("%s header 0x%02x: ", kind.c_str(), unsigned(p.header)) +
                std::string(name_of(ItmBadReason(p.flags)));
     }
     return kind;
