@@ -14,11 +14,10 @@ build)
     if command -v ccache > /dev/null; then
         launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
     fi
-    # A unity build (CMake batches each library's sources into a few files): the tree's build is
-    # the longest chain of make test, and compiled file by file it spent most of its time reading
-    # the same headers again. 166 s against 646 s on an idle 2-core machine with an empty cache
-    # (2026-12-02). It also compiles each source next to others, where a helper's name can meet
-    # another file's: that found dot_report.cc's quoted() losing to std::quoted.
+    # A unity build (CMake batches each library's sources into a few files, so each header is
+    # read once a batch): 166 s against 200 s file by file on an idle 2-core machine with an
+    # empty cache (2026-12-02). It also compiles each source next to others, where a helper's
+    # name can meet another file's: that found dot_report.cc's quoted() losing to std::quoted.
     cmake -S "$source_dir" -B "$tree" -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${launcher[@]}" \
         -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCUPROF_SANITIZE=ON -DMCUPROF_FIRMWARE_DIR="$3/firmware-ref" > "$tree.configure.log" 2>&1 \
         || { cat "$tree.configure.log"; exit 1; }
