@@ -258,6 +258,10 @@ def stop_rig(rig) -> None:
             except subprocess.TimeoutExpired:
                 stop_process(process)
     if getattr(rig, "vprobe", None) is not None:
+        # The reader reaches the end of the exited probe's stderr by itself; closing the pipe
+        # under it would raise in its thread.
+        if getattr(rig, "vprobe_reader", None) is not None:
+            rig.vprobe_reader.join(timeout=5)
         rig.vprobe.stderr.close()
     if getattr(rig, "qemu", None) is not None:
         rig.qemu.close()
