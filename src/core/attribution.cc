@@ -332,18 +332,22 @@ void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolT
 // for flat samples, one address each.
 struct AddressChain {
     std::vector<uint32_t> addresses;
+    std::string core;                    // a multi-core chip's core (StackRow::core)
     std::string task;                    // root pseudo-frame, by task
     bool truncated = false;
     bool from_secure = false;            // complete up to the Secure state's call (secure_frame_name)
     double weight = 0;
 };
 
-// Unwound stacks come with raw PCs only (a live recording), never with counts or buckets.
+// Unwound stacks come with raw PCs only (a live recording), never with counts or buckets. A
+// multi-core set's chains are each core's own (its PCs, or a census's counts per vCPU): the
+// aggregated items have lost the core.
 std::vector<AddressChain> address_chains(const SampleSet& samples, const std::vector<Weighted>& items,
                                          const SymbolTable& symbols, const AttributionOptions& options)
 {
     std::vector<AddressChain> chains;
     const Grouping by = options.by;
+    const bool by_core = is_multicore(samples);
     auto task_of = [&](uint32_t tag, bool tagged) {
         if (by == Grouping::exception)
             return exception_row_name(tag, options.vector_table, symbols);
@@ -354,23 +358,35 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
         auto known = samples.tag_names.find(tag);
         return known != samples.tag_names.end() ? known->second : hex32(tag);
     };
-    if (samples.stacks.empty()) {
+    if (samples.stacks.empty() && !by_core) {
         for (const Weighted& item : items)
-            chains.push_back({{item.pc}, task_of(item.tag, item.tagged), false, false, item.weight});
+            chains.push_back({{item.pc}, "", task_of(item.tag, item.tagged), false, false, item.weight});
         return chains;
     }
-    std::map<std::tuple<std::string, bool, bool, std::vector<uint32_t>>, double> counted;
+    // (core, task, truncated, from the Secure state, addresses root first): in core order
+    std::map<std::tuple<uint32_t, std::string, bool, bool, std::vector<uint32_t>>, double> counted;
+    const std::vector<uint32_t>& tags = key_tags(samples, by);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
-        const CallStack& stack = samples.stacks[i];
-        std::vector<uint32_t> addresses(stack.callers.rbegin(), stack.callers.rend());
+        std::vector<uint32_t> addresses;
+        bool truncated = false, from_secure = false;
+        if (!samples.stacks.empty()) {
+            const CallStack& stack = samples.stacks[i];
+            addresses.assign(stack.callers.rbegin(), stack.callers.rend());
+            truncated = stack.truncated;
+            from_secure = stack.stop == UnwindStop::secure_caller;
+        }
         addresses.push_back(samples.pcs[i]);
-        const std::vector<uint32_t>& tags = key_tags(samples, by);
         const uint32_t tag = tags.empty() ? 0 : tags[i];
         const bool tagged = !tags.empty() && (tag != 0 || samples.tag_names.count(0) != 0);
-        counted[{task_of(tag, tagged), stack.truncated, stack.stop == UnwindStop::secure_caller, std::move(addresses)}] += 1;
+        const uint32_t core = samples.cores.empty() ? 0 : samples.cores[i];
+        counted[{core, task_of(tag, tagged), truncated, from_secure, std::move(addresses)}] += 1;
     }
+    if (by_core)
+        for (const AddressCount& c : samples.counts)
+            counted[{c.core, "", false, false, {c.address}}] += double(c.count);
     for (auto& [key, weight] : counted)
-        chains.push_back({std::get<3>(key), std::get<0>(key), std::get<1>(key), std::get<2>(key), weight});
+        chains.push_back({std::get<4>(key), by_core ? core_name(samples, std::get<0>(key)) : "", std::get<1>(key),
+                          std::get<2>(key), std::get<3>(key), weight});
     return chains;
 }
 
@@ -404,6 +420,7 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
         StackRow row;
         row.truncated = chain.truncated;
         row.samples = chain.weight;
+        row.core = chain.core;
         if (!chain.task.empty())
             row.frames.push_back({chain.task, "", 0, 0, false, ""});
         if (chain.from_secure)
@@ -440,6 +457,7 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
         // functions); the frames keep the lines of the first such stack.
         std::vector<std::string> key;
         key.push_back(row.truncated ? "1" : "0");
+        key.push_back(row.core);
         for (const StackFrame& f : row.frames)
             key.push_back(f.function);
         auto [it, added] = index.emplace(std::move(key), profile.stacks.size());
@@ -451,9 +469,9 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
     // Samples that caught no address count in the total: one-frame stacks under their
     // row's name, so that every stack format adds up to the profile's total.
     if (samples.outside_buckets > 0)
-        profile.stacks.push_back({{{outside_histogram, "", 0, 0, false, ""}}, double(samples.outside_buckets), false});
+        profile.stacks.push_back({{{outside_histogram, "", 0, 0, false, ""}}, double(samples.outside_buckets), false, ""});
     for (const auto& [name, count] : samples.without_address)
-        profile.stacks.push_back({{{name, "", 0, 0, false, ""}}, double(count), false});
+        profile.stacks.push_back({{{name, "", 0, 0, false, ""}}, double(count), false, ""});
     std::stable_sort(profile.stacks.begin(), profile.stacks.end(),   // ties keep their order: reproducible files
               [](const StackRow& a, const StackRow& b) { return a.samples > b.samples; });
 }
@@ -976,7 +994,9 @@ std::string_view name_of(Grouping grouping)
 std::vector<StackFrame> shown_frames(const StackRow& stack)
 {
     std::vector<StackFrame> frames;
-    frames.reserve(stack.frames.size() + 1);
+    frames.reserve(stack.frames.size() + 2);
+    if (!stack.core.empty())
+        frames.push_back({stack.core, "", 0, 0, false, ""});
     if (stack.truncated)
         frames.push_back({truncated_frame_name, "", 0, 0, false, ""});
     frames.insert(frames.end(), stack.frames.begin(), stack.frames.end());

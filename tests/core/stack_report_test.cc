@@ -156,6 +156,48 @@ TEST_CASE("collapsed: a flat profile gives one-frame stacks, samples without add
     CHECK(out.str() == "func_a 2\nlocal_b 1\n(sleep) 1\n");
 }
 
+TEST_CASE("two cores: each core's chains under its own root in every stack format, pprof's label aside")
+{
+    // The four unwound samples on core 0 and the same four on core 1 (named "cm4"): the same
+    // chains on two cores are two towers, never one of twice the samples.
+    SampleSet s = unwound_samples();
+    const SampleSet one = s;
+    s.pcs.insert(s.pcs.end(), one.pcs.begin(), one.pcs.end());
+    s.stacks.insert(s.stacks.end(), one.stacks.begin(), one.stacks.end());
+    s.cores = {0, 0, 0, 0, 1, 1, 1, 1};
+    s.core_names = {{1, "cm4"}};
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const Profile p = attribute(s, symbols, nullptr, {});
+    std::ostringstream collapsed;
+    write_collapsed(p, collapsed);
+    CHECK(collapsed.str() == "core 0;func_a;local_b 2\ncm4;func_a;local_b 2\ncore 0;func_a;func_c;func_c 1\n"
+                             "core 0;[truncated];func_c 1\ncm4;func_a;func_c;func_c 1\ncm4;[truncated];func_c 1\n");
+    // The JSON names the core beside the frames, which do not repeat it.
+    const nlohmann::json doc = to_json(p);
+    REQUIRE(doc["stacks"].size() == 6);
+    CHECK(doc["stacks"][1]["core"] == "cm4");
+    CHECK(doc["stacks"][1]["frames"][0]["function"] == "func_a");
+    // The call graph (callgrind, dot) has each core as a root of its own.
+    const CallGraph g = call_graph_of(p);
+    CHECK(function_named(g, "core 0").inclusive_cost == 4);
+    CHECK(function_named(g, "cm4").inclusive_cost == 4);
+    CHECK(function_named(g, "func_a").inclusive_cost == 6);
+    // Each core's own table is its own chains, without a root for the core.
+    REQUIRE(p.cores.size() == 2);
+    AttributionOptions by_stack;
+    by_stack.by = Grouping::stack;
+    const Profile rows = attribute(s, symbols, nullptr, by_stack);
+    std::map<std::string, double> names;
+    for (const Row& row : rows.cores[1].rows)
+        names[row.name] = row.samples;
+    CHECK(names == std::map<std::string, double>{
+                       {"func_a;local_b", 2}, {"func_a;func_c;func_c", 1}, {"[truncated];func_c", 1}});
+    // One core: no root for it (the first test's lines).
+    std::ostringstream single;
+    write_collapsed(unwound_profile(), single);
+    CHECK(single.str().find("core") == std::string::npos);
+}
+
 TEST_CASE("speedscope: one sampled profile, frames shared, weights adding up to the total")
 {
     const nlohmann::json j = to_speedscope(unwound_profile());

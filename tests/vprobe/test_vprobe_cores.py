@@ -26,6 +26,7 @@ Ports are chosen at run time; every process started here is stopped on every pat
 """
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
@@ -41,7 +42,7 @@ from pathlib import Path
 import fwtest
 import qemu_runner
 from openocd_rig import CLI, OPENOCD, UNIFORM_COST_NS, elf_functions, elf_symbol, require, start_rig, stop_rig
-from stack_checks import check_dual_chains, recorded_chains
+from stack_checks import DUAL_CHAINS, check_dual_chains, recorded_chains
 
 IMAGE = "dual_forever_an521"
 # Core 1 on access port 1; the last target created is OpenOCD's current one: `targets` makes core 0
@@ -355,6 +356,29 @@ class StacksOfBothCoresThroughOpenOCD(unittest.TestCase):
               f"mean depth {sampler['stacks']['mean_depth']:.2f}; {json.loads(self.recording.stdout)['core_stops']}",
               file=sys.stderr)
 
+
+    def test_collapsed_stacks_keep_each_core_under_its_own_root(self):
+        """`report --format collapsed` of the recording: every line under one core's root, named as
+        the JSON's per-core table names it, each root's lines adding up to that core's halts in the
+        recording's bytes, and no frame of the other core's code under it."""
+        self.assertEqual(self.recording.returncode, 0, self.recording.stderr)
+        names = {c["core"]: c["name"] for c in json.loads(self.recording.stdout)["cores"]}
+        chains = recorded_chains(self.out / "stacks.rec", elf_functions(self.elf))
+        halts = collections.Counter(names[core] for core, _, _ in chains)
+        collapsed = subprocess.run([str(CLI), "report", str(self.out / "stacks.rec"), "--elf", str(self.elf),
+                                    "--format", "collapsed"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(collapsed.returncode, 0, collapsed.stderr)
+        totals, frames = collections.Counter(), collections.defaultdict(set)
+        for line in collapsed.stdout.splitlines():
+            stack, count = line.rsplit(" ", 1)
+            root, *below = stack.split(";")
+            totals[root] += int(count)
+            frames[root].update(below)
+        self.assertEqual(totals, halts)
+        for core, name in names.items():
+            other = DUAL_CHAINS[1 - core]
+            self.assertEqual(frames[name] & ({other["entry"], other["round"]} | other["callees"]), set(), name)
+            self.assertIn(DUAL_CHAINS[core]["entry"], frames[name])
 
 class RecordBothCoresByPcsr(RecordBothCoresThroughOpenOCD):
     """`record --openocd --mode pcsr`: each round of a batch reads every core's DWT_PCSR (core 0's

@@ -92,8 +92,10 @@ nlohmann::json to_json(const Profile& profile)
                     frame["location"] = f.file + ":" + std::to_string(f.line);
                 frames.push_back(std::move(frame));
             }
-            stacks.push_back(
-                {{"frames", frames}, {"samples", count_value(stack.samples)}, {"truncated", stack.truncated}});
+            nlohmann::json row = {{"frames", frames}, {"samples", count_value(stack.samples)}, {"truncated", stack.truncated}};
+            if (!stack.core.empty())
+                row["core"] = stack.core;
+            stacks.push_back(std::move(row));
         }
         doc["stacks"] = std::move(stacks);
         nlohmann::json reasons = nlohmann::json::object();

@@ -67,6 +67,7 @@ struct StackRow {
     std::vector<StackFrame> frames;
     double samples = 0;
     bool truncated = false;              // the unwinder could not reach the outermost frame
+    std::string core;                    // a multi-core chip's core, as the report names it; else empty
 };
 
 // The root the stack formats (collapsed, speedscope, callgrind, dot, the HTML flame graph)
@@ -75,7 +76,8 @@ inline constexpr const char* truncated_frame_name = "[truncated]";
 // The root of a complete Non-secure chain that the Secure state called (BLXNS; the unwinder's
 // UnwindStop::secure_caller): the Secure callers are the Secure image's to show.
 inline constexpr const char* secure_frame_name = "[Secure state]";
-// A stack's frames as the stack formats show them: a truncated stack under `[truncated]`.
+// A stack's frames as the stack formats show them: a multi-core chip's stack under its core
+// (a root frame named as the report names the core), a truncated one under `[truncated]`.
 std::vector<StackFrame> shown_frames(const StackRow& stack);
 
 // How many unwound chains ended before their outermost frame, and why. Their outer callers
