@@ -782,14 +782,16 @@ std::string other_cores_halt_script(const std::vector<std::string>& targets, boo
         reads += other_core_reads(regsels, on, request.other_cores_stack_bytes, request.stack_top);
     // Timed: the script's own start and end too, which place the halt requests inside the
     // monitor command's round trip as mcuprof's clock sees it (its first line, "t START END H...").
-    return "capture {" + std::string(timed ? "set _mcuprof_s [clock microseconds]; " : "") + p.read_dhcsr + "if {(" +
+    // The start's variable is its own: register_reads' loop variable is _mcuprof_s, and the
+    // start once shared that name, so every first bound came out as the clock's whole reading.
+    return "capture {" + std::string(timed ? "set _mcuprof_t0 [clock microseconds]; " : "") + p.read_dhcsr + "if {(" +
            p.any_halted + ") & " + std::to_string(s_halt) + "} {set _mcuprof_r \"halted" + p.found + "\"} else {" +
            p.keys + p.halts + "set _mcuprof_x {}; set _mcuprof_c [catch {" + reads + "} _mcuprof_r]; " +
            // Kept halted for the unwinder's reads (stay_halted; other_cores_resume_script resumes
            // them by the DHCSR values kept in _mcuprof_k0, ...), unless a read failed.
            (request.stay_halted ? "if {$_mcuprof_c} {" + p.resumes + "}; " : p.resumes) +
            "if {$_mcuprof_c} {error $_mcuprof_r}; " +
-           (timed ? "set _mcuprof_x [linsert $_mcuprof_x 0 \"t $_mcuprof_s [clock microseconds] $_mcuprof_h\"]; " : "") +
+           (timed ? "set _mcuprof_x [linsert $_mcuprof_x 0 \"t $_mcuprof_t0 [clock microseconds] $_mcuprof_h\"]; " : "") +
            "set _mcuprof_r [join $_mcuprof_x \"\\n\"]}}; set _mcuprof_r";
 }
 

@@ -327,12 +327,10 @@ private:
                 ++it;
             }
         }
-        // The halt requests are not timed on this port yet (openocd_clock_ stays false, the skew
-        // "not measured"): in its first runs through the vprobe (QEMU 7.2, load ~8) the bounds
-        // from OpenOCD's clock and mcuprof's came out with the earliest past the latest on every
-        // halt (a lower bound of over 4 s), so other_cores_stop_after's reading of the two
-        // clocks is wrong somewhere, and a wrong bound is worse than none. The Tcl port's
-        // timing, within one script on OpenOCD's clock alone, holds (vprobe.cores).
+        // The other cores' halt requests are timed by OpenOCD's clock inside the monitor script
+        // (other_cores_stop_after), where its Tcl has one.
+        if (!openocd_others_.empty())
+            openocd_clock_ = answer_or_empty("expr {[catch {clock microseconds}] ? 0 : 1}") == "1";
     }
 
     // One core's registers (the selected core's, or another thread's), with the request's
