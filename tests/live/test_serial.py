@@ -66,7 +66,7 @@ class SerialLink(unittest.TestCase):
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, truth=truth,
                                  uart=None, timeout=600) as q:
             with PtyBridge(tty, q.gdb_port):
-                result = mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "200us",
+                result = mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "5ms",
                                  "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
             counts = stopped_with_truth(self, q, truth)
         three_loops_within_4_se(self, result, name, counts, rec)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import struct
 import subprocess
 import tempfile
@@ -160,6 +161,8 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     for k in loops:
         p, q, se = truth.get(k, 0) / total_truth, rows.count(k) / n, errors[k]
         binomial = math.sqrt(p * (1 - p) / n)
+        print(f"{name} {k}: {100 * q:.2f} % against {100 * p:.2f} %, standard error {100 * se:.2f} pp "
+              f"({se / binomial:.2f} times the binomial)", file=sys.stderr)
         test.assertLessEqual(se, 4 * binomial, f"{k}: halts so correlated that the check means little")
         if abs(q - p) > Z * se:
             bad.append((k, round(100 * q, 3), round(100 * p, 3), round(100 * Z * se, 3)))
