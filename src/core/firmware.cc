@@ -53,11 +53,6 @@ std::string ArmAttributes::architecture() const
 
 namespace {
 
-std::string message_of(llvm::Error error)
-{
-    return llvm::toString(std::move(error));
-}
-
 uint32_t word_at(const uint8_t* p)
 {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
@@ -131,7 +126,7 @@ void Firmware::Impl::read_sections()
     const auto& file = elf->getELFFile();
     auto headers = file.sections();
     if (!headers)
-        throw Error(path, "section headers", message_of(headers.takeError()));
+        throw Error(path, "section headers", llvm::toString(headers.takeError()));
     for (const auto& header : *headers) {
         Section section;
         if (auto name = file.getSectionName(header))
@@ -193,7 +188,7 @@ ArmAttributes Firmware::Impl::read_attributes() const
         const llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t*>(section.bytes.data()),
                                             section.bytes.size());
         if (llvm::Error error = parser.parse(bytes, llvm::endianness::little))
-            throw Error(path, section.name, "cannot read the build attributes: " + message_of(std::move(error)));
+            throw Error(path, section.name, "cannot read the build attributes: " + llvm::toString(std::move(error)));
         result.cpu_arch = parser.getAttributeValue(llvm::ARMBuildAttrs::CPU_arch);
         result.profile = parser.getAttributeValue(llvm::ARMBuildAttrs::CPU_arch_profile);
         result.fp_arch = parser.getAttributeValue(llvm::ARMBuildAttrs::FP_arch);
@@ -214,7 +209,7 @@ Firmware::Firmware(std::unique_ptr<Impl> impl) : impl_(std::move(impl))
                     "linker wrote");
     auto binary = llvm::object::ObjectFile::createObjectFile(impl_->buffer->getMemBufferRef());
     if (!binary)
-        throw Error(impl_->path, "", "cannot read ELF: " + message_of(binary.takeError()));
+        throw Error(impl_->path, "", "cannot read ELF: " + llvm::toString(binary.takeError()));
     impl_->object = std::move(*binary);
     impl_->elf = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(impl_->object.get());
     if (impl_->elf == nullptr)

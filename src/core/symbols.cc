@@ -25,11 +25,6 @@ struct Candidate {
     Binding binding;
 };
 
-std::string message_of(llvm::Error error)
-{
-    return llvm::toString(std::move(error));
-}
-
 } // namespace
 
 SymbolTable SymbolTable::parse(std::string_view image, const std::string& name)
@@ -50,7 +45,7 @@ SymbolTable SymbolTable::load(const Firmware& firmware)
     const auto& file = object_of(firmware).getELFFile();
     auto sections = file.sections();
     if (!sections)
-        throw Error(elf_path, "section headers", message_of(sections.takeError()));
+        throw Error(elf_path, "section headers", llvm::toString(sections.takeError()));
 
     SymbolTable table;
     table.path_ = elf_path;
@@ -64,17 +59,17 @@ SymbolTable SymbolTable::load(const Firmware& firmware)
             // Firmware has no dynamic symbols, and they name nothing here; but LLVM's symbolizer
             // reads them for every symbol's flags, and drops (leaks) the error of a damaged one.
             if (auto dynamic = file.symbols(&section); !dynamic)
-                throw Error(elf_path, "dynamic symbol table", message_of(dynamic.takeError()));
+                throw Error(elf_path, "dynamic symbol table", llvm::toString(dynamic.takeError()));
             continue;
         }
         if (section.sh_type != llvm::ELF::SHT_SYMTAB)
             continue;
         auto symbols = file.symbols(&section);
         if (!symbols)
-            throw Error(elf_path, "symbol table", message_of(symbols.takeError()));
+            throw Error(elf_path, "symbol table", llvm::toString(symbols.takeError()));
         auto strings = file.getStringTableForSymtab(section);
         if (!strings)
-            throw Error(elf_path, "symbol table", message_of(strings.takeError()));
+            throw Error(elf_path, "symbol table", llvm::toString(strings.takeError()));
         std::string unit;   // ELF gABI: a file symbol precedes the local symbols of its file
         for (const auto& symbol : *symbols) {
             const unsigned type = symbol.getType();
