@@ -1,9 +1,9 @@
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <ostream>
 
 #include "mcuprof/core/report.h"
+#include "mcuprof/printf_string.h"
 
 namespace mcuprof::core {
 namespace {
@@ -42,12 +42,7 @@ void write_collapsed(const Profile& profile, std::ostream& out)
     }
     for (const auto& [line, samples] : lines) {
         // Histogram buckets give fractional shares; flamegraph.pl takes decimals.
-        char count[32];
-        if (samples == std::floor(samples))
-            std::snprintf(count, sizeof count, "%.0f", samples);
-        else
-            std::snprintf(count, sizeof count, "%.4f", samples);
-        out << line << ' ' << count << '\n';
+        out << line << ' ' << printf_string(samples == std::floor(samples) ? "%.0f" : "%.4f", samples) << '\n';
     }
 }
 

@@ -1,9 +1,9 @@
 // Graphviz's DOT language (graphviz.org/doc/info/lang.html): one node per function, one
 // edge per caller -> callee pair.
-#include <cstdio>
 #include <ostream>
 
 #include "mcuprof/core/call_graph.h"
+#include "mcuprof/printf_string.h"
 
 namespace mcuprof::core {
 namespace {
@@ -30,9 +30,7 @@ std::string dot_string(const std::string& text)
 
 std::string cost_text(double cost, double total)
 {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.4g (%.1f%%)", cost, total > 0 ? 100.0 * cost / total : 0.0);
-    return text;
+    return printf_string("%.4g (%.1f%%)", cost, total > 0 ? 100.0 * cost / total : 0.0);
 }
 
 } // namespace

@@ -1,13 +1,13 @@
 // pprof's profile.proto (github.com/google/pprof, proto/profile.proto), gzipped, as
 // `go tool pprof` reads it. Message and field numbers below are that file's.
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <ostream>
 #include <tuple>
 #include <vector>
 
 #include "mcuprof/core/cores.h"
+#include "mcuprof/hex.h"
 #include "mcuprof/core/protobuf.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
@@ -163,9 +163,7 @@ std::map<AddressChain, double> address_chains(const Profile& profile, const Samp
         const uint32_t tag = samples.tags[i];
         if (auto named = samples.tag_names.find(tag); named != samples.tag_names.end())
             return named->second;
-        char hex[16];
-        std::snprintf(hex, sizeof hex, "0x%08x", tag);
-        return hex;
+        return hex32(tag);
     };
     const bool by_core = is_multicore(samples);
     auto core_of = [&](uint32_t core) { return by_core ? core_name(samples, core) : std::string(); };
