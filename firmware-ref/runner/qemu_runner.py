@@ -628,12 +628,20 @@ class QemuRun:
 
     def _qmp_connect(self) -> None:
         self.wait_listening(self.qmp_port)
-        self._qmp_sock = socket.create_connection(("127.0.0.1", self.qmp_port), timeout=10)
-        self._qmp_file = self._qmp_sock.makefile("rwb")
-        greeting = self._qmp_read()
-        if "QMP" not in greeting:
-            raise QemuError(f"unexpected QMP greeting: {greeting}")
-        self.qmp("qmp_capabilities")
+        try:
+            self._qmp_sock = socket.create_connection(("127.0.0.1", self.qmp_port), timeout=10)
+            self._qmp_file = self._qmp_sock.makefile("rwb")
+            greeting = self._qmp_read()
+            if "QMP" not in greeting:
+                raise QemuError(f"unexpected QMP greeting: {greeting}")
+            self.qmp("qmp_capabilities")
+        except (OSError, QemuError) as e:
+            # A reset here has been seen once under load on QEMU 10 and not understood: say
+            # whether QEMU was still alive and what it printed, so the next one can be.
+            time.sleep(0.2)
+            state = "running" if self.running() else f"exited with {self.proc.returncode}"
+            raise QemuError(f"QMP on port {self.qmp_port}: {e!r}; QEMU {state}; "
+                            f"stderr: {self.stderr_text()[-400:]!r}") from e
 
     def _qmp_read(self) -> dict:
         line = self._qmp_file.readline()
