@@ -636,9 +636,14 @@ class QemuRun:
                 raise QemuError(f"unexpected QMP greeting: {greeting}")
             self.qmp("qmp_capabilities")
         except (OSError, QemuError) as e:
-            # A reset here has been seen once under load on QEMU 10 and not understood: say
-            # whether QEMU was still alive and what it printed, so the next one can be.
-            time.sleep(0.2)
+            # QEMU listens on QMP before it binds the gdbstub's port: when that port was taken
+            # meanwhile, QEMU exits ("in use") and this connection is reset. Wait for that exit
+            # (not a fixed time: its stderr is what start() reads to retry on fresh ports), then
+            # say how QEMU ended and what it printed.
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
             state = "running" if self.running() else f"exited with {self.proc.returncode}"
             raise QemuError(f"QMP on port {self.qmp_port}: {e!r}; QEMU {state}; "
                             f"stderr: {self.stderr_text()[-400:]!r}") from e
