@@ -390,18 +390,26 @@ std::vector<AddressChain> address_chains(const SampleSet& samples, const std::ve
     return chains;
 }
 
-Truncation truncation_of(const SampleSet& samples)
+Truncation truncation_of(const SampleSet& samples, const SymbolTable& symbols)
 {
     Truncation truncation;
     std::map<std::string, double> by_reason;
-    for (const CallStack& stack : samples.stacks) {
+    for (size_t i = 0; i < samples.stacks.size(); ++i) {
+        const CallStack& stack = samples.stacks[i];
         truncation.unwound += 1;
         if (!stack.truncated)
             continue;
         truncation.samples += 1;
         // A stack marked truncated without its reason (constructed, or from a recording of an
         // older version) is counted as such.
-        by_reason[std::string(describe(stack.stop == UnwindStop::root ? UnwindStop::not_recorded : stack.stop))] += 1;
+        std::string reason(describe(stack.stop == UnwindStop::root ? UnwindStop::not_recorded : stack.stop));
+        // Which function the unwinder could not read: the chain's outermost frame.
+        if (stack.stop == UnwindStop::no_frame_info) {
+            const uint32_t outermost = stack.callers.empty() ? samples.pcs[i] & ~1u : stack.callers.back();
+            const Function* function = symbols.find(outermost);
+            reason += ": " + (function != nullptr ? function->name : "code at " + hex32(outermost));
+        }
+        by_reason[reason] += 1;
     }
     truncation.by_reason.assign(by_reason.begin(), by_reason.end());
     std::stable_sort(truncation.by_reason.begin(), truncation.by_reason.end(),
@@ -1043,7 +1051,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     RowsOfSamples row_of;
     RowBuilder rows = group_rows(profile, items, samples, symbols, locator, options, by_clusters ? &row_of : nullptr);
     profile.unwound = !samples.stacks.empty();
-    profile.truncation = truncation_of(samples);
+    profile.truncation = truncation_of(samples, symbols);
     if (options.stacks || profile.unwound || options.by == Grouping::stack)
         build_stacks(profile, samples, items, symbols, locator, options, rows);
     if (options.by == Grouping::stack)

@@ -119,6 +119,29 @@ const llvm::object::ELF32LEObjectFile& object_of(const Firmware& firmware)
     return *firmware.impl().elf;
 }
 
+namespace {
+
+// A section's load address (LMA) as objdump computes it: the PT_LOAD segment whose file bytes
+// hold the section's, at the same distance from the segment's physical address (System V
+// ABI, "Program Header"); its address where no segment holds it (.bss, debug sections).
+uint32_t load_address_of(const llvm::object::ELF32LE::Shdr& section,
+                         const std::vector<llvm::object::ELF32LE::Phdr>& segments)
+{
+    if ((section.sh_flags & llvm::ELF::SHF_ALLOC) == 0 || section.sh_type == llvm::ELF::SHT_NOBITS)
+        return uint32_t(section.sh_addr);
+    for (const auto& segment : segments) {
+        if (segment.p_type != llvm::ELF::PT_LOAD)
+            continue;
+        const uint64_t offset = section.sh_offset, start = segment.p_offset;
+        if (offset >= start && offset + section.sh_size <= start + segment.p_filesz && section.sh_addr >= segment.p_vaddr &&
+            section.sh_addr - segment.p_vaddr == offset - start)
+            return uint32_t(segment.p_paddr + (offset - start));
+    }
+    return uint32_t(section.sh_addr);
+}
+
+} // namespace
+
 void Firmware::Impl::read_sections()
 {
     // The ELFFile interface throughout: every step returns an Expected, where the
@@ -127,6 +150,13 @@ void Firmware::Impl::read_sections()
     auto headers = file.sections();
     if (!headers)
         throw Error(path, "section headers", llvm::toString(headers.takeError()));
+    // A firmware ELF without program headers (a relocatable object, a damaged file) loads
+    // nothing elsewhere: its sections' load addresses are their addresses.
+    std::vector<llvm::object::ELF32LE::Phdr> program_headers;
+    if (auto phdrs = file.program_headers())
+        program_headers.assign(phdrs->begin(), phdrs->end());
+    else
+        llvm::consumeError(phdrs.takeError());
     for (const auto& header : *headers) {
         Section section;
         if (auto name = file.getSectionName(header))
@@ -138,6 +168,7 @@ void Firmware::Impl::read_sections()
         section.type = header.sh_type;
         section.flags = header.sh_flags;
         section.address = uint32_t(header.sh_addr);
+        section.load_address = load_address_of(header, program_headers);
         section.size = uint32_t(header.sh_size);
         if (header.sh_type != llvm::ELF::SHT_NOBITS) {
             if (auto contents = file.getSectionContents(header)) {
@@ -267,7 +298,8 @@ std::vector<uint32_t> Firmware::vector_table(size_t most_words) const
 {
     const Section* lowest = nullptr;
     for (const Section& section : impl_->sections)
-        if (section.loaded() && section.bytes.size() >= 4 && (lowest == nullptr || section.address < lowest->address))
+        if (section.loaded() && !section.copied() && section.bytes.size() >= 4 &&
+            (lowest == nullptr || section.address < lowest->address))
             lowest = &section;
     std::vector<uint32_t> words;
     if (lowest == nullptr)
@@ -276,6 +308,25 @@ std::vector<uint32_t> Firmware::vector_table(size_t most_words) const
     for (size_t i = 0; i + 4 <= lowest->bytes.size() && words.size() < most_words; i += 4)
         words.push_back(word_at(p + i));
     return words;
+}
+
+std::optional<uint32_t> Firmware::entry_point() const
+{
+    const uint32_t entry = uint32_t(impl_->elf->getELFFile().getHeader().e_entry) & ~1u;
+    // GNU ld, given no ENTRY and no _start, takes the start of the first code section (.text)
+    // and says so only as a warning: that address names no entry point.
+    const Section* first_code = nullptr;
+    bool in_code = false;
+    for (const Section& section : impl_->sections) {
+        if (!section.allocated() || !section.executable() || section.size == 0)
+            continue;
+        if (first_code == nullptr || section.address < first_code->address)
+            first_code = &section;
+        in_code = in_code || (entry >= section.address && uint64_t(entry) < uint64_t(section.address) + section.size);
+    }
+    if (!in_code || entry == first_code->address)
+        return std::nullopt;
+    return entry;
 }
 
 void Firmware::check_dwarf_units() const

@@ -2,6 +2,7 @@
 
 #include "mcuprof/core/call_frames.h"
 #include "mcuprof/core/exidx.h"
+#include "mcuprof/core/prologue.h"
 #include "mcuprof/core/thumb_code.h"
 
 #include <algorithm>
@@ -101,6 +102,7 @@ struct UnwindTables {
     std::vector<uint32_t> function_starts;              // of every FDE and exception-table entry, sorted
     std::vector<uint32_t> branch_targets;               // of every direct call and branch, sorted
     ExidxTable exidx;                                   // for code without .debug_frame
+    std::optional<uint32_t> entry;                      // the ELF's entry point
 
     // The exception-table entry of code no DWARF row covers, when it can be unwound.
     const ExidxEntry* exidx_entry(uint32_t address) const
@@ -115,9 +117,29 @@ struct UnwindTables {
     {
         if (number == 0 || number >= vectors.size() || (vectors[number] & 1u) == 0)   // a Thumb address
             return false;
-        const uint32_t start = vectors[number] & ~1u;
+        return in_function_at(vectors[number] & ~1u, address);
+    }
+
+    // Whether `address` lies in the function that starts at `start`: to its end by the symbol
+    // table when a symbol starts there (an assembly handler without call-frame information
+    // has one), else to the next function the call-frame tables know.
+    bool in_function_at(uint32_t start, uint32_t address) const
+    {
+        if (address < start || !in_code(address))
+            return false;
+        if (const Function* function = code.find(start); function != nullptr && function->start == start)
+            return address - start < function->size;
         auto next = std::upper_bound(function_starts.begin(), function_starts.end(), start);
-        return address >= start && (next == function_starts.end() || address < *next) && in_code(address);
+        return next == function_starts.end() || address < *next;
+    }
+
+    // The reset handler (the vector table's Reset entry, B1.5.3) or the function at the ELF's
+    // entry point: where every thread-mode chain of a bare-metal image begins. Reached, the
+    // chain is whole, with or without call-frame information there (a vendor's assembly
+    // startup has none).
+    bool in_reset_function(uint32_t address) const
+    {
+        return in_handler_function(1, address) || (entry && in_function_at(*entry, address));
     }
 
     bool is_function_start(uint32_t address) const
@@ -178,6 +200,7 @@ private:
     Undone undo_frame();
     Undone undo_with_rows(const UnwindRow& row);
     Undone undo_with_exidx(const ExidxEntry& entry);
+    Undone undo_with_prologue(const PrologueFrame& prologue);
     std::optional<UnwindStop> return_to(uint32_t return_address, uint32_t frame_address);
     std::optional<uint32_t>& stack_of(bool process) { return process ? stacks_.psp : stacks_.msp; }
     const std::optional<uint32_t>* frame_stack(ExcReturn exc);
@@ -281,15 +304,57 @@ ChainWalk::Undone ChainWalk::undo_frame()
     // No DWARF row, but an exception-table entry (an image or a library built without -g): its
     // instructions undo the frame as the body of the function holds it. (At the first
     // instruction nothing is saved yet: the leaf case below.)
-    if (const ExidxEntry* entry = tables_.exidx_entry(address); entry != nullptr && !(leaf_ && r_[pc] == entry->start))
+    const ExidxEntry* entry = tables_.exidx_entry(address);
+    if (entry != nullptr && !(leaf_ && r_[pc] == entry->start))
         return undo_with_exidx(*entry);
+    // Thread mode's outermost function, whatever it saved: a reset handler never returns.
+    if (exception_ == 0 && tables_.in_reset_function(address))
+        return UnwindStop::root;
+    // Neither table describes the function (a vendor's assembly, a library built without
+    // unwind tables): its prologue, read from its first instruction, says what it saved.
+    if (entry == nullptr)
+        if (const Function* function = tables_.code.find(address))
+            if (const std::optional<PrologueFrame> prologue = read_prologue(tables_.code, function->start, function->start + function->size, r_[pc]))
+                return undo_with_prologue(*prologue);
     if (!leaf_)
         return UnwindStop::no_frame_info;
-    // No call-frame information (assembly, a library without -g): while this is the innermost
-    // frame and it has called nothing, LR is its return address. If it has, LR is stale.
-    if (!tables_.exidx_entry(address) && !guessed_from_)
+    // No call-frame information and no function known to hold the PC: while this is the
+    // innermost frame and it has called nothing, LR is its return address. If it has, LR is stale.
+    if (entry == nullptr && !guessed_from_)
         guessed_from_ = callers_.size();
     return r_[lr];
+}
+
+ChainWalk::Undone ChainWalk::undo_with_prologue(const PrologueFrame& prologue)
+{
+    const uint32_t cfa = prologue.cfa_above_r7 ? r_[7] + *prologue.cfa_above_r7 : r_[sp] + prologue.size;
+    if (cfa < r_[sp] || cfa - r_[sp] > 0x10000u)
+        return UnwindStop::bad_frame;
+    std::array<uint32_t, 16> caller = r_;
+    for (uint32_t reg = 0; reg < 16; ++reg) {
+        if (!prologue.saved_below_cfa[reg])
+            continue;
+        const std::optional<uint32_t> value = memory_.read_word(cfa - *prologue.saved_below_cfa[reg]);
+        if (!value)
+            return UnwindStop::unreadable;
+        caller[reg] = *value;
+    }
+    // A function that called something holds its return address where its prologue put it:
+    // on the stack, or in a callee-saved register the calls leave alone. In LR only, it is
+    // the leaf's.
+    if (!prologue.return_saved() && prologue.return_register == lr) {
+        if (!leaf_)
+            return UnwindStop::no_frame_info;
+        // The halted frame saved nothing, but may have called since: LR is a guess that only a
+        // chain which goes on to its end confirms.
+        if (prologue.lr_written && !guessed_from_)
+            guessed_from_ = callers_.size();
+    }
+    const uint32_t return_address = prologue.return_saved() ? caller[lr] : r_[prologue.return_register];
+    caller[sp] = cfa;
+    caller[lr] = return_address;
+    r_ = caller;
+    return return_address;
 }
 
 ChainWalk::Undone ChainWalk::undo_with_rows(const UnwindRow& row)
@@ -590,7 +655,7 @@ std::string_view describe(UnwindStop stop)
     case UnwindStop::root: return "reached the outermost frame";
     case UnwindStop::depth: return "depth limit";
     case UnwindStop::unreadable: return "stack memory could not be read";
-    case UnwindStop::no_frame_info: return "a function without call-frame information";
+    case UnwindStop::no_frame_info: return "a function without call-frame information whose prologue does not show where it saved its return address";
     case UnwindStop::bad_frame: return "an implausible frame (corrupted stack?)";
     case UnwindStop::psp_unknown: return "the thread stack pointer (PSP) is unknown";
     case UnwindStop::handler_only: return "an exception handler's chain that never reached the exception return";
@@ -609,6 +674,7 @@ Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
     impl_->code = firmware.symbols();   // a copy: the image may go away
     impl_->branch_targets = direct_branch_targets(impl_->code);
     impl_->vectors = firmware.vector_table();
+    impl_->entry = firmware.entry_point();
     if (!impl_->vectors.empty())
         impl_->initial_sp = impl_->vectors[0];
     for (const FrameFunction& function : read_call_frames(firmware)) {

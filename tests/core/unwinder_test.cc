@@ -58,14 +58,14 @@ TEST_CASE("unwinder: exception frames by EXC_RETURN, basic and extended, with th
     memory.frame(0x20001000, 0xFFFFFFF9, 0x08000012, (1u << 9) | 0x0B);
     memory.frame(0x2000106C, 0x08000021, 0x08000024, 0x01000000);   // thread: in func_c, LR into func_c
     const UnwindResult result = unwinder.unwind(regs, memory);
-    // 0x08000012: the interrupted instruction in local_b; 0x08000024 the one in func_c. Its
-    // LR, 0x08000021, would make 0x0800001E a caller (back into the call instruction), but
-    // func_c has no frame information, so that LR is a guess; the function it names is not a
-    // leaf and has none either: the chain is truncated there, and keeps only the frames it
-    // found on the stack.
-    REQUIRE(result.stack.callers.size() == 2);
+    // 0x08000012: the interrupted instruction in local_b; 0x08000024 the one in func_c. func_c
+    // has no frame information, but its code, read from its start, saves nothing and calls
+    // nothing: its LR, 0x08000021, is its return address, and 0x0800001E (back into the call
+    // instruction) a caller. No function holds that address: the chain is truncated there.
+    REQUIRE(result.stack.callers.size() == 3);
     CHECK(result.stack.callers[0] == 0x08000012u);
     CHECK(result.stack.callers[1] == 0x08000024u);
+    CHECK(result.stack.callers[2] == 0x0800001Eu);
     CHECK(result.stop == UnwindStop::no_frame_info);
     CHECK(result.stack.truncated);
 }
@@ -586,15 +586,16 @@ TEST_CASE("unwinder: every ARMv8-M EXC_RETURN encoding names its frame's stack, 
         const uint32_t above = c.frame + c.frame_size;
         memory.frame(above, 0x08000021, 0x08000024, 0x01000000);
         const UnwindResult r = unwinder.unwind(regs, memory);
-        CHECK(r.stop == UnwindStop::no_frame_info);   // one guessed caller past the last frame
+        // The interrupted leaf's LR (it calls nothing) names 0x0800001E, which no function
+        // holds: the chain ends there.
+        CHECK(r.stop == UnwindStop::no_frame_info);
         REQUIRE(r.stack.callers.size() >= 1);
         CHECK(r.stack.callers[0] == 0x08000012u);
         if (!c.to_thread) {
             // Nested: the Handler-mode frame's size put the next frame right above it.
-            REQUIRE(r.stack.callers.size() == 2);
-            CHECK(r.stack.callers[1] == 0x08000024u);
+            CHECK(r.stack.callers == std::vector<uint32_t>{0x08000012u, 0x08000024u, 0x0800001Eu});
         } else {
-            CHECK(r.stack.callers.size() == 1);
+            CHECK(r.stack.callers == std::vector<uint32_t>{0x08000012u, 0x0800001Eu});
         }
     }
 }
@@ -623,7 +624,7 @@ TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and i
     {
         const UnwindResult r = unwinder.unwind(regs, memory);
         CHECK(r.stop == UnwindStop::no_frame_info);
-        CHECK(r.stack.callers == std::vector<uint32_t>{0x08000012u, 0x08000024u});
+        CHECK(r.stack.callers == std::vector<uint32_t>{0x08000012u, 0x08000024u, 0x0800001Eu});
     }
     SUBCASE("a wrong integrity signature is no frame")
     {
@@ -679,7 +680,7 @@ TEST_CASE("unwinder: a frame below MSPLIM or PSPLIM is implausible")
     FakeMemory memory;
     memory.frame(0x20002000, 0x08000021, 0x08000012, 0x01000000);
     regs.psplim = 0x20002000;   // at the limit: allowed
-    CHECK(unwinder.unwind(regs, memory).stack.callers == std::vector<uint32_t>{0x08000012u});
+    CHECK(unwinder.unwind(regs, memory).stack.callers == std::vector<uint32_t>{0x08000012u, 0x0800001Eu});
     regs.psplim = 0x20002008;   // the frame below it: not a frame
     CHECK(unwinder.unwind(regs, memory).stop == UnwindStop::bad_frame);
 }
@@ -733,11 +734,12 @@ TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in
 
 TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on the stack")
 {
-    // PendSV in func_a, which has no call-frame information: LR (into func_c) is a guess. The
-    // chain from there cannot reach an exception return: the guessed caller is dropped.
+    // PendSV at 0x0800001E, code no function holds and no table describes: LR (into func_c) is
+    // a guess. The chain from there cannot reach an exception return: the guessed caller is
+    // dropped.
     const Unwinder unwinder(Firmware::open(fixture));
     FakeMemory memory;
-    CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0x08000021, 14);
+    CoreRegisters regs = halted_at(0x20001000, 0x0800001E, 0x08000021, 14);
     const UnwindResult r = unwinder.unwind(regs, memory);
     CHECK(r.stack.truncated);
     CHECK(r.stack.callers.empty());

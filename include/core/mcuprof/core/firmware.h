@@ -27,7 +27,10 @@ struct Section {
     std::string name;             // "?" when the string table does not name it
     uint32_t type = 0;            // SHT_*
     uint64_t flags = 0;           // SHF_*
-    uint32_t address = 0;
+    uint32_t address = 0;         // where the code runs or the data lives (VMA)
+    uint32_t load_address = 0;    // where the image holds its bytes (LMA: the program header's
+                                  // physical address); differs for code or data the start-up
+                                  // copies to RAM (.data, .ramfunc, ITCM code)
     uint32_t size = 0;
     std::string_view bytes;       // the contents; empty for SHT_NOBITS or a section the file cannot hold
     bool readable = false;        // the contents lie inside the file (SHT_NOBITS: false)
@@ -36,6 +39,7 @@ struct Section {
     bool executable() const;      // SHF_EXECINSTR
     bool loaded() const;          // allocated with bytes in the file (not .bss)
     bool compressed() const;      // SHF_COMPRESSED
+    bool copied() const { return load_address != address; }   // moved by the start-up code
 };
 
 // Which firmware image an ELF is, so that a recording can tell whether the ELF it is
@@ -85,9 +89,14 @@ public:
     // The initialised memory image: the 32-bit little-endian word at `address` in a loaded
     // section, when one holds all four bytes.
     std::optional<uint32_t> word(uint32_t address) const;
-    // The vector table: the loaded section at the lowest address (ARMv7-M ARM, B1.5.3), at
+    // The vector table: the loaded section at the lowest address (ARMv7-M ARM, B1.5.3) of
+    // those that run where they are loaded (code copied to an ITCM at 0 is not the table), at
     // most `most_words` of its words; empty when the image loads nothing.
     std::vector<uint32_t> vector_table(size_t most_words = 512) const;
+    // The ELF header's entry point (e_entry, Thumb bit cleared): the linker script's ENTRY,
+    // the reset handler in firmware; nothing when it lies outside the code, or at the start of
+    // the first code section, where GNU ld puts it when the script names no ENTRY.
+    std::optional<uint32_t> entry_point() const;
 
     // Built the first time, then kept (the references stay valid as long as the image).
     // Throws core::Error for corrupt symbol tables or debugging entries.
