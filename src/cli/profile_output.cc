@@ -230,6 +230,13 @@ void write_profile(const core::SampleSet& samples, const ReportOptions& options,
     core::SourceLocator& locator = firmware.locator();
     core::Profile profile = attribute_as(samples, firmware, by, options, format.needs_stacks);
     profile.warnings.insert(profile.warnings.begin(), options.warnings.begin(), options.warnings.end());
+    if (!firmware.has_debug_info() && !symbols.functions().empty())
+        profile.warnings.push_back(
+            {"no-debug-info", firmware.path() + " has no DWARF (.debug_info): functions come from its symbol table, with no source "
+                              "lines, inline chains or task names" +
+                                  std::string(profile.unwound && !firmware.has_call_frames()
+                                                  ? "; its stacks were unwound by reading each function's prologue"
+                                                  : "")});
     std::optional<core::Profile> lines;
     if (format.needs_lines)
         lines = attribute_as(samples, firmware, core::Grouping::line, options, format.needs_stacks);

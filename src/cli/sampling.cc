@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "mcuprof/core/symbols.h"
 #include "mcuprof/core/unwinder.h"
 #include "mcuprof/error.h"
 #include "mcuprof/sources/firmware_check.h"
@@ -158,10 +159,13 @@ sources::HaltExtras halt_extras(const SamplingOptions& o, const core::Firmware& 
             throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
         sources::StackSamplingOptions stacks;
         stacks.unwinder = std::make_shared<const core::Unwinder>(firmware);
-        if (!stacks.unwinder->has_frame_info())
-            throw mcuprof::Error(firmware.path(), ".debug_frame",
-                                 "--stacks unwinds through call-frame information, and the ELF has neither "
-                                 ".debug_frame nor .ARM.exidx (build with -g or -funwind-tables)");
+        // Without call-frame information the prologues of the symbol table's functions are read;
+        // without those either, nothing can be unwound.
+        if (!stacks.unwinder->has_frame_info() && firmware.symbols().functions().empty())
+            throw mcuprof::Error(firmware.path(), ".symtab",
+                                 "--stacks unwinds through call-frame information or the functions' prologues, and the "
+                                 "ELF has neither .debug_frame, .ARM.exidx nor function symbols (build with -g, or do not "
+                                 "strip the symbol table)");
         stacks.window_bytes = o.stack_bytes;
         extras.stacks = stacks;
     }

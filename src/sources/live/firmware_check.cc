@@ -70,37 +70,56 @@ FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
     FirmwareCheck check;
     check.elf = firmware.path();
     check.warn_only = warn_only;
-    // Read-only loaded sections only: .data holds its initial values in the ELF, not what the
-    // running firmware has made of them.
-    std::vector<const core::Section*> fixed;
+    // What the target holds whatever the firmware has done since reset: every loaded section's
+    // bytes at their load address (LMA). A section the start-up code copies (.data, code run from
+    // RAM, ITCM code) keeps its image in flash there; one loaded where it runs holds its bytes
+    // there only while the firmware does not write it (SHF_WRITE clear).
+    struct Fixed {
+        const core::Section* section;
+        uint32_t at;   // where the target holds these bytes
+    };
+    std::vector<Fixed> fixed;
     for (const core::Section& section : firmware.sections())
-        if (section.loaded() && (section.flags & shf_write) == 0 && section.bytes.size() >= 4)
-            fixed.push_back(&section);
-    std::sort(fixed.begin(), fixed.end(),
-              [](const core::Section* a, const core::Section* b) { return a->address < b->address; });
-    if (!fixed.empty()) {   // the vector table: the lowest section (ARMv7-M ARM, B1.5.3)
-        const core::Section& table = *fixed.front();
-        check.regions.emplace_back(table.address, std::string(table.bytes.substr(0, 4 * vector_words)));
-    }
-    // Windows spread evenly over the executable bytes, in address order.
-    uint64_t code_bytes = 0;
-    for (const core::Section* section : fixed)
-        if (section->executable())
-            code_bytes += section->bytes.size();
-    for (size_t i = 0; i < code_windows && code_bytes >= window_bytes; ++i) {
-        uint64_t offset = code_bytes * (2 * i + 1) / (2 * code_windows);   // the middles of equal parts
-        for (const core::Section* section : fixed) {
-            if (!section->executable())
-                continue;
-            if (offset < section->bytes.size()) {
-                const uint64_t at = std::min<uint64_t>(offset & ~uint64_t(3), section->bytes.size() - std::min<uint64_t>(window_bytes, section->bytes.size()));
-                check.regions.emplace_back(section->address + uint32_t(at),
-                                           std::string(section->bytes.substr(at, window_bytes)));
+        if (section.loaded() && section.bytes.size() >= 4 && (section.copied() || (section.flags & shf_write) == 0))
+            fixed.push_back({&section, section.load_address});
+    std::sort(fixed.begin(), fixed.end(), [](const Fixed& a, const Fixed& b) { return a.at < b.at; });
+    if (const std::vector<uint32_t> vectors = firmware.vector_table(vector_words); !vectors.empty()) {
+        std::string bytes;
+        for (uint32_t word : vectors)
+            for (int shift = 0; shift < 32; shift += 8)
+                bytes.push_back(char(word >> shift));
+        for (const Fixed& f : fixed)   // the table's address: its section's
+            if (!f.section->copied() && f.section->bytes.substr(0, bytes.size()) == bytes) {
+                check.regions.push_back({f.at, bytes, FirmwareCheck::Kind::vector_table});
                 break;
             }
-            offset -= section->bytes.size();
+    }
+    // Windows spread evenly over the executable bytes, in load-address order.
+    uint64_t code_bytes = 0;
+    for (const Fixed& f : fixed)
+        if (f.section->executable())
+            code_bytes += f.section->bytes.size();
+    for (size_t i = 0; i < code_windows && code_bytes >= window_bytes; ++i) {
+        uint64_t offset = code_bytes * (2 * i + 1) / (2 * code_windows);   // the middles of equal parts
+        for (const Fixed& f : fixed) {
+            const std::string_view bytes = f.section->bytes;
+            if (!f.section->executable())
+                continue;
+            if (offset < bytes.size()) {
+                const uint64_t at = std::min<uint64_t>(offset & ~uint64_t(3), bytes.size() - std::min<uint64_t>(window_bytes, bytes.size()));
+                check.regions.push_back({f.at + uint32_t(at), std::string(bytes.substr(at, window_bytes)), FirmwareCheck::Kind::code});
+                break;
+            }
+            offset -= bytes.size();
         }
     }
+    // Code run from RAM, where it runs: it is there once the start-up has copied it, and
+    // anything before (at reset, in a bootloader). Compared for the message, never refused.
+    for (const core::Section& section : firmware.sections())
+        if (section.loaded() && section.copied() && section.executable() && section.bytes.size() >= 4) {
+            const size_t size = std::min<size_t>(window_bytes, section.bytes.size() & ~size_t(3));
+            check.regions.push_back({section.address, std::string(section.bytes.substr(0, size)), FirmwareCheck::Kind::ram_code});
+        }
     const core::ArmAttributes& attributes = firmware.attributes();
     check.cpu_arch = attributes.cpu_arch;
     check.architecture = attributes.architecture();
@@ -110,25 +129,34 @@ FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
 FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& check)
 {
     FirmwareCheckResult result;
-    std::vector<std::string> differences, unread;
-    size_t compared = 0;
-    for (size_t i = 0; i < check.regions.size(); ++i) {
-        const auto& [address, expected] = check.regions[i];
-        const std::string found = target.read_memory(address, uint32_t(expected.size()));
-        const std::string what = i == 0 ? "the vector table at " + hex32(address) : "the code at " + hex32(address);
-        if (found.size() != expected.size()) {
+    std::vector<std::string> differences, unread, not_in_ram, in_ram;
+    size_t compared = 0, fixed_regions = 0;
+    for (const FirmwareCheck::Region& region : check.regions) {
+        using Kind = FirmwareCheck::Kind;
+        const std::string found = target.read_memory(region.address, uint32_t(region.bytes.size()));
+        const std::string what = (region.kind == Kind::vector_table ? "the vector table at "
+                                  : region.kind == Kind::code       ? "the code at "
+                                                                    : "the RAM code at ") +
+                                 hex32(region.address);
+        fixed_regions += region.kind != Kind::ram_code;
+        if (found.size() != region.bytes.size()) {
             unread.push_back(what);
             continue;
         }
+        std::optional<std::string> difference;
+        for (size_t at = 0; at + 4 <= region.bytes.size() && !difference; at += 4)
+            if (found.compare(at, 4, region.bytes, at, 4) != 0)
+                difference = what + " differs (" +
+                             (region.kind == Kind::vector_table ? "word " + std::to_string(at / 4)
+                                                                : "at " + hex32(region.address + uint32_t(at))) +
+                             ": target " + hex32(word_at(found, at)) + ", ELF " + hex32(word_at(region.bytes, at)) + ")";
+        if (region.kind == Kind::ram_code) {
+            (difference ? not_in_ram : in_ram).push_back(hex32(region.address));
+            continue;
+        }
         ++compared;
-        for (size_t at = 0; at + 4 <= expected.size(); at += 4)
-            if (found.compare(at, 4, expected, at, 4) != 0) {
-                differences.push_back(what + " differs (" + (i == 0 ? "word " + std::to_string(at / 4)
-                                                                    : "at " + hex32(address + uint32_t(at))) +
-                                      ": target " + hex32(word_at(found, at)) + ", ELF " + hex32(word_at(expected, at)) +
-                                      ")");
-                break;
-            }
+        if (difference)
+            differences.push_back(*difference);
     }
     std::string core_text;
     const std::string cpuid_bytes = target.read_memory(cortex_m::cpuid, 4);
@@ -155,9 +183,14 @@ FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& che
         return result;
     }
     result.message = "the target runs " + check.elf + ": " + std::to_string(compared) + " of " +
-                     std::to_string(check.regions.size()) + " regions (vector table, code) equal the ELF's";
+                     std::to_string(fixed_regions) + " regions (vector table, code) equal the ELF's";
     if (!core_text.empty())
         result.message += ", " + core_text + (check.cpu_arch ? " fits " + check.architecture : "");
+    if (!in_ram.empty())
+        result.message += "; the code run from RAM is in place at " + join(in_ram);
+    if (!not_in_ram.empty())
+        result.message += "; the code run from RAM at " + join(not_in_ram) +
+                          " is not there yet (the start-up copies it from its load address, which matches)";
     if (!unread.empty())
         result.message += "; not readable: " + join(unread);
     return result;

@@ -20,16 +20,28 @@ class HaltingTarget;
 
 // What the target must hold, taken from the image before the link is touched.
 struct FirmwareCheck {
+    enum class Kind {
+        vector_table,   // at its load address
+        code,           // at its load address: in flash for code the start-up copies to RAM
+        ram_code,       // where code copied to RAM runs: compared for the message, never refused
+    };
+    struct Region {
+        uint32_t address;
+        std::string bytes;   // the ELF's
+        Kind kind;
+    };
     std::string elf;                                          // the ELF's path, for messages
-    std::vector<std::pair<uint32_t, std::string>> regions;    // address, the ELF's bytes there
+    std::vector<Region> regions;
     std::optional<unsigned> cpu_arch;                         // Tag_CPU_arch, when the ELF states one
     std::string architecture;                                 // "ARMv7E-M": the ELF's, for messages
     bool warn_only = false;                                   // --no-verify
 };
 
 // The vector table (its first 16 words: the stack pointer and the system exceptions) and
-// four 16-byte windows spread over the read-only executable sections: five reads, and
-// CPUID a sixth.
+// four 16-byte windows spread over the executable sections, each read where the image loads it
+// (its LMA: code run from RAM is checked in flash, where it stays); the first 16 bytes of each
+// section of code run from RAM where it runs, which only the message reports (at reset the
+// start-up has not copied it yet): six or more reads, and CPUID one more.
 FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only);
 
 struct FirmwareCheckResult {
