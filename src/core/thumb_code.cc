@@ -73,8 +73,10 @@ std::vector<uint32_t> direct_branch_targets(const SymbolTable& code)
 EpilogueResult run_epilogue(const SymbolTable& code, std::array<uint32_t, 16>& registers, StackMemory& memory)
 {
     std::array<uint32_t, 16> r = registers;
+    uint32_t popped = 0;   // the registers this epilogue has popped
     // Pops the registers of `list` (bit n: register n) from SP, lowest first (A7.7.98 POP).
     auto pop = [&](uint32_t list) {
+        popped |= list;
         for (uint32_t reg = 0; reg < 16; ++reg) {
             if ((list & (1u << reg)) == 0)
                 continue;
@@ -103,8 +105,11 @@ EpilogueResult run_epilogue(const SymbolTable& code, std::array<uint32_t, 16>& r
         } else if ((*first & 0xFF80u) == 0xB000u) {                 // ADD SP, SP, #imm7:'00' (T2)
             r[sp] += uint32_t(*first & 0x7Fu) << 2;
         } else if ((*first & 0xFF87u) == 0x4700u) {                 // BX Rm
+            // A return through LR or a register the epilogue popped (ARMv6-M's pop {r3}; bx r3);
+            // a BX through another register is a jump (a linker's long-branch veneer: ldr r0,
+            // =target; mov ip, r0; pop {r0}; bx ip).
             const uint32_t m = (*first >> 3) & 0xFu;
-            if (m == pc)
+            if (m == pc || (m != 14 && (popped & (1u << m)) == 0))
                 return EpilogueResult::not_epilogue;
             r[pc] = r[m];
             registers = r;
