@@ -18,6 +18,7 @@ the machine's speed."""
 from __future__ import annotations
 
 import collections
+import json
 import math
 import shutil
 import subprocess
@@ -74,7 +75,6 @@ class VendorFirmware(unittest.TestCase):
             with self.subTest(image=image):
                 elf = fwtest.elf_path(image)
                 rec, census_file = self.work / f"{image}.bin", self.work / f"{image}.census"
-                import json
                 doc = json.loads(mcuprof("record", "--qemu", machine, "--elf", str(elf), "--samples", str(SAMPLES),
                                          "--seed", "7", "--stacks", "-o", str(rec), "--census", str(census_file),
                                          "--format", "json"))
