@@ -662,6 +662,32 @@ TEST_CASE("attribution: the 95 % interval of batch errors covers the truth about
     CHECK(covered_binomial < 960);     // the binomial intervals are far too narrow here
 }
 
+TEST_CASE("attribution: an empty sample set is an empty profile under every grouping")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    for (Grouping by : {Grouping::function, Grouping::line, Grouping::address, Grouping::task, Grouping::stack,
+                        Grouping::core, Grouping::value, Grouping::exception}) {
+        CAPTURE(name_of(by));
+        SampleSet empty;
+        empty.measures_time = true;   // the CPU load of no samples is none, not 0 / 0
+        AttributionOptions options;
+        options.by = by;
+        options.stacks = true;
+        Profile p;
+        REQUIRE_NOTHROW(p = attribute(empty, symbols, nullptr, options));
+        CHECK(p.total == 0);
+        CHECK(p.stacks.empty());
+        CHECK(p.cores.empty());
+        CHECK_FALSE(p.load);
+        // By core the one core is listed, as a core named and never sampled is; with no samples.
+        CHECK(p.rows.size() == (by == Grouping::core ? 1u : 0u));
+        for (const Row& row : p.rows) {
+            CHECK(row.samples == 0);
+            CHECK(row.share.percent == 0);
+        }
+    }
+}
+
 TEST_CASE("attribution: a multi-core sample set has each core's profile, with shares of its own samples")
 {
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
