@@ -982,7 +982,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         for (uint32_t core : cores_of(samples)) {
             const SampleSet own = samples_of_core(samples, core);   // a core named, never sampled: empty
             Profile one = attribute(own, symbols, locator, each);
-            profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows)});
+            profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows), one.errors});
         }
         if (samples.core_stops)
             profile.core_stops = CoreStopFigures{samples.core_stops->how, samples.core_stops->simultaneous,

@@ -791,9 +791,52 @@ TEST_CASE("attribution: each core keeps its own bursts of correlated reads, and 
     REQUIRE(a0 != p.cores[0].rows.end());
     CHECK(a0->share.stderr_pp == doctest::Approx(100 * std::sqrt(1.5 * 224.0 / 49 / 49)).epsilon(1e-9));
 
+    // Each core's table says how its errors were computed: from its own bursts (3 and 2).
+    CHECK(p.cores[0].errors.bursts == 3);
+    CHECK(p.cores[1].errors.bursts == 2);
+    CHECK_FALSE(p.cores[1].errors.batches);
+    CHECK(p.cores[1].errors.largest_ratio == doctest::Approx(32.0 / (100 * std::sqrt(0.24 / 5))).epsilon(1e-6));
+    const nlohmann::json doc = to_json(p);
+    CHECK(doc["cores"][1]["errors"]["method"] == "bursts");
+    CHECK(doc["cores"][1]["errors"]["bursts"] == 2);
+    std::ostringstream text;
+    write_text(p, text);
+    CHECK(text.str().find("core 1: samples 5\nstandard errors from the spread between 2 bursts") != std::string::npos);
+    const std::optional<Profile> one = core_profile(p, 1);   // what diff --core compares
+    REQUIRE(one);
+    CHECK(one->errors.bursts == 2);
+
     // Bursts out of order are no bursts of any core, as they are none of the whole set.
     s.bursts = {0, 8, 4};
     CHECK(samples_of_core(s, 0).bursts.empty());
+}
+
+TEST_CASE("attribution: each core keeps its part of every sequence, and the run's instruction count")
+{
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000000, 0x08000002, 0x08000002, 0x08000010, 0x08000012, 0x08000010, 0x08000012,
+             0x08000010, 0x08000012, 0x08000000, 0x08000002};
+    s.cores = {0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0, 1};
+    s.sequences = {{0, 4}, {4, 8}, {8, 12}};
+    s.run_instructions = 123456;
+    // Core 0's samples: 0, 2 | 4, 5, 6, 7 | 10, at its own indices 0-1 | 2-5 | 6.
+    const SampleSet zero = samples_of_core(s, 0);
+    REQUIRE(zero.sequences.size() == 3);
+    CHECK(zero.sequences[0].begin == 0);
+    CHECK(zero.sequences[0].end == 2);
+    CHECK(zero.sequences[1].begin == 2);
+    CHECK(zero.sequences[1].end == 6);
+    CHECK(zero.sequences[2].begin == 6);
+    CHECK(zero.sequences[2].end == 7);
+    // Core 1's: 1, 3 | none | 8, 9, 11: the middle sequence is none of its.
+    const SampleSet one = samples_of_core(s, 1);
+    REQUIRE(one.sequences.size() == 2);
+    CHECK(one.sequences[0].begin == 0);
+    CHECK(one.sequences[0].end == 2);
+    CHECK(one.sequences[1].begin == 2);
+    CHECK(one.sequences[1].end == 5);
+    CHECK(one.run_instructions == 123456u);
+    CHECK(samples_of_core(s, 2).sequences.empty());
 }
 
 TEST_CASE("attribution: each core's table groups by exception and by value, and counts sleep, as the whole set does")
