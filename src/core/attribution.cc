@@ -90,7 +90,8 @@ const std::vector<uint32_t>& key_tags(const SampleSet& samples, Grouping by)
     return by == Grouping::exception ? samples.exceptions : samples.tags;
 }
 
-std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& symbols, Grouping by)
+std::vector<Weighted> aggregate(const SampleSet& samples, const FoundAsleep& found_asleep, const SymbolTable& symbols,
+                                Grouping by)
 {
     std::vector<Weighted> items;
     const bool by_exception = by == Grouping::exception;
@@ -109,7 +110,6 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
     const bool dense = !tagged && code_end > code_start && code_end - code_start <= (16u << 20);
     std::vector<uint32_t> dense_counts(dense ? size_t((code_end - code_start) / 2 + 1) : 0);
     KeyCounter counts, asleep_counts;
-    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t pc = samples.pcs[i];
         const uint32_t offset = pc - code_start;
@@ -630,7 +630,7 @@ std::vector<size_t> error_clusters(const SampleSet& samples, Grouping by)
 // per row from sum y_c^2 and sum y_c m_c, so one pass over the samples serves every row.
 std::vector<double> cluster_variances(const SampleSet& samples, const std::vector<size_t>& clusters,
                                       const std::vector<uint32_t>& tags, const RowsOfSamples& row_of,
-                                      size_t row_count)
+                                      const FoundAsleep& found_asleep, size_t row_count)
 {
     const size_t k = clusters.size();
     const double reads = double(samples.pcs.size());
@@ -639,7 +639,6 @@ std::vector<double> cluster_variances(const SampleSet& samples, const std::vecto
     std::vector<uint32_t> in_burst(row_count, 0);
     std::vector<size_t> touched;
     const bool tagged = !tags.empty();
-    const FoundAsleep found_asleep(samples);
     for (size_t c = 0; c < k; ++c) {
         const size_t begin = clusters[c];
         const size_t end = c + 1 < k ? clusters[c + 1] : samples.pcs.size();
@@ -732,7 +731,8 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
 
 // The CPU load of samples that measure time: the samples asleep (a PC just past a WFI or WFE,
 // a halt that found DHCSR.S_SLEEP, or the input's own "(sleep)" row) and those of the RTOS idle task are idle; the rest is load.
-std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples, const SymbolTable& symbols)
+std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples, const FoundAsleep& found_asleep,
+                                const SymbolTable& symbols)
 {
     if (!samples.measures_time || profile.total <= 0)
         return std::nullopt;
@@ -741,7 +741,6 @@ std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples
     std::unordered_map<uint32_t, bool> idle_tag;
     for (const auto& [tag, name] : samples.tag_names)
         idle_tag[tag] = is_idle_task(name);
-    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t pc = samples.pcs[i];
         auto [known, added] = asleep_at.emplace(pc, false);
@@ -763,13 +762,12 @@ std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples
 // sample's PC through the handler's frames to the handler itself (its vector table entry);
 // the frame below is the instruction the exception interrupted (the unwinder crosses the
 // exception frame there), named by its function.
-void find_preempted(Profile& profile, const SampleSet& samples, const SymbolTable& symbols,
-                    const AttributionOptions& options)
+void find_preempted(Profile& profile, const SampleSet& samples, const FoundAsleep& found_asleep,
+                    const SymbolTable& symbols, const AttributionOptions& options)
 {
     if (options.by != Grouping::exception || samples.stacks.empty() || samples.exceptions.empty())
         return;
     std::map<std::string, std::map<std::string, double>> found;
-    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t number = samples.exceptions[i];
         if (number == 0)
@@ -929,7 +927,8 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
 
     // 1. Equal samples counted once; 2. a row for each, by the grouping; 3. stacks;
     // 4. shares; 5. what the reader should doubt.
-    const std::vector<Weighted> items = aggregate(samples, symbols, options.by);
+    const FoundAsleep found_asleep(samples);   // one flag per sample, read by every step below
+    const std::vector<Weighted> items = aggregate(samples, found_asleep, symbols, options.by);
     // Bursts of correlated reads, and batches of consecutive wall-clock halts, get their errors
     // from the spread between them.
     const std::vector<size_t> clusters = error_clusters(samples, options.by);
@@ -956,7 +955,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     std::vector<Row> made = rows.take();
     std::vector<double> variance;
     if (by_clusters) {
-        variance = cluster_variances(samples, clusters, key_tags(samples, options.by), row_of, made.size());
+        variance = cluster_variances(samples, clusters, key_tags(samples, options.by), row_of, found_asleep, made.size());
         profile.errors.bursts = clusters.size();
         profile.errors.batches = samples.bursts.empty();
     }
@@ -969,9 +968,9 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
             if (row.address)
                 row.location = locator->line_at(*row.address);
     }
-    profile.load = cpu_load(profile, samples, symbols);
+    profile.load = cpu_load(profile, samples, found_asleep, symbols);
     profile.sleep_not_counted = !samples.measures_time;
-    find_preempted(profile, samples, symbols, options);
+    find_preempted(profile, samples, found_asleep, symbols, options);
     add_warnings(profile, samples, symbols, options, stripped);
     // Each core's own profile: by the same grouping (by function when the rows are the cores).
     if (is_multicore(samples)) {
