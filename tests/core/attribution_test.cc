@@ -819,24 +819,19 @@ TEST_CASE("attribution: each core keeps its part of every sequence, and the run'
     s.cores = {0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0, 1};
     s.sequences = {{0, 4}, {4, 8}, {8, 12}};
     s.run_instructions = 123456;
+    using Spans = std::vector<std::pair<size_t, size_t>>;
+    auto spans = [&](uint32_t core) {
+        Spans out;
+        for (const Sequence& q : samples_of_core(s, core).sequences)
+            out.emplace_back(q.begin, q.end);
+        return out;
+    };
     // Core 0's samples: 0, 2 | 4, 5, 6, 7 | 10, at its own indices 0-1 | 2-5 | 6.
-    const SampleSet zero = samples_of_core(s, 0);
-    REQUIRE(zero.sequences.size() == 3);
-    CHECK(zero.sequences[0].begin == 0);
-    CHECK(zero.sequences[0].end == 2);
-    CHECK(zero.sequences[1].begin == 2);
-    CHECK(zero.sequences[1].end == 6);
-    CHECK(zero.sequences[2].begin == 6);
-    CHECK(zero.sequences[2].end == 7);
+    CHECK(spans(0) == Spans{{0, 2}, {2, 6}, {6, 7}});
     // Core 1's: 1, 3 | none | 8, 9, 11: the middle sequence is none of its.
-    const SampleSet one = samples_of_core(s, 1);
-    REQUIRE(one.sequences.size() == 2);
-    CHECK(one.sequences[0].begin == 0);
-    CHECK(one.sequences[0].end == 2);
-    CHECK(one.sequences[1].begin == 2);
-    CHECK(one.sequences[1].end == 5);
-    CHECK(one.run_instructions == 123456u);
-    CHECK(samples_of_core(s, 2).sequences.empty());
+    CHECK(spans(1) == Spans{{0, 2}, {2, 5}});
+    CHECK(spans(2).empty());
+    CHECK(samples_of_core(s, 1).run_instructions == 123456u);
 }
 
 TEST_CASE("attribution: each core's table groups by exception and by value, and counts sleep, as the whole set does")
