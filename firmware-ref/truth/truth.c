@@ -110,8 +110,9 @@ static const struct truth_api *api;
  * fixed-size slabs. Only the lookup table of pointers is rehashed when it grows.
  * Under MTTCG each vCPU thread translates its own code, at the same time as the others (system
  * mode has no translation lock: mmap_lock is a no-op there), so the table and the slabs are
- * guarded by counters_lock: counter_for() is called at translation (and at a task switch,
- * one core only), never once per instruction, so the lock costs nothing on the hot path. */
+ * guarded by counters_lock: counter_for() and the walks of the slabs (a task switch's split, a
+ * snapshot, the output) run under it, at translation, at a task switch or at the end, never once
+ * per instruction, so the lock costs nothing on the hot path. */
 struct slab {
     struct slab *next;
     size_t used;
@@ -388,7 +389,7 @@ static bool listed(const uint64_t *list, size_t n, uint64_t addr)
 }
 
 /* Everything counted since the last switch, except `keep` executions of `held`, belongs to the
- * task that ran. */
+ * task that ran. The caller holds counters_lock. */
 static void split_counts(const struct counter *held, uint64_t keep)
 {
     for (struct slab *s = slabs; s != NULL; s = s->next)
@@ -415,15 +416,19 @@ void truth_tcb_load(uint64_t vaddr)
 }
 
 /* Runs before the switch instruction executes; its inline "count += 1" may have run already
- * (QEMU does not promise an order), and that execution is the incoming task's. */
+ * (QEMU does not promise an order), and that execution is the incoming task's. The walk of the
+ * slabs is under counters_lock, as every other walk of them is: translation adds counters and
+ * slabs under it, and the walk must not meet one half made. (truth_start also refuses task mode
+ * on a machine of several vCPUs, whose tasks one split could not tell apart; the lock keeps the
+ * walk right whatever thread translates.) */
 void truth_task_switch(size_t point)
 {
     pthread_mutex_lock(&counters_lock);
     struct counter *c = counter_for(task_switches[point]);
-    pthread_mutex_unlock(&counters_lock);
     uint64_t calls = ++switch_calls[point];
     split_counts(c, *c->count == calls ? 1 : 0);
     current_task = incoming_task;
+    pthread_mutex_unlock(&counters_lock);
 }
 
 void truth_instrument(void *insn, uint64_t addr, size_t size)
@@ -523,7 +528,9 @@ static void write_counts(const char *path, struct counter **list, size_t n)
 /* The task lines so far: everything counted since the last switch goes to the running task. */
 static void write_tasks(const char *path, struct counter **list, size_t n)
 {
+    pthread_mutex_lock(&counters_lock);
     split_counts(NULL, 0);
+    pthread_mutex_unlock(&counters_lock);
     FILE *f = fopen(path, "w");
     if (f == NULL) {
         fprintf(stderr, "truth: cannot write %s\n", path);

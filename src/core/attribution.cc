@@ -1,5 +1,6 @@
 #include "mcuprof/core/profile.h"
 
+#include "mcuprof/core/address_chains.h"
 #include "mcuprof/core/cores.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "mcuprof/core/symbols.h"
 #include "mcuprof/core/thumb_code.h"
 #include "mcuprof/hex.h"
+#include "key_counter.h"
 #include "report/text_table.h"
 
 namespace mcuprof::core {
@@ -23,7 +25,6 @@ namespace {
 
 constexpr const char* unknown_function = "?";
 constexpr const char* outside_histogram = "(outside histogram)";
-constexpr const char* untagged = "(no task)";
 
 // The RTOS's idle task, by the name its kernel gives it: FreeRTOS's configIDLE_TASK_NAME
 // ("IDLE" by default), Zephyr's idle thread ("idle", "idle 00" per CPU). Its time is idle time.
@@ -41,6 +42,7 @@ struct Weighted {
     double weight = 0;
     const Bucket* bucket = nullptr;   // set when the whole bucket is one row (by address)
     bool found_asleep = false;        // raw samples whose halt found the core asleep (DHCSR.S_SLEEP)
+    bool histogram = false;           // a histogram bucket's count, or a share of it
 };
 
 // The key of a raw sample in aggregate(): its task tag and its address.
@@ -79,57 +81,6 @@ struct RowsOfSamples {
     }
 };
 
-// Counts of equal 64-bit keys: open addressing with linear probing. Profiles have few
-// distinct addresses and many samples, so this beats std::unordered_map several times
-// over on the ten-million-sample dumps the benchmark reads.
-class KeyCounter {
-public:
-    void add(uint64_t key) { add_many(key, 1); }
-    void add_many(uint64_t key, uint64_t n)
-    {
-        if ((used_ + 1) * 2 > slots_.size())
-            grow();
-        size_t i = slot_of(key);
-        while (slots_[i].count != 0 && slots_[i].key != key)
-            i = (i + 1) & (slots_.size() - 1);
-        used_ += slots_[i].count == 0;
-        slots_[i].key = key;
-        slots_[i].count += n;
-    }
-    template <typename Visit> void each(Visit visit) const
-    {
-        for (const Slot& s : slots_)
-            if (s.count != 0)
-                visit(s.key, s.count);
-    }
-
-private:
-    struct Slot {
-        uint64_t key = 0;
-        uint64_t count = 0;
-    };
-    size_t slot_of(uint64_t key) const
-    {
-        return size_t((key * 0x9E3779B97F4A7C15ull) >> 20) & (slots_.size() - 1);   // Fibonacci hashing
-    }
-    void grow()
-    {
-        std::vector<Slot> old = std::move(slots_);
-        slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
-        used_ = 0;
-        for (const Slot& s : old)
-            if (s.count != 0) {
-                size_t i = slot_of(s.key);
-                while (slots_[i].count != 0)
-                    i = (i + 1) & (slots_.size() - 1);
-                slots_[i] = s;
-                ++used_;
-            }
-    }
-    std::vector<Slot> slots_;
-    size_t used_ = 0;
-};
-
 // What a raw sample's key holds beside its PC: the task tag, by value the variable's value, or by
 // exception the exception number in its place.
 const std::vector<uint32_t>& key_tags(const SampleSet& samples, Grouping by)
@@ -139,7 +90,8 @@ const std::vector<uint32_t>& key_tags(const SampleSet& samples, Grouping by)
     return by == Grouping::exception ? samples.exceptions : samples.tags;
 }
 
-std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& symbols, Grouping by)
+std::vector<Weighted> aggregate(const SampleSet& samples, const FoundAsleep& found_asleep, const SymbolTable& symbols,
+                                Grouping by)
 {
     std::vector<Weighted> items;
     const bool by_exception = by == Grouping::exception;
@@ -158,7 +110,6 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
     const bool dense = !tagged && code_end > code_start && code_end - code_start <= (16u << 20);
     std::vector<uint32_t> dense_counts(dense ? size_t((code_end - code_start) / 2 + 1) : 0);
     KeyCounter counts, asleep_counts;
-    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t pc = samples.pcs[i];
         const uint32_t offset = pc - code_start;
@@ -194,7 +145,7 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
         if (b.count == 0)
             continue;
         if (by == Grouping::address) {
-            items.push_back({b.start, 0, false, double(b.count), &b});
+            items.push_back({b.start, 0, false, double(b.count), &b, false, true});
             continue;
         }
         std::vector<uint32_t> owned;
@@ -202,12 +153,12 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const SymbolTable& sym
             if (symbols.find(uint32_t(a)) != nullptr)
                 owned.push_back(uint32_t(a));
         if (owned.empty()) {
-            items.push_back({b.start, 0, false, double(b.count), nullptr});
+            items.push_back({b.start, 0, false, double(b.count), nullptr, false, true});
             continue;
         }
         const double each = double(b.count) / owned.size();
         for (uint32_t a : owned)
-            items.push_back({a, 0, false, each, nullptr});
+            items.push_back({a, 0, false, each, nullptr, false, true});
     }
     return items;
 }
@@ -328,68 +279,6 @@ void append_frames(std::vector<StackFrame>& out, uint32_t address, const SymbolT
                    f != nullptr ? f->symbol : std::string()});
 }
 
-// Address chains (root first, leaf last) with their weights, from unwound samples or,
-// for flat samples, one address each.
-struct AddressChain {
-    std::vector<uint32_t> addresses;
-    std::string core;                    // a multi-core chip's core (StackRow::core)
-    std::string task;                    // root pseudo-frame, by task
-    bool truncated = false;
-    bool from_secure = false;            // complete up to the Secure state's call (secure_frame_name)
-    double weight = 0;
-};
-
-// Unwound stacks come with raw PCs only (a live recording), never with counts or buckets. A
-// multi-core set's chains are each core's own (its PCs, or a census's counts per vCPU): the
-// aggregated items have lost the core.
-std::vector<AddressChain> address_chains(const SampleSet& samples, const std::vector<Weighted>& items,
-                                         const SymbolTable& symbols, const AttributionOptions& options)
-{
-    std::vector<AddressChain> chains;
-    const Grouping by = options.by;
-    const bool by_core = is_multicore(samples);
-    auto task_of = [&](uint32_t tag, bool tagged) {
-        if (by == Grouping::exception)
-            return exception_row_name(tag, options.vector_table, symbols);
-        if (by != Grouping::task)
-            return std::string();
-        if (!tagged)
-            return std::string(untagged);
-        auto known = samples.tag_names.find(tag);
-        return known != samples.tag_names.end() ? known->second : hex32(tag);
-    };
-    if (samples.stacks.empty() && !by_core) {
-        for (const Weighted& item : items)
-            chains.push_back({{item.pc}, "", task_of(item.tag, item.tagged), false, false, item.weight});
-        return chains;
-    }
-    // (core, task, truncated, from the Secure state, addresses root first): in core order
-    std::map<std::tuple<uint32_t, std::string, bool, bool, std::vector<uint32_t>>, double> counted;
-    const std::vector<uint32_t>& tags = key_tags(samples, by);
-    for (size_t i = 0; i < samples.pcs.size(); ++i) {
-        std::vector<uint32_t> addresses;
-        bool truncated = false, from_secure = false;
-        if (!samples.stacks.empty()) {
-            const CallStack& stack = samples.stacks[i];
-            addresses.assign(stack.callers.rbegin(), stack.callers.rend());
-            truncated = stack.truncated;
-            from_secure = stack.stop == UnwindStop::secure_caller;
-        }
-        addresses.push_back(samples.pcs[i]);
-        const uint32_t tag = tags.empty() ? 0 : tags[i];
-        const bool tagged = !tags.empty() && (tag != 0 || samples.tag_names.count(0) != 0);
-        const uint32_t core = samples.cores.empty() ? 0 : samples.cores[i];
-        counted[{core, task_of(tag, tagged), truncated, from_secure, std::move(addresses)}] += 1;
-    }
-    if (by_core)
-        for (const AddressCount& c : samples.counts)
-            counted[{c.core, "", false, false, {c.address}}] += double(c.count);
-    for (auto& [key, weight] : counted)
-        chains.push_back({std::get<4>(key), by_core ? core_name(samples, std::get<0>(key)) : "", std::get<1>(key),
-                          std::get<2>(key), std::get<3>(key), weight});
-    return chains;
-}
-
 Truncation truncation_of(const SampleSet& samples, const SymbolTable& symbols)
 {
     Truncation truncation;
@@ -424,7 +313,12 @@ void build_stacks(Profile& profile, const SampleSet& samples, const std::vector<
                   RowBuilder& rows)
 {
     std::map<std::vector<std::string>, size_t> index;   // frame names -> stack row
-    for (const AddressChain& chain : address_chains(samples, items, symbols, options)) {
+    // The samples' and counts' chains, then the histogram's shares, one address each.
+    std::vector<AddressChain> chains = address_chains(samples, profile);
+    for (const Weighted& item : items)
+        if (item.histogram)
+            chains.push_back({"", count_root(samples, profile), false, false, {item.pc}, item.weight});
+    for (const AddressChain& chain : chains) {
         StackRow row;
         row.truncated = chain.truncated;
         row.samples = chain.weight;
@@ -578,7 +472,7 @@ Row& address_row(const RowContext& c, const Weighted& item, const Function* f)
 
 Row& task_row(const RowContext& c, const Weighted& item, const Function*)
 {
-    std::string name = untagged;
+    std::string name = untagged_task_name;
     if (item.tagged) {
         auto known = c.samples.tag_names.find(item.tag);
         name = known != c.samples.tag_names.end() ? known->second : hex32(item.tag);
@@ -744,7 +638,7 @@ std::vector<size_t> error_clusters(const SampleSet& samples, Grouping by)
 // per row from sum y_c^2 and sum y_c m_c, so one pass over the samples serves every row.
 std::vector<double> cluster_variances(const SampleSet& samples, const std::vector<size_t>& clusters,
                                       const std::vector<uint32_t>& tags, const RowsOfSamples& row_of,
-                                      size_t row_count)
+                                      const FoundAsleep& found_asleep, size_t row_count)
 {
     const size_t k = clusters.size();
     const double reads = double(samples.pcs.size());
@@ -753,7 +647,6 @@ std::vector<double> cluster_variances(const SampleSet& samples, const std::vecto
     std::vector<uint32_t> in_burst(row_count, 0);
     std::vector<size_t> touched;
     const bool tagged = !tags.empty();
-    const FoundAsleep found_asleep(samples);
     for (size_t c = 0; c < k; ++c) {
         const size_t begin = clusters[c];
         const size_t end = c + 1 < k ? clusters[c + 1] : samples.pcs.size();
@@ -846,7 +739,8 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
 
 // The CPU load of samples that measure time: the samples asleep (a PC just past a WFI or WFE,
 // a halt that found DHCSR.S_SLEEP, or the input's own "(sleep)" row) and those of the RTOS idle task are idle; the rest is load.
-std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples, const SymbolTable& symbols)
+std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples, const FoundAsleep& found_asleep,
+                                const SymbolTable& symbols)
 {
     if (!samples.measures_time || profile.total <= 0)
         return std::nullopt;
@@ -855,7 +749,6 @@ std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples
     std::unordered_map<uint32_t, bool> idle_tag;
     for (const auto& [tag, name] : samples.tag_names)
         idle_tag[tag] = is_idle_task(name);
-    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t pc = samples.pcs[i];
         auto [known, added] = asleep_at.emplace(pc, false);
@@ -877,13 +770,12 @@ std::optional<CpuLoad> cpu_load(const Profile& profile, const SampleSet& samples
 // sample's PC through the handler's frames to the handler itself (its vector table entry);
 // the frame below is the instruction the exception interrupted (the unwinder crosses the
 // exception frame there), named by its function.
-void find_preempted(Profile& profile, const SampleSet& samples, const SymbolTable& symbols,
-                    const AttributionOptions& options)
+void find_preempted(Profile& profile, const SampleSet& samples, const FoundAsleep& found_asleep,
+                    const SymbolTable& symbols, const AttributionOptions& options)
 {
     if (options.by != Grouping::exception || samples.stacks.empty() || samples.exceptions.empty())
         return;
     std::map<std::string, std::map<std::string, double>> found;
-    const FoundAsleep found_asleep(samples);
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
         const uint32_t number = samples.exceptions[i];
         if (number == 0)
@@ -1043,13 +935,23 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
 
     // 1. Equal samples counted once; 2. a row for each, by the grouping; 3. stacks;
     // 4. shares; 5. what the reader should doubt.
-    const std::vector<Weighted> items = aggregate(samples, symbols, options.by);
+    const FoundAsleep found_asleep(samples);   // one flag per sample, read by every step below
+    const std::vector<Weighted> items = aggregate(samples, found_asleep, symbols, options.by);
     // Bursts of correlated reads, and batches of consecutive wall-clock halts, get their errors
     // from the spread between them.
     const std::vector<size_t> clusters = error_clusters(samples, options.by);
     const bool by_clusters = !clusters.empty();
     RowsOfSamples row_of;
     RowBuilder rows = group_rows(profile, items, samples, symbols, locator, options, by_clusters ? &row_of : nullptr);
+    if (options.by == Grouping::exception) {
+        // Named before the stacks, whose roots they are (address_chains). Counts and histogram
+        // buckets carry no exception: their rows are exception 0's, as aggregate() keys them.
+        for (uint32_t number : samples.exceptions)
+            if (!profile.exception_rows.count(number))
+                profile.exception_rows[number] = exception_row_name(number, options.vector_table, symbols);
+        if (!samples.counts.empty() || !samples.buckets.empty())
+            profile.exception_rows.emplace(0, exception_row_name(0, options.vector_table, symbols));
+    }
     profile.unwound = !samples.stacks.empty();
     profile.truncation = truncation_of(samples, symbols);
     if (options.stacks || profile.unwound || options.by == Grouping::stack)
@@ -1061,7 +963,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     std::vector<Row> made = rows.take();
     std::vector<double> variance;
     if (by_clusters) {
-        variance = cluster_variances(samples, clusters, key_tags(samples, options.by), row_of, made.size());
+        variance = cluster_variances(samples, clusters, key_tags(samples, options.by), row_of, found_asleep, made.size());
         profile.errors.bursts = clusters.size();
         profile.errors.batches = samples.bursts.empty();
     }
@@ -1074,13 +976,9 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
             if (row.address)
                 row.location = locator->line_at(*row.address);
     }
-    if (options.by == Grouping::exception)
-        for (uint32_t number : samples.exceptions)
-            if (!profile.exception_rows.count(number))
-                profile.exception_rows[number] = exception_row_name(number, options.vector_table, symbols);
-    profile.load = cpu_load(profile, samples, symbols);
+    profile.load = cpu_load(profile, samples, found_asleep, symbols);
     profile.sleep_not_counted = !samples.measures_time;
-    find_preempted(profile, samples, symbols, options);
+    find_preempted(profile, samples, found_asleep, symbols, options);
     add_warnings(profile, samples, symbols, options, stripped);
     // Each core's own profile: by the same grouping (by function when the rows are the cores).
     if (is_multicore(samples)) {
@@ -1091,7 +989,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
         for (uint32_t core : cores_of(samples)) {
             const SampleSet own = samples_of_core(samples, core);   // a core named, never sampled: empty
             Profile one = attribute(own, symbols, locator, each);
-            profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows)});
+            profile.cores.push_back({core, core_name(samples, core), one.total, std::move(one.rows), one.errors});
         }
         if (samples.core_stops)
             profile.core_stops = CoreStopFigures{samples.core_stops->how, samples.core_stops->simultaneous,

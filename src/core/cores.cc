@@ -44,6 +44,7 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
     out.wall_clock_halts = samples.wall_clock_halts;   // each core's halts in order: batches of its own
     out.variable = samples.variable;
     out.value_names = samples.value_names;
+    out.run_instructions = samples.run_instructions;   // the whole run's, which no core's samples split
     auto core_at = [&](size_t i) { return samples.cores.empty() ? 0u : samples.cores[i]; };
     // The core's bursts of correlated reads (SampleSet::bursts, whose spread gives the standard
     // errors): each begins at the core's first sample in a burst of the whole set; a burst
@@ -81,6 +82,19 @@ SampleSet samples_of_core(const SampleSet& samples, uint32_t core)
         if (!samples.values.empty())
             out.values.push_back(samples.values[i]);
     }
+    // The core's part of each sequence (a partition of the set's samples, checked one by one for
+    // lockstep): its samples there, consecutive among its own; a sequence without them is none of its.
+    if (!samples.sequences.empty()) {
+        std::vector<size_t> own_before(samples.pcs.size() + 1, 0);   // the core's samples before index i
+        for (size_t i = 0; i < samples.pcs.size(); ++i)
+            own_before[i + 1] = own_before[i] + (core_at(i) == core ? 1 : 0);
+        for (const Sequence& s : samples.sequences) {
+            const size_t begin = own_before[std::min(s.begin, samples.pcs.size())];
+            const size_t end = own_before[std::min(s.end, samples.pcs.size())];
+            if (end > begin)
+                out.sequences.push_back({begin, end});
+        }
+    }
     for (const AddressCount& c : samples.counts)
         if (c.core == core)
             out.counts.push_back(c);
@@ -105,6 +119,7 @@ std::optional<Profile> core_profile(const Profile& whole, uint32_t core)
             p.exact = whole.exact;
             p.total = one.total;
             p.rows = one.rows;
+            p.errors = one.errors;   // a diff's design effects are the core's own
             p.warnings = whole.warnings;
             p.sampler = whole.sampler;
             return p;

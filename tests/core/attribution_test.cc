@@ -662,6 +662,32 @@ TEST_CASE("attribution: the 95 % interval of batch errors covers the truth about
     CHECK(covered_binomial < 960);     // the binomial intervals are far too narrow here
 }
 
+TEST_CASE("attribution: an empty sample set is an empty profile under every grouping")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    for (Grouping by : {Grouping::function, Grouping::line, Grouping::address, Grouping::task, Grouping::stack,
+                        Grouping::core, Grouping::value, Grouping::exception}) {
+        CAPTURE(name_of(by));
+        SampleSet empty;
+        empty.measures_time = true;   // the CPU load of no samples is none, not 0 / 0
+        AttributionOptions options;
+        options.by = by;
+        options.stacks = true;
+        Profile p;
+        REQUIRE_NOTHROW(p = attribute(empty, symbols, nullptr, options));
+        CHECK(p.total == 0);
+        CHECK(p.stacks.empty());
+        CHECK(p.cores.empty());
+        CHECK_FALSE(p.load);
+        // By core the one core is listed, as a core named and never sampled is; with no samples.
+        CHECK(p.rows.size() == (by == Grouping::core ? 1u : 0u));
+        for (const Row& row : p.rows) {
+            CHECK(row.samples == 0);
+            CHECK(row.share.percent == 0);
+        }
+    }
+}
+
 TEST_CASE("attribution: a multi-core sample set has each core's profile, with shares of its own samples")
 {
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
@@ -765,9 +791,47 @@ TEST_CASE("attribution: each core keeps its own bursts of correlated reads, and 
     REQUIRE(a0 != p.cores[0].rows.end());
     CHECK(a0->share.stderr_pp == doctest::Approx(100 * std::sqrt(1.5 * 224.0 / 49 / 49)).epsilon(1e-9));
 
+    // Each core's table says how its errors were computed: from its own bursts (3 and 2).
+    CHECK(p.cores[0].errors.bursts == 3);
+    CHECK(p.cores[1].errors.bursts == 2);
+    CHECK_FALSE(p.cores[1].errors.batches);
+    CHECK(p.cores[1].errors.largest_ratio == doctest::Approx(32.0 / (100 * std::sqrt(0.24 / 5))).epsilon(1e-6));
+    const nlohmann::json doc = to_json(p);
+    CHECK(doc["cores"][1]["errors"]["method"] == "bursts");
+    CHECK(doc["cores"][1]["errors"]["bursts"] == 2);
+    std::ostringstream text;
+    write_text(p, text);
+    CHECK(text.str().find("core 1: samples 5\nstandard errors from the spread between 2 bursts") != std::string::npos);
+    const std::optional<Profile> one = core_profile(p, 1);   // what diff --core compares
+    REQUIRE(one);
+    CHECK(one->errors.bursts == 2);
+
     // Bursts out of order are no bursts of any core, as they are none of the whole set.
     s.bursts = {0, 8, 4};
     CHECK(samples_of_core(s, 0).bursts.empty());
+}
+
+TEST_CASE("attribution: each core keeps its part of every sequence, and the run's instruction count")
+{
+    SampleSet s;
+    s.pcs = {0x08000000, 0x08000000, 0x08000002, 0x08000002, 0x08000010, 0x08000012, 0x08000010, 0x08000012,
+             0x08000010, 0x08000012, 0x08000000, 0x08000002};
+    s.cores = {0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0, 1};
+    s.sequences = {{0, 4}, {4, 8}, {8, 12}};
+    s.run_instructions = 123456;
+    using Spans = std::vector<std::pair<size_t, size_t>>;
+    auto spans = [&](uint32_t core) {
+        Spans out;
+        for (const Sequence& q : samples_of_core(s, core).sequences)
+            out.emplace_back(q.begin, q.end);
+        return out;
+    };
+    // Core 0's samples: 0, 2 | 4, 5, 6, 7 | 10, at its own indices 0-1 | 2-5 | 6.
+    CHECK(spans(0) == Spans{{0, 2}, {2, 6}, {6, 7}});
+    // Core 1's: 1, 3 | none | 8, 9, 11: the middle sequence is none of its.
+    CHECK(spans(1) == Spans{{0, 2}, {2, 5}});
+    CHECK(spans(2).empty());
+    CHECK(samples_of_core(s, 1).run_instructions == 123456u);
 }
 
 TEST_CASE("attribution: each core's table groups by exception and by value, and counts sleep, as the whole set does")

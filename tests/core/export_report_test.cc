@@ -3,6 +3,7 @@
 // in tests/integration/test_exports.py.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "mcuprof/core/diff.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
+#include "mcuprof/core/profile.h"
 #include "mcuprof/core/protobuf.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/source_locator.h"
@@ -222,6 +224,84 @@ TEST_CASE("pprof: locations carry the inline chain innermost first, and the valu
     CHECK(mapping.number(2) <= hot);
     CHECK(mapping.number(3) > hot);
     CHECK(mapping.number(7) == 1);   // has_functions: pprof must not look for symbols
+}
+
+namespace {
+
+// Each pprof sample's frames, root first (the first line of each location: its outermost
+// function), with its value.
+std::vector<std::pair<std::vector<std::string>, uint64_t>> pprof_chains(const std::string& gzipped)
+{
+    const Decoded message = decode(gunzip(gzipped));
+    const std::vector<std::string> strings = message.all(6);
+    std::map<uint64_t, std::string> function_names;
+    for (const std::string& f : message.all(5)) {
+        const Decoded function = decode(f);
+        function_names[function.number(1)] = strings.at(function.number(2));
+    }
+    std::map<uint64_t, std::string> outermost;   // location id -> its last line's function
+    for (const std::string& l : message.all(4)) {
+        const Decoded location = decode(l);
+        outermost[location.number(1)] = function_names.at(decode(location.all(4).back()).number(1));
+    }
+    std::vector<std::pair<std::vector<std::string>, uint64_t>> chains;
+    for (const std::string& sample_bytes : message.all(2)) {
+        const Decoded sample = decode(sample_bytes);
+        std::vector<std::string> names;
+        for (uint64_t id : packed(sample.all(1).at(0)))
+            names.insert(names.begin(), outermost.at(id));
+        chains.emplace_back(names, packed(sample.all(2).at(0)).at(0));
+    }
+    std::sort(chains.begin(), chains.end());
+    return chains;
+}
+
+} // namespace
+
+TEST_CASE("pprof: by task, the roots the stack rows have: (no task), [truncated], [Secure state]")
+{
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(symbols_elf));
+    SampleSet s;
+    s.origin = "constructed <stacks>";
+    // local_b called by func_a: untagged twice; in "motor" once, its chain cut short; once in
+    // "motor" complete up to a call from the Secure state; func_c in an unnamed task.
+    s.pcs = {0x08000012, 0x08000012, 0x08000012, 0x08000012, 0x08000022};
+    s.stacks = {{{0x08000004}, false}, {{0x08000004}, false}, {{}, true, UnwindStop::depth},
+                {{0x08000004}, false, UnwindStop::secure_caller}, {{}, false}};
+    s.tags = {0, 0, 0x20000100, 0x20000100, 0x20000300};
+    s.tag_names = {{0x20000100, "motor"}};
+    AttributionOptions by_task;
+    by_task.by = Grouping::task;
+    const Profile profile = attribute(s, symbols, nullptr, by_task);
+    std::ostringstream out;
+    CHECK(write_pprof({profile, nullptr, s, symbols, nullptr, {}, 0}, out).empty());
+    using chain = std::pair<std::vector<std::string>, uint64_t>;
+    CHECK(pprof_chains(out.str()) == std::vector<chain>{
+                                         {{"(no task)", "func_a", "local_b"}, 2},
+                                         {{"0x20000300", "func_c"}, 1},
+                                         {{"[truncated]", "motor", "local_b"}, 1},
+                                         {{"motor", "[Secure state]", "func_a", "local_b"}, 1},
+                                     });
+    // The same roots as the profile's own stack rows, which the other stack formats print.
+    std::vector<chain> rows;
+    for (const StackRow& row : profile.stacks) {
+        std::vector<std::string> names;
+        for (const StackFrame& f : shown_frames(row))
+            names.push_back(f.function);
+        rows.emplace_back(names, uint64_t(row.samples));
+    }
+    std::sort(rows.begin(), rows.end());
+    CHECK(rows == pprof_chains(out.str()));
+
+    // The Firefox Profiler's stacks carry the Secure state's root too (the task is the thread).
+    std::ostringstream firefox;
+    write_firefox({profile, nullptr, s, symbols, nullptr, {}, 0}, firefox);
+    const nlohmann::json doc = nlohmann::json::parse(firefox.str());
+    std::set<std::string> names;
+    for (const nlohmann::json& name : doc["shared"]["stringArray"])
+        names.insert(name.get<std::string>());
+    CHECK(names.count("[Secure state]") == 1);
+    CHECK(doc["threads"][0]["name"] == "(no task)");   // as the task rows name it, not 0x00000000
 }
 
 TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth")

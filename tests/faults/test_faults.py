@@ -23,7 +23,7 @@ from pathlib import Path
 
 import qemu_runner  # noqa: E402
 from fault_proxy import FaultProxy, Faults  # noqa: E402
-from openocd_rig import CLI, FW_DIR, OPENOCD, STRICT, guest_running, start_rig, stop_rig
+from openocd_rig import CLI, FW_DIR, OPENOCD, STRICT, RigClass, guest_running, require, start_rig
 
 ELF = FW_DIR / "mixed_forever_m4.elf"
 SAID = re.compile(r"^mcuprof record: (\d+) samples in ", re.M)
@@ -133,23 +133,18 @@ class RspFaults(Checks):
         self.server_gone("--gdb")
 
 
-class TclFaults(Checks):
+class TclFaults(RigClass, Checks):
     """mcuprof record --openocd through the proxy to OpenOCD's Tcl port; one QEMU + vprobe +
     OpenOCD rig for the class, asked directly (its own Tcl connection) whether the target runs."""
+    work_prefix = "mcuprof-faults-tcl-"
 
     @classmethod
-    def setUpClass(cls):
-        if shutil.which(OPENOCD) is None:
-            if STRICT:
-                raise AssertionError("openocd is not installed")
-            raise unittest.SkipTest("openocd is not installed")
-        skip_without(CLI, ELF)
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-faults-tcl-"))
+    def requirements(cls):
+        require((OPENOCD,), (CLI, ELF))
+
+    @classmethod
+    def with_rig(cls):
         start_rig(cls, ELF)
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_rig(cls)
 
     def run_through(self, faults: Faults, *options: str):
         rec = self.work / "rec.bin"

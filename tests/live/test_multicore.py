@@ -118,6 +118,22 @@ class TruthPerCore(unittest.TestCase):
         self.assertEqual([f for f in core0 if f.startswith("c1_") or f.startswith("core1_")], [])
         self.assertEqual([f for f in core1 if f.startswith("c0_") or f.startswith("core0_")], [])
 
+    def test_task_mode_refuses_two_vcpus(self):
+        """Task mode splits one core's counts at its task switches: on a machine of two vCPUs
+        the plugin refuses to start, in one line, and writes no census."""
+        with tempfile.TemporaryDirectory(prefix="mcuprof-dual-tasks-") as name:
+            work = Path(name)
+            with qemu_runner.QemuRun(fwtest.elf_path(FINITE), truth=work / "truth.txt", uart=None,
+                                     icount_shift=None, workdir=work, timeout=60,
+                                     truth_args=[f"taskfile={work / 'tasks.txt'}", "tcbload=0x08000000",
+                                                 "taskswitch=0x08000002"]) as q:
+                status = q.wait()
+                stderr = q.stderr_text()
+            self.assertNotEqual(status, 0, stderr)
+            self.assertIn("truth: taskfile= follows the tasks of one core; this machine has 2", stderr)
+            self.assertFalse((work / "truth.txt").exists())
+            self.assertFalse((work / "tasks.txt").exists())
+
     def test_report_reads_the_census_per_core(self):
         run = subprocess.run([str(CLI), "report", str(self.truth_file), "--elf", str(fwtest.elf_path(FINITE)),
                               "--format", "json"], capture_output=True, text=True, timeout=120)

@@ -16,6 +16,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -268,6 +269,43 @@ def stop_rig(rig) -> None:
     if getattr(rig, "openocd_log", None):
         rig.openocd_log.close()
     shutil.rmtree(rig.work, ignore_errors=True)
+
+
+class RigClass:
+    """The start and stop of a test class's rig, in one place. setUpClass checks the class's
+    requirements() (require: skip, or under ctest fail, when a tool or file is missing), makes
+    the work folder (prefix `work_prefix`) and calls the class's with_rig(), which starts the rig
+    (start_rig) and does with it what the class does; when anything there raises, the rig is
+    stopped at once, since unittest calls no tearDownClass after a failed setUpClass; else
+    tearDownClass stops it. A class that measures once and whose tests read what it kept ends
+    with_rig() with stop_rig(cls) (a second stop_rig does nothing). Put it first among the bases:
+    class X(RigClass, unittest.TestCase)."""
+    work_prefix = "mcuprof-rig-"
+
+    @classmethod
+    def requirements(cls) -> None:
+        pass
+
+    @classmethod
+    def with_rig(cls) -> None:
+        raise NotImplementedError(f"{cls.__name__} starts no rig (with_rig)")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.requirements()
+        # Nothing started yet, whatever a base class's rig left in these attributes.
+        cls.qemu = cls.vprobe = cls.openocd = cls.tcl = cls.openocd_log = None
+        cls.rig_stopped = False
+        cls.work = Path(tempfile.mkdtemp(prefix=cls.work_prefix))
+        try:
+            cls.with_rig()
+        except BaseException:
+            stop_rig(cls)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_rig(cls)
 
 
 def guest_running(qemu: qemu_runner.QemuRun) -> bool:

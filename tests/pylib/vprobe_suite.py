@@ -9,41 +9,26 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
-from pathlib import Path
 
-from openocd_rig import (CLI, ELF, OPENOCD, UNIT_TESTS, elf_flash_image, elf_functions, elf_symbol, guest_running,
-                         read_gmon, require, start_rig, stop_rig)
+from openocd_rig import (CLI, ELF, OPENOCD, UNIT_TESTS, RigClass, elf_flash_image, elf_functions, elf_symbol,
+                         guest_running, read_gmon, require, start_rig)
 
 
-class VprobeWithOpenOCD(unittest.TestCase):
+class VprobeWithOpenOCD(RigClass, unittest.TestCase):
     """One QEMU, one vprobe, one OpenOCD for the whole class; the tests run in name order."""
+    work_prefix = "mcuprof-vprobe-"
 
     @classmethod
-    def setUpClass(cls):
+    def requirements(cls):
         require((OPENOCD, "arm-none-eabi-nm", "arm-none-eabi-objcopy"), (CLI, ELF))
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-"))
-        try:
-            cls._start()
-        except BaseException:
-            cls._stop()
-            raise
 
     @classmethod
-    def _start(cls):
+    def with_rig(cls):
         start_rig(cls, ELF, openocd_gdb=True)
         cls.functions = elf_functions(ELF)
         cls.text = (elf_symbol(ELF, "__text_start"), elf_symbol(ELF, "__text_end"))
-
-    @classmethod
-    def _stop(cls):
-        stop_rig(cls)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._stop()
 
     # ---- helpers
 

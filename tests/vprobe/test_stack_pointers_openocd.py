@@ -42,7 +42,7 @@ import unittest
 from pathlib import Path
 
 from stack_checks import FPU_HANDLERS, all_symbols, assert_stack_goal
-from openocd_rig import CLI, FW_DIR, OPENOCD, require, start_rig, stop_rig
+from openocd_rig import CLI, FW_DIR, OPENOCD, RigClass, require, start_rig, stop_rig
 
 ELF = FW_DIR / "fpu_forever_o2_m4.elf"
 HALTS = 300
@@ -63,17 +63,17 @@ def start_rig_with_monitor(rig, **options) -> None:
     start_rig(rig, ELF, **options)
 
 
-class StackPointersAtHalts(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        require((OPENOCD, "arm-none-eabi-nm"), (CLI, ELF))
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-stack-pointers-"))
-        cls.symbols = all_symbols(ELF)
-        start_rig_with_monitor(cls)
+class StackPointersAtHalts(RigClass, unittest.TestCase):
+    work_prefix = "mcuprof-stack-pointers-"
 
     @classmethod
-    def tearDownClass(cls):
-        stop_rig(cls)
+    def requirements(cls):
+        require((OPENOCD, "arm-none-eabi-nm"), (CLI, ELF))
+
+    @classmethod
+    def with_rig(cls):
+        cls.symbols = all_symbols(ELF)
+        start_rig_with_monitor(cls)
 
     def reg(self, name: str) -> int:
         out = self.tcl.run(f"reg {name}")

@@ -16,22 +16,23 @@ import subprocess
 import unittest
 
 import qemu_runner
-import vprobe_suite  # as a module: its test class is not run again here
-from openocd_rig import CLI, ELF, stop_rig
+from openocd_rig import CLI, ELF, OPENOCD, RigClass, require, start_rig
 
 DEMCR, ITM_TCR, DWT_CTRL = 0xE000EDFC, 0xE0000E80, 0xE0001000
 
 
-class SwoSetupThroughOpenOCD(unittest.TestCase):
-    # The same rig as vprobe_suite's checks: QEMU, the vprobe, OpenOCD with its Tcl port
-    # (attributes tcl, tcl_port), started and stopped by its class methods.
-    setUpClass = vprobe_suite.VprobeWithOpenOCD.__dict__["setUpClass"]
-    _start = vprobe_suite.VprobeWithOpenOCD.__dict__["_start"]
-    _stop = vprobe_suite.VprobeWithOpenOCD.__dict__["_stop"]
+class SwoSetupThroughOpenOCD(RigClass, unittest.TestCase):
+    """The same rig as vprobe_suite's checks: QEMU, the vprobe, OpenOCD with its Tcl port
+    (attributes tcl, tcl_port), and its GDB port."""
+    work_prefix = "mcuprof-vprobe-swo-"
 
     @classmethod
-    def tearDownClass(cls):
-        stop_rig(cls)
+    def requirements(cls):
+        require((OPENOCD,), (CLI, ELF))
+
+    @classmethod
+    def with_rig(cls):
+        start_rig(cls, ELF, openocd_gdb=True)
 
     def read(self, address: int) -> int:
         return int(self.tcl.run(f"mdw {address:#x}").split(":")[1], 16)

@@ -41,7 +41,8 @@ from pathlib import Path
 
 import fwtest
 import qemu_runner
-from openocd_rig import CLI, OPENOCD, UNIFORM_COST_NS, elf_functions, elf_symbol, require, start_rig, stop_rig
+from openocd_rig import (CLI, OPENOCD, UNIFORM_COST_NS, RigClass, elf_functions, elf_symbol, require, start_rig,
+                         stop_rig)
 from stack_checks import DUAL_CHAINS, check_dual_chains, recorded_chains
 
 IMAGE = "dual_forever_an521"
@@ -90,27 +91,26 @@ def function_at(functions: dict[str, tuple[int, int]], pc: int) -> str | None:
     return next((name for name, (start, end) in functions.items() if start <= pc < end), None)
 
 
-class TwoCoresThroughOpenOCD(unittest.TestCase):
+class TwoCoresThroughOpenOCD(RigClass, unittest.TestCase):
     """Over JTAG (remote_bitbang, qemu-vprobe.cfg)."""
     stlink_transport = None
     targets = TARGETS
     commands = SECOND_CORE
+    work_prefix = "mcuprof-vprobe-cores-"
 
     @classmethod
-    def setUpClass(cls):
+    def requirements(cls):
+        require((OPENOCD,), (CLI, fwtest.elf_path(IMAGE)))
+
+    @classmethod
+    def with_rig(cls):
         elf = fwtest.elf_path(IMAGE)
-        require((OPENOCD,), (CLI, elf))
         cls.functions = elf_functions(elf)
         cls.core1_rounds = elf_symbol(elf, "core1_rounds")
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-cores-"))
         # No DWT_PCSR is read here: the vprobe as before its PC file (with it, on QEMU 10.0.2,
         # a read of core 1's counter while the cores ran failed with a sticky error in the
         # first run; not yet explained).
         start_rig(cls, elf, openocd_commands=cls.commands, pc_file=False)
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_rig(cls)
 
     def on(self, target: str, command: str) -> str:
         return self.tcl.run(f"targets {target}; {command}")

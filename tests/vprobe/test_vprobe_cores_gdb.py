@@ -35,7 +35,7 @@ from pathlib import Path
 import fwtest
 from top_output import core_sections
 import qemu_runner
-from openocd_rig import CLI, OPENOCD, require, start_rig, stop_rig
+from openocd_rig import CLI, OPENOCD, RigClass, require, start_rig, stop_rig
 from task_checks import check_tasks_per_core
 from test_vprobe_cores import CORE_CODE, RecordBothCoresThroughOpenOCD
 
@@ -118,7 +118,7 @@ class TasksPerCoreThroughOpenOCD(unittest.TestCase):
         self.check_kernel("dualtasks_zephyr_an521")
 
 
-class GdbPortLeavesCoresAsFound(unittest.TestCase):
+class GdbPortLeavesCoresAsFound(RigClass, unittest.TestCase):
     """One rig (dual_forever_an521, OpenOCD's GDB port for core 0, core 1's target beside it):
     - `record --gdb` leaves core 1's debug registers as it found them: DFSR (whose HALTED bit the
       monitor script's halt requests set), DHCSR and DEMCR read through OpenOCD's Tcl port after the
@@ -128,17 +128,17 @@ class GdbPortLeavesCoresAsFound(unittest.TestCase):
     HALTS = 200
     REGISTERS = {"DFSR": 0xE000ED30, "DHCSR": 0xE000EDF0, "DEMCR": 0xE000EDFC}   # ARMv7-M ARM C1.6
 
-    @classmethod
-    def setUpClass(cls):
-        cls.elf = fwtest.elf_path("dual_forever_an521")
-        require((OPENOCD,), (CLI, cls.elf))
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-vprobe-gdb-as-found-"))
-        start_rig(cls, cls.elf, icount_shift=None, openocd_gdb=True,
-                  openocd_commands=RecordBothCoresThroughGdbPort.openocd_commands)
+    elf = fwtest.elf_path("dual_forever_an521")
+    work_prefix = "mcuprof-vprobe-gdb-as-found-"
 
     @classmethod
-    def tearDownClass(cls):
-        stop_rig(cls)
+    def requirements(cls):
+        require((OPENOCD,), (CLI, cls.elf))
+
+    @classmethod
+    def with_rig(cls):
+        start_rig(cls, cls.elf, icount_shift=None, openocd_gdb=True,
+                  openocd_commands=RecordBothCoresThroughGdbPort.openocd_commands)
 
     def core1_registers(self) -> dict[str, int]:
         return {name: int(self.tcl.run(f"qemu.cpu1 read_memory {address:#x} 32 1").split()[-1], 0)

@@ -2,7 +2,6 @@
 // describe it (firefox-devtools/profiler, src/types/profile.ts; the version in
 // src/app-logic/constants.ts). Columnar tables shared by the threads (profile.shared), each
 // row an index into the next: sample -> stack (a tree by prefix) -> frame -> func -> string.
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -10,8 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mcuprof/core/address_chains.h"
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/cores.h"
+#include "mcuprof/hex.h"
 #include "mcuprof/core/report.h"
 #include "interned_strings.h"
 
@@ -180,10 +181,11 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
             const std::string exception = named != input.profile.exception_rows.end() ? named->second : std::to_string(tag);
             threads.push_back({by_core ? core_name(samples, core) + ": " + exception : exception});
         } else if (added) {
+            // Named as the task rows name it: tag 0 is no task unless the source named it.
             auto named = samples.tag_names.find(tag);
-            char hex[16];
-            std::snprintf(hex, sizeof hex, "0x%08x", tag);
-            const std::string task = named != samples.tag_names.end() ? named->second : hex;
+            const std::string task = named != samples.tag_names.end() ? named->second
+                                     : tag == 0                       ? std::string(untagged_task_name)
+                                                                      : hex32(tag);
             const std::string core_part = by_core ? core_name(samples, core) : "";
             threads.push_back({samples.tags.empty() ? (by_core ? core_part : "firmware")
                                : by_core            ? core_part + ": " + task
@@ -192,23 +194,21 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
         return threads[it->second];
     };
     double end = 0;
+    // The chains' core and task roots are this format's threads; the other roots are frames.
+    const SampleChains chain_of(samples, input.profile);
+    auto root = [&](std::optional<size_t> node, const char* name) {
+        StackFrame mark;
+        mark.function = name;
+        return tables.stack(node, mark, 0);
+    };
     for (size_t i = 0; i < samples.pcs.size(); ++i) {
-        std::vector<uint32_t> root_first;
-        bool truncated = false;
-        if (!samples.stacks.empty()) {
-            const CallStack& stack = samples.stacks[i];
-            root_first.assign(stack.callers.rbegin(), stack.callers.rend());
-            truncated = stack.truncated;
-        }
-        root_first.push_back(samples.pcs[i]);
-
+        const AddressChain chain = chain_of(i);
         std::optional<size_t> node;
-        if (truncated) {
-            StackFrame mark;
-            mark.function = truncated_frame;
-            node = tables.stack(node, mark, 0);
-        }
-        for (uint32_t address : root_first) {
+        if (chain.truncated)
+            node = root(node, truncated_frame_name);
+        if (chain.from_secure)
+            node = root(node, secure_frame_name);
+        for (uint32_t address : chain.addresses) {
             int depth = 0;   // the outermost function at the address is 0, each inlined one deeper
             for (const StackFrame& f : frames(address))
                 node = tables.stack(node, f, f.inlined ? ++depth : (depth = 0));

@@ -43,6 +43,19 @@ nlohmann::json rows_json(const std::vector<Row>& profile_rows)
     return rows;
 }
 
+// How the standard errors were computed (docs/formats.md): the whole profile's, or a core's own.
+nlohmann::json errors_json(const ErrorModel& errors, bool exact)
+{
+    return {{"method", exact                 ? "none"
+                       : errors.bursts == 0  ? "binomial"
+                       : errors.batches      ? "batches"
+                                             : "bursts"},
+            {"bursts", errors.batches ? 0 : errors.bursts},
+            {"batches", errors.batches ? errors.bursts : 0},
+            {"largest_ratio", std::round(errors.largest_ratio * 1000) / 1000},
+            {"lower_bounds", errors.lower_bounds}};
+}
+
 } // namespace
 
 nlohmann::json to_json(const Profile& profile)
@@ -62,15 +75,7 @@ nlohmann::json to_json(const Profile& profile)
         {"unattributed", count_value(profile.unattributed)},
         {"distinct_addresses", profile.distinct_addresses},
         {"warnings", warnings},
-        {"errors",
-         {{"method", profile.exact                ? "none"
-                     : profile.errors.bursts == 0 ? "binomial"
-                     : profile.errors.batches     ? "batches"
-                                                  : "bursts"},
-          {"bursts", profile.errors.batches ? 0 : profile.errors.bursts},
-          {"batches", profile.errors.batches ? profile.errors.bursts : 0},
-          {"largest_ratio", std::round(profile.errors.largest_ratio * 1000) / 1000},
-          {"lower_bounds", profile.errors.lower_bounds}}},
+        {"errors", errors_json(profile.errors, profile.exact)},
     };
     if (profile.lockstep) {
         const LockstepFinding& l = *profile.lockstep;
@@ -137,6 +142,7 @@ nlohmann::json to_json(const Profile& profile)
             cores.push_back({{"core", core.core},
                              {"name", core.name},
                              {"samples", count_value(core.total)},
+                             {"errors", errors_json(core.errors, profile.exact)},
                              {"functions", rows_json(core.rows)}});
         doc["cores"] = std::move(cores);
     }

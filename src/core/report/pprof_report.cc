@@ -6,8 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "mcuprof/core/cores.h"
-#include "mcuprof/hex.h"
+#include "mcuprof/core/address_chains.h"
 #include "mcuprof/core/protobuf.h"
 #include "mcuprof/core/report.h"
 #include "mcuprof/core/symbols.h"
@@ -135,73 +134,30 @@ private:
 
 } // namespace
 
-namespace {
-
-// The samples' address chains (root first), each with its weight: every sampled PC with its
-// callers, or each exact count. One Location per address then carries that address's line
-// and inline chain, so that `go tool pprof -lines`, `-list` and `-raw` see what
-// `mcuprof report --by line` and `--by address` see.
-struct AddressChain {
-    std::string core;                    // the core of a multi-core chip (the "core" label), else empty
-    std::string task;                    // a root frame by task or by exception (--by), else empty
-    bool truncated = false;
-    std::vector<uint32_t> addresses;
-    auto operator<=>(const AddressChain&) const = default;
-};
-
-std::map<AddressChain, double> address_chains(const Profile& profile, const SampleSet& samples)
-{
-    std::map<AddressChain, double> chains;
-    // The root pseudo-frame, as the profile's own stack rows have it (collapsed, speedscope).
-    auto task_of = [&](size_t i) -> std::string {
-        if (profile.by == Grouping::exception && i < samples.exceptions.size()) {
-            auto named = profile.exception_rows.find(samples.exceptions[i]);
-            return named != profile.exception_rows.end() ? named->second : "exception " + std::to_string(samples.exceptions[i]);
-        }
-        if (profile.by != Grouping::task || samples.tags.empty())
-            return {};
-        const uint32_t tag = samples.tags[i];
-        if (auto named = samples.tag_names.find(tag); named != samples.tag_names.end())
-            return named->second;
-        return hex32(tag);
-    };
-    const bool by_core = is_multicore(samples);
-    auto core_of = [&](uint32_t core) { return by_core ? core_name(samples, core) : std::string(); };
-    for (size_t i = 0; i < samples.pcs.size(); ++i) {
-        AddressChain chain{core_of(samples.cores.empty() ? 0 : samples.cores[i]), task_of(i), false, {}};
-        if (!samples.stacks.empty()) {
-            const CallStack& stack = samples.stacks[i];
-            chain.addresses.assign(stack.callers.rbegin(), stack.callers.rend());
-            chain.truncated = stack.truncated;
-        }
-        chain.addresses.push_back(samples.pcs[i]);
-        chains[chain] += 1;
-    }
-    for (const AddressCount& c : samples.counts)
-        chains[AddressChain{core_of(c.core), {}, false, {c.address}}] += double(c.count);
-    return chains;
-}
-
-} // namespace
-
 std::string write_pprof(const ReportInput& input, std::ostream& out)
 {
     const Profile& profile = input.profile;
     const SampleSet& samples = input.samples;
     PprofBuilder builder;
     std::map<uint32_t, std::vector<StackFrame>> frames_of;   // per address: its inline chain
-    for (const auto& [chain, weight] : address_chains(profile, samples)) {
+    // The samples' address chains (root first), each with its weight: every sampled PC with its
+    // callers, or each exact count. One Location per address then carries that address's line
+    // and inline chain, so that `go tool pprof -lines`, `-list` and `-raw` see what
+    // `mcuprof report --by line` and `--by address` see. The roots above the code are the stack
+    // formats' (shown_frames): [truncated], the task or exception, [Secure state].
+    auto root = [&](const std::string& name) {
+        StackFrame frame;
+        frame.function = name;
+        return builder.location_id({&frame, 1});
+    };
+    for (const AddressChain& chain : address_chains(samples, profile)) {
         std::vector<uint64_t> root_first;
-        if (!chain.task.empty()) {
-            StackFrame task;
-            task.function = chain.task;
-            root_first.push_back(builder.location_id({&task, 1}));
-        }
-        if (chain.truncated) {
-            StackFrame mark;
-            mark.function = truncated_frame;
-            root_first.push_back(builder.location_id({&mark, 1}));
-        }
+        if (chain.truncated)   // above the task, as shown_frames puts it
+            root_first.push_back(root(truncated_frame_name));
+        if (!chain.task.empty())
+            root_first.push_back(root(chain.task));
+        if (chain.from_secure)
+            root_first.push_back(root(secure_frame_name));
         for (uint32_t address : chain.addresses) {
             auto it = frames_of.find(address);
             if (it == frames_of.end())
@@ -209,7 +165,7 @@ std::string write_pprof(const ReportInput& input, std::ostream& out)
             root_first.push_back(builder.location_id(it->second));
         }
         const std::vector<uint64_t> leaf_first(root_first.rbegin(), root_first.rend());
-        builder.add_sample(leaf_first, uint64_t(std::llround(weight)), chain.core);
+        builder.add_sample(leaf_first, uint64_t(std::llround(chain.weight)), chain.core);
     }
     // Histogram buckets have no one address, and some rows none at all ("(sleep)"): those
     // come from the profile's stacks, one Location per function as they name it.
@@ -220,11 +176,8 @@ std::string write_pprof(const ReportInput& input, std::ostream& out)
         if (by_address && !without_address)
             continue;   // written above, by address
         std::vector<uint64_t> root_first;
-        if (row.truncated) {
-            StackFrame mark;
-            mark.function = truncated_frame;
-            root_first.push_back(builder.location_id({&mark, 1}));
-        }
+        if (row.truncated)
+            root_first.push_back(root(truncated_frame_name));
         for (size_t begin = 0; begin < row.frames.size();) {
             size_t end = begin + 1;   // the frames inlined into this one share its location
             while (end < row.frames.size() && row.frames[end].inlined)

@@ -146,31 +146,36 @@ std::string describe_core_stops(const Profile& profile)
            c.how;
 }
 
-std::string describe_errors(const Profile& profile)
+std::string describe_errors(const ErrorModel& errors, bool exact)
 {
-    if (profile.exact)
+    if (exact)
         return "none: exact counts";
-    if (profile.errors.lower_bounds)
+    if (errors.lower_bounds)
         return "binomial, as if each read were taken on its own, but the input holds PCs read back to back (OpenOCD's "
                "profile, DWT_PCSR batches), which are correlated, with no bursts marked to take errors from: the "
                "errors are too small, lower bounds (docs/live.md, \"Error bars of correlated reads\")";
-    if (profile.errors.bursts == 0)
+    if (errors.bursts == 0)
         return "binomial: each sample taken on its own";
-    const char* clusters = profile.errors.batches ? "batches" : "bursts";
+    const char* clusters = errors.batches ? "batches" : "bursts";
     std::string text =
-        profile.errors.batches
+        errors.batches
             ? printf_string("from the spread between %zu batches of consecutive wall-clock halts (how far the core ran "
                             "between two is up to the link and the host; where it ran little, neighbours repeat each "
                             "other): up to %.1f times the binomial figure",
-                            profile.errors.bursts, profile.errors.largest_ratio)
+                            errors.bursts, errors.largest_ratio)
             : printf_string("from the spread between %zu bursts of back-to-back reads (DWT_PCSR batches or "
                             "profile chunks, whose reads are correlated): up to %.1f times the binomial figure",
-                            profile.errors.bursts, profile.errors.largest_ratio);
-    if (profile.errors.bursts < 20)   // the variance's own error: a chi-square of k - 1 degrees
+                            errors.bursts, errors.largest_ratio);
+    if (errors.bursts < 20)   // the variance's own error: a chi-square of k - 1 degrees
         text += printf_string("; only %zu %s, so the errors themselves are rough (the 95 %% intervals use Student's t "
                               "of %zu degrees of freedom)",
-                              profile.errors.bursts, clusters, profile.errors.bursts - 1);
+                              errors.bursts, clusters, errors.bursts - 1);
     return text;
+}
+
+std::string describe_errors(const Profile& profile)
+{
+    return describe_errors(profile.errors, profile.exact);
 }
 
 std::string describe_truncation(const Truncation& truncation)
@@ -256,6 +261,8 @@ void write_text(const Profile& profile, std::ostream& out, size_t max_rows)
     // A multi-core chip: each core's table, its shares of its own samples.
     for (const CoreProfile& core : profile.cores) {
         out << printf_string("\n%s: %s %.0f\n", core.name.c_str(), count_title, core.total);
+        if (core.errors.bursts > 0 || core.errors.lower_bounds)   // as the whole profile's line
+            out << "standard errors " << describe_errors(core.errors, profile.exact) << '\n';
         out << printf_string("%8s %7s %12s  %s\n", "%", "+-se", count_title, std::string(name_of(core_grouping(profile))).c_str());
         write_rows(profile, core.rows, false, out, max_rows);
     }

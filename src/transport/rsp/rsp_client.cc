@@ -37,6 +37,11 @@ RspClient::RspClient(const LinkAddress& address, Options options)
 {
 }
 
+RspClient::RspClient(std::unique_ptr<ByteStream> connection, Options options)
+    : connection_(std::move(connection)), options_(options)
+{
+}
+
 RspClient::~RspClient() = default;
 
 void RspClient::protocol_error(const std::string& place, const std::string& problem) const

@@ -91,6 +91,23 @@ struct Truncation {
     bool inclusive_lower_bounds() const { return percent() > 1.0; }
 };
 
+// How the standard errors were computed. bursts == 0: binomial, each sample independent
+// (or none at all, for a census). Else from the spread between that many bursts of
+// back-to-back reads (SampleSet::bursts); largest_ratio is the largest of a row's standard
+// error over the binomial one (the design effect's root), which says how much the reads
+// of one burst repeat each other. lower_bounds: binomial figures for samples that were
+// back-to-back DWT_PCSR reads with no bursts to take errors from (OpenOCD's own `profile`
+// in a gmon.out, a recording from before burst marks, or rows not made from the reads'
+// addresses): correlated reads, so the figures are too small.
+// batches: the clusters are batches of consecutive wall-clock halts (SampleSet::
+// wall_clock_halts), not bursts of reads; bursts then counts the batches.
+struct ErrorModel {
+    size_t bursts = 0;
+    bool batches = false;
+    double largest_ratio = 1;
+    bool lower_bounds = false;
+};
+
 // One core's own profile (a multi-core sample set): its rows, by the profile's grouping, with
 // shares of its own samples.
 struct CoreProfile {
@@ -98,6 +115,7 @@ struct CoreProfile {
     std::string name;
     double total = 0;
     std::vector<Row> rows;               // by samples, descending
+    ErrorModel errors;                   // how its own rows' standard errors were computed
 };
 
 // How busy the core was, from samples that measure time: 1 minus the share of samples asleep
@@ -144,22 +162,7 @@ struct Profile {
     std::map<std::string, std::vector<std::pair<std::string, double>>> preempted;
     // --by exception: each sampled exception number's row name (the Firefox format's tracks).
     std::map<uint32_t, std::string> exception_rows;
-    // How the standard errors were computed. bursts == 0: binomial, each sample independent
-    // (or none at all, for a census). Else from the spread between that many bursts of
-    // back-to-back reads (SampleSet::bursts); largest_ratio is the largest of a row's standard
-    // error over the binomial one (the design effect's root), which says how much the reads
-    // of one burst repeat each other. lower_bounds: binomial figures for samples that were
-    // back-to-back DWT_PCSR reads with no bursts to take errors from (OpenOCD's own `profile`
-    // in a gmon.out, a recording from before burst marks, or rows not made from the reads'
-    // addresses): correlated reads, so the figures are too small.
-    // batches: the clusters are batches of consecutive wall-clock halts (SampleSet::
-    // wall_clock_halts), not bursts of reads; bursts then counts the batches.
-    struct ErrorModel {
-        size_t bursts = 0;
-        bool batches = false;
-        double largest_ratio = 1;
-        bool lower_bounds = false;
-    } errors;
+    ErrorModel errors;                   // how the standard errors were computed
     // A multi-core sample set: each core's profile, in core order (empty for one core).
     std::vector<CoreProfile> cores;
     std::optional<CoreStopFigures> core_stops;   // how the halts stopped the cores (SampleSet::core_stops)

@@ -38,6 +38,7 @@ std::string describe_preempted(const Profile& profile, const std::string& row);
 // binomial for samples each taken on its own, or from the spread between bursts of
 // back-to-back reads and how much larger that made them.
 std::string describe_errors(const Profile& profile);
+std::string describe_errors(const ErrorModel& errors, bool exact);   // a core's table: its own
 // How the halts stopped the cores of a multi-core recording (Profile::core_stops), one line:
 // "cores stopped within 980 us of each other (median of 1000 halts), p99 5.8 ms; ..." where the
 // link measured the spread, "at one instant" where it has none; empty when not known.

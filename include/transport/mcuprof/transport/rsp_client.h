@@ -37,6 +37,9 @@ public:
     };
 
     RspClient(const LinkAddress& address, Options options);
+    // Over a stream already open: what its reads deliver is the server's side (the fuzz
+    // target of the replies, tests/fuzz/fuzz_rsp_replies.cc).
+    RspClient(std::unique_ptr<ByteStream> connection, Options options);
     ~RspClient();
 
     // qSupported, QStartNoAckMode where offered, the target description. Returns the
