@@ -172,7 +172,7 @@ class EditorTest(unittest.TestCase):
         # spends its time in the same few lines every run), and line 1, which has no samples
         expected_lines = self.hot_lines_guess()
         plan["lines"] = expected_lines
-        plan["function"] = "work"
+        plan["function"] = "shared"   # work is inlined into shared: it has no row of its own
         plan_file = os.path.join(self.tmp, "plan.json")
         with open(plan_file, "w") as f:
             json.dump(plan, f)
@@ -207,7 +207,13 @@ class EditorTest(unittest.TestCase):
         hover = seen["hover"]
         self.assertIn(f"{first['percent']:.2f} % ± {first['stderr']:.2f}", hover)
         self.assertIn(f"inclusive (from the stacks) {first['inclusive_percent']:.2f} %", hover)
-        self.assertRegex(hover, r"inlined: work → shared")
+        # every inline chain the address rows of that line show (work is inlined into its callers)
+        by_address = json.loads(subprocess.check_output([self.cli, "report", recs[0], "--by", "address", "--format", "json"]))
+        chains = {" → ".join([first["function"], *r["inlined_into"]]) for r in by_address["functions"]
+                  if r.get("inlined_into") and r.get("location", "").endswith(f"/{FILE}:{expected_lines[0]}")}
+        self.assertIn("work → shared", chains)
+        for chain in chains:
+            self.assertIn(f"inlined: {chain}", hover)
 
         table = seen["table"]
         self.assertEqual([t[0] for t in table], [r["name"] for r in by_function["functions"]])
@@ -218,8 +224,8 @@ class EditorTest(unittest.TestCase):
         inclusive = [float(t[3] or -1) for t in seen["tableByInclusive"]]
         self.assertEqual(inclusive, sorted(inclusive, reverse=True))
         self.assertGreater(seen["flame"], 0, "no svg (flame graph) in the profile view's report")
-        work = next(r for r in by_function["functions"] if r["name"] == "work")
-        line = int(work["location"].rsplit(":", 1)[1])
+        shared = next(r for r in by_function["functions"] if r["name"] == "shared")
+        line = int(shared["location"].rsplit(":", 1)[1])
         self.assertIn(FILE, seen["afterClick"]["tab"])
         self.assertIn(f"Ln {line},", seen["afterClick"]["cursor"])
 

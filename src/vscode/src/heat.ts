@@ -69,7 +69,7 @@ function key(file: string, line: number): string {
   return `${file}:${line}`;
 }
 
-/** Strips an address row's "+0xOFFSET" from its function name. */
+/** Strips an address row's "+0xOFFSET" from its symbol's name. */
 function functionOf(name: string): string {
   return name.replace(/\+0x[0-9a-fA-F]+$/, '');
 }
@@ -95,7 +95,9 @@ export function lineHeat(byLine: Report, byAddress?: Report): Map<string, LineHe
     if (!loc) continue;
     const heat = lines.get(key(loc[0], loc[1]));
     if (!heat) continue;
-    const chain = [functionOf(row.function ?? '?'), ...row.inlined_into];
+    // an address row's `function` is the symbol it lies in (the outermost); the line row's is
+    // the innermost inlined function, where the chain starts
+    const chain = [heat.functionName || functionOf(row.function ?? '?'), ...row.inlined_into];
     if (!heat.chains.some(c => c.join('\u0000') === chain.join('\u0000'))) heat.chains.push(chain);
   }
   return lines;
