@@ -147,6 +147,7 @@ class EditorTest(unittest.TestCase):
                 "mcuprof.samples": 3000, "mcuprof.stacks": True,
                 "workbench.startupEditor": "none", "security.workspace.trust.enabled": False,
                 "telemetry.telemetryLevel": "off", "workbench.tips.enabled": False,
+                "git.openRepositoryInParentFolders": "never",
                 "launch": {"version": "0.2.0", "configurations": [{
                     "name": "calltree in QEMU", "type": "cortex-debug", "request": "launch",
                     "servertype": "qemu", "machine": "netduinoplus2", "executable": self.elf}]},
