@@ -9,6 +9,9 @@ const { chromium } = require(path.join(process.env.EDITOR_TEST_MODULES, 'playwri
 const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const seen = { steps: [] };
 const t0 = Date.now();
+function recordings() {
+  return fs.readdirSync(plan.recordings).filter(f => f.endsWith('.rec') && !f.startsWith('live-')).sort().map(f => path.join(plan.recordings, f));
+}
 function step(what) {
   seen.steps.push([what, Date.now() - t0]);
   process.stderr.write(`drive: ${what} at ${Date.now() - t0} ms\n`);
@@ -114,6 +117,45 @@ async function hover(page, n) {
       cursor: await page.locator('.statusbar-item', { hasText: /Ln \d+, Col \d+/ }).first().innerText().catch(() => ''),
     };
     step('clicked to source');
+
+    // diff: a second recording, then the two in the dialogs, oldest first
+    await palette(page, '>mcuprof: Record Now');
+    await page.locator('.statusbar-item', { hasText: /mcuprof: .*\.rec, \d+ samples/ }).first().waitFor({ timeout: 90000 });
+    for (let i = 0; i < 100 && recordings().length < 2; i++) await page.waitForTimeout(100);
+    const [a, b] = recordings();
+    seen.diffed = [a, b];
+    await palette(page, '>mcuprof: Diff Two Recordings');
+    for (const file of [a, b]) {
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(file);
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Enter');
+      await page.waitForTimeout(500);
+    }
+    await page.locator('.statusbar-item', { hasText: /mcuprof: diff/ }).first().waitFor({ timeout: 60000 });
+    await page.locator('.tab', { hasText: plan.file }).first().click();
+    seen.diffLines = {};
+    for (const n of plan.lines) seen.diffLines[n] = await lineLabel(page, n);
+    step('diff read');
+
+    // live: top, the heat redrawn while it runs, then stopped
+    await palette(page, '>mcuprof: Start Live (top)');
+    const counts = [];
+    const liveStatus = page.locator('.statusbar-item', { hasText: /mcuprof: live .* samples/ }).first();
+    await liveStatus.waitFor({ timeout: 60000 });
+    for (let i = 0; i < 100 && new Set(counts).size < 3; i++) {
+      const m = /(\d+) samples/.exec(await liveStatus.innerText().catch(() => ''));
+      if (m && !counts.includes(Number(m[1]))) counts.push(Number(m[1]));
+      await page.waitForTimeout(200);
+    }
+    seen.liveCounts = counts;
+    seen.liveLabel = await lineLabel(page, plan.lines[0]);
+    await palette(page, '>mcuprof: Stop Live (top)');
+    await page.waitForTimeout(2000);
+    seen.liveStatus = await page.locator('.statusbar-item', { hasText: /mcuprof: / }).first().innerText();
+    seen.liveFinal = await lineLabel(page, plan.lines[0]);
+    step('live read');
   } catch (e) {
     seen.error = String(e && e.stack || e);
     await page.screenshot({ path: path.join(plan.shots, 'ide-error.png') }).catch(() => {});

@@ -1,6 +1,6 @@
 """The VS Code extension (src/vscode) in a real VS Code: code-server from the npm registry, in
 Debian's Chromium, driven by Playwright (drive.js). The editor opens firmware-ref's source, the
-extension's Record command records calltree_o2_m4 under `mcuprof record --qemu`, and what the
+extension's Record command records calltree_forever_m4 under `mcuprof record --qemu` (twice, for a diff), runs `top` live, and what the
 editor shows is checked against mcuprof's own JSON of that recording: each hot line's label in
 the gutter (share and standard error), its hover (the inline chain, the inclusive share), the
 profile view's function table (its rows, its sorting), the flame graph in it, and a click on a
@@ -29,7 +29,7 @@ from spawn import spawn
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SOURCE = os.path.join(REPO, "firmware-ref", "src")
-IMAGE = "calltree_o2_m4"
+IMAGE = "calltree_forever_m4"   # endless: record ends by --samples, top runs until stopped
 FILE = "scen_calltree.c"
 
 # A process whose group is the code-server's: SIGTERM (or its parent's death, PR_SET_PDEATHSIG)
@@ -168,7 +168,7 @@ class EditorTest(unittest.TestCase):
 
         shots = os.path.join(self.tmp, "shots")
         plan = {"cdp": cdp, "url": f"http://127.0.0.1:{port}/?folder={SOURCE}", "file": FILE,
-                "lines": [], "shots": shots, "function": ""}
+                "lines": [], "shots": shots, "function": "", "recordings": recordings}
         # the lines to check: the hottest of FILE in a short recording made here (the image
         # spends its time in the same few lines every run), and line 1, which has no samples
         expected_lines = self.hot_lines_guess()
@@ -186,8 +186,9 @@ class EditorTest(unittest.TestCase):
         self.assertNotIn("error", seen, seen.get("error"))
 
         # the recording the editor made, and mcuprof's JSON of it
-        recs = [os.path.join(recordings, r) for r in os.listdir(recordings) if r.endswith(".rec")]
-        self.assertEqual(len(recs), 1, recs)
+        recs = sorted(os.path.join(recordings, r) for r in os.listdir(recordings)
+                      if r.endswith(".rec") and not r.startswith("live-"))
+        self.assertEqual(len(recs), 2, recs)   # Record Now, twice: the second for the diff
         by_line = json.loads(subprocess.check_output([self.cli, "report", recs[0], "--by", "line", "--format", "json"]))
         by_function = json.loads(subprocess.check_output([self.cli, "report", recs[0], "--format", "json"]))
         self.assertIn(f"{by_line['samples']} samples", seen["status"])
@@ -229,6 +230,37 @@ class EditorTest(unittest.TestCase):
         line = int(shared["location"].rsplit(":", 1)[1])
         self.assertIn(FILE, seen["afterClick"]["tab"])
         self.assertIn(f"Ln {line},", seen["afterClick"]["cursor"])
+
+        # the diff: each line's z-score as `mcuprof diff --by line --format json` gives it
+        self.assertEqual(seen["diffed"], recs)
+        diff = json.loads(subprocess.check_output([self.cli, "diff", recs[0], recs[1], "--elf", self.elf,
+                                                   "--by", "line", "--format", "json"]))
+        diff_rows = {r["name"]: r for r in diff["rows"]}
+        checked = 0
+        for n, got in seen["diffLines"].items():
+            name = next((k for k in diff_rows if k.endswith(f"/{FILE}:{n}")), None)
+            if name is None:
+                self.assertEqual(got.get("labels"), [], f"line {n}: {got}")
+                continue
+            r = diff_rows[name]
+            z = (("+inf" if r["delta_pp"] > 0 else "-inf" if r["delta_pp"] < 0 else "0") if r["z"] is None
+                 else f"{r['z']:+.2f}")
+            self.assertEqual(got.get("labels"), [f"z {z}{' !' if r['flagged'] else ''}"], f"line {n}: {got}")
+            checked += 1
+        self.assertGreaterEqual(checked, 2, seen["diffLines"])
+
+        # live: the heat redrawn while top ran (the sample count grew), and after the stop the
+        # label of the whole file's report
+        counts = seen["liveCounts"]
+        self.assertGreaterEqual(len(counts), 2, counts)
+        self.assertEqual(counts, sorted(counts))
+        lives = [os.path.join(recordings, r) for r in os.listdir(recordings) if r.startswith("live-")]
+        self.assertEqual(len(lives), 1, lives)
+        live = json.loads(subprocess.check_output([self.cli, "report", lives[0], "--by", "line", "--format", "json"]))
+        self.assertIn(f"{live['samples']} samples", seen["liveStatus"])
+        self.assertGreater(live["samples"], counts[0])
+        r = next(r for r in live["functions"] if r["name"].endswith(f"/{FILE}:{expected_lines[0]}"))
+        self.assertEqual(seen["liveFinal"].get("labels"), [f"{r['percent']:.2f} ±{r['stderr']:.2f} %"])
 
         timings["total"] = time.monotonic() - t0
         print("editor test:", ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()),

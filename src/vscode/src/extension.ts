@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   DiffReport, LaunchConfig, LineHeat, Report, diffHeat, hoverText, intensity, label, lineHeat,
-  linesForFile, sourceArgs, substitute,
+  linesForFile, recordedElf, sourceArgs, substitute,
 } from './heat';
 import { profileHtml } from './view';
 
@@ -159,7 +159,17 @@ async function diff(a?: string, b?: string) {
   if (!a) return;
   b = b ?? await pick('Diff: recording B (after)');
   if (!b) return;
-  const text = await run(['diff', a, b, '--by', 'line', '--format', 'json']);
+  // diff wants the ELFs; each recording names its own
+  const elf = (f: string) => {
+    const fd = fs.openSync(f, 'r');
+    const head = Buffer.alloc(1 << 16);
+    const n = fs.readSync(fd, head, 0, head.length, 0);
+    fs.closeSync(fd);
+    const e = recordedElf(head.subarray(0, n));
+    if (!e) throw new Error(`${f} names no ELF: diff needs one`);
+    return e;
+  };
+  const text = await run(['diff', a, b, '--elf', elf(a), '--elf-b', elf(b), '--by', 'line', '--format', 'json']);
   const d = JSON.parse(text) as DiffReport;
   show({ title: `diff ${path.basename(a)} → ${path.basename(b)}`, recording: b, samples: d.b.samples, heat: diffHeat(d) });
 }

@@ -203,3 +203,19 @@ export function sourceArgs(c: LaunchConfig): string[] {
 export function substitute(value: string, folder: string): string {
   return value.replace(/\$\{workspaceFolder\}|\$\{workspaceRoot\}/g, folder);
 }
+
+/** The ELF a recording names in its header (docs/formats.md, "Recording": 8 bytes of magic,
+ *  u32 version, u32 length, the header's JSON): `elf_path`, else `elf`; null for another file. */
+export function recordedElf(head: Uint8Array): string | null {
+  const magic = 'mcuprof\x1a';
+  if (head.length < 16 || String.fromCharCode(...head.subarray(0, 8)) !== magic) return null;
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  const length = view.getUint32(12, true);
+  if (head.length < 16 + length) return null;
+  try {
+    const header = JSON.parse(new TextDecoder().decode(head.subarray(16, 16 + length)));
+    return header.elf_path ?? header.elf ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (src/heat.ts, src/view.ts): no VS Code here.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { diffHeat, hoverText, label, lineHeat, linesForFile, sourceArgs, splitLocation } from '../src/heat';
+import { recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, sourceArgs, splitLocation } from '../src/heat';
 import { functionRows } from '../src/view';
 
 const byLine = {
@@ -80,4 +80,16 @@ test('the function table escapes names and keeps locations for click-to-source',
   const html = functionRows({ samples: 1, functions: [{ name: 'f<int>', samples: 1, percent: 100, stderr: 0, location: '/s/a.cc:3' }] });
   assert.match(html, /f&lt;int&gt;/);
   assert.match(html, /data-location="\/s\/a\.cc:3"/);
+});
+
+test('the ELF a recording names', () => {
+  const json = Buffer.from(JSON.stringify({ elf: 'fw.elf', elf_path: '/b/fw.elf' }));
+  const head = Buffer.alloc(16 + json.length);
+  head.write('mcuprof\x1a', 0, 'latin1');
+  head.writeUInt32LE(1, 8);
+  head.writeUInt32LE(json.length, 12);
+  json.copy(head, 16);
+  assert.equal(recordedElf(head), '/b/fw.elf');
+  assert.equal(recordedElf(head.subarray(0, 20)), null);
+  assert.equal(recordedElf(Buffer.from('prof raw n=3\n')), null);
 });
