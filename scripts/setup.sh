@@ -26,7 +26,14 @@ packages=(
   strace
   # go tool pprof reads --format pprof; CPack's .deb names its dependencies with dpkg-shlibdeps and file
   golang-go dpkg-dev file
+  # the editor test builds code-server's native modules (kerberos includes gssapi.h)
+  libkrb5-dev
 )
+# the VS Code extension and its test (docs/ide.md): Node and npm, Debian's unless a node is
+# already installed (NodeSource's nodejs carries its own npm and conflicts with Debian's)
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

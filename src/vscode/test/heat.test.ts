@@ -1,0 +1,95 @@
+// Unit tests of the extension's own logic (src/heat.ts, src/view.ts): no VS Code here.
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+import { recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, sourceArgs, splitLocation } from '../src/heat';
+import { functionRows } from '../src/view';
+
+const byLine = {
+  samples: 1000,
+  functions: [
+    { name: '/build/a/firmware-ref/src/scen.c:37', function: 'work', samples: 447, percent: 44.7, stderr: 1.57, ci95: [41.6, 47.8] as [number, number], inclusive_percent: 44.7 },
+    { name: '/build/a/firmware-ref/src/other.c:5', function: 'main', samples: 10, percent: 1, stderr: 0.31 },
+    { name: 'smash (no line information)', function: 'smash', samples: 80, percent: 8, stderr: 0.86 },
+  ],
+};
+const byAddress = {
+  samples: 1000,
+  functions: [
+    { name: '0x0800039a', function: 'shared+0x6', inlined_into: ['shared'], location: '/build/a/firmware-ref/src/scen.c:37', samples: 100, percent: 10, stderr: 1 },
+    { name: '0x0800039c', function: 'shared+0x8', inlined_into: ['shared'], location: '/build/a/firmware-ref/src/scen.c:37', samples: 100, percent: 10, stderr: 1 },
+    { name: '0x080003b0', function: 'recurse+0x4', inlined_into: ['recurse'], location: '/build/a/firmware-ref/src/scen.c:37', samples: 10, percent: 1, stderr: 0.3 },
+  ],
+};
+
+test('locations', () => {
+  assert.deepEqual(splitLocation('/x/y.c:12'), ['/x/y.c', 12]);
+  assert.equal(splitLocation('smash (no line information)'), null);
+});
+
+test('line heat with inline chains, each once', () => {
+  const heat = lineHeat(byLine, byAddress);
+  assert.equal(heat.size, 2);
+  const h = heat.get('/build/a/firmware-ref/src/scen.c:37')!;
+  assert.deepEqual(h.chains, [['work', 'shared'], ['work', 'recurse']]);
+  assert.equal(label(h), '44.70 ±1.57 %');
+  const hover = hoverText(h, 1000);
+  assert.match(hover, /44\.70 % ± 1\.57/);
+  assert.match(hover, /inclusive \(from the stacks\) 44\.70 %/);
+  assert.match(hover, /inlined: `work` → `shared`/);
+});
+
+test('a census has no error to show', () => {
+  const h = lineHeat({ samples: 5, functions: [{ name: 'a.c:1', samples: 5, percent: 100, stderr: 0 }] }).get('a.c:1')!;
+  assert.equal(label(h), '100.00 %');
+});
+
+test('files matched by the longest common tail of their paths', () => {
+  const heat = lineHeat(byLine, byAddress);
+  assert.equal(linesForFile(heat, '/home/me/checkout/firmware-ref/src/scen.c')[0].line, 37);
+  assert.equal(linesForFile(heat, '/home/me/other.c')[0].line, 5);
+  assert.deepEqual(linesForFile(heat, '/home/me/none.h'), []);
+});
+
+test('diff z-scores', () => {
+  const d = diffHeat({
+    format: 'mcuprof-diff', a: { origin: 'a', samples: 100 }, b: { origin: 'b', samples: 100 }, threshold: 3,
+    rows: [
+      { name: 'x.c:3', a_samples: 10, b_samples: 40, a_percent: 10, b_percent: 40, delta_pp: 30, z: 4.9, flagged: true },
+      { name: 'x.c:4', a_samples: 0, b_samples: 5, a_percent: 0, b_percent: 5, delta_pp: 5, z: null, flagged: true },
+      { name: 'x.c:5', a_samples: 9, b_samples: 8, a_percent: 9, b_percent: 8, delta_pp: -1, z: -0.25, flagged: false },
+    ],
+  });
+  assert.equal(label(d.get('x.c:3')!), 'z +4.90 !');
+  assert.equal(label(d.get('x.c:4')!), 'z +inf !');
+  assert.equal(label(d.get('x.c:5')!), 'z -0.25');
+  assert.match(hoverText(d.get('x.c:3')!, 100), /\+30\.00 pp/);
+});
+
+test('record arguments from a launch configuration', () => {
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'qemu', machine: 'netduinoplus2' }),
+    ['--qemu', 'netduinoplus2', '--elf', 'fw.elf']);
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'openocd', mcuprof: { openocd: 'localhost:50002' } }),
+    ['--openocd', 'localhost:50002', '--mode', 'halt', '--elf', 'fw.elf']);
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', mcuprof: { gdb: 'localhost:3333', args: ['--interval', '2ms'] } }),
+    ['--gdb', 'localhost:3333', '--elf', 'fw.elf', '--interval', '2ms']);
+  assert.throws(() => sourceArgs({ servertype: 'qemu' }), /no executable/);
+  assert.throws(() => sourceArgs({ executable: 'fw.elf', servertype: 'jlink' }), /neither/);
+});
+
+test('the function table escapes names and keeps locations for click-to-source', () => {
+  const html = functionRows({ samples: 1, functions: [{ name: 'f<int>', samples: 1, percent: 100, stderr: 0, location: '/s/a.cc:3' }] });
+  assert.match(html, /f&lt;int&gt;/);
+  assert.match(html, /data-location="\/s\/a\.cc:3"/);
+});
+
+test('the ELF a recording names', () => {
+  const json = Buffer.from(JSON.stringify({ elf: 'fw.elf', elf_path: '/b/fw.elf' }));
+  const head = Buffer.alloc(16 + json.length);
+  head.write('mcuprof\x1a', 0, 'latin1');
+  head.writeUInt32LE(1, 8);
+  head.writeUInt32LE(json.length, 12);
+  json.copy(head, 16);
+  assert.equal(recordedElf(head), '/b/fw.elf');
+  assert.equal(recordedElf(head.subarray(0, 20)), null);
+  assert.equal(recordedElf(Buffer.from('prof raw n=3\n')), null);
+});
