@@ -27,6 +27,23 @@ from qemu_runner import free_port
 from spawn import spawn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# code-server 4.100.3 and playwright-core 1.65 (tests/editor/package-lock.json) need Node 20 or
+# later. Debian 13's nodejs is 20; Debian 12's is 18, where this test cannot run: it says so and
+# ends with ctest's skip code (SKIP_RETURN_CODE 77), before anything is installed or started.
+NODE_REQUIRED = 20
+
+
+def node_major() -> int:
+    out = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    return int(out.lstrip("v").split(".")[0])
+
+
+if node_major() < NODE_REQUIRED:
+    print(f"skipped: the editor test's code-server needs Node {NODE_REQUIRED} or later, and this machine's node is "
+          f"{subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()} (Debian 12's nodejs "
+          f"is 18; docs/ide.md)", flush=True)
+    sys.exit(77)
 REPO = os.path.dirname(os.path.dirname(HERE))
 SOURCE = os.path.join(REPO, "firmware-ref", "src")
 IMAGE = "calltree_forever_m4"   # endless: record ends by --samples, top runs until stopped
