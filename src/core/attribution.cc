@@ -709,8 +709,52 @@ void compute_shares(Profile& profile, std::vector<Row> rows, const SampleSet& sa
     });
 }
 
-void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable& symbols,
-                  const AttributionOptions& options, bool stripped)
+// Samples whose PC lies in none of the image's code sections: code of another image ran there
+// (a bootloader before an application linked at an offset, a vendor's ROM, a SoftDevice). One
+// note names where, as address ranges (runs of such PCs no more than 64 KiB apart), so that the
+// reader knows which image to give as well; nothing without code sections (a source that
+// knows its functions only). Returns the samples it counted.
+double note_samples_outside_the_image(Profile& profile, const std::vector<Weighted>& items, const SymbolTable& symbols)
+{
+    if (symbols.code_sections().empty())
+        return 0;
+    std::vector<std::pair<uint32_t, double>> outside;   // (pc, weight), raw samples and census counts
+    double count = 0;
+    for (const Weighted& item : items)
+        if (!item.histogram && !item.found_asleep && !symbols.in_code(item.pc)) {
+            outside.emplace_back(item.pc, item.weight);
+            count += item.weight;
+        }
+    if (outside.empty() || profile.total <= 0)
+        return 0;
+    std::sort(outside.begin(), outside.end());
+    constexpr uint32_t gap = 64u << 10;
+    constexpr size_t most_ranges = 3;
+    struct Range { uint32_t low, high; double weight; };
+    std::vector<Range> ranges;
+    for (const auto& [pc, weight] : outside) {
+        if (ranges.empty() || pc - ranges.back().high > gap)
+            ranges.push_back({pc, pc, 0});
+        ranges.back().high = pc;
+        ranges.back().weight += weight;
+    }
+    std::string where;
+    for (size_t r = 0; r < ranges.size() && r < most_ranges; ++r)
+        where += (r == 0 ? "" : ", ") + hex32(ranges[r].low) + (ranges[r].high != ranges[r].low ? "-" + hex32(ranges[r].high) : "") +
+                 printf_string(" (%.0f)", ranges[r].weight);
+    if (ranges.size() > most_ranges)
+        where += printf_string(" and %zu more ranges", ranges.size() - most_ranges);
+    const std::string image = symbols.path().empty() ? std::string("the ELF") : symbols.path();
+    profile.warnings.push_back(
+        {"outside-image",
+         printf_string("%.0f of %.0f samples (%.1f %%) ran outside the code of %s, at %s: another image's code "
+                       "(a bootloader, a ROM, a second application), or not this ELF's firmware; counted in no function",
+                       count, profile.total, 100.0 * count / profile.total, image.c_str(), where.c_str())});
+    return count;
+}
+
+void add_warnings(Profile& profile, const SampleSet& samples, const std::vector<Weighted>& items,
+                  const SymbolTable& symbols, const AttributionOptions& options, bool stripped)
 {
     // In the order a reader needs them: a stripped ELF first, then the stacks' warnings
     // (already in profile.warnings), the input's notes and the sampler's warnings.
@@ -728,10 +772,13 @@ void add_warnings(Profile& profile, const SampleSet& samples, const SymbolTable&
     if (samples.sampler)
         if (auto intrusion = intrusion_warning(*samples.sampler))
             profile.warnings.push_back({"intrusion", *intrusion});
-    if (!stripped && profile.total > 0 && profile.unattributed / profile.total > options.unattributed_warning) {
+    // Samples in the image's code but in no function: a wrong ELF, more likely than another image.
+    const double outside = stripped ? 0 : note_samples_outside_the_image(profile, items, symbols);
+    const double in_no_function = profile.unattributed - outside;
+    if (!stripped && profile.total > 0 && in_no_function / profile.total > options.unattributed_warning) {
         const std::string text = printf_string(
             "%.0f of %.0f samples (%.1f %%) fall in no function of %s: is this the ELF of the firmware that ran?",
-            profile.unattributed, profile.total, 100.0 * profile.unattributed / profile.total,
+            in_no_function, profile.total, 100.0 * in_no_function / profile.total,
             symbols.path().empty() ? "the symbol table" : symbols.path().c_str());
         profile.warnings.push_back({"unattributed", text});
     }
@@ -979,7 +1026,7 @@ Profile attribute(const SampleSet& samples, const SymbolTable& symbols, SourceLo
     profile.load = cpu_load(profile, samples, found_asleep, symbols);
     profile.sleep_not_counted = !samples.measures_time;
     find_preempted(profile, samples, found_asleep, symbols, options);
-    add_warnings(profile, samples, symbols, options, stripped);
+    add_warnings(profile, samples, items, symbols, options, stripped);
     // Each core's own profile: by the same grouping (by function when the rows are the cores).
     if (is_multicore(samples)) {
         AttributionOptions each = options;

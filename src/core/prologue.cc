@@ -1,19 +1,14 @@
 #include "mcuprof/core/prologue.h"
 
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/core/thumb_code.h"
 
 namespace mcuprof::core {
 namespace {
 
-constexpr uint32_t r7 = 7, sp = 13, lr = 14, pc_register = 15;
+using thumb_register::r7, thumb_register::sp, thumb_register::lr;
+constexpr uint32_t pc_register = thumb_register::pc;   // `pc` names the halted PC here
 constexpr int most_instructions = 64;   // a prologue is a handful; this bounds a runaway scan
-
-// The first halfword of a 32-bit Thumb instruction has bits 15:11 0b11101, 0b11110 or 0b11111
-// (DDI 0403, A5.1).
-bool starts_32_bit(uint16_t first)
-{
-    return (first >> 11) >= 0x1Du;
-}
 
 // ThumbExpandImm (A5.3.2) of i:imm3:imm8.
 uint32_t thumb_expand_immediate(uint32_t imm12)

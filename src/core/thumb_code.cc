@@ -8,14 +8,7 @@
 namespace mcuprof::core {
 namespace {
 
-constexpr uint32_t sp = 13, pc = 15;
-
-// The first halfword of a 32-bit Thumb instruction has bits 15:11 0b11101, 0b11110 or 0b11111
-// (DDI 0403, A5.1).
-bool starts_32_bit(uint16_t first)
-{
-    return (first >> 11) >= 0x1Du;
-}
+using thumb_register::sp, thumb_register::pc;
 
 int32_t sign_extend(uint32_t value, unsigned bits)
 {

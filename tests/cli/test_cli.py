@@ -269,11 +269,13 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(piped, 2, "standard input: not a recognised input")
 
     def test_unattributed_warning(self):
-        # 2 of 3 samples in RAM: far over 5 %.
+        # 2 of 3 samples in RAM, outside the image's code: one note naming where.
         dump = self.write("uart.txt", "prof raw n=3\np 20000000 20000004 08000000\nend\n")
         result = run("report", dump, "--elf", self.elf)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("warning: 2 of 3 samples (66.7 %) fall in no function", result.stdout)
+        self.assertIn("warning: 2 of 3 samples (66.7 %) ran outside the code of " + self.elf +
+                      ", at 0x20000000-0x20000004 (2): another image's code", result.stdout)
+        self.assertNotIn("fall in no function", result.stdout)   # one note for the two samples
 
     def test_report_calls_errors(self):
         # A format call graphs do not have is a usage error; a missing stream a one-line error.

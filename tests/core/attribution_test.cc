@@ -139,17 +139,41 @@ TEST_CASE("attribution: by address, histogram buckets stay whole rows")
     CHECK(p.rows[0].function == "func_a, local_b");
 }
 
-TEST_CASE("attribution: samples outside every function, and the 5 % warning")
+TEST_CASE("attribution: samples in the code but in no function, and the 5 % warning")
 {
     const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
     SampleSet s;
     s.pcs.assign(94, 0x08000000);
-    s.pcs.insert(s.pcs.end(), 6, 0x20000000);   // RAM: 6 %
+    s.pcs.insert(s.pcs.end(), 6, 0x0800001e);   // the filler between local_b and func_c: 6 %
     const Profile p = attribute(s, symbols, nullptr, {});
     CHECK(row_named(p, "?").samples == 6);
     CHECK(has_warning(p, "unattributed"));
+    CHECK_FALSE(has_warning(p, "outside-image"));   // inside .text
     s.pcs.resize(96);   // 2 unattributed of 96: 2.1 %
     CHECK_FALSE(has_warning(attribute(s, symbols, nullptr, {}), "unattributed"));
+}
+
+TEST_CASE("attribution: samples outside the image's code get one note naming their address ranges")
+{
+    // 0x08000000-0x0800002f is the fixture's .text. Another image's code: two addresses of an
+    // application above it (0x08010000, 0x08010ffe: one range, under 64 KiB apart), and RAM
+    // code far from both (a second range); a sample in the filler is the image's own.
+    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    SampleSet s;
+    s.pcs.assign(90, 0x08000000);
+    s.pcs.insert(s.pcs.end(), {0x08010000, 0x08010ffe, 0x08010ffe, 0x20000100, 0x0800001e});
+    const Profile p = attribute(s, symbols, nullptr, {});
+    CHECK(p.unattributed == 5);
+    const auto note = std::find_if(p.warnings.begin(), p.warnings.end(),
+                                   [](const Warning& w) { return w.kind == "outside-image"; });
+    REQUIRE(note != p.warnings.end());
+    CHECK(note->message.find("4 of 95 samples (4.2 %) ran outside the code of ") == 0);
+    CHECK(note->message.find("at 0x08010000-0x08010ffe (3), 0x20000100 (1): another image's code") != std::string::npos);
+    // The one in the filler alone (1 of 95) is under the 5 % of the no-function warning.
+    CHECK_FALSE(has_warning(p, "unattributed"));
+    // Without code sections (a source that knows its functions only) nothing is outside.
+    const SymbolTable bare = SymbolTable::from({{0x08000000, 16, "func_a", {}, "func_a", ""}});
+    CHECK_FALSE(has_warning(attribute(s, bare, nullptr, {}), "outside-image"));
 }
 
 TEST_CASE("attribution: a sampler that kept the target halted over half the time is warned of, naming --max-halted")

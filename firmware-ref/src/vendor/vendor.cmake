@@ -11,6 +11,10 @@ endfunction()
 vendor_ld(vendor_stm32 0x08000000 1024K 0x20000000 128K)
 vendor_ld(vendor_microbit 0x00000000 256K 0x20000000 16K)
 vendor_ld(vendor_an505 0x10000000 4M 0x38000000 2M)
+# A bootloader and its application on one STM32F405: the bootloader in the first 16 KiB sector,
+# the application linked after it (VTOR moved by the bootloader).
+vendor_ld(vendor_boot 0x08000000 16K 0x20000000 128K)
+vendor_ld(vendor_app 0x08004000 1008K 0x20000000 128K)
 
 function(vendor_manifest NAME CPU MACHINE OPT LDSCRIPT DEFS ABOUT)
   set(defs_json "")
@@ -25,8 +29,11 @@ endfunction()
 
 # GCC: the project's own toolchain. Only main.c is C; the .s files are the vendor's as they are.
 function(vendor_gcc_elf NAME)
-  cmake_parse_arguments(V "" "CPU;MACHINE;LDSCRIPT;ABOUT" "DEFS" ${ARGN})
-  add_executable(${NAME} ${VENDOR_SOURCES})
+  cmake_parse_arguments(V "" "CPU;MACHINE;LDSCRIPT;ABOUT" "DEFS;SOURCES" ${ARGN})
+  if(NOT V_SOURCES)
+    set(V_SOURCES ${VENDOR_SOURCES})
+  endif()
+  add_executable(${NAME} ${V_SOURCES})
   target_compile_definitions(${NAME} PRIVATE ${V_DEFS})
   target_compile_options(${NAME} PRIVATE -mcpu=${V_CPU} -mthumb $<$<COMPILE_LANGUAGE:C>:-g -std=c11 -Os -ffreestanding
     -ffunction-sections -fdata-sections -Wall -Wextra>)
@@ -42,6 +49,13 @@ vendor_gcc_elf(vendor_m4 CPU cortex-m4 MACHINE netduinoplus2 LDSCRIPT vendor_stm
   ABOUT "vendor-shaped image: assembly start-up without CFI, RAM code (.RamFunc in .data, .ramfunc of its own), assembly helpers; GCC -Os")
 vendor_gcc_elf(vendor_forever_m4 CPU cortex-m4 MACHINE netduinoplus2 LDSCRIPT vendor_stm32 DEFS ROUNDS=0
   ABOUT "the vendor-shaped image without end")
+# The pair: QEMU loads both (-kernel one, -device loader,file= the other); the bootloader's
+# vector table at 0x08000000 (aliased at 0) is the one the core resets with.
+vendor_gcc_elf(vendor_boot_m4 CPU cortex-m4 MACHINE netduinoplus2 LDSCRIPT vendor_boot
+  SOURCES ${VENDOR_DIR}/startup_vendor.s ${VENDOR_DIR}/boot.c
+  ABOUT "a bootloader at 0x08000000: CRCs the application PASSES times, moves VTOR to 0x08004000 and jumps to it")
+vendor_gcc_elf(vendor_app_m4 CPU cortex-m4 MACHINE netduinoplus2 LDSCRIPT vendor_app
+  ABOUT "the vendor-shaped image linked at 0x08004000, after vendor_boot_m4 (loaded with it)")
 
 # The same image with its DWARF stripped (arm-none-eabi-objcopy --strip-debug): the symbol table
 # only, the code byte for byte vendor_m4's.

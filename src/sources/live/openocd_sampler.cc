@@ -644,12 +644,11 @@ public:
                     tcl_->eval("{" + others_[i] + "} write_memory " + std::to_string(dfsr) + " 32 " +
                                std::to_string(dfsr_halted));
             restore_polling();   // before curstate: its dispatch then polls the target
-            if (halted_by_other_) {
+            // Our own halts are undone above; a core halted now was halted by someone else (a
+            // debugger beside us: DWT_PCSR reads go on while it holds the core, and read as
+            // halted), and stays so.
+            if (halted_by_other_ || tcl_->eval("[target current] curstate") == "halted")
                 sink.event("left-halted", "the core " + target_ + " was halted by someone else; left halted");
-            } else if (tcl_->eval("[target current] curstate") == "halted") {
-                tcl_->eval("resume");
-                sink.event("resume", "the target " + target_ + " was halted at the end; resumed");
-            }
         } catch (const transport::Error& e) {
             sink.event("resume-failed", std::string("could not make sure the target runs: ") + e.what());
         }
