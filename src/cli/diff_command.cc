@@ -94,9 +94,10 @@ const core::Firmware& side_profile(const std::string& input, const ReportOptions
     side.input = input;
     side.elf = elf;
     settle_recorded_elf(side, recorded);
-    const bool shared = other != nullptr && other->path() == side.elf;
+    const bool shared = other != nullptr && other->path() == side.elf && other->more_images().empty() &&
+                        side.more_elves.empty();
     if (!shared)
-        firmware = core::Firmware::open(side.elf);
+        firmware = open_firmware(side);   // the images the recording ran
     const core::Firmware& image = shared ? *other : *firmware;
     check_recorded_identity(side, recorded, image);
     for (const core::Warning& warning : side.warnings)

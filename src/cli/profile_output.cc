@@ -62,8 +62,21 @@ void add_report_options(CommandLine& line, ReportOptions& options, const ReportC
                                 (offers("var:NAME") ? " (var:NAME: the value of the global NAME at each halt)" : "");
     options.command = line.command();
     const std::string top_help = "show the first N rows only (--format " + listed(choices.top_formats) + ")";
+    if (choices.several_elves) {
+        // The first names the image the samples are reported with; the others run beside it.
+        const std::string help = choices.elf_help + "; again for each other image the target runs (a bootloader, "
+                                                    "its application), each with its own addresses";
+        line.options()("elf",
+                       po::value<std::vector<std::string>>()->value_name("FILE")->composing()->notifier(
+                           [&options](const std::vector<std::string>& elves) {
+                               options.elf = elves.front();
+                               options.more_elves.assign(elves.begin() + 1, elves.end());
+                           }),
+                       help.c_str());
+    } else {
+        line.options()("elf", po::value(&options.elf)->value_name("FILE"), choices.elf_help.c_str());
+    }
     line.options()
-        ("elf", po::value(&options.elf)->value_name("FILE"), choices.elf_help.c_str())
         ("by", po::value(&options.by)->value_name("KEY")->default_value("function"), by_help.c_str())
         ("format", po::value(&options.format)->value_name("NAME")->default_value("text"), choices.formats.c_str());
     if (choices.output)
@@ -93,41 +106,70 @@ void check_report_options(const CommandLine& line, const ReportOptions& options,
 
 void settle_recorded_elf(ReportOptions& options, const sources::RecordedFirmware& recorded)
 {
-    if (options.elf.empty()) {
-        if (recorded.path.empty())
-            throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
-        std::error_code ignored;
-        if (!std::filesystem::exists(recorded.path, ignored))
-            throw UsageError("--elf FILE is required: the recorded ELF " + recorded.path + " is not there");
-        options.elf = recorded.path;
-    }
+    if (!options.elf.empty())
+        return;
+    if (recorded.path.empty())
+        throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
+    std::error_code ignored;
+    auto there = [&](const std::string& path) {
+        if (!std::filesystem::exists(path, ignored))
+            throw UsageError("--elf FILE is required: the recorded ELF " + path + " is not there");
+        return path;
+    };
+    options.elf = there(recorded.path);
+    for (const sources::RecordedFirmware& image : recorded.more)   // the other images it ran
+        options.more_elves.push_back(there(image.path));
 }
 
-void check_recorded_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
-                             const core::Firmware& firmware)
+namespace {
+
+// One image against the one the recording names at its place; a mismatch a warning (--strict:
+// an error).
+void check_image_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
+                          const core::Firmware& image)
 {
     if (!recorded.identity)
         return;   // a recording from before the identity was stored
-    const core::FirmwareIdentity& identity = firmware.identity();
+    const core::FirmwareIdentity& identity = image.identity();
     if (identity == *recorded.identity)
         return;
+    const std::string& elf = image.path();
     std::error_code ignored;
-    const bool same_path = !recorded.path.empty() && std::filesystem::equivalent(recorded.path, options.elf, ignored);
+    const bool same_path = !recorded.path.empty() && std::filesystem::equivalent(recorded.path, elf, ignored);
     const std::string problem =
-        same_path ? options.elf + " has changed since the recording (" + recorded.identity->text() + " then, " +
+        same_path ? elf + " has changed since the recording (" + recorded.identity->text() + " then, " +
                         identity.text() + " now)"
                   : "the samples were recorded from " + (recorded.path.empty() ? "another ELF" : recorded.path) +
-                        " (" + recorded.identity->text() + "), not from " + options.elf + " (" + identity.text() +
-                        ")";
+                        " (" + recorded.identity->text() + "), not from " + elf + " (" + identity.text() + ")";
     if (options.strict)
         throw mcuprof::Error(options.input, "", problem + " (--strict)");
     options.warnings.push_back({"elf-mismatch", problem + ": functions may be misnamed"});
 }
 
+} // namespace
+
+void check_recorded_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
+                             const core::Firmware& firmware)
+{
+    check_image_identity(options, recorded, firmware);
+    // The other images, place by place: the second --elf against the second image recorded.
+    const std::vector<core::Firmware>& more = firmware.more_images();
+    for (size_t i = 0; i < more.size() && i < recorded.more.size(); ++i)
+        check_image_identity(options, recorded.more[i], more[i]);
+}
+
+core::Firmware open_firmware(ReportOptions& options)
+{
+    core::Firmware firmware = core::Firmware::open(options.elf, options.more_elves);
+    for (const std::string& note : firmware.notes())
+        options.warnings.push_back({"images", note});
+    return firmware;
+}
+
 core::Firmware check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded)
 {
     settle_recorded_elf(options, recorded);
-    core::Firmware firmware = core::Firmware::open(options.elf);
+    core::Firmware firmware = open_firmware(options);
     check_recorded_identity(options, recorded, firmware);
     return firmware;
 }

@@ -24,6 +24,7 @@ struct ReportOptions {
     std::string command;       // the command, for its lines on standard error (add_report_options sets it)
     std::string input;
     std::string elf;
+    std::vector<std::string> more_elves;   // the other images the target runs (--elf again)
     std::string by = "function";
     std::string format = "text";
     std::string output;        // empty: standard output
@@ -39,6 +40,8 @@ struct ReportChoices {
     std::string formats = core::format_help(core::profile_formats());   // --format's help
     std::vector<std::string> groupings{"function", "line", "address", "task", "stack", "core", "var:NAME", "exception"};
     std::string elf_help = "firmware ELF that produced the samples";
+    // --elf may be repeated, one for each image the target runs (record, report).
+    bool several_elves = false;
     // -o names the report. Not in record and top, where -o names the samples file and the
     // report goes to standard output.
     bool output = true;
@@ -65,6 +68,9 @@ void check_report_options(const CommandLine& line, const ReportOptions& options,
 // else the recorded ELF when it is still there; opens it (the command's one image). An ELF
 // whose identity is not the recorded one gives a warning naming both (in options.warnings),
 // or with --strict an error.
+// The image of --elf (and the others of more --elf); what the images together leave in doubt
+// joins the report's warnings.
+core::Firmware open_firmware(ReportOptions& options);
 core::Firmware check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded);
 // Its two steps, for a command that may have the image open already (diff): options.elf
 // settled, then the identity of the image compared with the recorded one.

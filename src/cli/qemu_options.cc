@@ -83,7 +83,17 @@ std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOpt
     // deviations to spare --samples N is reached before the run ends.
     const double room = double(samples) + 5 * std::sqrt(double(samples));
     const auto budget = uint64_t(room * (interval > 0 ? interval : default_interval));
-    std::unique_ptr<sources::QemuSession> session = record_in_qemu(o.qemu, firmware.path(), budget);
+    // The other images of the target beside -kernel: QEMU's generic loader puts an ELF's
+    // segments where they load (QEMU's docs/system/generic-loader.rst); a comma inside an
+    // option's value is written twice.
+    QemuOptions qemu = o.qemu;
+    for (const core::Firmware& image : firmware.more_images()) {
+        std::string path;
+        for (const char c : image.path())
+            path += c == ',' ? std::string(",,") : std::string(1, c);
+        qemu.args.insert(qemu.args.end(), {"-device", "loader,file=" + path});
+    }
+    std::unique_ptr<sources::QemuSession> session = record_in_qemu(qemu, firmware.path(), budget);
 
     // Without --interval the samples spread over the whole recorded run: about --samples of them.
     SamplingOptions replay = o;

@@ -107,6 +107,7 @@ bool parse_record_options(const Arguments& args, RecordOptions& o)
     ReportChoices choices;
     choices.output = false;
     choices.formats = standard_output_format_help();
+    choices.several_elves = true;
     add_report_options(line, o.report, choices);
     if (!line.parse(args))
         return false;
@@ -205,8 +206,8 @@ int record_command(const Arguments& args)
     RecordOptions options;
     if (!parse_record_options(args, options))
         return 0;
-    // The one image of the command; a wrong ELF is an error now, not after the sampling.
-    const core::Firmware firmware = core::Firmware::open(options.report.elf);
+    // The image (or images) of the command; a wrong ELF is an error now, not after the sampling.
+    const core::Firmware firmware = open_firmware(options.report);
     firmware.symbols();
     if (options.read_onchip)
         return read_onchip_command(options, firmware);

@@ -47,6 +47,7 @@ bool parse_report_options(const Arguments& args, ReportCommandOptions& o)
     line.positionals(inputs, 1, 1, "one INPUT file");
     ReportChoices choices;
     choices.elf_help = "firmware ELF that produced the samples (a samples file names its own: see above)";
+    choices.several_elves = true;
     add_report_options(line, o.report, choices);
     line.options()
         ("chunk", whole_number(o.chunk, "chunk")->value_name("K"),

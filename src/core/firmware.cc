@@ -18,6 +18,7 @@
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/source_locator.h"
 #include "mcuprof/core/symbols.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::core {
 
@@ -97,6 +98,8 @@ struct Firmware::Impl {
     std::unique_ptr<llvm::object::ObjectFile> object;
     const llvm::object::ELF32LEObjectFile* elf = nullptr;
     std::vector<Section> sections;
+    std::vector<Firmware> more;   // the other images on the target (open's `more`)
+    std::vector<std::string> notes;   // what open() found doubtful about them together
 
     // Each part once, the first time it is asked for. A part whose building throws is tried
     // again (and throws again) the next time: call_once leaves its flag unset then.
@@ -263,6 +266,83 @@ Firmware Firmware::open(const std::string& elf_path)
     return Firmware(std::move(impl));
 }
 
+namespace {
+
+// Where an image's sections are: each loaded section at its load address (where flash holds
+// its bytes), and code run from RAM where it runs.
+struct Occupied {
+    uint32_t start;
+    uint64_t end;
+    const Section* section;
+};
+std::vector<Occupied> loaded_by(const Firmware& image)
+{
+    std::vector<Occupied> ranges;
+    for (const Section& section : image.sections())
+        if (section.allocated() && section.loaded() && section.size != 0)
+            ranges.push_back({section.load_address, uint64_t(section.load_address) + section.size, &section});
+    return ranges;
+}
+std::vector<Occupied> ram_code_of(const Firmware& image)
+{
+    std::vector<Occupied> ranges;
+    for (const Section& section : image.sections())
+        if (section.allocated() && section.executable() && section.copied() && section.size != 0)
+            ranges.push_back({section.address, uint64_t(section.address) + section.size, &section});
+    return ranges;
+}
+const Occupied* overlap(const Occupied& a, const std::vector<Occupied>& others)
+{
+    for (const Occupied& b : others)
+        if (a.start < b.end && b.start < a.end)
+            return &b;
+    return nullptr;
+}
+
+} // namespace
+
+Firmware Firmware::open(const std::string& elf_path, const std::vector<std::string>& more)
+{
+    Firmware first = open(elf_path);
+    first.impl_->more.reserve(more.size());   // the pointers in `earlier` stay valid
+    std::vector<const Firmware*> earlier{&first};
+    for (const std::string& path : more) {
+        Firmware image = open(path);
+        for (const Firmware* other : earlier) {
+            // Two images cannot hold different bytes in one place of flash.
+            for (const Occupied& mine : loaded_by(image))
+                if (const Occupied* theirs = overlap(mine, loaded_by(*other)))
+                    throw Error(path, mine.section->name,
+                                "loaded at " + hex32(std::max(mine.start, theirs->start)) + ", where " + other->path() +
+                                    "'s section " + theirs->section->name +
+                                    " is loaded too: two images of one target cannot share flash");
+            // Both may copy code to the same RAM (a bootloader's RAM functions are the
+            // application's RAM once it runs): the samples there are the earlier image's.
+            for (const Occupied& mine : ram_code_of(image))
+                if (const Occupied* theirs = overlap(mine, ram_code_of(*other)))
+                    first.impl_->notes.push_back(
+                        path + "'s code run from RAM (" + mine.section->name + ") runs where " + other->path() + "'s " +
+                        theirs->section->name + " does, from " + hex32(std::max(mine.start, theirs->start)) +
+                        ": samples there are named after " + other->path() + "'s functions");
+        }
+        first.impl_->more.push_back(std::move(image));
+        earlier.push_back(&first.impl_->more.back());
+    }
+    return first;
+}
+
+const std::vector<std::string>& Firmware::notes() const { return impl_->notes; }
+
+const std::vector<Firmware>& Firmware::more_images() const { return impl_->more; }
+
+std::string Firmware::describe() const
+{
+    std::string text = impl_->path;
+    for (size_t i = 0; i < impl_->more.size(); ++i)
+        text += (i + 1 == impl_->more.size() ? " and " : ", ") + impl_->more[i].path();
+    return text;
+}
+
 Firmware Firmware::parse(std::string_view image, const std::string& name)
 {
     auto impl = std::make_unique<Impl>();
@@ -350,7 +430,17 @@ void Firmware::check_dwarf() const
 
 const SymbolTable& Firmware::symbols() const
 {
-    std::call_once(impl_->symbols_once, [this] { impl_->symbols = std::make_unique<SymbolTable>(SymbolTable::load(*this)); });
+    std::call_once(impl_->symbols_once, [this] {
+        SymbolTable own = SymbolTable::load(*this);
+        if (impl_->more.empty()) {
+            impl_->symbols = std::make_unique<SymbolTable>(std::move(own));
+            return;
+        }
+        std::vector<std::pair<std::string, const SymbolTable*>> images{{impl_->path, &own}};
+        for (const Firmware& image : impl_->more)
+            images.emplace_back(image.path(), &image.symbols());
+        impl_->symbols = std::make_unique<SymbolTable>(SymbolTable::merge(images, describe()));
+    });
     return *impl_->symbols;
 }
 

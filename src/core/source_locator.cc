@@ -138,8 +138,10 @@ struct SourceLocator::Impl {
     // again, so what is read is what was checked (and no separate debug file is looked for).
     const llvm::object::ObjectFile* object = nullptr;
     std::unique_ptr<llvm::DWARFContext> dwarf;
-    const SymbolTable* symbols = nullptr;   // the image's: the outermost frame's name
+    const SymbolTable* symbols = nullptr;   // every image's: the outermost frame's name
     const Firmware* firmware = nullptr;     // for the checks of its DWARF, a unit at a time
+    // The other images of the target, each with its own code and DWARF.
+    std::vector<std::pair<const SymbolTable*, std::unique_ptr<SourceLocator>>> others;
 
     // Labels of inlined functions, by the abstract instance's DIE offset. Built on the first
     // inlined frame (a profile without inline chains never reads all of the DWARF).
@@ -225,18 +227,33 @@ std::string SourceLocator::Impl::label(const llvm::DWARFDie& inlined)
     return known != label_of_origin.end() ? known->second : describe(origin).name;
 }
 
-SourceLocator::SourceLocator(const Firmware& firmware) : impl_(std::make_unique<Impl>())
+SourceLocator::SourceLocator(const Firmware& firmware) : SourceLocator(firmware, firmware.symbols())
+{
+    for (const Firmware& image : firmware.more_images())
+        impl_->others.emplace_back(&image.symbols(),
+                                   std::unique_ptr<SourceLocator>(new SourceLocator(image, firmware.symbols())));
+}
+
+SourceLocator::SourceLocator(const Firmware& image, const SymbolTable& names) : impl_(std::make_unique<Impl>())
 {
     // Corrupt unit headers are an error here, a unit's corrupt entries at the first lookup
     // that reads the unit, before LLVM reads them; what LLVM still finds odd after those
     // checks reads as missing information.
-    firmware.check_dwarf_units();
-    impl_->firmware = &firmware;
-    impl_->object = &object_of(firmware);
-    impl_->symbols = &firmware.symbols();
+    image.check_dwarf_units();
+    impl_->firmware = &image;
+    impl_->object = &object_of(image);
+    impl_->symbols = &names;
     auto ignore = [](llvm::Error error) { llvm::consumeError(std::move(error)); };
     impl_->dwarf = llvm::DWARFContext::create(*impl_->object, llvm::DWARFContext::ProcessDebugRelocations::Process,
                                               nullptr, "", ignore, ignore);
+}
+
+SourceLocator* SourceLocator::other_image_at(uint32_t address) const
+{
+    for (const auto& [code, locator] : impl_->others)
+        if (code->in_code(address))
+            return locator.get();
+    return nullptr;
 }
 
 std::unique_ptr<SourceLocator> SourceLocator::parse(std::string_view image, const std::string& name)
@@ -255,6 +272,8 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
     auto cached = cache_.find(address);
     if (cached != cache_.end())
         return cached->second;
+    if (SourceLocator* other = other_image_at(address))
+        return other->frames(address);
 
     std::vector<SourceFrame> chain;
     impl_->check_unit_of(address);
@@ -300,6 +319,8 @@ std::string SourceLocator::line_at(uint32_t address)
 {
     if (auto cached = cache_.find(address); cached != cache_.end())
         return line_of(cached->second);
+    if (SourceLocator* other = other_image_at(address))
+        return other->line_at(address);
     impl_->check_unit_of(address);
     const llvm::DILineInfo line = impl_->dwarf->getLineInfoForAddress(
         {address, llvm::object::SectionedAddress::UndefSection},

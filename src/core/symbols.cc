@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include <llvm/BinaryFormat/ELF.h>
@@ -149,6 +152,42 @@ void label_functions(std::vector<Function>& functions)
             f->name = name + " (" + (file_tells ? f->file : std::string(address)) + ")";
         }
     }
+}
+
+SymbolTable SymbolTable::merge(const std::vector<std::pair<std::string, const SymbolTable*>>& images, std::string path)
+{
+    SymbolTable table;
+    table.path_ = std::move(path);
+    // Code two images both run from one place (RAM code both copy there) is the earlier's.
+    auto taken = [&table](uint32_t start, uint64_t end) {
+        return std::any_of(table.code_.begin(), table.code_.end(), [&](const CodeSection& c) {
+            return start < uint64_t(c.start) + c.size && c.start < end;
+        });
+    };
+    std::vector<std::pair<size_t, Function>> kept;   // (image, function)
+    for (size_t i = 0; i < images.size(); ++i) {
+        const SymbolTable& symbols = *images[i].second;
+        for (const Function& f : symbols.functions_)
+            if (!taken(f.start, uint64_t(f.start) + std::max<uint32_t>(f.size, 1)))
+                kept.emplace_back(i, f);
+        for (const CodeSection& c : symbols.code_)
+            if (!taken(c.start, uint64_t(c.start) + c.size))
+                table.code_.push_back(c);
+        table.objects_.insert(symbols.objects_.begin(), symbols.objects_.end());   // the first image's stay
+    }
+    std::map<std::string, std::set<size_t>> images_naming;   // the images with a function of that name
+    for (const auto& [image, f] : kept)
+        images_naming[f.name].insert(image);
+    for (auto& [image, f] : kept) {
+        if (images_naming[f.name].size() > 1)
+            f.name += " (" + std::filesystem::path(images[image].first).filename().string() + ")";
+        table.functions_.push_back(std::move(f));
+    }
+    std::sort(table.functions_.begin(), table.functions_.end(),
+              [](const Function& a, const Function& b) { return a.start < b.start; });
+    std::sort(table.code_.begin(), table.code_.end(),
+              [](const CodeSection& a, const CodeSection& b) { return a.start < b.start; });
+    return table;   // each image's sizes are settled already (finish)
 }
 
 SymbolTable SymbolTable::from(std::vector<Function> functions, std::vector<CodeSection> code)

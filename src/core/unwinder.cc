@@ -95,29 +95,45 @@ bool in_it_block_or_ldm(uint32_t xpsr)
 
 // What the unwinder knows of the image: call-frame rows, the vector table, the code.
 struct UnwindTables {
+    // One image's exception table, with the code it covers: an entry extends to the next, so
+    // the last entry of one image's table would take in the code of an image above it.
+    struct ImageExidx {
+        std::vector<std::pair<uint32_t, uint64_t>> code;   // [start, end) of its executable sections
+        ExidxTable table;
+    };
+
     std::vector<UnwindRow> rows;   // by start address
     std::optional<uint32_t> initial_sp;
-    std::vector<uint32_t> vectors;                      // the vector table's words (B1.5.3)
+    // Each image's vector table (B1.5.3), the image given first first: the one VTOR points at is
+    // the one the handlers came from, whichever it is (a bootloader moves VTOR to its application's).
+    std::vector<std::vector<uint32_t>> vector_tables;
     SymbolTable code;                                   // the functions and executable sections
     std::vector<uint32_t> function_starts;              // of every FDE and exception-table entry, sorted
     std::vector<uint32_t> branch_targets;               // of every direct call and branch, sorted
-    ExidxTable exidx;                                   // for code without .debug_frame
-    std::optional<uint32_t> entry;                      // the ELF's entry point
+    std::vector<ImageExidx> exidx;                      // for code without .debug_frame
+    std::vector<uint32_t> entries;                      // each image's ELF entry point
 
     // The exception-table entry of code no DWARF row covers, when it can be unwound.
     const ExidxEntry* exidx_entry(uint32_t address) const
     {
-        const ExidxEntry* entry = exidx.find(address);
-        return entry != nullptr && !entry->cannot_unwind && in_code(address) ? entry : nullptr;
+        for (const ImageExidx& image : exidx)
+            for (const auto& [start, end] : image.code)
+                if (address >= start && address < end) {
+                    const ExidxEntry* entry = image.table.find(address);
+                    return entry != nullptr && !entry->cannot_unwind ? entry : nullptr;
+                }
+        return nullptr;
     }
 
     // Whether `address` lies in the handler of exception `number`: from its vector to the
     // next function's start. Exception 1 is Reset.
     bool in_handler_function(uint32_t number, uint32_t address) const
     {
-        if (number == 0 || number >= vectors.size() || (vectors[number] & 1u) == 0)   // a Thumb address
-            return false;
-        return in_function_at(vectors[number] & ~1u, address);
+        for (const std::vector<uint32_t>& vectors : vector_tables)
+            if (number != 0 && number < vectors.size() && (vectors[number] & 1u) != 0 &&   // a Thumb address
+                in_function_at(vectors[number] & ~1u, address))
+                return true;
+        return false;
     }
 
     // Whether `address` lies in the function that starts at `start`: to its end by the symbol
@@ -139,7 +155,8 @@ struct UnwindTables {
     // startup has none).
     bool in_reset_function(uint32_t address) const
     {
-        return in_handler_function(1, address) || (entry && in_function_at(*entry, address));
+        return in_handler_function(1, address) ||
+               std::any_of(entries.begin(), entries.end(), [&](uint32_t entry) { return in_function_at(entry, address); });
     }
 
     bool is_function_start(uint32_t address) const
@@ -671,28 +688,43 @@ struct Unwinder::Impl : UnwindTables {};
 
 Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
 {
-    impl_->code = firmware.symbols();   // a copy: the image may go away
+    impl_->code = firmware.symbols();   // a copy (the image may go away), of every image
     impl_->branch_targets = direct_branch_targets(impl_->code);
-    impl_->vectors = firmware.vector_table();
-    impl_->entry = firmware.entry_point();
-    if (!impl_->vectors.empty())
-        impl_->initial_sp = impl_->vectors[0];
-    for (const FrameFunction& function : read_call_frames(firmware)) {
-        impl_->function_starts.push_back(function.start & ~1u);
-        bool lr_saved = false;
-        for (const FrameRow& row : function.rows) {
-            const RegisterRule::Kind lr_kind = row.rules[lr].kind;
-            lr_saved = lr_saved || (lr_kind != RegisterRule::Kind::unspecified && lr_kind != RegisterRule::Kind::same_value);
-            impl_->rows.push_back({row, lr_saved});
-            // An FDE may give its range with the Thumb bit set (libgcc's ARMv6-M division does):
-            // instructions start at even addresses.
-            impl_->rows.back().start &= ~1u;
-            impl_->rows.back().end &= ~1u;
+    std::vector<const Firmware*> images{&firmware};
+    for (const Firmware& image : firmware.more_images())
+        images.push_back(&image);
+    for (const Firmware* image : images) {
+        impl_->vector_tables.push_back(image->vector_table());
+        if (const std::optional<uint32_t> entry = image->entry_point())
+            impl_->entries.push_back(*entry);
+        for (const FrameFunction& function : read_call_frames(*image)) {
+            impl_->function_starts.push_back(function.start & ~1u);
+            bool lr_saved = false;
+            for (const FrameRow& row : function.rows) {
+                const RegisterRule::Kind lr_kind = row.rules[lr].kind;
+                lr_saved = lr_saved || (lr_kind != RegisterRule::Kind::unspecified && lr_kind != RegisterRule::Kind::same_value);
+                impl_->rows.push_back({row, lr_saved});
+                // An FDE may give its range with the Thumb bit set (libgcc's ARMv6-M division does):
+                // instructions start at even addresses.
+                impl_->rows.back().start &= ~1u;
+                impl_->rows.back().end &= ~1u;
+            }
         }
+        UnwindTables::ImageExidx exidx{{}, ExidxTable::read(*image)};
+        if (exidx.table.empty())
+            continue;
+        for (const Section& section : image->sections())   // its own (symbols() has every image's)
+            if (section.allocated() && section.executable() && section.size != 0)
+                exidx.code.emplace_back(section.address, uint64_t(section.address) + section.size);
+        if (exidx.code.empty())   // nothing known of its code: the table answers for any address
+            exidx.code.emplace_back(0, uint64_t(1) << 32);
+        for (const ExidxEntry& entry : exidx.table.entries())
+            impl_->function_starts.push_back(entry.start);
+        impl_->exidx.push_back(std::move(exidx));
     }
-    impl_->exidx = ExidxTable::read(firmware);
-    for (const ExidxEntry& entry : impl_->exidx.entries())
-        impl_->function_starts.push_back(entry.start);
+    // The stack's top: the first image's initial MSP (word 0 of its table).
+    if (!impl_->vector_tables.front().empty())
+        impl_->initial_sp = impl_->vector_tables.front()[0];
     std::sort(impl_->rows.begin(), impl_->rows.end(),
               [](const UnwindRow& a, const UnwindRow& b) { return a.start < b.start; });
     std::sort(impl_->function_starts.begin(), impl_->function_starts.end());
@@ -709,7 +741,7 @@ std::optional<uint32_t> Unwinder::initial_stack_pointer() const
 
 bool Unwinder::has_frame_info() const
 {
-    return !impl_->rows.empty() || !impl_->exidx.empty();
+    return !impl_->rows.empty() || !impl_->exidx.empty();   // only non-empty tables are kept
 }
 
 UnwindResult Unwinder::unwind(const CoreRegisters& registers, StackMemory& memory, size_t max_depth) const

@@ -9,6 +9,8 @@
 
 #include "mcuprof/core/error.h"
 #include "mcuprof/core/firmware.h"
+#include "mcuprof/core/source_locator.h"
+#include "mcuprof/core/symbols.h"
 #include "mcuprof/sources/firmware_check.h"
 #include "tool_output.h"
 
@@ -114,4 +116,84 @@ TEST_CASE("firmware check: which Cortex-M runs which architecture (Tag_CPU_arch)
     CHECK(architecture_fits(m33, 17));
     CHECK(architecture_fits(0x410FFFF0, 13));  // a part the table does not know: not judged
     CHECK(cortex_m_name(0x410FFFF0).empty());
+}
+
+namespace {
+
+// nm's address of a symbol (Thumb bit cleared), 0 when nm does not list it.
+uint32_t nm_address(const std::string& elf, const std::string& name)
+{
+    std::istringstream text(tool_output("arm-none-eabi-nm '" + elf + "'"));
+    std::string address, kind, symbol;
+    while (text >> address >> kind >> symbol)
+        if (symbol == name)
+            return uint32_t(std::stoul(address, nullptr, 16)) & ~1u;
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("firmware: a bootloader and its application, opened together")
+{
+    const std::string app = image("vendor_app_m4"), boot = image("vendor_boot_m4");
+    const Firmware both = Firmware::open(app, {boot});
+    REQUIRE(both.more_images().size() == 1);
+    CHECK(both.describe() == app + " and " + boot);
+    CHECK(both.notes().empty());
+    const mcuprof::core::SymbolTable& symbols = both.symbols();
+    // Each image's functions at nm's addresses; the names both images have, told apart by file.
+    for (const auto& [elf, file] : {std::pair{app, "vendor_app_m4.elf"}, std::pair{boot, "vendor_boot_m4.elf"}})
+        for (const char* name : {"main", "Reset_Handler", "SystemInit"}) {
+            CAPTURE(elf);
+            CAPTURE(name);
+            const uint32_t at = nm_address(elf, name);
+            REQUIRE(at != 0);
+            const auto* f = symbols.find(at);
+            REQUIRE(f != nullptr);
+            CHECK(f->name == std::string(name) + " (" + file + ")");
+            CHECK(f->start == at);
+        }
+    const uint32_t crc = nm_address(boot, "boot_crc32"), mix = nm_address(app, "mix_step");
+    REQUIRE(symbols.find(crc) != nullptr);
+    CHECK(symbols.find(crc)->name == "boot_crc32");   // one image's alone: as it is
+    CHECK(symbols.find(mix)->name == "mix_step");
+    CHECK(symbols.in_code(crc));
+    CHECK(symbols.in_code(mix));
+    // Lines from each image's own DWARF, as addr2line reads that image.
+    for (const auto& [elf, address] : {std::pair{boot, crc + 4}, std::pair{app, mix + 4}}) {
+        CAPTURE(elf);
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "0x%x", address);
+        std::string expected = tool_output("arm-none-eabi-addr2line -e '" + elf + "' " + hex);
+        expected = expected.substr(0, expected.find_first_of(" \n"));
+        CHECK(both.locator().line_at(address) == expected);
+        CHECK(mcuprof::core::SourceLocator::line_of(both.locator().frames(address)) == expected);
+    }
+    // The firmware check reads each image where it loads.
+    const auto check = mcuprof::sources::firmware_check(both, false);
+    bool of_boot = false, of_app = false;
+    for (const auto& region : check.regions) {
+        of_boot = of_boot || (region.of == " of " + boot && region.address < 0x08004000u);
+        of_app = of_app || (region.of == " of " + app && region.address >= 0x08004000u);
+    }
+    CHECK(of_boot);
+    CHECK(of_app);
+}
+
+TEST_CASE("firmware: two images that load the same flash are refused; RAM code both run is the first's")
+{
+    // Both fixtures are linked at 0x08000000.
+    CHECK_THROWS_WITH_AS(Firmware::open(std::string(FIXTURES_DIR) + "/symbols_fixture.elf",
+                                        {std::string(FIXTURES_DIR) + "/inline_fixture.elf"}),
+                         doctest::Contains("is loaded too: two images of one target cannot share flash"),
+                         mcuprof::core::Error);
+    // vendor_m4 in the bootloader's place: its RAM code runs where the application's does.
+    const std::string app = image("vendor_app_m4"), other = image("vendor_m4");
+    const Firmware both = Firmware::open(app, {other});
+    REQUIRE(both.notes().size() >= 1);
+    CHECK(both.notes().front().find(other + "'s code run from RAM") == 0);
+    const uint32_t ram = nm_address(app, "ram_scale");
+    REQUIRE(ram != 0);
+    REQUIRE(both.symbols().find(ram) != nullptr);
+    CHECK(both.symbols().find(ram)->name == "ram_scale");   // the application's, alone
 }

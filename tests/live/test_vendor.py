@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import re
 import shutil
 import subprocess
 import tempfile
@@ -61,6 +62,46 @@ def chain_fits_the_tree(frames: list[str]) -> bool:
             or (len(rest) == 2 and rest[0] == "main" and rest[1] in LEAVES))
 
 
+def census_by_function(census: dict[int, int], elves: list[Path]) -> collections.Counter:
+    """The census's counts by the function (start address, by arm-none-eabi-nm's symbols of
+    every image) that holds each address; None for an address in no function."""
+    functions = sorted({(s.start, s.size) for elf in elves for s in nm_symbols(elf, "TtWw") if s.size > 0},
+                       reverse=True)
+    truth = collections.Counter()
+    for address, count in census.items():
+        owner = next((start for start, size in functions if start <= address < start + size), None)
+        truth[owner] += count
+    return truth
+
+
+def rows_off_the_census(doc: dict, truth: collections.Counter) -> list[str]:
+    """The function rows of a JSON report more than Z standard errors from the census."""
+    total, n = sum(truth.values()), doc["samples"]
+    off = []
+    for row in doc["functions"]:
+        if "address" not in row:
+            continue
+        p = truth.get(row["address"], 0) / total
+        se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+        z = (row["samples"] / n - p) / se
+        if abs(z) > Z:
+            off.append(f"{row['name']}: {100 * row['samples'] / n:.2f} % against {100 * p:.2f} %, z {z:.2f}")
+    return off
+
+
+def code_ranges(elf: Path) -> list[tuple[int, int]]:
+    """[start, end) of every executable section where it runs, as arm-none-eabi-readelf lists them."""
+    out = subprocess.run(["arm-none-eabi-readelf", "-SW", str(elf)], capture_output=True, text=True, check=True).stdout
+    ranges = []
+    for line in out.splitlines():
+        fields = line.replace("[ ", "[").split()
+        if len(fields) >= 8 and fields[0].startswith("[") and "X" in fields[7]:
+            start, size = int(fields[3], 16), int(fields[5], 16)
+            if size:
+                ranges.append((start, start + size))
+    return ranges
+
+
 class VendorFirmware(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -78,25 +119,10 @@ class VendorFirmware(unittest.TestCase):
                 doc = json.loads(mcuprof("record", "--qemu", machine, "--elf", str(elf), "--samples", str(SAMPLES),
                                          "--seed", "7", "--stacks", "-o", str(rec), "--census", str(census_file),
                                          "--format", "json"))
-                census = fwtest.read_counts(census_file)
-                functions = sorted({(s.start, s.size) for s in nm_symbols(elf, "TtWw") if s.size > 0}, reverse=True)
-                truth = collections.Counter()
-                for address, count in census.items():
-                    owner = next((start for start, size in functions if start <= address < start + size), None)
-                    truth[owner] += count
-                total = sum(truth.values())
+                truth = census_by_function(fwtest.read_counts(census_file), [elf])
                 n = doc["samples"]
                 self.assertGreater(n, SAMPLES * 0.8)
-                off = []
-                for row in doc["functions"]:
-                    if "address" not in row:
-                        continue
-                    p = truth.get(row["address"], 0) / total
-                    se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
-                    z = (row["samples"] / n - p) / se
-                    if abs(z) > Z:
-                        off.append(f"{row['name']}: {100 * row['samples'] / n:.2f} % against {100 * p:.2f} %, z {z:.2f}")
-                self.assertEqual(off, [], f"{image}: rows off the census ({n} samples)")
+                self.assertEqual(rows_off_the_census(doc, truth), [], f"{image}: rows off the census ({n} samples)")
                 ram = [row for row in doc["functions"] if row.get("name") in ("ram_checksum", "ram_scale")]
                 self.assertEqual(len(ram), 2, f"{image}: the RAM functions have rows of their own")
 
@@ -133,6 +159,104 @@ class VendorFirmware(unittest.TestCase):
                     self.assertIn("does not run", r.stderr)
                     self.assertEqual(len([l for l in r.stderr.splitlines() if l.strip()]), 1, r.stderr)
                     self.assertEqual(q.qmp("query-status")["status"], "running")
+
+
+class BootloaderAndApplication(unittest.TestCase):
+    """vendor_boot_m4 at 0x08000000 (CRCs the application, moves VTOR, jumps) and vendor_app_m4
+    linked at 0x08004000, both loaded into one netduinoplus2 (-kernel the first --elf, QEMU's
+    generic loader the other)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-boot-"))
+        cls.app, cls.boot = fwtest.elf_path("vendor_app_m4"), fwtest.elf_path("vendor_boot_m4")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def record(self, name: str, *args: str) -> tuple[dict, dict[int, int]]:
+        rec, census = self.work / f"{name}.bin", self.work / f"{name}.census"
+        doc = json.loads(mcuprof("record", "--qemu", "netduinoplus2", *args, "--samples", str(SAMPLES), "--seed", "7",
+                                 "-o", str(rec), "--census", str(census), "--format", "json"))
+        self.assertGreater(doc["samples"], SAMPLES * 0.8)
+        return doc, fwtest.read_counts(census)
+
+    def test_given_one_elf_the_others_samples_are_outside_it_in_one_note(self):
+        for elf, other in ((self.app, self.boot), (self.boot, self.app)):
+            with self.subTest(elf=elf.name):
+                doc, census = self.record(elf.stem, "--elf", str(elf), "--qemu-arg=-device",
+                                          f"--qemu-arg=loader,file={other}")
+                self.assertEqual(rows_off_the_census(doc, census_by_function(census, [elf])), [])
+                # The census's count outside this image's code, against the note's.
+                mine, theirs = code_ranges(elf), code_ranges(other)
+                inside = lambda a, ranges: any(lo <= a < hi for lo, hi in ranges)
+                total = sum(census.values())
+                p = sum(c for a, c in census.items() if not inside(a, mine)) / total
+                self.assertGreater(p, 0.05)
+                notes = [w["message"] for w in doc.get("warnings", []) if w["kind"] == "outside-image"]
+                self.assertEqual(len(notes), 1, doc.get("warnings"))
+                count = int(notes[0].split(" of ", 1)[0])
+                n = doc["samples"]
+                self.assertLess(abs(count / n - p), Z * math.sqrt(p * (1 - p) / n), notes[0])
+                # The ranges it names are the other image's code.
+                named = re.findall(r"(0x[0-9a-f]{8})(?:-(0x[0-9a-f]{8}))? \((\d+)\)", notes[0])
+                self.assertTrue(named, notes[0])
+                for low, high, _ in named:
+                    for address in (low, high or low):
+                        self.assertTrue(inside(int(address, 16), theirs), f"{address} in {other.name}: {notes[0]}")
+                self.assertEqual(sum(int(c) for _, _, c in named), count)
+                self.assertNotIn("unattributed", [w["kind"] for w in doc.get("warnings", [])])
+
+    def test_given_both_every_sample_is_named_and_every_chain_complete(self):
+        doc, census = self.record("both", "--elf", str(self.app), "--elf", str(self.boot), "--stacks")
+        n = doc["samples"]
+        self.assertEqual(rows_off_the_census(doc, census_by_function(census, [self.app, self.boot])), [])
+        self.assertFalse([w for w in doc.get("warnings", []) if w["kind"] in ("outside-image", "unattributed")])
+        names = {row["name"] for row in doc["functions"]}
+        self.assertIn("boot_crc32", names)
+        self.assertIn("mix_step", names)
+        self.assertLessEqual(doc["truncation"]["samples"], 0.01 * n, doc["truncation"])
+        # From the recording alone: it names both images, and the report reopens them.
+        rec = self.work / "both.bin"
+        again = json.loads(mcuprof("report", str(rec), "--format", "json"))
+        self.assertEqual(again["functions"], doc["functions"])
+        collapsed = mcuprof("report", str(rec), "--format", "collapsed")
+        app_suffix, boot_suffix = f" ({self.app.name})", f" ({self.boot.name})"
+        counted = 0
+        for line in collapsed.splitlines():
+            chain, count = line.rsplit(" ", 1)
+            counted += int(count)
+            if chain.startswith("[truncated]"):
+                continue
+            frames = chain.split(";")
+            if frames[0] == "Reset_Handler" + boot_suffix:
+                rest = [f.removesuffix(boot_suffix) for f in frames[1:]]
+                self.assertIn(rest, ([], ["copy_region"], ["SystemInit"], ["main"], ["main", "boot_verify"],
+                                     ["main", "boot_verify", "boot_crc32"]), line)
+            else:
+                self.assertTrue(chain_fits_the_tree([f.removesuffix(app_suffix) for f in frames]), line)
+        self.assertEqual(counted, n)
+
+    def test_firmware_check_of_both_images(self):
+        app = fwtest.elf_path("vendor_app_forever_m4")
+        wrong_boot = fwtest.elf_path("loops_forever_m4")
+        for halted in (True, False):
+            with self.subTest(halted_at_reset=halted), \
+                    qemu_runner.QemuRun(app, gdb=True, halted=halted, qmp=True, uart=None, timeout=600,
+                                        extra_args=["-device", f"loader,file={self.boot}"]) as q:
+                def record(*elves: Path) -> subprocess.CompletedProcess:
+                    return run_mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--samples", "200",
+                                       "--interval", "200us", *(a for e in elves for a in ("--elf", str(e))),
+                                       "-o", str(self.work / "check.bin"))
+                for right in ((app, self.boot), (app,), (self.boot, app)):   # each at its own addresses
+                    r = record(*right)
+                    self.assertEqual(r.returncode, 0, f"{right}: {r.stderr}")
+                r = record(app, wrong_boot)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f" of {wrong_boot} differs", r.stderr)
+                self.assertEqual(len([l for l in r.stderr.splitlines() if l.strip()]), 1, r.stderr)
+                self.assertEqual(q.qmp("query-status")["status"], "running")
 
 
 if __name__ == "__main__":

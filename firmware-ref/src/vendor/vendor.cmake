@@ -56,6 +56,8 @@ vendor_gcc_elf(vendor_boot_m4 CPU cortex-m4 MACHINE netduinoplus2 LDSCRIPT vendo
   ABOUT "a bootloader at 0x08000000: CRCs the application PASSES times, moves VTOR to 0x08004000 and jumps to it")
 vendor_gcc_elf(vendor_app_m4 CPU cortex-m4 MACHINE netduinoplus2 LDSCRIPT vendor_app
   ABOUT "the vendor-shaped image linked at 0x08004000, after vendor_boot_m4 (loaded with it)")
+vendor_gcc_elf(vendor_app_forever_m4 CPU cortex-m4 MACHINE netduinoplus2 LDSCRIPT vendor_app DEFS ROUNDS=0
+  ABOUT "vendor_app_m4 without end")
 
 # The same image with its DWARF stripped (arm-none-eabi-objcopy --strip-debug): the symbol table
 # only, the code byte for byte vendor_m4's.

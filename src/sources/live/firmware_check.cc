@@ -65,11 +65,11 @@ bool architecture_fits(uint32_t cpuid, unsigned cpu_arch)
            std::find(part->architectures.begin(), part->architectures.end(), cpu_arch) != part->architectures.end();
 }
 
-FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
+namespace {
+
+// The regions of one image; `of`: " of IMAGE" when the target runs several.
+void add_regions(FirmwareCheck& check, const core::Firmware& firmware, const std::string& of)
 {
-    FirmwareCheck check;
-    check.elf = firmware.path();
-    check.warn_only = warn_only;
     // What the target holds whatever the firmware has done since reset: every loaded section's
     // bytes at their load address (LMA). A section the start-up code copies (.data, code run from
     // RAM, ITCM code) keeps its image in flash there; one loaded where it runs holds its bytes
@@ -90,7 +90,7 @@ FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
                 bytes.push_back(char(word >> shift));
         for (const Fixed& f : fixed)   // the table's address: its section's
             if (!f.section->copied() && f.section->bytes.substr(0, bytes.size()) == bytes) {
-                check.regions.push_back({f.at, bytes, FirmwareCheck::Kind::vector_table});
+                check.regions.push_back({f.at, bytes, FirmwareCheck::Kind::vector_table, of});
                 break;
             }
     }
@@ -107,7 +107,8 @@ FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
                 continue;
             if (offset < bytes.size()) {
                 const uint64_t at = std::min<uint64_t>(offset & ~uint64_t(3), bytes.size() - std::min<uint64_t>(window_bytes, bytes.size()));
-                check.regions.push_back({f.at + uint32_t(at), std::string(bytes.substr(at, window_bytes)), FirmwareCheck::Kind::code});
+                check.regions.push_back({f.at + uint32_t(at), std::string(bytes.substr(at, window_bytes)),
+                                         FirmwareCheck::Kind::code, of});
                 break;
             }
             offset -= bytes.size();
@@ -118,8 +119,22 @@ FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
     for (const core::Section& section : firmware.sections())
         if (section.loaded() && section.copied() && section.executable() && section.bytes.size() >= 4) {
             const size_t size = std::min<size_t>(window_bytes, section.bytes.size() & ~size_t(3));
-            check.regions.push_back({section.address, std::string(section.bytes.substr(0, size)), FirmwareCheck::Kind::ram_code});
+            check.regions.push_back({section.address, std::string(section.bytes.substr(0, size)),
+                                     FirmwareCheck::Kind::ram_code, of});
         }
+}
+
+} // namespace
+
+FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
+{
+    FirmwareCheck check;
+    check.elf = firmware.describe();
+    check.warn_only = warn_only;
+    const bool several = !firmware.more_images().empty();
+    add_regions(check, firmware, several ? " of " + firmware.path() : "");
+    for (const core::Firmware& image : firmware.more_images())
+        add_regions(check, image, " of " + image.path());
     const core::ArmAttributes& attributes = firmware.attributes();
     check.cpu_arch = attributes.cpu_arch;
     check.architecture = attributes.architecture();
@@ -137,7 +152,7 @@ FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& che
         const std::string what = (region.kind == Kind::vector_table ? "the vector table at "
                                   : region.kind == Kind::code       ? "the code at "
                                                                     : "the RAM code at ") +
-                                 hex32(region.address);
+                                 hex32(region.address) + region.of;
         fixed_regions += region.kind != Kind::ram_code;
         if (found.size() != region.bytes.size()) {
             unread.push_back(what);
@@ -151,7 +166,7 @@ FirmwareCheckResult check_target(HaltingTarget& target, const FirmwareCheck& che
                                                                 : "at " + hex32(region.address + uint32_t(at))) +
                              ": target " + hex32(word_at(found, at)) + ", ELF " + hex32(word_at(region.bytes, at)) + ")";
         if (region.kind == Kind::ram_code) {
-            (difference ? not_in_ram : in_ram).push_back(hex32(region.address));
+            (difference ? not_in_ram : in_ram).push_back(hex32(region.address) + region.of);
             continue;
         }
         ++compared;

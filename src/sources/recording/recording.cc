@@ -462,17 +462,36 @@ RecordedFirmware recorded_firmware(const nlohmann::json& header)
         firmware.path = path->get<std::string>();
     if (auto identity = header.find("elf_identity"); identity != header.end())
         firmware.identity = core::FirmwareIdentity::from_json(*identity);
+    if (auto more = header.find("more_elves"); more != header.end() && more->is_array())
+        for (const nlohmann::json& image : *more)
+            if (image.is_object())
+                firmware.more.push_back(recorded_firmware(image));
     return firmware;
 }
 
-nlohmann::json firmware_fields(const core::Firmware& firmware)
+namespace {
+
+nlohmann::json image_fields(const core::Firmware& image)
 {
-    const std::string& elf_path = firmware.path();
+    const std::string& elf_path = image.path();
     std::error_code failed;
     const std::filesystem::path absolute = std::filesystem::absolute(elf_path, failed);
     return {{"elf", elf_path},
             {"elf_path", failed ? elf_path : absolute.lexically_normal().string()},
-            {"elf_identity", firmware.identity().to_json()}};
+            {"elf_identity", image.identity().to_json()}};
+}
+
+} // namespace
+
+nlohmann::json firmware_fields(const core::Firmware& firmware)
+{
+    nlohmann::json fields = image_fields(firmware);
+    if (!firmware.more_images().empty()) {
+        fields["more_elves"] = nlohmann::json::array();
+        for (const core::Firmware& image : firmware.more_images())
+            fields["more_elves"].push_back(image_fields(image));
+    }
+    return fields;
 }
 
 } // namespace mcuprof::sources

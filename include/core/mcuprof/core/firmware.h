@@ -76,6 +76,16 @@ public:
     // Maps the file and checks its header. Throws core::Error naming the file: unreadable,
     // not ELF32 little-endian, not EM_ARM, damaged section headers.
     static Firmware open(const std::string& elf_path);
+    // Several images that run on one target (a bootloader and the application linked after
+    // it, a SoftDevice beside its application): `elf_path` first, then `more` (each opened as
+    // above). The samples are attributed through all of them: symbols() merges their functions
+    // (a name two images share told apart by the image's file name, "main (boot.elf)"),
+    // locator() and the Unwinder read each address with its own image's DWARF. Throws
+    // core::Error naming the later file when two images load bytes at the same address; code
+    // two images both run from one place in RAM is the earlier image's, and notes() says so.
+    static Firmware open(const std::string& elf_path, const std::vector<std::string>& more);
+    // What open() found doubtful about several images together, one line each, for the report.
+    const std::vector<std::string>& notes() const;
     // The same from an image in memory (copied); `name` stands for the file in errors.
     static Firmware parse(std::string_view image, const std::string& name);
     ~Firmware();
@@ -83,6 +93,12 @@ public:
     Firmware& operator=(Firmware&&) noexcept;
 
     const std::string& path() const;
+    // The images opened with this one (open's `more`), each with its own sections, symbols
+    // and DWARF; empty for a single image. sections(), word(), vector_table(), entry_point(),
+    // identity() and the has_* questions are of this image alone.
+    const std::vector<Firmware>& more_images() const;
+    // "app.elf" or, with more images, "app.elf and boot.elf": for messages.
+    std::string describe() const;
     const std::vector<Section>& sections() const;
     // The first section of that name, or nullptr.
     const Section* section(std::string_view name) const;
@@ -99,7 +115,8 @@ public:
     std::optional<uint32_t> entry_point() const;
 
     // Built the first time, then kept (the references stay valid as long as the image).
-    // Throws core::Error for corrupt symbol tables or debugging entries.
+    // Throws core::Error for corrupt symbol tables or debugging entries. With more images,
+    // symbols() and locator() are of all of them together.
     const SymbolTable& symbols() const;
     SourceLocator& locator() const;                // a cache of lookups: not const in use
     const DataLayout& data_layout() const;         // throws core::Error when the image has no DWARF

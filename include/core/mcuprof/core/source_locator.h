@@ -11,6 +11,7 @@
 namespace mcuprof::core {
 
 class Firmware;
+class SymbolTable;
 
 struct SourceFrame {
     // As DWARF names it, demangled (demangle.h); empty when unknown. An inlined frame is its
@@ -28,7 +29,8 @@ public:
     // Checks the image's DWARF unit headers (Firmware::check_dwarf_units), and before each
     // lookup the entries of the unit it reads (check_dwarf_unit_at): corrupt ones throw
     // core::Error, here or from frames(). The image must outlive the locator;
-    // Firmware::locator() keeps the one a command uses.
+    // Firmware::locator() keeps the one a command uses. With more images (Firmware::open's
+    // `more`), an address in another image's code is looked up in that image's DWARF.
     explicit SourceLocator(const Firmware& firmware);
     // The same from an image in memory (copied, and kept); `name` stands for the file in errors.
     static std::unique_ptr<SourceLocator> parse(std::string_view image, const std::string& name);
@@ -48,6 +50,11 @@ public:
     std::string line_at(uint32_t address);
 
 private:
+    // One image's DWARF, its outermost frames named from `names` (all images' symbols).
+    SourceLocator(const Firmware& image, const SymbolTable& names);
+    // The locator of the other image whose code holds `address`, or nullptr (this image's).
+    SourceLocator* other_image_at(uint32_t address) const;
+
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::unordered_map<uint32_t, std::vector<SourceFrame>> cache_;

@@ -47,6 +47,11 @@ public:
     static SymbolTable load(const Firmware& firmware);
     // The same from an image in memory; `name` stands for the file in errors.
     static SymbolTable parse(std::string_view image, const std::string& name);
+    // The functions, code and data symbols of several images of one target together (the
+    // images' (path, table), the first the image given first): a name two images share is
+    // told apart by the image's file name, "main (boot.elf)", on both; a data symbol both
+    // define is the first image's. `path` names the whole in messages.
+    static SymbolTable merge(const std::vector<std::pair<std::string, const SymbolTable*>>& images, std::string path);
     // For tests and sources that know their functions already.
     static SymbolTable from(std::vector<Function> functions, std::vector<CodeSection> code = {});
 

@@ -29,8 +29,9 @@ struct FirmwareCheck {
         uint32_t address;
         std::string bytes;   // the ELF's
         Kind kind;
+        std::string of;      // " of boot.elf" when the target runs several images; else empty
     };
-    std::string elf;                                          // the ELF's path, for messages
+    std::string elf;                                          // the ELF's path (or paths), for messages
     std::vector<Region> regions;
     std::optional<unsigned> cpu_arch;                         // Tag_CPU_arch, when the ELF states one
     std::string architecture;                                 // "ARMv7E-M": the ELF's, for messages
@@ -41,7 +42,8 @@ struct FirmwareCheck {
 // four 16-byte windows spread over the executable sections, each read where the image loads it
 // (its LMA: code run from RAM is checked in flash, where it stays); the first 16 bytes of each
 // section of code run from RAM where it runs, which only the message reports (at reset the
-// start-up has not copied it yet): six or more reads, and CPUID one more.
+// start-up has not copied it yet): six or more reads, and CPUID one more. Of every image when
+// the firmware is several (Firmware::more_images), each at its own addresses.
 FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only);
 
 struct FirmwareCheckResult {

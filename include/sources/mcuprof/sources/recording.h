@@ -95,10 +95,12 @@ bool reads_pcsr(const nlohmann::json& header);
 struct RecordedFirmware {
     std::string path;
     std::optional<core::FirmwareIdentity> identity;
+    std::vector<RecordedFirmware> more;   // the other images the target ran ("more_elves")
 };
 RecordedFirmware recorded_firmware(const nlohmann::json& header);
 // The header fields that say so, for the image: "elf" (its path as given), "elf_path"
-// (absolute) and "elf_identity". Throws core::Error for an image whose sections cannot be read.
+// (absolute) and "elf_identity"; with more images, "more_elves", a list of the same three for
+// each. Throws core::Error for an image whose sections cannot be read.
 nlohmann::json firmware_fields(const core::Firmware& firmware);
 
 } // namespace mcuprof::sources
