@@ -263,6 +263,13 @@ ChainWalk::ChainWalk(const UnwindTables& tables, const CoreRegisters& registers,
 
 UnwindResult ChainWalk::run() &&
 {
+    // Code no image given describes (a bootloader's, a ROM's): nothing here can say what it
+    // saved, nor name its callers.
+    if (!tables_.in_code(r_[pc])) {
+        result_.stop = result_.stack.stop = UnwindStop::outside_image;
+        result_.stack.truncated = true;
+        return std::move(result_);
+    }
     UnwindStop why = walk();
     while (exception_ != 0 && why != UnwindStop::depth && why != UnwindStop::psp_unknown &&
            why != UnwindStop::secure_caller && why != UnwindStop::nonsecure_unknown && handler_frame_ &&
@@ -680,6 +687,7 @@ std::string_view describe(UnwindStop stop)
     case UnwindStop::null_return: return "a saved return address of 0 or 0xFFFFFFFF outside the reset handler (call-frame information cut short?)";
     case UnwindStop::secure_caller: return "entered from the Secure state";
     case UnwindStop::nonsecure_unknown: return "a return to the Non-secure state, whose stack pointers are unknown";
+    case UnwindStop::outside_image: return "a PC outside the ELF's code (another image's: give its ELF too)";
     }
     return "?";
 }

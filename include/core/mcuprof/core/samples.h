@@ -43,8 +43,9 @@ enum class UnwindStop : uint8_t {
     null_return,     // a saved return address of 0 or 0xFFFFFFFF outside the reset handler
     secure_caller,   // complete: Non-secure code entered from the Secure state (FNC_RETURN)
     nonsecure_unknown,   // a return to the Non-secure state, whose stack pointers are unknown
+    outside_image,       // the sampled PC lies outside the ELF's code (another image's)
 };
-constexpr uint32_t unwind_stop_count = 11;
+constexpr uint32_t unwind_stop_count = 12;
 // Whether a chain that ended so reached its outermost frame.
 constexpr bool is_complete(UnwindStop stop) { return stop == UnwindStop::root || stop == UnwindStop::secure_caller; }
 std::string_view describe(UnwindStop stop);
