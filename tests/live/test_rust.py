@@ -128,6 +128,9 @@ class Run:
                                       str(census), "--format", "json"))
         self.census = fwtest.read_counts(census)
 
+    def report(self, *args: str) -> dict:
+        return json.loads(mcuprof("report", str(self.rec), "--elf", str(self.elf), "--format", "json", *args))
+
     def written(self, fmt: str, work: Path) -> Path:
         out = work / f"{self.image}.{fmt}"
         mcuprof("report", str(self.rec), "--elf", str(self.elf), "--format", fmt, "-o", str(out))
@@ -228,10 +231,27 @@ class RustFirmware(unittest.TestCase):
                                          os.path.normpath(place) if place else "", what)
                     checked += 1
                     inlined += len(ours) > 1
-                print(f"\n{image}: {checked} sampled addresses' chains checked, {inlined} with inlined frames",
-                      file=sys.stderr)
+                # Every sampled address (report --by address): its line is the symbolizer's
+                # innermost, the functions it is inlined into are the symbolizer's outer frames,
+                # innermost first.
+                rows = [r for r in run.report("--by", "address")["functions"] if "address" in r]
+                for row in rows:
+                    theirs = symbolizer_chain(run.elf, row["address"])
+                    names = peer_names([name for name, _ in theirs])
+                    what = (hex(row["address"]), row, theirs)
+                    place = theirs[0][1]
+                    self.assertEqual(os.path.normpath(row["location"]) if "location" in row else "",
+                                     os.path.normpath(place) if place else "", what)
+                    outer = row.get("inlined_into", [])
+                    self.assertEqual(len(outer), len(theirs) - 1, what)
+                    for mine, name in zip(outer, names[1:]):
+                        self.assertTrue(mine == name or mine.startswith(name + " ("), what)
+                    self.assertTrue(row["function"].startswith(names[-1]), what)
+                print(f"\n{image}: {checked} stacks' leaf chains and {len(rows)} sampled addresses checked, "
+                      f"{inlined} leaves with inlined frames", file=sys.stderr)
                 self.assertGreater(checked, 20)
                 self.assertGreater(inlined, 0)
+                self.assertGreater(len(rows), 100)
 
     def test_formats_carry_the_rust_names(self):
         for image, run in self.runs.items():
