@@ -226,7 +226,14 @@ class RustFirmware(unittest.TestCase):
                         # The outermost frame is the function's row, with its namesake label
                         # (" (ADDRESS)"); an inlined one is labelled " (DIE OFFSET)" where two
                         # inlined functions print alike.
-                        self.assertTrue(mine["function"] == name or mine["function"].startswith(name + " ("), what)
+                        # Under v0 every name carries its generic arguments, so nothing inlined
+                        # prints alike, and one function's several DIEs (rustc writes core's
+                        # wrapping_mul more than once into one unit) are one name, unlabelled.
+                        if "_v0_" in image and i + 1 < len(ours):
+                            self.assertEqual(mine["function"], name, what)
+                        else:
+                            self.assertTrue(mine["function"] == name or mine["function"].startswith(name + " ("),
+                                            what)
                         self.assertEqual(os.path.normpath(mine.get("location", "")) if mine.get("location") else "",
                                          os.path.normpath(place) if place else "", what)
                     checked += 1
