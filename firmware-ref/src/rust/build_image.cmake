@@ -1,20 +1,31 @@
-# One Rust reference image, start to end (run by rust.cmake as `cmake -P`):
-#   core from rust-src, the empty compiler_builtins, fw.rs as a staticlib (all by RUSTC, with
-#   RUSTC_BOOTSTRAP=1 since building core uses unstable features), then the link by
-#   arm-none-eabi-gcc with the C start-up, board code and runtime.c against libgcc.
+# One Rust reference image (run by rust.cmake as `cmake -P`), in two steps so that a change to
+# fw.rs does not rebuild core (about 18 s of CPU each time):
+#   STEP=core:  core from rust-src and the empty compiler_builtins (by RUSTC, with
+#               RUSTC_BOOTSTRAP=1 since building core uses unstable features);
+#   STEP=image: fw.rs as a staticlib, then the link by arm-none-eabi-gcc with the C start-up,
+#               board code and runtime.c against libgcc.
 # A rustc that cannot build it (another release's core may not build this way) is not a build
 # failure: the image is left out and OUT/NAME.unbuilt says why, which the tests print when they
 # skip (tests/live/test_rust.py). A failed link is a failure: that is this project's code.
 #
-# -D: RUSTC LIBRARY (rust-src's library/) SOURCE_DIR (firmware-ref/src) WORK OUT NAME
-#     OPT (2 | s) MANGLING (legacy | v0) CC LDSCRIPT STAMP
-foreach(var RUSTC LIBRARY SOURCE_DIR WORK OUT NAME OPT MANGLING CC LDSCRIPT STAMP)
+# -D: STEP (core | image) RUSTC LIBRARY (rust-src's library/) SOURCE_DIR (firmware-ref/src) WORK
+#     OUT NAME OPT (2 | s) MANGLING (legacy | v0) CC LDSCRIPT STAMP
+foreach(var STEP RUSTC LIBRARY SOURCE_DIR WORK OUT NAME OPT MANGLING CC LDSCRIPT STAMP)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "build_image.cmake: -D${var}= missing")
   endif()
 endforeach()
 
-file(REMOVE ${OUT}/${NAME}.unbuilt ${OUT}/${NAME}.elf)
+file(REMOVE ${OUT}/${NAME}.elf)
+if(STEP STREQUAL "core")
+  file(REMOVE ${OUT}/${NAME}.unbuilt ${WORK}/core.failed)
+elseif(EXISTS ${WORK}/core.failed)
+  # The core step failed and its NAME.unbuilt says why: nothing here can be built.
+  file(TOUCH ${STAMP})
+  return()
+else()
+  file(REMOVE ${OUT}/${NAME}.unbuilt)
+endif()
 file(MAKE_DIRECTORY ${WORK})
 # The target and the flags every crate shares: Cortex-M4 without FPU registers in the ABI (the
 # C code's soft-float ABI), abort on panic (no unwinding machinery), full debug info (lines,
@@ -38,6 +49,9 @@ function(rustc_step what)
     execute_process(COMMAND ${RUSTC} --version OUTPUT_VARIABLE version OUTPUT_STRIP_TRAILING_WHITESPACE)
     file(WRITE ${OUT}/${NAME}.unbuilt "${version} could not build ${what} for ${NAME}: ${first} (log: ${WORK}/${what}.log)\n")
     file(TOUCH ${STAMP})
+    if(STEP STREQUAL "core")
+      file(TOUCH ${WORK}/core.failed)
+    endif()
     message(WARNING "${NAME} not built: ${version} could not build ${what} (${WORK}/${what}.log)")
     # Nothing after a failed step can be built.
     set(failed TRUE PARENT_SCOPE)
@@ -45,17 +59,19 @@ function(rustc_step what)
 endfunction()
 
 set(failed FALSE)
-# -Z force-unstable-if-unmarked: core's items are unstable to the crates that use it unless
-# marked, as in rustc's own sysroot build.
-rustc_step(core --crate-name core --crate-type rlib -Z force-unstable-if-unmarked
-  ${LIBRARY}/core/src/lib.rs -o ${WORK}/libcore.rlib)
-if(NOT failed)
-  rustc_step(compiler_builtins --crate-name compiler_builtins --crate-type rlib
-    ${SOURCE_DIR}/rust/compiler_builtins.rs -o ${WORK}/libcompiler_builtins.rlib)
+if(STEP STREQUAL "core")
+  # -Z force-unstable-if-unmarked: core's items are unstable to the crates that use it unless
+  # marked, as in rustc's own sysroot build.
+  rustc_step(core --crate-name core --crate-type rlib -Z force-unstable-if-unmarked
+    ${LIBRARY}/core/src/lib.rs -o ${WORK}/libcore.rlib)
+  if(NOT failed)
+    rustc_step(compiler_builtins --crate-name compiler_builtins --crate-type rlib
+      ${SOURCE_DIR}/rust/compiler_builtins.rs -o ${WORK}/libcompiler_builtins.rlib)
+  endif()
+  file(TOUCH ${STAMP})
+  return()
 endif()
-if(NOT failed)
-  rustc_step(fw --crate-name fw --crate-type staticlib ${SOURCE_DIR}/rust/fw.rs -o ${WORK}/libfw.a)
-endif()
+rustc_step(fw --crate-name fw --crate-type staticlib ${SOURCE_DIR}/rust/fw.rs -o ${WORK}/libfw.a)
 if(failed)
   return()
 endif()

@@ -29,14 +29,20 @@ function(rust_elf NAME OPT MANGLING ABOUT)
   set(work ${CMAKE_BINARY_DIR}/rust/${NAME})
   set(stamp ${work}.stamp)
   set(ld ${CMAKE_BINARY_DIR}/ld/stm32.ld)
+  set(args -DRUSTC=${FW_RUSTC} -DLIBRARY=${FW_RUST_LIBRARY} -DSOURCE_DIR=${FW_SRC} -DWORK=${work}
+           -DOUT=${FIRMWARE_OUTPUT_DIR} -DNAME=${NAME} -DOPT=${OPT} -DMANGLING=${MANGLING}
+           -DCC=${CMAKE_C_COMPILER} -DLDSCRIPT=${ld})
+  add_custom_command(OUTPUT ${work}.core.stamp
+    BYPRODUCTS ${work}/libcore.rlib ${work}/libcompiler_builtins.rlib
+    COMMAND ${CMAKE_COMMAND} -DSTEP=core ${args} -DSTAMP=${work}.core.stamp -P ${RUST_DIR}/build_image.cmake
+    DEPENDS ${FW_RUST_LIBRARY}/core/src/lib.rs ${RUST_DIR}/compiler_builtins.rs ${RUST_DIR}/build_image.cmake ${FW_RUSTC}
+    COMMENT "core for ${NAME} from rust-src (opt-level ${OPT}, ${MANGLING} mangling)" VERBATIM)
   add_custom_command(OUTPUT ${stamp}
     BYPRODUCTS ${FIRMWARE_OUTPUT_DIR}/${NAME}.elf
-    COMMAND ${CMAKE_COMMAND} -DRUSTC=${FW_RUSTC} -DLIBRARY=${FW_RUST_LIBRARY} -DSOURCE_DIR=${FW_SRC}
-            -DWORK=${work} -DOUT=${FIRMWARE_OUTPUT_DIR} -DNAME=${NAME} -DOPT=${OPT} -DMANGLING=${MANGLING}
-            -DCC=${CMAKE_C_COMPILER} -DLDSCRIPT=${ld} -DSTAMP=${stamp} -P ${RUST_DIR}/build_image.cmake
-    DEPENDS ${RUST_DIR}/fw.rs ${RUST_DIR}/compiler_builtins.rs ${RUST_DIR}/runtime.c ${RUST_DIR}/build_image.cmake
-            ${FW_SRC}/startup.c ${FW_SRC}/board.c ${FW_SRC}/board.h ${ld} ${FW_RUSTC}
-    COMMENT "Rust image ${NAME} (core from rust-src, opt-level ${OPT}, ${MANGLING} mangling)" VERBATIM)
+    COMMAND ${CMAKE_COMMAND} -DSTEP=image ${args} -DSTAMP=${stamp} -P ${RUST_DIR}/build_image.cmake
+    DEPENDS ${work}.core.stamp ${RUST_DIR}/fw.rs ${RUST_DIR}/runtime.c ${RUST_DIR}/build_image.cmake
+            ${FW_SRC}/startup.c ${FW_SRC}/board.c ${FW_SRC}/board.h ${ld}
+    COMMENT "Rust image ${NAME}" VERBATIM)
   add_custom_target(${NAME} ALL DEPENDS ${stamp})
   string(REPLACE "\"" "\\\"" about "${ABOUT}")
   set(manifest ${FW_MANIFEST})
