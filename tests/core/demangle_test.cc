@@ -36,9 +36,9 @@ std::vector<std::string> lines_of(const std::string& text)
     return lines;
 }
 
-// c++filt's reading of each name, one name a line in and out. The list's name is the
-// process's own: ctest runs each test case as a process, two at a time under -j2.
-std::vector<std::string> cxxfilt(const std::vector<std::string>& names)
+// What a filter (c++filt, the Rust peer) prints for each name, one name a line in and out. The
+// list's name is the process's own: ctest runs each test case as a process, two at a time under -j2.
+std::vector<std::string> filtered(const std::string& filter, const std::vector<std::string>& names)
 {
     const std::string list = "demangle_test_names." + std::to_string(getpid()) + ".txt";
     {
@@ -46,9 +46,15 @@ std::vector<std::string> cxxfilt(const std::vector<std::string>& names)
         for (const std::string& n : names)
             out << n << '\n';
     }
-    std::vector<std::string> shown = lines_of(tool_output("arm-none-eabi-c++filt < " + list));
+    std::vector<std::string> shown = lines_of(tool_output(filter + " < " + list));
     std::remove(list.c_str());
     return shown;
+}
+
+// c++filt's reading of each name.
+std::vector<std::string> cxxfilt(const std::vector<std::string>& names)
+{
+    return filtered("arm-none-eabi-c++filt", names);
 }
 
 } // namespace
@@ -138,20 +144,22 @@ namespace {
 const char* const rust_images[] = {"rust_o2_m4", "rust_os_m4", "rust_v0_o2_m4", "rust_v0_os_m4"};
 
 // rustc-demangle's alternate form ("{:#}") of each name (tests/peers/rust_demangle.rs, built
-// with Debian's rustc from librust-rustc-demangle-dev's source), one name a line in and out.
+// with Debian's rustc from librust-rustc-demangle-dev's source).
 std::vector<std::string> rust_peer(const std::vector<std::string>& names)
 {
     REQUIRE_MESSAGE(access(RUST_DEMANGLE_PEER, X_OK) == 0,
                     RUST_DEMANGLE_PEER " is missing: rustc and librust-rustc-demangle-dev (scripts/setup.sh)");
-    const std::string list = "demangle_test_rust." + std::to_string(getpid()) + ".txt";
-    {
-        std::ofstream out(list);
-        for (const std::string& n : names)
-            out << n << '\n';
-    }
-    std::vector<std::string> shown = lines_of(tool_output(std::string(RUST_DEMANGLE_PEER) + " < " + list));
-    std::remove(list.c_str());
-    return shown;
+    return filtered(RUST_DEMANGLE_PEER, names);
+}
+
+// Why the firmware build left a Rust image out (its NAME.unbuilt), or "" when it was built.
+std::string unbuilt_reason(const std::string& image)
+{
+    std::ifstream unbuilt(std::string(FIRMWARE_DIR) + "/" + image + ".unbuilt");
+    std::string why;
+    if (unbuilt && !std::getline(unbuilt, why))
+        why = "(no reason given)";
+    return why;
 }
 
 bool rust_mangled(const std::string& symbol)
@@ -206,9 +214,7 @@ TEST_CASE("demangle: every Rust symbol of the Rust reference images as rustc-dem
     size_t checked = 0;
     for (const char* image : rust_images) {
         CAPTURE(image);
-        if (std::ifstream unbuilt(std::string(FIRMWARE_DIR) + "/" + image + ".unbuilt"); unbuilt) {
-            std::string why;
-            std::getline(unbuilt, why);
+        if (const std::string why = unbuilt_reason(image); !why.empty()) {
             MESSAGE(image << " was not built: " << why);
             continue;
         }
@@ -231,9 +237,7 @@ TEST_CASE("demangle: every Rust symbol of the Rust reference images as rustc-dem
 TEST_CASE("symbols: the two legacy instances of one Rust generic are two labels, told apart by address")
 {
     const std::string image = "rust_o2_m4";
-    if (std::ifstream unbuilt(std::string(FIRMWARE_DIR) + "/" + image + ".unbuilt"); unbuilt) {
-        std::string why;
-        std::getline(unbuilt, why);
+    if (const std::string why = unbuilt_reason(image); !why.empty()) {
         MESSAGE(image << " was not built: " << why);
         return;
     }

@@ -20,7 +20,6 @@ An image the release's rustc could not build is skipped with the reason the buil
 (NAME.unbuilt); when none was built the module ends with ctest's skip code, 77."""
 from __future__ import annotations
 
-import collections
 import json
 import math
 import os
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import fwtest
 import live_runs
-from elf_symbols import nm_symbols
+from elf_symbols import census_by_function, nm_symbols
 
 Z = 4.0
 SAMPLES = 2000
@@ -81,11 +80,7 @@ def symbolizer_chain(elf: Path, address: int) -> list[tuple[str, str]]:
 def shares_off(doc: dict, census: dict[int, int], elf: Path) -> tuple[list[str], int]:
     """The rows beyond Z standard errors of the census grouped by nm's functions, and how many
     rows were checked (every row of at least 0.5 % true share)."""
-    functions = sorted({(s.start, s.size) for s in nm_symbols(elf, "TtWw") if s.size > 0}, reverse=True)
-    truth = collections.Counter()
-    for address, count in census.items():
-        owner = next((start for start, size in functions if start <= address < start + size), None)
-        truth[owner] += count
+    truth = census_by_function(census, elf)
     total = sum(truth.values())
     n = doc["samples"]
     observed = {row["address"]: row["samples"] for row in doc["functions"] if "address" in row}

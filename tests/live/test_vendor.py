@@ -17,7 +17,6 @@ Every image runs to its own semihosting exit or is stopped by sample count; noth
 the machine's speed."""
 from __future__ import annotations
 
-import collections
 import json
 import math
 import shutil
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import fwtest
 import qemu_runner
-from elf_symbols import nm_symbols
+from elf_symbols import census_by_function
 
 Z = 4.0
 SAMPLES = 2000
@@ -79,11 +78,7 @@ class VendorFirmware(unittest.TestCase):
                                          "--seed", "7", "--stacks", "-o", str(rec), "--census", str(census_file),
                                          "--format", "json"))
                 census = fwtest.read_counts(census_file)
-                functions = sorted({(s.start, s.size) for s in nm_symbols(elf, "TtWw") if s.size > 0}, reverse=True)
-                truth = collections.Counter()
-                for address, count in census.items():
-                    owner = next((start for start, size in functions if start <= address < start + size), None)
-                    truth[owner] += count
+                truth = census_by_function(census, elf)
                 total = sum(truth.values())
                 n = doc["samples"]
                 self.assertGreater(n, SAMPLES * 0.8)
