@@ -50,8 +50,9 @@ function(rust_elf NAME OPT MANGLING ABOUT)
   set(FW_MANIFEST ${manifest} PARENT_SCOPE)
 endfunction()
 
+# No semicolon in an ABOUT: CMake would cut the manifest's entry into list elements there.
 rust_elf(rust_o2_m4 2 legacy
-  "Rust no_std: dyn Stage calls, const generic Fir<N> at two lengths, checksum<T> at u8 and u16, closures through iterator adaptors, left::mix and right::mix, a panic path; opt-level 2, legacy mangling")
+  "Rust no_std: dyn Stage calls, const generic Fir<N> at two lengths, checksum<T> at u8 and u16, closures through iterator adaptors, left::mix and right::mix, a panic path, at opt-level 2 with legacy mangling")
 rust_elf(rust_os_m4 s legacy "the Rust image at opt-level s, legacy mangling")
 rust_elf(rust_v0_o2_m4 2 v0 "the Rust image at opt-level 2, v0 mangling")
 rust_elf(rust_v0_os_m4 s v0 "the Rust image at opt-level s, v0 mangling")
