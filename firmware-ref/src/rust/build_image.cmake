@@ -29,10 +29,10 @@ endif()
 file(MAKE_DIRECTORY ${WORK})
 # The target and the flags every crate shares: Cortex-M4 without FPU registers in the ABI (the
 # C code's soft-float ABI), abort on panic (no unwinding machinery), full debug info (lines,
-# inline chains and call-frame information for the unwinder). -Z unstable-options: rustc 1.63
-# accepts -C symbol-mangling-version=v0 without it, later ones only with it.
+# inline chains and call-frame information for the unwinder). -C symbol-mangling-version=v0 is a
+# stable option (rustc 1.63 takes it without -Z unstable-options, which only =legacy needs).
 set(rust_flags --edition 2021 --target thumbv7em-none-eabi -C target-cpu=cortex-m4 -C panic=abort
-  -C debuginfo=2 -C opt-level=${OPT} -Z unstable-options -L ${WORK})
+  -C debuginfo=2 -C opt-level=${OPT} -L ${WORK})
 if(MANGLING STREQUAL "v0")
   list(APPEND rust_flags -C symbol-mangling-version=v0)
 endif()
