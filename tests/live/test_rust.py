@@ -220,10 +220,9 @@ class RustFirmware(unittest.TestCase):
                         what = (hex(leaf), i, mine, name, place)
                         # The outermost frame is the function's row, with its namesake label
                         # (" (ADDRESS)"); an inlined one is labelled " (DIE OFFSET)" where two
-                        # inlined functions print alike.
-                        # Under v0 every name carries its generic arguments, so nothing inlined
-                        # prints alike, and one function's several DIEs (rustc writes core's
-                        # wrapping_mul more than once into one unit) are one name, unlabelled.
+                        # inlined functions print alike, which under v0 none do: every name
+                        # carries its generic arguments, and one function's several DIEs (rustc
+                        # writes core's wrapping_mul more than once into one unit) are one name.
                         if "_v0_" in image and i + 1 < len(ours):
                             self.assertEqual(mine["function"], name, what)
                         else:
