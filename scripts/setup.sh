@@ -14,6 +14,10 @@ packages=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
   # the C++ reference firmware (firmware-ref/src/cxx): std::sort and friends for arm-none-eabi-g++
   libstdc++-arm-none-eabi-dev
+  # the Rust reference firmware (firmware-ref/src/rust): Debian's rustc and the source of its core
+  # library (built for thumbv7em from source); the peer demangler its names are checked against
+  # (the rustc-demangle crate's source, built by tests/CMakeLists.txt)
+  rustc rust-src librust-rustc-demangle-dev
   qemu-system-arm openocd gdb-multiarch
   # the truth plugin: QEMU 10's plugin API header includes glib.h
   libglib2.0-dev

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include <llvm/DebugInfo/DIContext.h>
@@ -35,17 +36,22 @@ struct DwarfFunction {
     std::string decl_file;     // DW_AT_decl_file, as a path
     uint64_t decl_line = 0;    // DW_AT_decl_line
     uint64_t offset = 0;       // the DIE's offset in .debug_info
+    std::string linkage;       // DW_AT_linkage_name, "" when it has none
     // Another function of its compile unit has the same name and declaration (two
     // instances of a template whose arguments print alike: std::sort of two lambdas of one
-    // signature): only the DIE tells them apart.
+    // signature; two instances of a Rust generic under legacy mangling, whose names drop the
+    // arguments): only the linkage name, or without one the DIE, tells them apart.
     bool alike_in_unit = false;
 
     // One function may have an abstract instance in each unit that inlines it (a header's
-    // inline function): those are one function, by name and declaration.
+    // inline function): those are one function, by name and declaration. rustc also writes
+    // several abstract instances of one function into one unit (core's wrapping_mul, inlined
+    // from several places): one linkage name, one function.
     std::string identity() const
     {
-        return alike_in_unit ? "die " + std::to_string(offset)
-                             : decl_file + ":" + std::to_string(decl_line);
+        if (!alike_in_unit)
+            return decl_file + ":" + std::to_string(decl_line);
+        return linkage.empty() ? "die " + std::to_string(offset) : "linkage " + linkage;
     }
 };
 
@@ -108,9 +114,10 @@ std::string qualified_name(llvm::DWARFDie die)
 DwarfFunction describe(const llvm::DWARFDie& die)
 {
     DwarfFunction f;
-    if (const char* linkage = die.getLinkageName())
+    if (const char* linkage = die.getLinkageName()) {
         f.name = demangle(linkage);
-    else
+        f.linkage = linkage;
+    } else
         f.name = qualified_name(die);
     // A lambda's operator() has no declaration of its own (GCC marks it artificial): the
     // closure type it is a member of (DW_AT_object_pointer's type, through pointer and const)
@@ -185,10 +192,17 @@ void SourceLocator::Impl::build_labels()
             in_unit[{f.name, f.decl_file, f.decl_line}].push_back(list.size());
             list.push_back(std::move(f));
         }
-        for (const auto& [key, indices] : in_unit)
-            if (indices.size() > 1)
+        // Alike: two or more functions behind one name and declaration, which DIEs of one
+        // linkage name are not (each DIE without one counts as a function of its own).
+        for (const auto& [key, indices] : in_unit) {
+            std::vector<DwarfFunction>& list = by_name[std::get<0>(key)];
+            std::set<std::string> distinct;
+            for (size_t i : indices)
+                distinct.insert(list[i].linkage.empty() ? "die " + std::to_string(list[i].offset) : list[i].linkage);
+            if (distinct.size() > 1)
                 for (size_t i : indices)
-                    by_name[std::get<0>(key)][i].alike_in_unit = true;
+                    list[i].alike_in_unit = true;
+        }
     }
     for (const auto& [name, functions] : by_name) {
         std::map<std::string, const DwarfFunction*> identities;   // one per function
@@ -206,8 +220,10 @@ void SourceLocator::Impl::build_labels()
             }
             const std::string file = base_name(f.decl_file);
             const std::string line = file + ":" + std::to_string(f.decl_line);
+            // One function's several DIEs carry one label: the first DIE's offset.
             char die[32];
-            std::snprintf(die, sizeof die, "DIE 0x%llx", static_cast<unsigned long long>(f.offset));
+            std::snprintf(die, sizeof die, "DIE 0x%llx",
+                          static_cast<unsigned long long>(identities.at(f.identity())->offset));
             const std::string tell = !file.empty() && per_file[file] == 1   ? file
                                      : !file.empty() && per_line[line] == 1 ? line
                                                                             : std::string(die);

@@ -201,3 +201,43 @@ TEST_CASE("source locator: an inlined function without a linkage name is qualifi
     CHECK(std::any_of(named.begin(), named.end(), [](const std::string& n) { return n.starts_with("std::sort<"); }));
     CHECK(named.size() >= 10);
 }
+
+TEST_CASE("source locator: one linkage name is one inlined function in the Rust images")
+{
+    // rustc writes several abstract instances of one function into the unit that inlines it
+    // (core's wrapping_mul, once per place it is inlined from): one linkage name, one label.
+    // Under v0 every name carries its generic arguments, so no inlined function needs a label.
+    for (const char* image : {"rust_o2_m4", "rust_v0_o2_m4"}) {
+        CAPTURE(image);
+        const std::string elf = std::string(FIRMWARE_DIR) + "/" + image + ".elf";
+        if (FILE* unbuilt = std::fopen((std::string(FIRMWARE_DIR) + "/" + image + ".unbuilt").c_str(), "r")) {
+            std::fclose(unbuilt);
+            MESSAGE(image << " was not built (see its .unbuilt)");
+            continue;
+        }
+        const Firmware firmware = Firmware::open(elf);
+        const SymbolTable symbols = SymbolTable::load(firmware);
+        SourceLocator locator(firmware);
+        std::map<std::string, std::set<std::string>> labels_of_linkage;
+        size_t inlined = 0;
+        for (const Function& f : symbols.functions()) {
+            if (f.name.rfind("fw::", 0) != 0 && f.name.rfind("<fw::", 0) != 0)
+                continue;
+            for (uint32_t address = f.start; address < f.start + f.size; address += 2) {
+                const std::vector<SourceFrame>& frames = locator.frames(address);
+                for (size_t i = 0; i + 1 < frames.size(); ++i) {
+                    labels_of_linkage[frames[i].symbol].insert(frames[i].function);
+                    ++inlined;
+                }
+            }
+        }
+        CHECK(inlined > 100);
+        for (const auto& [linkage, labels] : labels_of_linkage) {
+            CAPTURE(linkage);
+            CHECK(labels.size() == 1);
+            if (std::string(image).find("_v0_") != std::string::npos)
+                for (const std::string& label : labels)
+                    CHECK(label.find(" (DIE ") == std::string::npos);
+        }
+    }
+}

@@ -36,3 +36,14 @@ def nm_symbols(elf: PathLike | str, kinds: str | None = None) -> list[Symbol]:
         if kinds is None or symbol.kind in kinds:
             symbols.append(symbol)
     return symbols
+
+
+def census_by_function(census: dict[int, int], elf: PathLike | str) -> dict[int | None, int]:
+    """A census (address -> instructions) grouped by the nm function that spans each address,
+    keyed by its start (None: outside every function with a size)."""
+    functions = sorted({(s.start, s.size) for s in nm_symbols(elf, "TtWw") if s.size > 0}, reverse=True)
+    grouped: dict[int | None, int] = {}
+    for address, count in census.items():
+        owner = next((start for start, size in functions if start <= address < start + size), None)
+        grouped[owner] = grouped.get(owner, 0) + count
+    return grouped
