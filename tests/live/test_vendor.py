@@ -20,9 +20,11 @@ from __future__ import annotations
 import collections
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -60,6 +62,18 @@ def chain_fits_the_tree(frames: list[str]) -> bool:
     rest = frames[1:]
     return (rest in ([], ["copy_region"], ["SystemInit"], ["main"], ["main", "asm_mix", "mix_step"])
             or (len(rest) == 2 and rest[0] == "main" and rest[1] in LEAVES))
+
+
+def symbolizer_chain(elf: Path, address: int) -> list[tuple[str, str]]:
+    """llvm-symbolizer-19's inline chain at an address, innermost first: (function, file:line)."""
+    out = subprocess.run(["llvm-symbolizer-19", f"--obj={elf}", "--inlines", "--functions=linkage", hex(address)],
+                         capture_output=True, text=True, check=True).stdout
+    lines = [line for line in out.splitlines() if line.strip()]
+    chain = []
+    for name, place in zip(lines[0::2], lines[1::2]):
+        file, line = place.rsplit(":", 2)[0:2]
+        chain.append((name, f"{file}:{line}" if file != "??" and line != "0" else ""))
+    return chain
 
 
 def census_by_function(census: dict[int, int], elves: list[Path]) -> collections.Counter:
@@ -141,6 +155,35 @@ class VendorFirmware(unittest.TestCase):
                 self.assertEqual(counted, n)
                 if image == "vendor_nodebug_m4":
                     self.assertTrue(any(w.get("kind") == "no-debug-info" for w in doc.get("warnings", [])), doc.get("warnings"))
+
+    def test_lines_and_inline_chains_are_llvm_symbolizers(self):
+        # Every sampled address of each build (report --by address): its line is llvm-symbolizer-19's
+        # innermost, the functions it is inlined into the symbolizer's outer frames, innermost
+        # first, and its function the symbolizer's outermost.
+        for image, machine in IMAGES:
+            if image == "vendor_nodebug_m4":
+                continue   # no DWARF: no lines to hold
+            with self.subTest(image=image):
+                elf, rec = fwtest.elf_path(image), self.work / f"{image}-lines.bin"
+                mcuprof("record", "--qemu", machine, "--elf", str(elf), "--samples", str(SAMPLES), "--seed", "5",
+                        "-o", str(rec))
+                rows = [r for r in json.loads(mcuprof("report", str(rec), "--by", "address", "--format", "json"))
+                        ["functions"] if "address" in r]
+                inlined = 0
+                for row in rows:
+                    theirs = symbolizer_chain(elf, row["address"])
+                    what = (image, hex(row["address"]), row, theirs)
+                    place = theirs[0][1]
+                    self.assertEqual(os.path.normpath(row["location"]) if "location" in row else "",
+                                     os.path.normpath(place) if place else "", what)
+                    outer = row.get("inlined_into", [])
+                    self.assertEqual(outer, [name for name, _ in theirs[1:]], what)
+                    if theirs[-1][0] != "??":
+                        self.assertTrue(row["function"].startswith(theirs[-1][0]), what)
+                    inlined += len(outer) > 0
+                print(f"\n{image}: {len(rows)} sampled addresses checked, {inlined} inside inlined code",
+                      file=sys.stderr)
+                self.assertGreater(len(rows), 30)
 
     def test_firmware_check_at_reset_and_running(self):
         right = fwtest.elf_path("vendor_forever_m4")
