@@ -32,7 +32,7 @@ from pathlib import Path
 
 import fwtest
 import live_runs
-from elf_symbols import census_by_function, nm_symbols
+from elf_symbols import census_by_function, nm_symbols, symbolizer_chain
 
 Z = 4.0
 SAMPLES = 2000
@@ -63,18 +63,6 @@ def peer_names(names: list[str]) -> list[str]:
                          check=True).stdout.splitlines()
     assert len(out) == len(names)
     return out
-
-
-def symbolizer_chain(elf: Path, address: int) -> list[tuple[str, str]]:
-    """llvm-symbolizer-19's inline chain at an address, innermost first: (linkage name, file:line)."""
-    out = subprocess.run(["llvm-symbolizer-19", f"--obj={elf}", "--inlines", "--no-demangle", "--functions=linkage",
-                          hex(address)], capture_output=True, text=True, check=True).stdout
-    lines = [line for line in out.splitlines() if line.strip()]
-    chain = []
-    for name, place in zip(lines[0::2], lines[1::2]):
-        file, line = place.rsplit(":", 2)[0:2]
-        chain.append((name, f"{file}:{line}" if file != "??" and line != "0" else ""))
-    return chain
 
 
 def shares_off(doc: dict, census: dict[int, int], elf: Path) -> tuple[list[str], int]:
@@ -213,7 +201,7 @@ class RustFirmware(unittest.TestCase):
                         if f["address"] != leaf:
                             break
                         ours.append(f)
-                    theirs = symbolizer_chain(run.elf, leaf)
+                    theirs = symbolizer_chain(run.elf, leaf, demangle=False)
                     self.assertEqual(len(ours), len(theirs), (hex(leaf), ours, theirs))
                     names = peer_names([name for name, _ in theirs])
                     for i, (mine, name, (_, place)) in enumerate(zip(ours, names, theirs)):
@@ -237,7 +225,7 @@ class RustFirmware(unittest.TestCase):
                 # innermost first.
                 rows = [r for r in run.report("--by", "address")["functions"] if "address" in r]
                 for row in rows:
-                    theirs = symbolizer_chain(run.elf, row["address"])
+                    theirs = symbolizer_chain(run.elf, row["address"], demangle=False)
                     names = peer_names([name for name, _ in theirs])
                     what = (hex(row["address"]), row, theirs)
                     place = theirs[0][1]

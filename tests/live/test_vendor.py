@@ -31,7 +31,7 @@ from pathlib import Path
 
 import fwtest
 import qemu_runner
-from elf_symbols import nm_symbols
+from elf_symbols import nm_symbols, symbolizer_chain
 
 Z = 4.0
 SAMPLES = 2000
@@ -64,16 +64,15 @@ def chain_fits_the_tree(frames: list[str]) -> bool:
             or (len(rest) == 2 and rest[0] == "main" and rest[1] in LEAVES))
 
 
-def symbolizer_chain(elf: Path, address: int) -> list[tuple[str, str]]:
-    """llvm-symbolizer-19's inline chain at an address, innermost first: (function, file:line)."""
-    out = subprocess.run(["llvm-symbolizer-19", f"--obj={elf}", "--inlines", "--functions=linkage", hex(address)],
-                         capture_output=True, text=True, check=True).stdout
-    lines = [line for line in out.splitlines() if line.strip()]
-    chain = []
-    for name, place in zip(lines[0::2], lines[1::2]):
-        file, line = place.rsplit(":", 2)[0:2]
-        chain.append((name, f"{file}:{line}" if file != "??" and line != "0" else ""))
-    return chain
+def collapsed_chains(collapsed: str) -> tuple[list[list[str]], int]:
+    """The complete chains of `report --format collapsed` (root first), and every chain's count."""
+    chains, counted = [], 0
+    for line in collapsed.splitlines():
+        chain, count = line.rsplit(" ", 1)
+        counted += int(count)
+        if not chain.startswith("[truncated]"):
+            chains.append(chain.split(";"))
+    return chains, counted
 
 
 def census_by_function(census: dict[int, int], elves: list[Path]) -> collections.Counter:
@@ -144,14 +143,10 @@ class VendorFirmware(unittest.TestCase):
                 self.assertEqual(truncation["unwound_samples"], n)
                 self.assertLessEqual(truncation["samples"], 0.01 * n, f"{image}: {truncation}")
                 self.assertFalse(truncation["inclusive_lower_bounds"])
-                collapsed = mcuprof("report", str(rec), "--elf", str(elf), "--format", "collapsed")
-                counted = 0
-                for line in collapsed.splitlines():
-                    chain, count = line.rsplit(" ", 1)
-                    counted += int(count)
-                    if chain.startswith("[truncated]"):
-                        continue
-                    self.assertTrue(chain_fits_the_tree(chain.split(";")), f"{image}: {line}")
+                chains, counted = collapsed_chains(mcuprof("report", str(rec), "--elf", str(elf), "--format",
+                                                           "collapsed"))
+                for frames in chains:
+                    self.assertTrue(chain_fits_the_tree(frames), f"{image}: {frames}")
                 self.assertEqual(counted, n)
                 if image == "vendor_nodebug_m4":
                     self.assertTrue(any(w.get("kind") == "no-debug-info" for w in doc.get("warnings", [])), doc.get("warnings"))
@@ -264,21 +259,15 @@ class BootloaderAndApplication(unittest.TestCase):
         rec = self.work / "both.bin"
         again = json.loads(mcuprof("report", str(rec), "--format", "json"))
         self.assertEqual(again["functions"], doc["functions"])
-        collapsed = mcuprof("report", str(rec), "--format", "collapsed")
         app_suffix, boot_suffix = f" ({self.app.name})", f" ({self.boot.name})"
-        counted = 0
-        for line in collapsed.splitlines():
-            chain, count = line.rsplit(" ", 1)
-            counted += int(count)
-            if chain.startswith("[truncated]"):
-                continue
-            frames = chain.split(";")
+        chains, counted = collapsed_chains(mcuprof("report", str(rec), "--format", "collapsed"))
+        for frames in chains:
             if frames[0] == "Reset_Handler" + boot_suffix:
                 rest = [f.removesuffix(boot_suffix) for f in frames[1:]]
                 self.assertIn(rest, ([], ["copy_region"], ["SystemInit"], ["main"], ["main", "boot_verify"],
-                                     ["main", "boot_verify", "boot_crc32"]), line)
+                                     ["main", "boot_verify", "boot_crc32"]), frames)
             else:
-                self.assertTrue(chain_fits_the_tree([f.removesuffix(app_suffix) for f in frames]), line)
+                self.assertTrue(chain_fits_the_tree([f.removesuffix(app_suffix) for f in frames]), frames)
         self.assertEqual(counted, n)
 
     def test_firmware_check_of_both_images(self):

@@ -47,3 +47,17 @@ def census_by_function(census: dict[int, int], elf: PathLike | str) -> dict[int 
         owner = next((start for start, size in functions if start <= address < start + size), None)
         grouped[owner] = grouped.get(owner, 0) + count
     return grouped
+
+
+def symbolizer_chain(elf: PathLike | str, address: int, demangle: bool = True) -> list[tuple[str, str]]:
+    """llvm-symbolizer-19's inline chain at an address, innermost first: (function, file:line),
+    the place empty where it knows none; `demangle` False: the linkage names as the ELF has them."""
+    out = subprocess.run(["llvm-symbolizer-19", f"--obj={elf}", "--inlines", "--functions=linkage",
+                          *([] if demangle else ["--no-demangle"]), hex(address)],
+                         capture_output=True, text=True, check=True).stdout
+    lines = [line for line in out.splitlines() if line.strip()]
+    chain = []
+    for name, place in zip(lines[0::2], lines[1::2]):
+        file, line = place.rsplit(":", 2)[0:2]
+        chain.append((name, f"{file}:{line}" if file != "??" and line != "0" else ""))
+    return chain
