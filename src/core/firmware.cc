@@ -310,8 +310,9 @@ Firmware Firmware::open(const std::string& elf_path, const std::vector<std::stri
         Firmware image = open(path);
         for (const Firmware* other : earlier) {
             // Two images cannot hold different bytes in one place of flash.
+            const std::vector<Occupied> their_loads = loaded_by(*other), their_ram_code = ram_code_of(*other);
             for (const Occupied& mine : loaded_by(image))
-                if (const Occupied* theirs = overlap(mine, loaded_by(*other)))
+                if (const Occupied* theirs = overlap(mine, their_loads))
                     throw Error(path, mine.section->name,
                                 "loaded at " + hex32(std::max(mine.start, theirs->start)) + ", where " + other->path() +
                                     "'s section " + theirs->section->name +
@@ -319,7 +320,7 @@ Firmware Firmware::open(const std::string& elf_path, const std::vector<std::stri
             // Both may copy code to the same RAM (a bootloader's RAM functions are the
             // application's RAM once it runs): the samples there are the earlier image's.
             for (const Occupied& mine : ram_code_of(image))
-                if (const Occupied* theirs = overlap(mine, ram_code_of(*other)))
+                if (const Occupied* theirs = overlap(mine, their_ram_code))
                     first.impl_->notes.push_back(
                         path + "'s code run from RAM (" + mine.section->name + ") runs where " + other->path() + "'s " +
                         theirs->section->name + " does, from " + hex32(std::max(mine.start, theirs->start)) +
