@@ -64,13 +64,13 @@ void add_report_options(CommandLine& line, ReportOptions& options, const ReportC
 void check_report_options(const CommandLine& line, const ReportOptions& options, const ReportChoices& choices,
                           bool format_is_binary = false);
 
-// Settles options.elf for an input whose samples file names its firmware: --elf when given,
-// else the recorded ELF when it is still there; opens it (the command's one image). An ELF
-// whose identity is not the recorded one gives a warning naming both (in options.warnings),
-// or with --strict an error.
 // The image of --elf (and the others of more --elf); what the images together leave in doubt
 // joins the report's warnings.
 core::Firmware open_firmware(ReportOptions& options);
+// Settles options.elf for an input whose samples file names its firmware: --elf when given,
+// else the recorded ELF (and the other recorded images) when still there; opens them
+// (open_firmware). An image whose identity is not the recorded one at its place gives a
+// warning naming both (in options.warnings), or with --strict an error.
 core::Firmware check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded);
 // Its two steps, for a command that may have the image open already (diff): options.elf
 // settled, then the identity of the image compared with the recorded one.
