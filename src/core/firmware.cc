@@ -26,6 +26,7 @@ bool Section::allocated() const { return (flags & llvm::ELF::SHF_ALLOC) != 0; }
 bool Section::executable() const { return (flags & llvm::ELF::SHF_EXECINSTR) != 0; }
 bool Section::loaded() const { return allocated() && type != llvm::ELF::SHT_NOBITS && readable; }
 bool Section::compressed() const { return (flags & llvm::ELF::SHF_COMPRESSED) != 0; }
+bool Section::runs_code() const { return allocated() && executable() && size != 0; }
 
 std::optional<FirmwareIdentity> FirmwareIdentity::from_json(const nlohmann::json& j)
 {
@@ -279,16 +280,16 @@ std::vector<Occupied> loaded_by(const Firmware& image)
 {
     std::vector<Occupied> ranges;
     for (const Section& section : image.sections())
-        if (section.allocated() && section.loaded() && section.size != 0)
-            ranges.push_back({section.load_address, uint64_t(section.load_address) + section.size, &section});
+        if (section.loaded() && section.size != 0)
+            ranges.push_back({section.load_address, section.load_end(), &section});
     return ranges;
 }
 std::vector<Occupied> ram_code_of(const Firmware& image)
 {
     std::vector<Occupied> ranges;
     for (const Section& section : image.sections())
-        if (section.allocated() && section.executable() && section.copied() && section.size != 0)
-            ranges.push_back({section.address, uint64_t(section.address) + section.size, &section});
+        if (section.runs_code() && section.copied())
+            ranges.push_back({section.address, section.end(), &section});
     return ranges;
 }
 const Occupied* overlap(const Occupied& a, const std::vector<Occupied>& others)
@@ -399,11 +400,11 @@ std::optional<uint32_t> Firmware::entry_point() const
     const Section* first_code = nullptr;
     bool in_code = false;
     for (const Section& section : impl_->sections) {
-        if (!section.allocated() || !section.executable() || section.size == 0)
+        if (!section.runs_code())
             continue;
         if (first_code == nullptr || section.address < first_code->address)
             first_code = &section;
-        in_code = in_code || (entry >= section.address && uint64_t(entry) < uint64_t(section.address) + section.size);
+        in_code = in_code || (entry >= section.address && entry < section.end());
     }
     if (!in_code || entry == first_code->address)
         return std::nullopt;

@@ -49,8 +49,12 @@ struct DwarfFunction {
     // from several places): one linkage name, one function.
     std::string identity() const
     {
-        if (!alike_in_unit)
-            return decl_file + ":" + std::to_string(decl_line);
+        return alike_in_unit ? linkage_or_die() : decl_file + ":" + std::to_string(decl_line);
+    }
+
+    // What tells apart functions of one name and declaration: the linkage name, else the DIE.
+    std::string linkage_or_die() const
+    {
         return linkage.empty() ? "die " + std::to_string(offset) : "linkage " + linkage;
     }
 };
@@ -198,7 +202,7 @@ void SourceLocator::Impl::build_labels()
             std::vector<DwarfFunction>& list = by_name[std::get<0>(key)];
             std::set<std::string> distinct;
             for (size_t i : indices)
-                distinct.insert(list[i].linkage.empty() ? "die " + std::to_string(list[i].offset) : list[i].linkage);
+                distinct.insert(list[i].linkage_or_die());
             if (distinct.size() > 1)
                 for (size_t i : indices)
                     list[i].alike_in_unit = true;

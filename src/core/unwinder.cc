@@ -722,8 +722,8 @@ Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
         if (exidx.table.empty())
             continue;
         for (const Section& section : image->sections())   // its own (symbols() has every image's)
-            if (section.allocated() && section.executable() && section.size != 0)
-                exidx.code.emplace_back(section.address, uint64_t(section.address) + section.size);
+            if (section.runs_code())
+                exidx.code.emplace_back(section.address, section.end());
         if (exidx.code.empty())   // nothing known of its code: the table answers for any address
             exidx.code.emplace_back(0, uint64_t(1) << 32);
         for (const ExidxEntry& entry : exidx.table.entries())

@@ -40,6 +40,9 @@ struct Section {
     bool loaded() const;          // allocated with bytes in the file (not .bss)
     bool compressed() const;      // SHF_COMPRESSED
     bool copied() const { return load_address != address; }   // moved by the start-up code
+    bool runs_code() const;       // allocated, executable and not empty: instructions the core runs
+    uint64_t end() const { return uint64_t(address) + size; }             // past its last byte, where it runs
+    uint64_t load_end() const { return uint64_t(load_address) + size; }   // ... where the image holds it
 };
 
 // Which firmware image an ELF is, so that a recording can tell whether the ELF it is
