@@ -123,10 +123,13 @@ async function hover(page, n) {
     step('clicked to source');
 
     // diff: a second recording, then the two in the dialogs, oldest first
+    // the second recording done: the status names its file (the status already named the first
+    // one, and the file exists from the recording's start, so neither alone says it has ended; a
+    // diff run before its end is overwritten by its heat when it ends)
     await palette(page, '>mcuprof: Record Now');
-    await page.locator('.statusbar-item', { hasText: /mcuprof: .*\.rec, \d+ samples/ }).first().waitFor({ timeout: 90000 });
-    for (let i = 0; i < 100 && recordings().length < 2; i++) await page.waitForTimeout(100);
+    for (let i = 0; i < 900 && recordings().length < 2; i++) await page.waitForTimeout(100);
     const [a, b] = recordings();
+    await page.locator('.statusbar-item', { hasText: `mcuprof: ${path.basename(b)}, ` }).first().waitFor({ timeout: 90000 });
     seen.diffed = [a, b];
     await palette(page, '>mcuprof: Diff Two Recordings');
     for (const [file, title] of [[a, 'recording A'], [b, 'recording B']]) {
@@ -144,8 +147,8 @@ async function hover(page, n) {
     await page.locator('.statusbar-item', { hasText: /mcuprof: diff/ }).first().waitFor({ timeout: 60000 });
     seen.diffStatus = await page.locator('.statusbar-item', { hasText: /mcuprof: diff/ }).first().innerText();
     await page.locator('.tab', { hasText: plan.file }).first().click();
-    // the editor's labels may change after the status bar's text: up to 15 s for a z-score label
-    // in the active editor (what each line shows is read and checked below either way)
+    // the editor's labels may be drawn after the status bar's text: up to 15 s for a z-score
+    // label in the active editor (what each line shows is read and checked below either way)
     await page.waitForFunction(() => [...document.querySelectorAll('.editor-group-container.active .view-lines span')]
       .some(s => /^"z /.test(getComputedStyle(s, '::before').content)), null, { timeout: 15000 }).catch(() => {});
     step('diff labels shown');
