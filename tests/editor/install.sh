@@ -13,8 +13,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=$1
 stamp="$dir/.installed"
 major=$(node -p 'process.versions.node.split(".")[0]')
-# --legacy-peer-deps: npm 9 (Debian 12's) refuses VS Code 1.89's pre-release peer dependencies
-# (@xterm's add-ons want a beta of @xterm/xterm); code-server's own postinstall passes it too
+# --legacy-peer-deps, for VS Code's own install: npm 9 (Debian 12's) refuses VS Code 1.89's peer
+# dependencies otherwise (ERESOLVE: its @xterm add-ons, betas, want @xterm/xterm ^5.0.0 as peer);
+# code-server's own postinstall passes it too
 # NODE_API_EXPERIMENTAL_NOGC_ENV_OPT_OUT: VS Code 1.89's kerberos defines NAPI_EXPERIMENTAL and
 # builds against node-addon-api 4.3, whose finalizers take a non-const env; Node 18.20's headers
 # want a const one there unless this opt-out (theirs, js_native_api_types.h) is defined
@@ -30,7 +31,7 @@ mkdir -p "$dir"
 cp "$here/package.json" "$here/package-lock.json" "$dir/"
 cd "$dir"
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
-npm ci --ignore-scripts $legacy > npm-ci.log 2>&1 || { cat npm-ci.log; exit 1; }
+npm ci --ignore-scripts > npm-ci.log 2>&1 || { cat npm-ci.log; exit 1; }
 # argon2 (code-server's password hashing, loaded at start): no prebuilt binary can be fetched
 # from GitHub, so node-pre-gyp builds it
 npm rebuild argon2 > npm-argon2.log 2>&1 || { cat npm-argon2.log; exit 1; }
