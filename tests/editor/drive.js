@@ -17,9 +17,13 @@ function step(what) {
   process.stderr.write(`drive: ${what} at ${Date.now() - t0} ms\n`);
 }
 
+// The quick input's text box. Not '.quick-input-widget input': VS Code 1.89 (code-server 4.89, on
+// Node 18) has an <input type=checkbox> in every row of the list too.
+const INPUT = '.quick-input-widget .quick-input-box input';
+
 async function palette(page, text) {
   await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
+  const input = page.locator(INPUT);
   await input.waitFor({ state: 'visible' });
   await input.fill(text);
   if (text.startsWith('>')) {
@@ -119,22 +123,36 @@ async function hover(page, n) {
     step('clicked to source');
 
     // diff: a second recording, then the two in the dialogs, oldest first
+    // the second recording done: the status names its file (the status already named the first
+    // one, and the file exists from the recording's start, so neither alone says it has ended; a
+    // diff run before its end is overwritten by its heat when it ends)
     await palette(page, '>mcuprof: Record Now');
-    await page.locator('.statusbar-item', { hasText: /mcuprof: .*\.rec, \d+ samples/ }).first().waitFor({ timeout: 90000 });
-    for (let i = 0; i < 100 && recordings().length < 2; i++) await page.waitForTimeout(100);
+    for (let i = 0; i < 900 && recordings().length < 2; i++) await page.waitForTimeout(100);
     const [a, b] = recordings();
+    await page.locator('.statusbar-item', { hasText: `mcuprof: ${path.basename(b)}, ` }).first().waitFor({ timeout: 90000 });
     seen.diffed = [a, b];
     await palette(page, '>mcuprof: Diff Two Recordings');
-    for (const file of [a, b]) {
-      const input = page.locator('.quick-input-widget input');
-      await input.waitFor({ state: 'visible' });
-      await input.fill(file);
+    for (const [file, title] of [[a, 'recording A'], [b, 'recording B']]) {
+      // each dialog (showOpenDialog: VS Code's own file dialog in a quick input) by its title;
+      // it puts the default folder in its box once it has read it, over whatever was typed
+      // before, so the path is typed after that
+      const widget = page.locator('.quick-input-widget');
+      await widget.locator('.quick-input-title', { hasText: title }).waitFor({ timeout: 30000 });
+      await page.waitForFunction(([sel, dir]) => (document.querySelector(sel) || {}).value?.startsWith(dir),
+        [INPUT, plan.recordings], { timeout: 30000 });
+      await page.locator(INPUT).fill(file);
       await page.waitForTimeout(500);
       await page.keyboard.press('Enter');
-      await page.waitForTimeout(500);
     }
     await page.locator('.statusbar-item', { hasText: /mcuprof: diff/ }).first().waitFor({ timeout: 60000 });
+    seen.diffStatus = await page.locator('.statusbar-item', { hasText: /mcuprof: diff/ }).first().innerText();
     await page.locator('.tab', { hasText: plan.file }).first().click();
+    // the editor's labels may be drawn after the status bar's text: up to 15 s for a z-score
+    // label in the active editor (what each line shows is read and checked below either way)
+    await page.waitForFunction(() => [...document.querySelectorAll('.editor-group-container.active .view-lines span')]
+      .some(s => /^"z /.test(getComputedStyle(s, '::before').content)), null, { timeout: 15000 }).catch(() => {});
+    step('diff labels shown');
+    await page.screenshot({ path: path.join(plan.shots, 'ide-diff.png') });
     seen.diffLines = {};
     for (const n of plan.lines) seen.diffLines[n] = await lineLabel(page, n);
     step('diff read');
@@ -152,6 +170,11 @@ async function hover(page, n) {
     seen.liveCounts = counts;
     seen.liveLabel = await lineLabel(page, plan.lines[0]);
     await palette(page, '>mcuprof: Stop Live (top)');
+    // stopped, the whole file's report: the status names the file without "live " in front
+    // (top ends its file, then four reports of it are read: seconds on a loaded machine), then
+    // the editor's labels, which follow the status bar's by a moment
+    const stopped = page.locator('.statusbar-item', { hasText: /mcuprof: live-.*samples/ }).first();
+    await stopped.waitFor({ timeout: 60000 }).catch(() => {});
     await page.waitForTimeout(2000);
     seen.liveStatus = await page.locator('.statusbar-item', { hasText: /mcuprof: / }).first().innerText();
     seen.liveFinal = await lineLabel(page, plan.lines[0]);
