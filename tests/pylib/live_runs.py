@@ -103,19 +103,27 @@ def still_running(q: qemu_runner.QemuRun) -> bool:
     return q.qmp("query-status")["running"]
 
 
-def recorded_pcs(path: Path) -> list[int]:
-    """The PCs of a samples file in the order taken (docs/formats.md, Recording), read without
-    mcuprof."""
+def recorded_samples(path: Path) -> list[tuple[int, int]]:
+    """(PC, core) of every sample of a samples file in the order taken (docs/formats.md,
+    Recording: the core in bits 8-15 of the flags; a halt of several cores writes core 0's
+    sample first), read without mcuprof."""
     data = path.read_bytes()
     assert data[:8] == b"mcuprof\x1a", path
     length = struct.unpack_from("<I", data, 12)[0]
-    at, pcs = 16 + length, []
+    at, samples = 16 + length, []
     while at + 8 <= len(data):
         kind, size, _ = struct.unpack_from("<HHI", data, at)
         if kind == 1:
-            pcs.append(struct.unpack_from("<QI", data, at + 8)[1])
+            pc = struct.unpack_from("<QI", data, at + 8)[1]
+            flags = struct.unpack_from("<I", data, at + 8 + 28)[0]
+            samples.append((pc, (flags >> 8) & 0xFF))
         at += 8 + size
-    return pcs
+    return samples
+
+
+def recorded_pcs(path: Path) -> list[int]:
+    """The PCs of a samples file in the order taken, read without mcuprof."""
+    return [pc for pc, _ in recorded_samples(path)]
 
 
 def batch_errors(rows: list[str], names) -> dict[str, float]:
