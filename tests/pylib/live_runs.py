@@ -171,11 +171,12 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     # ran no instruction between them, or whole passes of one loop), the shares among the
     # first halts of each run of equal PCs (repeats left out; a repeat is likelier in the
     # longest loop, so there hot_a reads 1-3 points under its share with nothing biased:
-    # 66.8-68.3 % in 9 runs at load 11-18), and hot_a's lowest and highest share in a batch (a
-    # bias in every batch, or in a few).
+    # 66.6-68.3 % in 21 recordings at load 5-18, QEMU 7.2 and 10), and hot_a's lowest and
+    # highest share in a batch (a bias in every batch, or in a few).
     firsts = [every[i] for i in range(len(pcs)) if (i == 0 or pcs[i] != pcs[i - 1]) and every[i] in loops]
     k = min(30, math.isqrt(n))
-    batch_a = [rows[c * (n // k):(c + 1) * (n // k) if c < k - 1 else n].count("hot_a") / (n // k) for c in range(k)]
+    batches = [rows[c * (n // k):(c + 1) * (n // k) if c < k - 1 else n] for c in range(k)]
+    batch_a = [batch.count("hot_a") / len(batch) for batch in batches]
     print(f"{name}: {100 * sum(a == b for a, b in zip(pcs, pcs[1:])) / max(1, len(pcs) - 1):.1f} % of halts at the "
           f"PC of the halt before; without those repeats " +
           ", ".join(f"{x} {100 * firsts.count(x) / max(1, len(firsts)):.2f} %" for x in loops) +
