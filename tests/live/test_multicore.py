@@ -193,7 +193,7 @@ class RecordBothCores(unittest.TestCase):
             # two halts is up to the host: on a loaded one a few hundred instructions, less than
             # a round of core 1's work (about 1 800), so neighbouring halts fall in the same
             # function and binomial errors are too small (consecutive halts of core 1 in the same
-            # function 63-64 % of the time against 44 % for independent draws, load 14-17). Each
+            # function 55-68 % of the time against 44 % for independent draws, load 9.5-17). Each
             # row's error is therefore the spread between batches of consecutive halts
             # (live_runs.batch_errors, as mcuprof's report gives it), never below the binomial
             # one: exponential waits put the halts at Poisson instants of the time the cores run,
