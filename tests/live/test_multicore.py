@@ -10,8 +10,10 @@ per core, shared_step run by both with different weights).
   in its uniform-cost mode without -icount, so that each vCPU runs in a thread of its own
   (MTTCG) at the same host time per instruction; per-core census snapshots taken just before
   and after the recording give each core's exact count of the recording's own window. Each
-  core's shares are held against its own window within 4 standard errors, sqrt(p(1-p)/N) with
-  N that core's samples. The recording ends by its sample count; the image never ends.
+  core's shares are held against its own window within 4 standard errors from the spread
+  between batches of that core's consecutive halts, never below sqrt(p(1-p)/N) with N that
+  core's samples (on a loaded host the core runs little between halts, and binomial errors
+  alone are too small). The recording ends by its sample count; the image never ends.
 - `record --qemu` and `truth --qemu` refuse the machine in one line naming the alternative.
 - `top --gdb` shows a table per core.
 - `report --by core` and the per-core tables (text and JSON) come from the same recording;
@@ -38,6 +40,7 @@ import fwtest
 from top_output import core_sections
 import qemu_runner
 from task_checks import check_tasks_per_core
+from live_runs import batch_errors, recorded_samples
 
 CLI = fwtest.CLI
 FINITE = "dual_an521"
@@ -179,24 +182,52 @@ class RecordBothCores(unittest.TestCase):
         self.assertEqual(doc["samples"], 2 * HALTS)   # one sample per core at each halt
         cores = {c["core"]: c for c in doc["cores"]}
         self.assertEqual(sorted(cores), [0, 1])
+        syms = fwtest.symbols(FOREVER)
+        recorded = recorded_samples(self.rec)
         for core, window in self.windows.items():
             n = cores[core]["samples"]
             self.assertEqual(n, HALTS)
             sampled = {r["name"]: r["samples"] for r in cores[core]["functions"]}
             total = sum(window.values())
+            # The core's functions in the order its halts took them. How far a core runs between
+            # two halts is up to the host: on a loaded one a few hundred instructions, less than
+            # a round of core 1's work (about 1 800), so neighbouring halts fall in the same
+            # function and binomial errors are too small (consecutive halts of core 1 in the same
+            # function 55-68 % of the time against 44 % for independent draws, load 9.5-17). Each
+            # row's error is therefore the spread between batches of consecutive halts
+            # (live_runs.batch_errors, as mcuprof's report gives it), never below the binomial
+            # one: exponential waits put the halts at Poisson instants of the time the cores run,
+            # and a row's count then has the binomial variance plus the sum of the covariances
+            # between instants, which is not negative (an autocovariance is positive
+            # semi-definite); a row of under 1 % has about 10 samples, too few
+            # for 30 batches to estimate its spread (one with no sample would get an error of 0).
+            rows = [syms.lookup(pc & ~1) for pc, c in recorded if c == core]
+            self.assertEqual(len(rows), n)
+            checked = [name for name in window if window[name] / total >= MIN_SHARE]
+            errors = batch_errors(rows, checked)
             bad, shown = [], []
             for name in sorted(set(window) | set(sampled), key=lambda k: -window.get(k, 0)):
                 p = window.get(name, 0) / total
                 q = sampled.get(name, 0) / n
-                shown.append(f"{name} {100 * q:.2f}/{100 * p:.2f}")
                 if p < MIN_SHARE:
+                    shown.append(f"{name} {100 * q:.2f}/{100 * p:.2f}")
                     self.assertLess(q, MIN_SHARE + Z * math.sqrt(MIN_SHARE / n), name)
                     continue
-                z = (q - p) / math.sqrt(p * (1 - p) / n)
+                binomial = math.sqrt(p * (1 - p) / n)
+                se = max(errors[name], binomial)
+                z = (q - p) / se
+                shown.append(f"{name} {100 * q:.2f}/{100 * p:.2f} z {z:.2f} ({errors[name] / binomial:.2f} x binomial)")
+                self.assertLessEqual(errors[name], 4 * binomial,
+                                     f"core {core} {name}: halts so correlated that the check means little")
                 if abs(z) > Z:
                     bad.append((name, round(100 * q, 2), round(100 * p, 2), round(z, 2)))
             print(f"\ncore {core}: " + ", ".join(shown) + f" (% sampled/exact); beyond 4 SE: {bad}", file=sys.stderr)
             self.assertEqual(bad, [], f"core {core}")
+            # mcuprof's own errors for the core are the same batches' (docs/live.md).
+            self.assertEqual(cores[core]["errors"]["method"], "batches")
+            reported = {r["name"]: r["stderr"] for r in cores[core]["functions"]}
+            for name, se in batch_errors(rows, list(reported)).items():
+                self.assertAlmostEqual(reported[name], 100 * se, delta=1e-6, msg=f"core {core} {name}")
 
     def test_by_core_and_per_core_tables(self):
         self.assertEqual(self.recording.returncode, 0, self.recording.stderr)

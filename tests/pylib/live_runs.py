@@ -103,19 +103,27 @@ def still_running(q: qemu_runner.QemuRun) -> bool:
     return q.qmp("query-status")["running"]
 
 
-def recorded_pcs(path: Path) -> list[int]:
-    """The PCs of a samples file in the order taken (docs/formats.md, Recording), read without
-    mcuprof."""
+def recorded_samples(path: Path) -> list[tuple[int, int]]:
+    """(PC, core) of every sample of a samples file in the order taken (docs/formats.md,
+    Recording: the core in bits 8-15 of the flags; a halt of several cores writes core 0's
+    sample first), read without mcuprof."""
     data = path.read_bytes()
     assert data[:8] == b"mcuprof\x1a", path
     length = struct.unpack_from("<I", data, 12)[0]
-    at, pcs = 16 + length, []
+    at, samples = 16 + length, []
     while at + 8 <= len(data):
         kind, size, _ = struct.unpack_from("<HHI", data, at)
         if kind == 1:
-            pcs.append(struct.unpack_from("<QI", data, at + 8)[1])
+            pc = struct.unpack_from("<QI", data, at + 8)[1]
+            flags = struct.unpack_from("<I", data, at + 8 + 28)[0]
+            samples.append((pc, (flags >> 8) & 0xFF))
         at += 8 + size
-    return pcs
+    return samples
+
+
+def recorded_pcs(path: Path) -> list[int]:
+    """The PCs of a samples file in the order taken, read without mcuprof."""
+    return [pc for pc, _ in recorded_samples(path)]
 
 
 def batch_errors(rows: list[str], names) -> dict[str, float]:
@@ -150,13 +158,29 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     mcuprof's JSON report of the recording: its errors are batches', equal to these."""
     loops = ["hot_a", "hot_b", "hot_c"]
     syms = fwtest.symbols(name)
-    every = [syms.lookup(pc & ~1) for pc in recorded_pcs(rec)]
+    pcs = recorded_pcs(rec)
+    every = [syms.lookup(pc & ~1) for pc in pcs]
     rows = [r for r in every if r in loops]
     n = len(rows)
     test.assertGreater(n, 0.8 * len(every))
     truth = truth_by_function(name, counts)
     total_truth = sum(truth.get(k, 0) for k in loops)
     errors = batch_errors(rows, loops)
+    # What a failure needs to be read (issue 44: hot_a once at 85.3 % against 69.9 % beyond 4
+    # batch errors, not reproduced): how often a halt found the PC of the halt before (the core
+    # ran no instruction between them, or whole passes of one loop), the shares among the
+    # first halts of each run of equal PCs (repeats left out; a repeat is likelier in the
+    # longest loop, so there hot_a reads 1-3 points under its share with nothing biased:
+    # 66.6-68.3 % in 21 recordings at load 5-18, QEMU 7.2 and 10), and hot_a's lowest and
+    # highest share in a batch (a bias in every batch, or in a few).
+    firsts = [every[i] for i in range(len(pcs)) if (i == 0 or pcs[i] != pcs[i - 1]) and every[i] in loops]
+    k = min(30, math.isqrt(n))
+    batches = [rows[c * (n // k):(c + 1) * (n // k) if c < k - 1 else n] for c in range(k)]
+    batch_a = [batch.count("hot_a") / len(batch) for batch in batches]
+    print(f"{name}: {100 * sum(a == b for a, b in zip(pcs, pcs[1:])) / max(1, len(pcs) - 1):.1f} % of halts at the "
+          f"PC of the halt before; without those repeats " +
+          ", ".join(f"{x} {100 * firsts.count(x) / max(1, len(firsts)):.2f} %" for x in loops) +
+          f"; hot_a per batch {100 * min(batch_a):.1f} to {100 * max(batch_a):.1f} %", file=sys.stderr)
     bad = []
     for k in loops:
         p, q, se = truth.get(k, 0) / total_truth, rows.count(k) / n, errors[k]
