@@ -12,7 +12,11 @@ under 20 us apart (it was on a CPU throughout), over the census's time for it. A
 CPU time knows nothing of the guest's phase has the same presence everywhere; one that loses its
 CPU at the guest's timer events has less in the code that runs after them (tick_smooth).
 
-    cd tests/vprobe && python3 measure_pcsr_apart.py [--seconds 8] [--runs 2]
+    cd tests/vprobe && python3 measure_pcsr_apart.py [--seconds 8] [--runs 2] [--fast]
+
+--fast reads with measure_pcsr_apart_reader.c instead (compiled here with cc -O2 into a
+temporary folder), about 10 M reads a second against the Python loop's 450 000: the reader
+whose figures docs/vprobe.md gives first.
 
 with the environment docs/testing.md gives (PYTHONPATH, MCUPROF_FW_DIR; MCUPROF_QEMU selects
 QEMU 10). Each run is done together (no affinity set) and apart (QEMU on the first CPU, this
@@ -27,6 +31,7 @@ import mmap
 import os
 import shutil
 import struct
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -72,7 +77,20 @@ def read_slot(path: Path, seconds: float) -> tuple[list[collections.Counter], co
         view.close()
 
 
-def one_run(seconds: float, apart: bool) -> str:
+def read_slot_fast(reader: Path, path: Path, seconds: float) -> tuple[list[collections.Counter], collections.Counter, int]:
+    """read_slot() by the compiled reader, a child of this process (so on its CPUs)."""
+    r = subprocess.run([str(reader), str(path), str(seconds), str(CHUNK_NS / 1e6)], capture_output=True, text=True,
+                       timeout=seconds + 60, check=True)
+    chunks: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    present: collections.Counter = collections.Counter()
+    for line in r.stdout.splitlines():
+        chunk, address, n, ns = line.split()
+        chunks[int(chunk)][int(address, 16)] += int(n)
+        present[int(address, 16)] += int(ns)
+    return [chunks[k] for k in sorted(chunks)], present, int(r.stderr.split()[0])
+
+
+def one_run(seconds: float, apart: bool, reader: Path | None) -> str:
     syms = fwtest.symbols(IMAGE)
     work = Path(tempfile.mkdtemp(prefix="mcuprof-pcsr-apart-"))
     mine = os.sched_getaffinity(0)
@@ -87,7 +105,8 @@ def one_run(seconds: float, apart: bool) -> str:
             time.sleep(1.0)   # past the start: the tasks and their ticks running
             q.snapshot_and_times()
             before = q.snapshot_shown()
-            chunks, present, reads = read_slot(q.pc_file, seconds)
+            chunks, present, reads = (read_slot_fast(reader, q.pc_file, seconds) if reader
+                                      else read_slot(q.pc_file, seconds))
             q.snapshot_and_times()
             after = q.snapshot_shown()
     finally:
@@ -106,7 +125,7 @@ def one_run(seconds: float, apart: bool) -> str:
         z = (p - ns / census_total) / math.sqrt(var) if var > 0 else float("nan")
         rows.append(f"{name} {100 * p:.2f} % / {100 * ns / census_total:.2f} % (z {z:+.1f}, presence "
                     f"{present_by.get(name, 0) / ns:.2f})")
-    return (f"{'apart   ' if apart else 'together'} load {os.getloadavg()[0]:4.1f}, {reads} reads in {seconds:.0f} s: "
+    return (f"{'apart   ' if apart else 'together'} {'C' if reader else 'Python'} reader, load {os.getloadavg()[0]:4.1f}, {reads} reads in {seconds:.0f} s: "
             + "; ".join(rows))
 
 
@@ -114,12 +133,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--fast", action="store_true", help="read with measure_pcsr_apart_reader.c")
     args = parser.parse_args()
+    build = Path(tempfile.mkdtemp(prefix="mcuprof-pcsr-reader-"))
+    try:
+        reader = None
+        if args.fast:
+            reader = build / "reader"
+            subprocess.run(["cc", "-O2", "-o", str(reader), str(Path(__file__).with_name("measure_pcsr_apart_reader.c"))],
+                           check=True)
+        runs(args, reader)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def runs(args, reader: Path | None) -> None:
     print(f"{qemu_runner.QEMU} {'.'.join(map(str, qemu_runner.qemu_version()))}: reads % / PC-read census % "
           "(z from 50 ms chunks, presence)", flush=True)
     for _ in range(args.runs):
         for apart in (False, True):
-            print(one_run(args.seconds, apart), flush=True)
+            print(one_run(args.seconds, apart, reader), flush=True)
 
 
 if __name__ == "__main__":
