@@ -29,7 +29,9 @@ The errors are honest ones for reads that follow one another:
 
 Asserted: every function of at least MIN_SHARE of the window's PC-read census within 4 of those
 standard errors (at the true share, times the row's ratio of its error to the binomial one, as
-vprobe.record_openocd holds bursts). Each `profile` call ends at OpenOCD's cap of 10000 reads,
+vprobe.record_openocd holds bursts), after the reference itself: each window begins past the
+guest's start (past_start) and its PC-read census holds no more host time than the window's wall
+time (check_census). Each `profile` call ends at OpenOCD's cap of 10000 reads,
 and the recording at its sample count: no run ends by wall time. Ports are chosen at run time;
 every process started here is stopped on every path.
 """
