@@ -319,8 +319,16 @@ static uint64_t not_shown_ns[MAX_VCPUS];   /* per vCPU: snapshot writing since i
 static void charge_shown(unsigned vcpu, uint64_t wait_end)
 {
     struct counter *p = last_counter[vcpu];
-    if (p == NULL)
+    if (p == NULL) {
+        /* The vCPU's first instruction: nothing was shown before it. Snapshot writing done in
+         * its turn (the first poll comes at the first instruction, and a request made while QEMU
+         * was still stopped is served there) lies before any interval of a later charge, so it is
+         * dropped here, not subtracted from the next: that made the next charge wrap below zero
+         * and gave the first instruction 2^64 ns less a few ms (seen once, the first window of a
+         * run whose first snapshot was asked for before the guest started). */
+        not_shown_ns[vcpu] = 0;
         return;
+    }
     const uint64_t shown = wait_end - last_wait_end_ns[vcpu] - not_shown_ns[vcpu];
     not_shown_ns[vcpu] = 0;
     __atomic_fetch_add(&p->shown_ns, shown, __ATOMIC_RELAXED);

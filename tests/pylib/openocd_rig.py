@@ -152,10 +152,29 @@ def stop_process(process: subprocess.Popen | None) -> None:
 UNIFORM_COST_NS = 2000
 
 
+def cpus_apart() -> tuple[set[int], set[int]]:
+    """This process's CPUs split for start_rig(apart=True): the first for QEMU, the rest for the
+    reading side. ValueError when there are fewer than two (then nothing can be kept apart)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise ValueError(f"one CPU only ({cpus}): QEMU and the reader cannot be kept apart")
+    return {cpus[0]}, set(cpus[1:])
+
+
+def pin_process(pid: int, cpus: set[int]) -> None:
+    """Every thread of process `pid` to `cpus` (threads it starts later inherit their
+    creator's CPUs)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:
+            pass   # a thread that ended meanwhile
+
+
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
               vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
               uniform_cost_ns: int | None = None, openocd_commands: tuple[str, ...] = (),
-              icount_shift: int | None = 0, pc_file: bool = False) -> None:
+              icount_shift: int | None = 0, pc_file: bool = False, apart: bool = False) -> None:
     """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
     OpenOCD on the vprobe, on ports chosen now; `uniform_cost_ns`: the truth plugin's
@@ -180,8 +199,14 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     was measured): every read is a brief halt of QEMU, the vprobe's fallback, whose back-to-back
     reads bend the profile (docs/vprobe.md, "DWT_PCSR without a halt"). A default for every rig
     waits until each test has been run with it on both QEMUs (vprobe.cores' two-core classes
-    failed through it on QEMU 10.0.2). Not with `--no-pcsr` among `vprobe_options`."""
+    failed through it on QEMU 10.0.2). Not with `--no-pcsr` among `vprobe_options`.
+
+    `apart`: QEMU on one CPU, the reading side (this process and what it starts next: the
+    vprobe, OpenOCD, a recording) on the others (cpus_apart()), so that QEMU's own threads never
+    take the reader's CPU at the guest's timer events (docs/vprobe.md, "Reads apart from QEMU");
+    this process's CPUs are given back by stop_rig."""
     rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
+    rig.cpus_before = None
     rig.vprobe_log = []
     rig.rig_stopped = False
     try:
@@ -192,6 +217,11 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
         rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
                                        uniform_cost_ns=uniform_cost_ns, icount_shift=icount_shift, uart=None,
                                        pc_file=pc_file, timeout=600).start()
+        if apart:
+            qemu_cpus, reader_cpus = cpus_apart()
+            rig.cpus_before = os.sched_getaffinity(0)
+            pin_process(rig.qemu.proc.pid, qemu_cpus)   # before its guest runs (-S): every thread it has
+            os.sched_setaffinity(0, reader_cpus)        # inherited by what is started from here on
         pc_options = ("--pc-file", str(rig.qemu.pc_file)) if pc_file else ()
         rig.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
                             "--stlink-port" if stlink else "--port", "0", *pc_options, *vprobe_options],
@@ -268,6 +298,8 @@ def stop_rig(rig) -> None:
         rig.qemu.close()
     if getattr(rig, "openocd_log", None):
         rig.openocd_log.close()
+    if getattr(rig, "cpus_before", None):
+        os.sched_setaffinity(0, rig.cpus_before)
     shutil.rmtree(rig.work, ignore_errors=True)
 
 
