@@ -18,8 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 import fwtest
-import qemu_runner
-from live_runs import mcuprof, stopped_with_truth, three_loops_within_4_se
+from live_runs import mcuprof, three_loops_within_4_se, time_census_of
 from spawn import spawn
 
 
@@ -62,14 +61,15 @@ class SerialLink(unittest.TestCase):
         elf = fwtest.elf_path(name)
         work = Path(tempfile.mkdtemp(prefix="mcuprof-serial-"))
         self.addCleanup(shutil.rmtree, work, True)
-        rec, truth, tty = work / "rec.bin", work / "truth.txt", work / "gdb-tty"
-        with qemu_runner.QemuRun(elf, gdb=True, halted=True, singlestep=True, truth=truth,
-                                 uart=None, timeout=600) as q:
+        rec, tty = work / "rec.bin", work / "gdb-tty"
+
+        def record(q):
             with PtyBridge(tty, q.gdb_port):
-                result = mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "5ms",
-                                 "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
-            counts = stopped_with_truth(self, q, truth)
-        three_loops_within_4_se(self, result, name, counts, rec)
+                return mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "5ms",
+                               "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
+
+        result, times = time_census_of(elf, work, name, record)
+        three_loops_within_4_se(self, result, name, times, rec)
         # The recording's header (docs/formats.md: magic, u32 version, u32 length, JSON) names
         # the line it came over.
         data = rec.read_bytes()

@@ -90,12 +90,34 @@ def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, 
     return json.loads(r.stdout), counts
 
 
-def stopped_with_truth(test: unittest.TestCase, q: qemu_runner.QemuRun, truth: Path) -> dict[int, int]:
-    """Stops a never-ending image's QEMU politely, so that the truth plugin writes the counts
-    of the run so far, and reads them."""
-    q.stop(grace=60)
-    test.assertTrue(truth.is_file(), f"QEMU wrote no truth file at SIGTERM: {q.stderr_text()[-400:]}")
-    return fwtest.read_counts(truth)
+# The truth plugin's cost an instruction for the three-loop wall-clock tests: a little above
+# QEMU's own time an instruction with one a translation block, so the guest runs a round of
+# its loops (5000 instructions) in a few halts' time and consecutive halts stay nearly
+# independent.
+LOOPS_COST_NS = 250
+
+
+def time_census_of(elf: Path, work: Path, name: str, record) -> tuple[object, dict[int, int]]:
+    """`record(q)` run against `elf` in QEMU at uniform cost (gdbstub on q.gdb_port) between
+    two census snapshots: what it returned, and the time census of its window by address, the
+    host time in which a halt requested at a wall-clock instant would have stopped at each
+    instruction (firmware-ref/truth/truth.c, charge_time). That, not the instruction counts, is
+    the reference of wall-clock halts: a wall-clock sampler draws from host time, and how QEMU's
+    host time spreads over the instructions is up to the host and its load. The window's
+    instruction counts of the three loops are printed beside."""
+    with qemu_runner.QemuRun(elf, gdb=True, truth=work / "truth.txt", uniform_cost_ns=LOOPS_COST_NS, uart=None,
+                             workdir=work, timeout=600) as q:
+        q.wait_listening(q.gdb_port)
+        before = q.snapshot_and_times()
+        result = record(q)
+        after = q.snapshot_and_times()
+        q.stop()
+    counts = truth_by_function(name, qemu_runner.census_window(before[0], after[0]))
+    loops = ("hot_a", "hot_b", "hot_c")
+    total = sum(counts.get(k, 0) for k in loops)
+    print(f"\n{name}: the window's instruction counts " +
+          ", ".join(f"{k} {100 * counts.get(k, 0) / max(1, total):.2f} %" for k in loops), file=sys.stderr)
+    return result, qemu_runner.census_window(before[1], after[1])
 
 
 def still_running(q: qemu_runner.QemuRun) -> bool:
@@ -149,7 +171,8 @@ def batch_errors(rows: list[str], names) -> dict[str, float]:
 
 def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts: dict[int, int],
                            doc: dict | None = None) -> None:
-    """The three loops of a wall-clock halting recording against the truth's census: each loop's
+    """The three loops of a wall-clock halting recording against a census of the truth plugin
+    (time_census_of's, for halts paced by the host's clock): each loop's
     share among the three within 4 standard errors from the spread between batches of
     consecutive halts (batch_errors). How far QEMU's core runs between two halts is up to the
     host: on a loaded one little, and neighbouring halts then fall in the same loop, so binomial
