@@ -526,11 +526,22 @@ class QemuRun:
         snapshot(): the time a wall-clock halt would have found each instruction next
         (firmware-ref/truth/truth.c, truth_before_each). The difference of two is the time
         census of the window between them."""
-        times: dict[int, int] = {}
+        return self._time_column(1)
+
+    def snapshot_stalls(self) -> dict[int, int]:
+        """The part of snapshot_times() given in single stretches longer than any instruction
+        takes (20 us), {address: ns} (FILE.time's third column; truth.c, charge_time): the host
+        preempting QEMU's vCPU thread, or a gap moved to the interrupted instruction before an
+        exception entry. A sampler that waits for its own halts finds a stall at most once,
+        however long it is. The difference of two is the window's."""
+        return self._time_column(2)
+
+    def _time_column(self, column: int) -> dict[int, int]:
+        ns: dict[int, int] = {}
         for line in Path(f"{self.last_snapshot}.time").read_text().splitlines():
-            address, ns = line.split()[:2]
-            times[int(address, 16)] = int(ns)
-        return times
+            fields = line.split()
+            ns[int(fields[0], 16)] = int(fields[column])
+        return ns
 
     def snapshot_shown(self) -> dict[int, int]:
         """The PC-read census of the last snapshot(): the host nanoseconds each address was its

@@ -49,7 +49,8 @@
  * A halted vCPU runs no instructions: a request made while it is halted is served when it
  * runs again. In uniform-cost mode a snapshot also writes FILE.time (before FILE): the time
  * census, the host nanoseconds in which a wall-clock halt would have stopped at each address
- * ("0xADDRESS NS"; see charge_time). entry=ADDR (up to 64, the exception handlers' first
+ * ("0xADDRESS NS LONG", LONG the part of NS given in single stretches over 20 us, stalls; see
+ * charge_time). entry=ADDR (up to 64, the exception handlers' first
  * instructions: the runner gives the vector table's) tells that census where an interrupt
  * begins. On a loaded host it is the reference for wall-clock halts, which the counts are not.
  *
@@ -196,6 +197,7 @@ static struct counter *counter_for(uint64_t addr)
     c->slot = slot;
     c->split = 0;
     c->time_ns = 0;
+    c->long_ns = 0;
     c->shown_ns = 0;
     c->next = NULL;
     memset(c->by_task, 0, sizeof c->by_task);
@@ -265,7 +267,16 @@ static void poll_snapshot_requests(void)
  *  - any other long gap: left out. It is a debugger's halt (the vCPU stopped between two
  *    blocks: counting it would weigh the census by the very samples it is to check) or the
  *    host's scheduler between two blocks, which falls nowhere in particular.
- * Preemption of the vCPU thread in a wait is in that wait: uniform over the instructions. */
+ * Preemption of the vCPU thread in a wait is in that wait: uniform over the instructions.
+ * Stretches longer than PAUSE_NS given at once (a wait in which the host preempted the vCPU
+ * thread, a gap moved before an entry) are also summed apart (long_ns, FILE.time's third
+ * column). They are true time, but a sampler that waits for its own halt finds such a stall at
+ * most once, however long it is, where the census expects it as often as its length holds the
+ * sampler's interval: for halts every 100 ms a stall of 300 ms is one sample, not three, and for
+ * reads back to back one, not hundreds. (A PC read from the PC file does not wait, and the
+ * PC-read census needs no such column.) A gap before an entry may also be a debugger's halt
+ * that QEMU ended with the interrupt's delivery, which the census misplaces. A test so knows
+ * how much of its reference rests on stalls. */
 /* Per vCPU (a multi-core machine's vCPUs each run in a thread of its own); the census itself is
  * the machine's, added to by every vCPU. */
 static uint64_t last_turn_ns[MAX_VCPUS], last_wait_end_ns[MAX_VCPUS];
@@ -278,6 +289,8 @@ static size_t n_entries;
 static void add_time(struct counter *c, uint64_t ns)
 {
     __atomic_fetch_add(&c->time_ns, ns, __ATOMIC_RELAXED);
+    if (ns > PAUSE_NS)   /* one stretch longer than any instruction takes: a stall */
+        __atomic_fetch_add(&c->long_ns, ns, __ATOMIC_RELAXED);
 }
 
 static void charge_time(unsigned vcpu, struct counter *c, uint64_t now)
@@ -573,10 +586,22 @@ static void write_ns_lines(const char *path, struct counter **list, size_t n, si
     fclose(f);
 }
 
-/* Uniform-cost mode: the host nanoseconds of each instruction (truth_before_each). */
+/* Uniform-cost mode: the time census (charge_time), "0xADDRESS NS LONG": the host nanoseconds
+ * of each instruction and, of those, the ones given in stretches over PAUSE_NS (add_time). */
 static void write_times(const char *path, struct counter **list, size_t n)
 {
-    write_ns_lines(path, list, n, offsetof(struct counter, time_ns));
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "truth: cannot write %s\n", path);
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t ns = __atomic_load_n(&list[k]->time_ns, __ATOMIC_RELAXED);
+        const uint64_t stalls = __atomic_load_n(&list[k]->long_ns, __ATOMIC_RELAXED);
+        if (ns != 0)
+            fprintf(f, "0x%08" PRIx64 " %" PRIu64 " %" PRIu64 "\n", list[k]->addr, ns, stalls);
+    }
+    fclose(f);
 }
 
 /* Uniform-cost mode: the host nanoseconds each address was in its vCPU's PC slot (charge_shown). */

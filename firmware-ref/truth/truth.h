@@ -21,6 +21,7 @@ struct counter {
     size_t slot;        /* ... and its index there */
     uint64_t split;     /* task mode: the part of count already given to a task */
     uint64_t time_ns;   /* uniform-cost mode: host time in which a halt would have stopped here */
+    uint64_t long_ns;   /* ... of which in single stretches longer than PAUSE_NS (add_time) */
     uint64_t shown_ns;  /* uniform-cost mode: host time in which a PC read (pcfile=) would have given this */
     uint32_t size;      /* bytes, so that the next address in sequence is known */
     struct counter *next; /* uniform-cost mode: the counter of addr + size, resolved at translation */

@@ -221,7 +221,8 @@ def fractions(counts: dict[str, float], total: float | None = None) -> dict[str,
 
 
 def beyond_se(observed: dict[str, float], truth: dict[str, float], n: int, *, min_share: float,
-              z: float = 4.0, ratios: dict[str, float] | None = None, default_ratio: float = 1.0) -> list[tuple]:
+              z: float = 4.0, ratios: dict[str, float] | None = None, default_ratio: float = 1.0,
+              stall_free: dict[str, float] | None = None) -> list[tuple]:
     """The names of `truth` whose true share is at least `min_share` and whose observed share (0
     when `observed` lacks the name) is more than `z` standard errors from it, as
     [(name, observed %, truth %, z-score)]; [] when all hold. Shares are fractions (fractions()).
@@ -229,16 +230,32 @@ def beyond_se(observed: dict[str, float], truth: dict[str, float], n: int, *, mi
     The standard error is the binomial one of a sample of `n` at the true share p, as a score
     test has it (a small row's binomial error at its observed share would be too small), times
     the row's ratio: ratios[name], else default_ratio; 1 for independent samples, a report's
-    own error over its binomial one for correlated reads (burst_ratios)."""
+    own error over its binomial one for correlated reads (burst_ratios).
+
+    `stall_free`: the shares of the same time census without its stalls (stall_free_census()).
+    A sampler that waits for its own halts finds a stall of QEMU's vCPU thread at most once, so
+    its expected share lies between the two censuses' (docs/firmware-ref.md, "Stalls"): each
+    name is then held to the nearer end of that interval, p, a name inside it passing."""
     bad = []
     for name, p in truth.items():
-        if p < min_share:
+        if stall_free is not None:
+            low, high = sorted((p, stall_free.get(name, 0.0)))
+        else:
+            low = high = p
+        if high < min_share:
             continue
         q = observed.get(name, 0.0)
+        p = min(max(q, low), high)
         se = (ratios or {}).get(name, default_ratio) * math.sqrt(p * (1 - p) / n)
         if abs(q - p) > z * se:
             bad.append((name, round(100 * q, 2), round(100 * p, 2), round((q - p) / se, 2) if se > 0 else math.inf))
     return bad
+
+
+def stall_free_census(census: dict[str, int], stalls: dict[str, int]) -> dict[str, int]:
+    """A time census by name less its stalls (qemu_runner.snapshot_stalls(), by the same names):
+    the reference of a sampler that found none of them; beyond_se's `stall_free`, as fractions()."""
+    return {name: ns - stalls.get(name, 0) for name, ns in census.items()}
 
 
 def burst_ratios(report: dict) -> tuple[dict[str, float], float]:

@@ -45,15 +45,27 @@ def by_function(counts: dict[int, int], functions: dict[str, tuple[int, int]]) -
     return out
 
 
-def windowed(rig, command: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, dict[str, int]]:
+def windowed(rig, command: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, dict[str, int], dict[str, int]]:
     """Runs `command` against the rig (QEMU at uniform cost) between two census snapshots:
-    its result, and the time census of its window by function (host ns in which a wall-clock
-    halt would have stopped in each: the reference for halts and PCSR reads on a loaded host
-    too, which the instruction counts are not; docs/firmware-ref.md, "The time census")."""
+    its result, the time census of its window by function (host ns in which a wall-clock halt
+    would have stopped in each: the reference for halts and PCSR reads on a loaded host too,
+    which the instruction counts are not; docs/firmware-ref.md, "The time census"), and that
+    census less its stalls (fwtest.stall_free_census): a sampler that waits for its own halts,
+    as every one through this rig does, finds a stall of QEMU's vCPU thread at most once, and is
+    held to the interval between the two (fwtest.beyond_se's stall_free)."""
     _, before = rig.qemu.snapshot_and_times()
+    stalls_before = rig.qemu.snapshot_stalls()
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     _, after = rig.qemu.snapshot_and_times()
-    return result, by_function(census_window(before, after), elf_functions(ELF))
+    stalls_after = rig.qemu.snapshot_stalls()
+    functions = elf_functions(ELF)
+    census = by_function(census_window(before, after), functions)
+    stalls = by_function(census_window(stalls_before, stalls_after), functions)
+    total = sum(census.values())
+    print("\nthe window's time census (of it in stalls over 20 us): " + ", ".join(
+        f"{name} {100 * census[name] / total:.2f} % ({100 * stalls.get(name, 0) / total:.2f})"
+        for name in hottest(census, 8)), file=sys.stderr)
+    return result, census, fwtest.stall_free_census(census, stalls)
 
 
 def read_truth(path: Path) -> dict[int, int]:
@@ -75,15 +87,18 @@ def shares(counts: dict[str, int]) -> dict[str, float]:
 
 
 def halt_profile_checks(test: unittest.TestCase, observed: dict[str, float], truth_counts: dict[str, int],
-                        samples: int) -> None:
-    """A halting profile of `samples` samples against the exact count of its window. The three hot functions (27-38 % each in the truth, the rest under
-    2 %) are the truth's three, in any order: 200 samples do not separate shares 6 points
-    apart reliably; every function of 5 % or more is within Z standard errors."""
+                        samples: int, stall_free: dict[str, int] | None = None) -> None:
+    """A halting profile of `samples` samples against the census of its window (with
+    `stall_free`, a time census and that census less its stalls: windowed()). The three hot
+    functions (27-38 % each in the truth, the rest under 2 %) are the truth's three, in any
+    order: 200 samples do not separate shares 6 points apart reliably; every function of 5 % or
+    more is within Z standard errors."""
     truth = shares(truth_counts)
     print(f"\nobserved {json.dumps({k: round(v, 3) for k, v in observed.items()})}\n"
           f"truth {json.dumps({k: round(v, 3) for k, v in truth.items() if v > 0.005})}", file=sys.stderr)
     test.assertEqual(set(hottest(observed, 3)), set(hottest(truth, 3)))
-    test.assertEqual(fwtest.beyond_se(observed, truth, samples, min_share=0.05, z=Z), [])
+    test.assertEqual(fwtest.beyond_se(observed, truth, samples, min_share=0.05, z=Z,
+                                      stall_free=None if stall_free is None else shares(stall_free)), [])
 
 
 def observed_shares(test: unittest.TestCase, report: dict, samples: int, truth_counts: dict[str, int]):
@@ -128,12 +143,13 @@ class RecordThroughOpenOCD(unittest.TestCase):
 
         cls.results = {}
         cls.windows = {}
+        cls.stall_free = {}
         cls.debug_state = {}
         for mode, options in (("halt", HALT_INTERVAL), ("pcsr", ("--batch", str(PCSR_BATCH), *PCSR_INTERVAL))):
             rec = cls.work / f"{mode}.rec"
             before = debug_state(cls.tcl)
-            r, cls.windows[mode] = windowed(cls, record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options,
-                                                        rec=rec), timeout=600)
+            r, cls.windows[mode], cls.stall_free[mode] = windowed(
+                cls, record(tcl_port, mode, "--samples", str(SAMPLES[mode]), *options, rec=rec), timeout=600)
             state = cls.tcl.run("[target current] curstate").strip()
             cls.results[mode] = (r, rec, state)
             cls.debug_state[mode] = (before, debug_state(cls.tcl))
@@ -141,7 +157,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
                   file=sys.stderr)
 
         # mcuprof top through the same OpenOCD (the record command's sources): plain tables.
-        cls.top, cls.windows["top"] = windowed(
+        cls.top, cls.windows["top"], cls.stall_free["top"] = windowed(
             cls, [str(CLI), "top", "--openocd", f"127.0.0.1:{tcl_port}", "--mode", "pcsr", "--samples", "1000",
                   *PCSR_INTERVAL, "--refresh", "200ms", "--rows", "0", "--elf", str(ELF), "-o", str(cls.work / "top.rec")],
             timeout=600)
@@ -248,13 +264,16 @@ class RecordThroughOpenOCD(unittest.TestCase):
         self.assertIn("background polling: on", poll)
 
     def test_halt_mode_within_4_se_of_the_truth(self):
-        halt_profile_checks(self, self.profile("halt"), self.windows["halt"], SAMPLES["halt"])
+        halt_profile_checks(self, self.profile("halt"), self.windows["halt"], SAMPLES["halt"], self.stall_free["halt"])
 
     def test_pcsr_mode_within_4_of_its_own_standard_errors(self):
         # The reads of a batch are correlated (the core barely runs between them), so the
         # report's standard errors come from the spread between the batches (docs/live.md,
         # "Error bars of correlated reads"), and every function of the window's truth holds
-        # within Z of them. The batches are separated by random waits.
+        # within Z of them. The batches are separated by random waits. The truth is the interval
+        # between the window's time census and that census less its stalls: each read is a halt
+        # that waits out a stall of QEMU's vCPU thread and then lands once (windowed();
+        # tests/vprobe/test_stall_census.py).
         r, _, _ = self.results["pcsr"]
         doc = json.loads(r.stdout)
         self.profile("pcsr")   # every read in a function of the ELF
@@ -267,7 +286,7 @@ class RecordThroughOpenOCD(unittest.TestCase):
         observed = {row["name"]: row["percent"] / 100 for row in doc["functions"]}
         ratios, largest = fwtest.burst_ratios(doc)
         self.assertEqual(fwtest.beyond_se(observed, truth, doc["samples"], min_share=0.01, z=Z, ratios=ratios,
-                                          default_ratio=largest), [])
+                                          default_ratio=largest, stall_free=shares(self.stall_free["pcsr"])), [])
 
     def test_the_virtual_probe_is_known_and_its_bias_warned_of(self):
         # The vprobe's two words in the ROM table (mcuprof/vprobe_signature.h) come through
@@ -342,7 +361,7 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
         start_rig(cls, ELF, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS,
                   vprobe_options=("--no-pcsr",))
         rec = cls.work / "fallback.rec"
-        result, cls.truth = windowed(cls, record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]),
+        result, cls.truth, cls.truth_stall_free = windowed(cls, record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]),
                                                  *HALT_INTERVAL, rec=rec), timeout=600)
         cls.fallback = (result, rec)
 
@@ -377,7 +396,7 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
         self.assertIn("halt_latency_us", doc["sampler"])   # it halted
         self.assertNotIn("pcsr", doc["sampler"])
         halt_profile_checks(self, observed_shares(self, doc, SAMPLES["halt"], self.truth), self.truth,
-                            SAMPLES["halt"])
+                            SAMPLES["halt"], self.truth_stall_free)
 
     def test_openocd_killed_leaves_a_readable_file_and_one_line(self):
         code, out, err, doc = self.killed
