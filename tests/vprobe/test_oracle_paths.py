@@ -17,7 +17,9 @@ Asserted: every path, the direct one included, holds every function of at least 
 window within 4 standard errors of the window's time census (the plugin's FILE.time beside
 each snapshot: the host time in which a wall-clock halt would have stopped at each address,
 with QEMU's work before an interrupt given to the interrupted code and the debugger's own
-halts left out; firmware-ref/truth/truth.c, charge_time). And every path through the vprobe
+halts left out; firmware-ref/truth/truth.c, charge_time), or of that census less its stalls,
+or between the two: a halt waits out a stall of QEMU's vCPU thread and lands once, where the
+census holds the stall whole (docs/firmware-ref.md, "Stalls"). And every path through the vprobe
 agrees with the direct gdbstub's profile within 4 combined standard errors: the probe model
 is transparent. Printed beside: the window's instruction counts, which the time census
 replaces as the reference because they are exact only on a quiet host: QEMU's own work at
