@@ -279,6 +279,10 @@ class TruthPlugin(unittest.TestCase):
             middle = q.snapshot()   # the first may come before the first instruction: empty
             while not middle:
                 middle = q.snapshot()
+            # The time census's stall column (truth.c, add_time) is a part of each time.
+            times, stalls = q.snapshot_times(), q.snapshot_stalls()
+            self.assertEqual(stalls.keys(), times.keys())
+            self.assertTrue(all(stalls[address] <= ns for address, ns in times.items()), "a stall over its time")
             self.assertEqual(q.wait(), 0)
         self.assertEqual(read_counts(final), plain)
         self.assertTrue(middle, "an empty snapshot")
