@@ -143,6 +143,20 @@ TEST_CASE("pcsr profile reader: one read places the 256 KiB window; then each ch
     std::remove(path.c_str());
 }
 
+TEST_CASE("pcsr profile reader: the file OpenOCD wrote for it goes with it")
+{
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("mcuprof-test-pcsr-gone-" + std::to_string(::getpid()) + ".gmon"))
+            .string();
+    std::ofstream(path, std::ios::binary) << gmon(0x08000000, 0x08040000, {}, 128 * 1024);
+    {
+        PcsrProfileReader reader(path, 7);
+        CHECK(std::filesystem::exists(path));
+    }
+    CHECK_FALSE(std::filesystem::exists(path));
+    PcsrProfileReader never_written(path, 7);   // and no error when OpenOCD wrote none
+}
+
 TEST_CASE("pcsr profile reader: each call sized by time to gather up to the 10000 reads a profile call makes")
 {
     using R = PcsrProfileReader;

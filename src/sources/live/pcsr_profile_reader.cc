@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <regex>
 
 #include "mcuprof/sources/error.h"
@@ -28,6 +29,12 @@ constexpr double rate_margin = 1.25;
 PcsrProfileReader::PcsrProfileReader(std::string gmon_path, uint64_t seed)
     : gmon_path_(std::move(gmon_path)), random_(seed)
 {
+}
+
+PcsrProfileReader::~PcsrProfileReader()
+{
+    std::error_code ignored;
+    std::filesystem::remove(gmon_path_, ignored);
 }
 
 unsigned PcsrProfileReader::seconds_for(uint64_t wanted, double reads_per_second, uint64_t pass_reads)

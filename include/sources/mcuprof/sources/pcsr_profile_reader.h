@@ -30,6 +30,11 @@ public:
     // `gmon_path`: where OpenOCD writes its histogram, read back here (OpenOCD runs on this
     // machine); `seed` orders each chunk's samples.
     PcsrProfileReader(std::string gmon_path, uint64_t seed);
+    // Removes the file OpenOCD wrote for this reader (no error when there is none): it is
+    // ours, and 256 KiB a recording.
+    ~PcsrProfileReader();
+    PcsrProfileReader(const PcsrProfileReader&) = delete;
+    PcsrProfileReader& operator=(const PcsrProfileReader&) = delete;
 
     // The DWT_PCSR reads of one `profile 0` pass (OpenOCD 0.12's cortex_m_profiling), and
     // the most one `profile` call makes (handle_profile_command's MAX_PROFILE_SAMPLE_NUM).
