@@ -10,7 +10,6 @@ import math
 import re
 import signal
 import subprocess
-import tempfile
 import time
 import unittest
 from pathlib import Path
@@ -43,7 +42,7 @@ class ExactPacing(unittest.TestCase):
     def test_onchip_dump_agrees_with_host_profile(self):
         # (d) The replay prints the on-chip sampler's dump of the recorded run: the host's
         # samples and the chip's are of the same run, and agree within their combined error.
-        uart = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "uart.txt"
+        uart = fwtest.work_dir("mcuprof-live-") / "uart.txt"
         doc, _ = replayed_recording(self, "loops_jit_m4", 3000, "76", uart=uart)
         host = counts_of(doc)
         chip = counts_of(report_json(uart, fwtest.elf_path("loops_jit_m4")))
@@ -79,7 +78,7 @@ class WallClockPacing(unittest.TestCase):
     def test_three_loops_against_truth(self):
         name = "loops_forever_m4"
         elf = fwtest.elf_path(name)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+        work = fwtest.work_dir("mcuprof-live-")
         rec = work / "rec.bin"
         result, times = time_census_of(elf, work, name, lambda q: mcuprof(
             "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "200us", "--samples", "5000",
@@ -110,7 +109,7 @@ class ReadOnchip(unittest.TestCase):
 
     def check(self, name: str):
         elf = fwtest.elf_path(name)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+        work = fwtest.work_dir("mcuprof-live-")
         uart, dump = work / "uart.txt", work / "onchip.txt"
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=uart, timeout=300) as q:
             r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--read-onchip", "--at", "prof_dump",
@@ -161,7 +160,7 @@ class EndsCleanly(unittest.TestCase):
         self.fail(f"no {count} samples in {rec} within {limit:.0f} s")
 
     def test_sigint_resumes_the_target_and_reports(self):
-        rec = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "rec.bin"
+        rec = fwtest.work_dir("mcuprof-live-") / "rec.bin"
         with qemu_runner.QemuRun(fwtest.elf_path("loops_forever_m4"), gdb=True, halted=True, qmp=True,
                                  singlestep=True, uart=None, timeout=300) as q:
             p = self.start_recording(q, rec)
@@ -177,7 +176,7 @@ class EndsCleanly(unittest.TestCase):
         self.assertEqual(doc["sampler"]["end"], "interrupted by a signal")
 
     def test_link_lost_keeps_the_samples(self):
-        rec = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "rec.bin"
+        rec = fwtest.work_dir("mcuprof-live-") / "rec.bin"
         with qemu_runner.QemuRun(fwtest.elf_path("mixed_forever_m4"), gdb=True, halted=True, uart=None,
                                  timeout=300) as q:
             p = self.start_recording(q, rec)

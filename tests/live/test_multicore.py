@@ -100,7 +100,7 @@ class TruthPerCore(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-dual-truth-"))
+        work = fwtest.work_dir("mcuprof-dual-truth-")
         cls.truth_file = work / "truth.txt"
         # Without -icount: the two vCPUs run in threads of their own, as in the live test.
         with qemu_runner.QemuRun(fwtest.elf_path(FINITE), truth=cls.truth_file, uart=None, icount_shift=None,
@@ -154,7 +154,7 @@ class RecordBothCores(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-dual-live-"))
+        cls.work = fwtest.work_dir("mcuprof-dual-live-")
         cls.rec = cls.work / "dual.rec"
         elf = fwtest.elf_path(FOREVER)
         with qemu_runner.QemuRun(elf, gdb=True, truth=cls.work / "truth.txt", uart=None, icount_shift=None,
@@ -325,7 +325,7 @@ class TasksPerCore(unittest.TestCase):
     a task's function must carry that task's tag, and each core only its own tasks."""
     def check_kernel(self, image: str):
         elf = fwtest.elf_path(image)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-dual-tasks-"))
+        work = fwtest.work_dir("mcuprof-dual-tasks-")
         rec = work / "tasks.rec"
         with qemu_runner.QemuRun(elf, gdb=True, uart=None, icount_shift=None, workdir=work, timeout=300) as q:
             q.wait_listening(q.gdb_port)
@@ -370,7 +370,7 @@ class QemuSessionRefuses(unittest.TestCase):
         for command in ("record", "truth"):
             args = [str(CLI), command, "--qemu", "mps2-an521", "--elf", str(fwtest.elf_path(FINITE))]
             if command == "record":
-                args += ["--samples", "10", "-o", str(Path(tempfile.mkdtemp(prefix="mcuprof-dual-rr-")) / "x.rec")]
+                args += ["--samples", "10", "-o", str(fwtest.work_dir("mcuprof-dual-rr-") / "x.rec")]
             run = subprocess.run(args, capture_output=True, text=True, timeout=120)
             self.assertEqual(run.returncode, 2, run.stderr)
             self.assertEqual(run.stdout, "")

@@ -69,7 +69,7 @@ def samples_by_function(doc: dict) -> dict[str, float]:
 
 class RecordInQemu(unittest.TestCase):
     def setUp(self):
-        self.work = Path(tempfile.mkdtemp(prefix="mcuprof-qemu-test-"))
+        self.work = fwtest.work_dir("mcuprof-qemu-test-")
 
     def record(self, elf: str, *extra: str) -> tuple[dict, dict[int, int], str]:
         rec, census = self.work / f"{elf}.bin", self.work / f"{elf}.census"
@@ -264,7 +264,7 @@ class CensusGateAsDocumented(unittest.TestCase):
     FAIL_ABOVE_PP, FAIL_TOTAL_ABOVE = 1.0, 5.0   # the script's bounds
 
     def run_script(self, base: str, change: str) -> tuple[subprocess.CompletedProcess, Path]:
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-ci-doc-"))
+        work = fwtest.work_dir("mcuprof-ci-doc-")
         script = work / "census-gate.sh"
         script.write_text(docs_script("ci.md", "## The exact gate"))
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
@@ -307,7 +307,7 @@ class WallClockBiasWarning(unittest.TestCase):
     """QEMU's gdbstub is recognised; wall-clock halting of it is flagged in every report."""
 
     def test_wall_clock_recording_of_qemu_warns_everywhere(self):
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-qemu-test-"))
+        work = fwtest.work_dir("mcuprof-qemu-test-")
         elf = fwtest.elf_path("loops_forever_m4")
         rec = work / "wall.bin"
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=300) as q:

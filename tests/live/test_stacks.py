@@ -16,7 +16,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
@@ -219,7 +218,7 @@ class FpuTasks(unittest.TestCase):
         """Records `name` against the per-task truth and asserts the goal; returns the report,
         the truth's counts by task control block and by address, and each task entry's block."""
         syms = all_symbols(fwtest.elf_path(name))
-        taskfile = Path(tempfile.mkdtemp(prefix="mcuprof-tasks-")) / "tasks.txt"
+        taskfile = fwtest.work_dir("mcuprof-tasks-") / "tasks.txt"
         truth_args = (f"taskfile={taskfile}",
                       f"tcbload={syms['rtos_tcb_load'][0]:#x}", f"tcbload={syms['rtos_first_tcb_load'][0]:#x}",
                       f"taskswitch={syms['rtos_switched'][0]:#x}", f"taskswitch={syms['rtos_first_switched'][0]:#x}")
@@ -334,7 +333,7 @@ class FpuTasks(unittest.TestCase):
         complete chain through PendSV."""
         name = "fpu_frshape_forever_o2_m4"
         elf = fwtest.elf_path(name)
-        rec = Path(tempfile.mkdtemp(prefix="mcuprof-live-")) / "rec.bin"
+        rec = fwtest.work_dir("mcuprof-live-") / "rec.bin"
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, timeout=600) as q:
             r = mcuprof("record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--samples", "3000", "--seed", "5",
                         "--elf", str(elf), "--stacks", "-o", str(rec), "--format", "json")

@@ -17,7 +17,6 @@ import re
 import signal
 import struct
 import subprocess
-import tempfile
 import unittest
 from pathlib import Path
 
@@ -57,7 +56,7 @@ class OnchipTable(unittest.TestCase):
     def setUpClass(cls):
         cls.elf = fwtest.elf_path(TABLE_IMAGE)
         cls.syms = fwtest.symbols(TABLE_IMAGE)
-        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-topn-"))
+        cls.work = fwtest.work_dir("mcuprof-topn-")
 
     def read_over_link(self, at: str, uart: Path | None, dump: Path) -> dict:
         with qemu_runner.QemuRun(self.elf, gdb=True, halted=True, uart=uart, timeout=300) as q:
@@ -164,7 +163,7 @@ class LiveTop(unittest.TestCase):
         # A never-ending image: the view ends by its sample count however fast QEMU runs.
         name = "loops_forever_m4"
         elf = fwtest.elf_path(name)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
+        work = fwtest.work_dir("mcuprof-top-")
         rec = work / "rec.bin"
         r, times = time_census_of(elf, work, name, lambda q: top(q, elf, "--interval", "200us", "--samples", "3000",
                                                                   "--refresh", "300ms", "-o", str(rec)))
@@ -202,7 +201,7 @@ class LiveTop(unittest.TestCase):
         file counts the same, as sleep and as the CPU load's."""
         name = "sleep_forever_m4"
         elf = fwtest.elf_path(name)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
+        work = fwtest.work_dir("mcuprof-top-")
         rec = work / "rec.bin"
         with qemu_runner.QemuRun(elf, gdb=True, halted=True, uart=None, timeout=600) as q:
             r = top(q, elf, "--interval", "500us", "--samples", "600", "--refresh", "1s", "-o", str(rec))
@@ -225,7 +224,7 @@ class LiveTop(unittest.TestCase):
     def test_decayed_view_after_the_phase_change_agrees_with_the_onchip_table(self):
         elf = fwtest.elf_path(TABLE_IMAGE)
         syms = fwtest.symbols(TABLE_IMAGE)
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-top-"))
+        work = fwtest.work_dir("mcuprof-top-")
         rec, uart = work / "rec.bin", work / "uart.txt"
         half_life = 100
         # The run is recorded, then replayed under `top` paced by instruction count (3000

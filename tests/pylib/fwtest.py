@@ -42,6 +42,12 @@ _workdir = Path(tempfile.mkdtemp(prefix="mcuprof-it-"))
 atexit.register(shutil.rmtree, _workdir, True)
 
 
+def work_dir(prefix: str) -> Path:
+    """A fresh folder for a test's files, named `prefix`..., removed with the rest of this
+    process's at its exit (tests that end with their QEMU need not remove it themselves)."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=_workdir))
+
+
 def _missing(what: str) -> None:
     if STRICT:
         raise AssertionError(what)

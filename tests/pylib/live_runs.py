@@ -11,7 +11,6 @@ import math
 import sys
 import struct
 import subprocess
-import tempfile
 import unittest
 from pathlib import Path
 
@@ -74,7 +73,7 @@ def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, 
     The run's length is counted in instructions, so the sample count does not depend on how
     fast QEMU runs."""
     elf = fwtest.elf_path(name)
-    work = Path(tempfile.mkdtemp(prefix="mcuprof-live-"))
+    work = fwtest.work_dir("mcuprof-live-")
     rr, truth = recorded_run(test, elf, work, uart=uart is not None, truth_args=truth_args)
     counts = fwtest.read_counts(truth)
     total = sum(counts.values())

@@ -149,7 +149,7 @@ def report(label: str, observed: dict[str, int], window: dict[str, dict[str, int
 def direct_gdbstub() -> tuple[subprocess.CompletedProcess, dict[str, int]]:
     """`record --gdb` on QEMU's own gdbstub, and the census of its window."""
     require(("arm-none-eabi-nm",), (CLI, fwtest.elf_path(IMAGE)))
-    work = Path(tempfile.mkdtemp(prefix="mcuprof-oracle-direct-"))
+    work = fwtest.work_dir("mcuprof-oracle-direct-")
     with qemu_runner.QemuRun(fwtest.elf_path(IMAGE), gdb=True, truth=work / "truth.txt", uart=None,
                              uniform_cost_ns=COST_NS, workdir=work, timeout=900) as q:
         q.wait_listening(q.gdb_port)
