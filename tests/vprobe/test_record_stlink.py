@@ -249,7 +249,7 @@ class StalledQemu(unittest.TestCase):
     20 us counts), and the stall is made again, at most TRIES times in the recording, until one
     falls in a wait; each try is read from a census snapshot."""
     stlink_transport = "hla_swd"
-    STALL_S = 3.0   # OpenOCD's st-link driver gives the link up after about 4 s without an answer
+    STALL_S = 3.0   # 4 s ended the recording: the link lost (docs/live.md, the hla_swd residue)
     TRIES = 8
     SAMPLES = 1000
 
