@@ -561,6 +561,12 @@ class QemuRun:
         counts = self.snapshot(timeout)
         return counts, self.snapshot_times()
 
+    def snapshot_census(self, timeout: float = 60.0) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
+        """snapshot_and_times() and the stalls of that same snapshot (snapshot_stalls()): each
+        of the three, by census_window(), gives a window's counts, time census and stalls."""
+        counts, times = self.snapshot_and_times(timeout)
+        return counts, times, self.snapshot_stalls()
+
     # ---- output
 
     def uart_text(self) -> str:

@@ -53,19 +53,22 @@ def windowed(rig, command: list[str], timeout: float) -> tuple[subprocess.Comple
     census less its stalls (fwtest.stall_free_census): a sampler that waits for its own halts,
     as every one through this rig does, finds a stall of QEMU's vCPU thread at most once, and is
     held to the interval between the two (fwtest.beyond_se's stall_free)."""
-    _, before = rig.qemu.snapshot_and_times()
-    stalls_before = rig.qemu.snapshot_stalls()
+    before = rig.qemu.snapshot_census()
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    _, after = rig.qemu.snapshot_and_times()
-    stalls_after = rig.qemu.snapshot_stalls()
-    functions = elf_functions(ELF)
-    census = by_function(census_window(before, after), functions)
-    stalls = by_function(census_window(stalls_before, stalls_after), functions)
+    census, stalls = window_census(before, rig.qemu.snapshot_census())
     total = sum(census.values())
     print("\nthe window's time census (of it in stalls over 20 us): " + ", ".join(
         f"{name} {100 * census[name] / total:.2f} % ({100 * stalls.get(name, 0) / total:.2f})"
         for name in hottest(census, 8)), file=sys.stderr)
     return result, census, fwtest.stall_free_census(census, stalls)
+
+
+def window_census(before, after) -> tuple[dict[str, int], dict[str, int]]:
+    """The time census of the window between two snapshot_census() snapshots of the rig's
+    QEMU, and the stalls in it, each by function of ELF."""
+    functions = elf_functions(ELF)
+    return (by_function(census_window(before[1], after[1]), functions),
+            by_function(census_window(before[2], after[2]), functions))
 
 
 def read_truth(path: Path) -> dict[int, int]:

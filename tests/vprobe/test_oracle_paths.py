@@ -60,15 +60,9 @@ def window_by_function(before: dict[int, int], after: dict[int, int]) -> dict[st
     return dict(fwtest.by_function(qemu_runner.census_window(before, after), fwtest.symbols(IMAGE)))
 
 
-def census(q: qemu_runner.QemuRun) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
-    """A snapshot's counts, time census and the stalls in it (qemu_runner.snapshot_stalls)."""
-    counts, times = q.snapshot_and_times()
-    return counts, times, q.snapshot_stalls()
-
-
 def windows(before, after) -> dict[str, dict[str, int]]:
     """The counts, the time census and that census less its stalls of the window between two
-    census() snapshots, by function. A halt waits out a stall of QEMU's vCPU thread and lands
+    snapshot_census() snapshots, by function. A halt waits out a stall of QEMU's vCPU thread and lands
     once, however long the stall, where the time census holds it whole: a halting path's
     expected share lies between the census with and without its stalls (fwtest.beyond_se's
     stall_free; tests/vprobe/test_record_stlink.py, StalledQemu). The time census leaves out
@@ -153,10 +147,10 @@ def direct_gdbstub() -> tuple[subprocess.CompletedProcess, dict[str, int]]:
     with qemu_runner.QemuRun(fwtest.elf_path(IMAGE), gdb=True, truth=work / "truth.txt", uart=None,
                              uniform_cost_ns=COST_NS, workdir=work, timeout=900) as q:
         q.wait_listening(q.gdb_port)
-        before = census(q)
+        before = q.snapshot_census()
         run = subprocess.run(record_command(["--gdb", f"127.0.0.1:{q.gdb_port}"], work / "direct.rec"),
                              capture_output=True, text=True, timeout=900)
-        after = census(q)
+        after = q.snapshot_census()
         q.stop()
     return run, windows(before, after)
 
@@ -194,13 +188,13 @@ class ThroughTheVprobe:
         try:
             start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS,
                       openocd_gdb=cls.openocd_gdb)
-            before = census(cls.qemu)
+            before = cls.qemu.snapshot_census()
             cls.recording = subprocess.run(record_command(cls.link(), cls.work / "path.rec"),
                                      capture_output=True, text=True, timeout=1500)
             if cls.openocd_gdb:
                 cls.tcl.run("poll")   # OpenOCD's view after the GDB client detached
             cls.state_after = cls.tcl.run("[target current] curstate").strip()
-            after = census(cls.qemu)
+            after = cls.qemu.snapshot_census()
             cls.window = windows(before, after)
         finally:
             stop_rig(cls)
@@ -263,13 +257,13 @@ class PcsrCoverage(unittest.TestCase):
         try:
             start_rig(cls, fwtest.elf_path(IMAGE), truth=cls.work / "truth.txt", uniform_cost_ns=COST_NS)
             for k in range(cls.WINDOWS):
-                before = census(cls.qemu)
+                before = cls.qemu.snapshot_census()
                 run = subprocess.run(
                     [str(CLI), "record", "--openocd", f"127.0.0.1:{cls.tcl_port}", "--mode", "pcsr", "--batch", "16",
                      "--interval", "100ms", "--samples", str(cls.READS), "--seed", str(100 + k),
                      "--elf", str(fwtest.elf_path(IMAGE)), "-o", str(cls.work / f"pcsr-{k}.rec"), "--format", "json"],
                     capture_output=True, text=True, timeout=900)
-                cls.runs.append((run, windows(before, census(cls.qemu))["time"]))
+                cls.runs.append((run, windows(before, cls.qemu.snapshot_census())["time"]))
         finally:
             stop_rig(cls)
 

@@ -32,7 +32,6 @@ from fault_proxy import FaultProxy, Faults
 import fwtest
 from openocd_rig import (CLI, ELF, OPENOCD, UNIFORM_COST_NS, elf_functions, guest_running, require, shut_down_openocd,
                          start_rig, stop_rig)
-from qemu_runner import census_window
 from spawn import spawn
 
 
@@ -265,23 +264,19 @@ class StalledQemu(unittest.TestCase):
     @classmethod
     def _stall_once(cls) -> int:
         """Stops QEMU for STALL_S; the stall column's growth over it, in ns."""
-        cls.qemu.snapshot()
-        before = sum(cls.qemu.snapshot_stalls().values())
+        before = sum(cls.qemu.snapshot_census()[2].values())
         os.kill(cls.qemu.proc.pid, signal.SIGSTOP)
         try:
             time.sleep(cls.STALL_S)
         finally:
             os.kill(cls.qemu.proc.pid, signal.SIGCONT)
-        cls.qemu.snapshot()
-        return sum(cls.qemu.snapshot_stalls().values()) - before
+        return sum(cls.qemu.snapshot_census()[2].values()) - before
 
     @classmethod
     def _run(cls):
         start_rig(cls, ELF, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS)
-        functions = elf_functions(ELF)
         rec = cls.work / "stalled.rec"
-        _, times_before = cls.qemu.snapshot_and_times()
-        stalls_before = cls.qemu.snapshot_stalls()
+        before = cls.qemu.snapshot_census()
         p = spawn(openocd_record_suite.record(cls.tcl_port, "pcsr", "--samples", str(cls.SAMPLES), "--batch",
                                               str(openocd_record_suite.PCSR_BATCH), *openocd_record_suite.PCSR_INTERVAL,
                                               rec=rec), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -297,12 +292,10 @@ class StalledQemu(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
                 p.communicate()
-        _, times_after = cls.qemu.snapshot_and_times()
-        stalls_after = cls.qemu.snapshot_stalls()
+        after = cls.qemu.snapshot_census()
         cls.result = (p.returncode, out, err)
         cls.state = cls.tcl.run("[target current] curstate").strip()
-        cls.census = openocd_record_suite.by_function(census_window(times_before, times_after), functions)
-        cls.stalls = openocd_record_suite.by_function(census_window(stalls_before, stalls_after), functions)
+        cls.census, cls.stalls = openocd_record_suite.window_census(before, after)
         print(f"\nstalls of {cls.STALL_S} s, the stall column's growth at each: "
               f"{[round(ns / 1e9, 3) for ns in cls.tries]} s; the window's stalls by function: "
               f"{ {k: round(v / 1e9, 3) for k, v in cls.stalls.items() if v} } s", file=sys.stderr)
