@@ -99,6 +99,7 @@ struct Firmware::Impl {
     std::unique_ptr<llvm::object::ObjectFile> object;
     const llvm::object::ELF32LEObjectFile* elf = nullptr;
     std::vector<Section> sections;
+    std::vector<Segment> segments;   // the LOAD program headers
     std::vector<Firmware> more;   // the other images on the target (open's `more`)
     std::vector<std::string> notes;   // what open() found doubtful about them together
 
@@ -161,6 +162,12 @@ void Firmware::Impl::read_sections()
         program_headers.assign(phdrs->begin(), phdrs->end());
     else
         llvm::consumeError(phdrs.takeError());
+    for (unsigned i = 0; i < program_headers.size(); ++i) {
+        const auto& header = program_headers[i];
+        if (header.p_type == llvm::ELF::PT_LOAD)
+            segments.push_back({i, uint32_t(header.p_offset), uint32_t(header.p_vaddr), uint32_t(header.p_paddr),
+                                uint32_t(header.p_filesz), uint32_t(header.p_memsz)});
+    }
     for (const auto& header : *headers) {
         Section section;
         if (auto name = file.getSectionName(header))
@@ -300,6 +307,59 @@ const Occupied* overlap(const Occupied& a, const std::vector<Occupied>& others)
     return nullptr;
 }
 
+std::string segment_text(const Firmware& image, const Segment& segment)
+{
+    return image.path() + "'s LOAD segment " + std::to_string(segment.index) + " (" + hex32(segment.load_address) +
+           "-" + hex32(uint32_t(segment.load_end() - 1)) + ")";
+}
+
+// The lowest load address of a section the segment holds: past the start of the segment when
+// the segment carries something before its first section (the ELF headers, page padding).
+std::optional<uint32_t> first_section_in(const Firmware& image, const Segment& segment)
+{
+    std::optional<uint32_t> first;
+    for (const Section& section : image.sections())
+        if (section.loaded() && section.size != 0 && section.load_address >= segment.load_address &&
+            section.load_end() <= segment.load_end() && (!first || section.load_address < *first))
+            first = section.load_address;
+    return first;
+}
+
+// Two images cannot write different bytes to one place of flash. Their sections first, which
+// name the code that collides; then what QEMU (-kernel and -device loader) and a probe really
+// write, the LOAD segments' file bytes, which may reach beyond the sections.
+void check_loads_apart(const Firmware& image, const Firmware& other)
+{
+    const std::vector<Occupied> their_loads = loaded_by(other);
+    for (const Occupied& mine : loaded_by(image))
+        if (const Occupied* theirs = overlap(mine, their_loads))
+            throw Error(image.path(), mine.section->name,
+                        "loaded at " + hex32(std::max(mine.start, theirs->start)) + ", where " + other.path() +
+                            "'s section " + theirs->section->name +
+                            " is loaded too: two images of one target cannot share flash");
+    for (const Segment& mine : image.load_segments())
+        for (const Segment& theirs : other.load_segments()) {
+            if (mine.file_size == 0 || theirs.file_size == 0 || mine.load_address >= theirs.load_end() ||
+                theirs.load_address >= mine.load_end())
+                continue;
+            std::string why = "two images of one target cannot share flash";   // padding of their own
+            // The usual cause when each image's sections keep apart: a linker with a large page
+            // size (GNU ld 2.44 on ARM: 64 KiB) puts the ELF and program headers in front of the
+            // first section, and the segment starts at the page's base, below the image.
+            for (const auto& [segment, of] : {std::pair{&mine, &image}, std::pair{&theirs, &other}}) {
+                const std::optional<uint32_t> first = first_section_in(*of, *segment);
+                if (segment->offset == 0 && first && *first > segment->load_address)
+                    why = of->path() + "'s segment holds its ELF headers, from " + hex32(segment->load_address) +
+                          ", below its first section at " + hex32(*first) +
+                          ": link it with -Wl,-n (no page alignment), a PHDRS command without FILEHDR and "
+                          "PHDRS, or -Wl,-z,max-page-size=4096";
+            }
+            throw Error(image.path(), "LOAD segment " + std::to_string(mine.index),
+                        "loads " + hex32(std::max(mine.load_address, theirs.load_address)) + " over " +
+                            segment_text(other, theirs) + ": " + why);
+        }
+}
+
 } // namespace
 
 Firmware Firmware::open(const std::string& elf_path, const std::vector<std::string>& more)
@@ -310,16 +370,10 @@ Firmware Firmware::open(const std::string& elf_path, const std::vector<std::stri
     for (const std::string& path : more) {
         Firmware image = open(path);
         for (const Firmware* other : earlier) {
-            // Two images cannot hold different bytes in one place of flash.
-            const std::vector<Occupied> their_loads = loaded_by(*other), their_ram_code = ram_code_of(*other);
-            for (const Occupied& mine : loaded_by(image))
-                if (const Occupied* theirs = overlap(mine, their_loads))
-                    throw Error(path, mine.section->name,
-                                "loaded at " + hex32(std::max(mine.start, theirs->start)) + ", where " + other->path() +
-                                    "'s section " + theirs->section->name +
-                                    " is loaded too: two images of one target cannot share flash");
+            check_loads_apart(image, *other);
             // Both may copy code to the same RAM (a bootloader's RAM functions are the
             // application's RAM once it runs): the samples there are the earlier image's.
+            const std::vector<Occupied> their_ram_code = ram_code_of(*other);
             for (const Occupied& mine : ram_code_of(image))
                 if (const Occupied* theirs = overlap(mine, their_ram_code))
                     first.impl_->notes.push_back(
@@ -359,6 +413,7 @@ Firmware& Firmware::operator=(Firmware&&) noexcept = default;
 
 const std::string& Firmware::path() const { return impl_->path; }
 const std::vector<Section>& Firmware::sections() const { return impl_->sections; }
+const std::vector<Segment>& Firmware::load_segments() const { return impl_->segments; }
 
 const Section* Firmware::section(std::string_view name) const
 {

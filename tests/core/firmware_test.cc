@@ -187,6 +187,21 @@ TEST_CASE("firmware: two images that load the same flash are refused; RAM code b
                                         {std::string(FIXTURES_DIR) + "/inline_fixture.elf"}),
                          doctest::Contains("is loaded too: two images of one target cannot share flash"),
                          mcuprof::core::Error);
+    // Sections apart, segments not: the later image's segment carries its ELF headers from the
+    // 64 KiB page's base, 0x08000000, over the first image's code (what QEMU refuses).
+    const std::string low = std::string(FIXTURES_DIR) + "/symbols_fixture.elf",
+                      high = std::string(FIXTURES_DIR) + "/headers_segment_fixture.elf";
+    CHECK_THROWS_WITH_AS(Firmware::open(low, {high}),
+                         (high + ", LOAD segment 0: loads 0x08000000 over " + low +
+                          "'s LOAD segment 0 (0x08000000-0x0800002f): " + high +
+                          "'s segment holds its ELF headers, from 0x08000000, below its first section at 0x08004000: "
+                          "link it with -Wl,-n (no page alignment), a PHDRS command without FILEHDR and PHDRS, or "
+                          "-Wl,-z,max-page-size=4096")
+                             .c_str(),
+                         mcuprof::core::Error);
+    // ... and the other way round: the earlier image is the one whose headers are loaded.
+    const std::string headers_first = high + "'s segment holds its ELF headers, from 0x08000000";
+    CHECK_THROWS_WITH_AS(Firmware::open(high, {low}), doctest::Contains(headers_first.c_str()), mcuprof::core::Error);
     // vendor_m4 in the bootloader's place: its RAM code runs where the application's does.
     const std::string app = image("vendor_app_m4"), other = image("vendor_m4");
     const Firmware both = Firmware::open(app, {other});

@@ -84,7 +84,7 @@ endif()
 # memcpy itself. libfw.a before -lgcc: core's 64-bit divisions are libgcc's __aeabi_uldivmod.
 execute_process(COMMAND ${CC} -mcpu=cortex-m4 -mthumb -g ${c_opt} -std=c11 -ffreestanding -fno-common
     -ffunction-sections -fdata-sections -fno-tree-loop-distribute-patterns -Wall -Wextra
-    -I${SOURCE_DIR} -nostartfiles -nostdlib -T${LDSCRIPT} -Wl,--gc-sections -Wl,-Map=${OUT}/${NAME}.map
+    -I${SOURCE_DIR} -nostartfiles -nostdlib -T${LDSCRIPT} ${LOAD_FLAGS} -Wl,--gc-sections -Wl,-Map=${OUT}/${NAME}.map
     -Wl,--no-warn-execstack
     ${SOURCE_DIR}/startup.c ${SOURCE_DIR}/board.c ${SOURCE_DIR}/rust/runtime.c ${WORK}/libfw.a -lgcc
     -o ${OUT}/${NAME}.elf

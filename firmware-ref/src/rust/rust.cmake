@@ -31,7 +31,7 @@ function(rust_elf NAME OPT MANGLING ABOUT)
   set(ld ${CMAKE_BINARY_DIR}/ld/stm32.ld)
   set(args -DRUSTC=${FW_RUSTC} -DLIBRARY=${FW_RUST_LIBRARY} -DSOURCE_DIR=${FW_SRC} -DWORK=${work}
            -DOUT=${FIRMWARE_OUTPUT_DIR} -DNAME=${NAME} -DOPT=${OPT} -DMANGLING=${MANGLING}
-           -DCC=${CMAKE_C_COMPILER} -DLDSCRIPT=${ld})
+           -DCC=${CMAKE_C_COMPILER} -DLDSCRIPT=${ld} -DLOAD_FLAGS=${FW_LOAD_FLAGS})
   add_custom_command(OUTPUT ${work}.core.stamp
     BYPRODUCTS ${work}/libcore.rlib ${work}/libcompiler_builtins.rlib
     COMMAND ${CMAKE_COMMAND} -DSTEP=core ${args} -DSTAMP=${work}.core.stamp -P ${RUST_DIR}/build_image.cmake

@@ -38,7 +38,7 @@ function(vendor_gcc_elf NAME)
   target_compile_options(${NAME} PRIVATE -mcpu=${V_CPU} -mthumb $<$<COMPILE_LANGUAGE:C>:-g -std=c11 -Os -ffreestanding
     -ffunction-sections -fdata-sections -Wall -Wextra>)
   target_link_options(${NAME} PRIVATE -mcpu=${V_CPU} -mthumb -nostartfiles -nostdlib -T${CMAKE_BINARY_DIR}/ld/${V_LDSCRIPT}.ld
-    -Wl,--gc-sections -Wl,-Map=${FIRMWARE_OUTPUT_DIR}/${NAME}.map)
+    ${FW_LOAD_FLAGS} -Wl,--gc-sections -Wl,-Map=${FIRMWARE_OUTPUT_DIR}/${NAME}.map)
   set_target_properties(${NAME} PROPERTIES SUFFIX ".elf" RUNTIME_OUTPUT_DIRECTORY "${FIRMWARE_OUTPUT_DIR}"
     LINK_DEPENDS "${CMAKE_BINARY_DIR}/ld/${V_LDSCRIPT}.ld")
   vendor_manifest(${NAME} ${V_CPU} "${V_MACHINE}" -Os ${V_LDSCRIPT} "${V_DEFS}" "${V_ABOUT}")
@@ -102,7 +102,7 @@ function(vendor_clang_elf NAME)
   endforeach()
   add_custom_command(OUTPUT ${out}
     COMMAND ${CMAKE_C_COMPILER} -mcpu=${V_CPU} -mthumb ${V_FLAGS} -nostartfiles -nostdlib
-            -T${CMAKE_BINARY_DIR}/ld/${V_LDSCRIPT}.ld -Wl,--gc-sections -Wl,-Map=${FIRMWARE_OUTPUT_DIR}/${NAME}.map
+            -T${CMAKE_BINARY_DIR}/ld/${V_LDSCRIPT}.ld ${FW_LOAD_FLAGS} -Wl,--gc-sections -Wl,-Map=${FIRMWARE_OUTPUT_DIR}/${NAME}.map
             ${objects} -lgcc -o ${out}
     DEPENDS ${objects} ${CMAKE_BINARY_DIR}/ld/${V_LDSCRIPT}.ld VERBATIM)
   add_custom_target(${NAME} ALL DEPENDS ${out})

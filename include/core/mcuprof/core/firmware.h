@@ -45,6 +45,20 @@ struct Section {
     uint64_t load_end() const { return uint64_t(load_address) + size; }   // ... where the image holds it
 };
 
+// One LOAD program header: what QEMU and a probe write into the target (System V ABI,
+// "Program Header"). They load segments, not sections: a segment may hold more than its
+// sections, the ELF headers in front of the first one among them.
+struct Segment {
+    unsigned index = 0;            // its place among the program headers
+    uint32_t offset = 0;           // p_offset: 0 when the segment holds the ELF header itself
+    uint32_t address = 0;          // p_vaddr: where it runs
+    uint32_t load_address = 0;     // p_paddr: where its file bytes are written
+    uint32_t file_size = 0;        // p_filesz: the bytes written
+    uint32_t memory_size = 0;      // p_memsz: with the zeroed rest (.bss)
+
+    uint64_t load_end() const { return uint64_t(load_address) + file_size; }
+};
+
 // Which firmware image an ELF is, so that a recording can tell whether the ELF it is
 // reported with is the one it sampled: the GNU build-id note where the linker wrote one
 // (ld --build-id), else a SHA-256 of what is loaded into the target (the address, size and
@@ -84,8 +98,9 @@ public:
     // above). The samples are attributed through all of them: symbols() merges their functions
     // (a name two images share told apart by the image's file name, "main (boot.elf)"),
     // locator() and the Unwinder read each address with its own image's DWARF. Throws
-    // core::Error naming the later file when two images load bytes at the same address; code
-    // two images both run from one place in RAM is the earlier image's, and notes() says so.
+    // core::Error naming the later file when two images load bytes at the same address (by
+    // their LOAD segments, as QEMU and a probe write them); code two images both run from one
+    // place in RAM is the earlier image's, and notes() says so.
     static Firmware open(const std::string& elf_path, const std::vector<std::string>& more);
     // What open() found doubtful about several images together, one line each, for the report.
     const std::vector<std::string>& notes() const;
@@ -103,6 +118,8 @@ public:
     // "app.elf" or, with more images, "app.elf and boot.elf": for messages.
     std::string describe() const;
     const std::vector<Section>& sections() const;
+    // The LOAD program headers, in file order; empty for an ELF without program headers.
+    const std::vector<Segment>& load_segments() const;
     // The first section of that name, or nullptr.
     const Section* section(std::string_view name) const;
     // The initialised memory image: the 32-bit little-endian word at `address` in a loaded
