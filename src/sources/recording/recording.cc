@@ -471,7 +471,7 @@ RecordedFirmware recorded_firmware(const nlohmann::json& header)
 
 namespace {
 
-nlohmann::json image_fields(const core::Firmware& image)
+nlohmann::json image_fields(const core::Image& image)
 {
     const std::string& elf_path = image.path();
     std::error_code failed;
@@ -483,13 +483,14 @@ nlohmann::json image_fields(const core::Firmware& image)
 
 } // namespace
 
-nlohmann::json firmware_fields(const core::Firmware& firmware)
+nlohmann::json firmware_fields(const core::ImageSet& images)
 {
-    nlohmann::json fields = image_fields(firmware);
-    if (!firmware.more_images().empty()) {
+    const std::vector<core::Image>& all = images.images();
+    nlohmann::json fields = image_fields(images.main());
+    if (all.size() > 1) {
         fields["more_elves"] = nlohmann::json::array();
-        for (const core::Firmware& image : firmware.more_images())
-            fields["more_elves"].push_back(image_fields(image));
+        for (size_t i = 1; i < all.size(); ++i)
+            fields["more_elves"].push_back(image_fields(all[i]));
     }
     return fields;
 }

@@ -31,10 +31,10 @@ void RecordingSink::task(uint32_t control_block, const std::string& name)
     writer_.task(control_block, name);
 }
 
-nlohmann::json recording_header(const SampleSource& source, const core::Firmware& firmware)
+nlohmann::json recording_header(const SampleSource& source, const core::ImageSet& images)
 {
     nlohmann::json header = source.describe();
-    header.update(firmware_fields(firmware));
+    header.update(firmware_fields(images));
     header["started"] =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     return header;

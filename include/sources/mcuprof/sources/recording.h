@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/core/samples.h"
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/core/image_set.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
@@ -98,9 +98,9 @@ struct RecordedFirmware {
     std::vector<RecordedFirmware> more;   // the other images the target ran ("more_elves")
 };
 RecordedFirmware recorded_firmware(const nlohmann::json& header);
-// The header fields that say so, for the image: "elf" (its path as given), "elf_path"
+// The header fields that say so, for the main image: "elf" (its path as given), "elf_path"
 // (absolute) and "elf_identity"; with more images, "more_elves", a list of the same three for
-// each. Throws core::Error for an image whose sections cannot be read.
-nlohmann::json firmware_fields(const core::Firmware& firmware);
+// each other. Throws core::Error for an image whose sections cannot be read.
+nlohmann::json firmware_fields(const core::ImageSet& images);
 
 } // namespace mcuprof::sources

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/core/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
 
@@ -34,6 +34,6 @@ private:
 
 // A recording's header: what the source says of itself, the firmware's path and identity,
 // and when it started.
-nlohmann::json recording_header(const SampleSource& source, const core::Firmware& firmware);
+nlohmann::json recording_header(const SampleSource& source, const core::ImageSet& images);
 
 } // namespace mcuprof::sources
