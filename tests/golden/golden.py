@@ -94,6 +94,9 @@ DIFFS = {
                                                          "--threshold", "2")),
     "pcsr-vs-halt": ("pcsr.rec", "halt_openocd.rec", ("--elf", "mixed_forever_m4.elf")),
     "pair-vs-pair": ("pair.rec", "pair.rec", ("--elf", "vendor_boot_m4.elf")),   # issue 50: 69.68 % under '?'
+    # ... with both images (issue 50: nothing under '?'), given or reopened from the recordings
+    "pair-two-elves": ("pair.rec", "pair.rec", ("--elf", "vendor_boot_m4.elf", "--elf", "vendor_app_m4.elf")),
+    "pair-reopened": (f"{REOPENED}/pair.rec", f"{REOPENED}/pair.rec", ()),
     "dual-core1": ("dual.rec", "dual.rec", ("--elf", "dualtasks_freertos_an521.elf", "--core", "1")),
     "rtos-vs-onchip-by-task": ("rtos.rec", "rtos_uart.txt", ("--elf", "rtos_m4.elf", "--by", "task")),
     "two-firmwares-gate": ("flat.rec", "stacks.rec", ("--elf", "loops_chunks_m4.elf", "--elf-b", "calltree_o2_m4.elf",
@@ -127,7 +130,7 @@ SINGLES = {
     "refused/flat.rec-top-json.txt": ("report", "flat.rec", "--elf", "loops_chunks_m4.elf", "--top", "5",
                                       "--format", "json"),
     "refused/flat.rec-pprof-stdout.txt": ("report", "flat.rec", "--elf", "loops_chunks_m4.elf", "--format", "pprof"),
-    "refused/diff-no-elf.txt": ("diff", "pair.rec", "pair.rec"),
+    "refused/diff-census-no-elf.txt": ("diff", "counts.txt", "counts.txt"),   # a census names no ELF
     "refused/truth-by-task.txt": ("truth", "counts.txt", "--elf", "loops_chunks_m4.elf", "--by", "task"),
     "refused/calls.swo-calls-by-line.txt": ("report", "calls.swo", "--elf", "calls_m4.elf", "--calls", "--by", "line"),
 }
