@@ -212,7 +212,7 @@ def reopened_copy(recording: Path, scratch: Path) -> bytes:
     """The recording with its header's `elf_path` (and each of `more_elves`' `elf_path`) made
     the absolute path of that ELF in the scratch folder. `record` stores the ELF as given
     (`elf`) and its absolute path (`elf_path`), and `report` without --elf reopens `elf_path`
-    (src/cli/profile_output.cc, settle_recorded_elf): the committed recordings name
+    (src/cli/profile_output.cc, settle_recorded_elves): the committed recordings name
     /work/main/tests/golden/inputs/..., the checkout they were made in, which another clone
     does not have. Nothing else changes: the header is length-prefixed JSON with no checksum
     (docs/formats.md, "Recording"), the records after it are copied as they are."""
