@@ -15,7 +15,7 @@
 #include <string>
 
 #include "mcuprof/core/halted_core.h"
-#include "mcuprof/core/samples.h"
+#include "mcuprof/core/call_stack.h"
 
 namespace mcuprof::core {
 
