@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/image/firmware.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
 
