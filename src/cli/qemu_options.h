@@ -8,7 +8,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/core/image_set.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/qemu_session.h"
 

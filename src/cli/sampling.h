@@ -12,7 +12,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/image_set.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/watched_variable.h"
 #include "interrupt.h"

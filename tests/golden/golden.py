@@ -164,7 +164,7 @@ def _format_case(path_stem: str, argv: tuple[str, ...], fmt: str) -> Case:
 
 def _profile_cases(command: str, table: dict) -> list[Case]:
     """Every format in every grouping, but gmon.out in the first grouping only: gprof's
-    histogram is made from the samples, whatever --by is (src/core/report/formats.cc)."""
+    histogram is made from the samples, whatever --by is (src/report/formats.cc)."""
     out = []
     for source, (elves, groupings) in table.items():
         for i, grouping in enumerate(groupings):

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "mcuprof/core/image_set.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/halting_target.h"
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"

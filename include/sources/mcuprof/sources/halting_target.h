@@ -15,8 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/unwinder.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/image/unwind/unwinder.h"
+#include "mcuprof/profile/samples.h"
+#include "mcuprof/link/tcp_connection.h"
 
 namespace mcuprof::transport {
 class Error;

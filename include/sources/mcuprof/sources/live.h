@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/sampler_figures.h"
+#include "mcuprof/profile/sampler_figures.h"
 #include "mcuprof/sources/recording.h"
 
 namespace mcuprof::sources {

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/samples.h"
-#include "mcuprof/core/image_set.h"
+#include "mcuprof/profile/samples.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {

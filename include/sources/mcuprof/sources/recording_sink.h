@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/image_set.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
 

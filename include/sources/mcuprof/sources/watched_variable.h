@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/image/firmware.h"
 #include "mcuprof/sources/halting_target.h"
 
 namespace mcuprof::sources {
