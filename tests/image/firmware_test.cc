@@ -8,11 +8,13 @@
 #include <sstream>
 #include <string>
 
+#include "mcuprof/image/data_layout.h"
 #include "mcuprof/image/error.h"
 #include "mcuprof/image/firmware.h"
 #include "mcuprof/image/image_set.h"
 #include "mcuprof/image/source_locator.h"
 #include "mcuprof/image/symbols.h"
+#include "mcuprof/image/unwind/call_frames.h"
 #include "mcuprof/sources/firmware_check.h"
 #include "tool_output.h"
 
@@ -103,6 +105,48 @@ TEST_CASE("firmware: not ARM, not there")
     // A set opens each image in turn: the later one that is not there is named.
     CHECK_THROWS_WITH_AS(ImageSet::open({image("loops_m4"), "/nonexistent/fw.elf"}),
                          doctest::Contains("/nonexistent/fw.elf"), mcuprof::core::Error);
+}
+
+namespace {
+
+// Each function's inline chain at its start, as the image's locator reads it: "name@file:line" a frame.
+std::vector<std::string> chains_of(const Image& firmware)
+{
+    std::vector<std::string> chains;
+    for (const mcuprof::core::Function& f : firmware.symbols().functions()) {
+        std::string chain;
+        for (const mcuprof::core::SourceFrame& frame : firmware.locator().frames(f.start))
+            chain += frame.function + "@" + frame.file + ":" + std::to_string(frame.line) + ";";
+        chains.push_back(chain);
+    }
+    return chains;
+}
+
+} // namespace
+
+TEST_CASE("firmware: the locator, the data layout and the call frames share the image's DWARF, in any order")
+{
+    const std::string elf = image("rtos_m4");
+    const Image locator_first = Image::open(elf), layout_first = Image::open(elf);
+    const std::vector<std::string> chains = chains_of(locator_first);
+    const size_t fdes = mcuprof::core::read_call_frames(locator_first).size();
+    const auto current = locator_first.data_layout().variable("pxCurrentTCB");
+
+    const auto current_again = layout_first.data_layout().variable("pxCurrentTCB");
+    CHECK(mcuprof::core::read_call_frames(layout_first).size() == fdes);
+    CHECK(chains_of(layout_first) == chains);
+    // What each read is what the symbol table and the frame section say on their own.
+    REQUIRE(current);
+    REQUIRE(current_again);
+    const auto symbol = locator_first.symbols().find_object("pxCurrentTCB");
+    REQUIRE(symbol);
+    CHECK(current->address == symbol->address);
+    CHECK(current_again->address == symbol->address);
+    CHECK(fdes > 0);
+    size_t with_lines = 0;
+    for (const std::string& chain : chains)
+        with_lines += chain.find(".c:") != std::string::npos;
+    CHECK(with_lines > chains.size() / 2);
 }
 
 TEST_CASE("firmware check: which Cortex-M runs which architecture (Tag_CPU_arch)")
