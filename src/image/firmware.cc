@@ -106,7 +106,7 @@ struct Image::Impl {
     // again (and throws again) the next time: call_once leaves its flag unset then.
     std::once_flag dwarf_headers_once, symbols_once, locator_once, layout_once, identity_once, attributes_once;
     std::unique_ptr<DebugEntryCheck> dwarf_check;   // built by the header pass
-    std::mutex dwarf_mutex;                          // the check's record of the units it has checked
+    mutable std::mutex dwarf_mutex;                  // the check's record of the units it has checked
     // The one DWARF context of the image (dwarf_of): the source locator, the data layout and
     // the call frames read through it, each what it needs, LLVM parsing each part once.
     mutable std::once_flag dwarf_once;
@@ -375,15 +375,25 @@ void Image::check_dwarf_units() const
 void Image::check_dwarf_unit_at(uint64_t offset) const
 {
     check_dwarf_units();
-    const std::lock_guard<std::mutex> lock(impl_->dwarf_mutex);
-    impl_->dwarf_check->check_unit_at(offset);
+    check_unit_entries(*impl_, offset);
 }
 
 void Image::check_dwarf() const
 {
     check_dwarf_units();
-    const std::lock_guard<std::mutex> lock(impl_->dwarf_mutex);
-    impl_->dwarf_check->check_all();   // the units already checked are not read again
+    check_all_entries(*impl_);
+}
+
+void check_unit_entries(const Image::Impl& image, uint64_t offset)
+{
+    const std::lock_guard<std::mutex> lock(image.dwarf_mutex);
+    image.dwarf_check->check_unit_at(offset);
+}
+
+void check_all_entries(const Image::Impl& image)
+{
+    const std::lock_guard<std::mutex> lock(image.dwarf_mutex);
+    image.dwarf_check->check_all();   // the units already checked are not read again
 }
 
 const SymbolTable& Image::symbols() const

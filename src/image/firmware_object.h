@@ -17,5 +17,10 @@ const llvm::object::ELF32LEObjectFile& object_of(const Image& image);
 llvm::DWARFContext& dwarf_of(const Image& image);
 // The first problem LLVM reported through it, or "".
 const std::string& first_dwarf_problem(const Image& image);
+// Image::check_dwarf_unit_at and check_dwarf once the unit headers have passed
+// (Image::check_dwarf_units), by the image's parts: those stay where they are when the Image
+// object moves, so a reader that keeps them (the source locator) may outlive the move.
+void check_unit_entries(const Image::Impl& image, uint64_t offset);
+void check_all_entries(const Image::Impl& image);
 
 } // namespace mcuprof::core

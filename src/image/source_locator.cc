@@ -150,11 +150,11 @@ struct SourceLocator::Impl {
     // what is read is what was checked (and no separate debug file is looked for).
     llvm::DWARFContext* dwarf = nullptr;
     const SymbolTable* symbols = nullptr;   // the outermost frame's name (the set's, of several)
-    const Image* image = nullptr;           // for the checks of its DWARF, a unit at a time
-    // Of a set of several images: one locator for each, in the set's order, and the set,
-    // which tells the image of an address.
-    const ImageSet* set = nullptr;
-    std::vector<std::unique_ptr<SourceLocator>> per_image;
+    const Image::Impl* image = nullptr;     // for the checks of its DWARF, a unit at a time
+    // Of a set of several images: one locator for each, in the set's order, with the image's
+    // own symbols, whose code tells the image of an address (as ImageSet::image_at). Both live
+    // in the images' parts, which stay where they are when the set moves.
+    std::vector<std::pair<const SymbolTable*, std::unique_ptr<SourceLocator>>> per_image;
 
     // Labels of inlined functions, by the abstract instance's DIE offset. Built on the first
     // inlined frame (a profile without inline chains never reads all of the DWARF).
@@ -169,7 +169,7 @@ struct SourceLocator::Impl {
     void check_unit_of(uint32_t address) const
     {
         if (const llvm::DWARFCompileUnit* unit = dwarf->getCompileUnitForCodeAddress(address))
-            image->check_dwarf_unit_at(unit->getOffset());
+            check_unit_entries(*image, unit->getOffset());
     }
 };
 
@@ -179,7 +179,7 @@ struct SourceLocator::Impl {
 // " (unit_a.cpp)", else by file and line, " (main.cpp:74)", else by its DIE, " (DIE 0x409c)".
 void SourceLocator::Impl::build_labels()
 {
-    image->check_dwarf();   // every unit's entries are read below
+    check_all_entries(*image);   // every unit's entries are read below
     labels_built = true;
     std::map<std::string, std::vector<DwarfFunction>> by_name;
     for (const auto& unit : dwarf->compile_units()) {
@@ -257,34 +257,33 @@ SourceLocator::SourceLocator(const Image& image, const SymbolTable& names) : imp
     // that reads the unit, before LLVM reads them; what LLVM still finds odd after those
     // checks reads as missing information.
     image.check_dwarf_units();
-    impl_->image = &image;
+    impl_->image = &image.impl();
     impl_->symbols = &names;
     impl_->dwarf = &dwarf_of(image);
 }
 
 SourceLocator::SourceLocator(const ImageSet& images) : impl_(std::make_unique<Impl>())
 {
-    impl_->set = &images;
     impl_->symbols = &images.symbols();
     for (const Image& image : images.images())
-        impl_->per_image.push_back(std::make_unique<SourceLocator>(image, images.symbols()));
+        impl_->per_image.emplace_back(&image.symbols(), std::make_unique<SourceLocator>(image, images.symbols()));
 }
 
 SourceLocator* SourceLocator::image_locator(uint32_t address) const
 {
-    if (impl_->set == nullptr)
+    if (impl_->per_image.empty())
         return nullptr;
-    const std::vector<Image>& images = impl_->set->images();
-    const Image* image = impl_->set->image_at(address);
-    return impl_->per_image[image == nullptr ? 0 : size_t(image - images.data())].get();
+    for (const auto& [code, locator] : impl_->per_image)
+        if (code->in_code(address))
+            return locator.get();
+    return impl_->per_image.front().second.get();   // the main image's
 }
 
 std::unique_ptr<SourceLocator> SourceLocator::parse(std::string_view image, const std::string& name)
 {
     Image parsed = Image::parse(image, name);
     auto locator = std::make_unique<SourceLocator>(parsed);
-    locator->impl_->owned.emplace(std::move(parsed));   // the object stays where it was: behind the pimpl
-    locator->impl_->image = &*locator->impl_->owned;
+    locator->impl_->owned.emplace(std::move(parsed));   // its parts stay where they were: behind the pimpl
     return locator;
 }
 

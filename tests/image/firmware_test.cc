@@ -282,3 +282,25 @@ TEST_CASE("firmware: two images that load the same flash are refused; RAM code b
     REQUIRE(both.image_at(ram) != nullptr);
     CHECK(both.image_at(ram)->path() == app);   // the earlier image's, as its name
 }
+
+TEST_CASE("firmware: an image or a set moved after its locator was made still answers, as a fresh one")
+{
+    const std::string elf = image("calltree_o2_m4");
+    const Image fresh = Image::open(elf);
+    const std::vector<mcuprof::core::Function>& functions = fresh.symbols().functions();
+    REQUIRE(functions.size() >= 2);
+    Image first = Image::open(elf);
+    CHECK(first.locator().line_at(functions[0].start) == fresh.locator().line_at(functions[0].start));
+    const Image moved = std::move(first);
+    const std::string line = fresh.locator().line_at(functions[1].start);
+    CHECK_FALSE(line.empty());
+    CHECK(moved.locator().line_at(functions[1].start) == line);   // a unit not read before the move
+
+    const std::string app = image("vendor_app_m4"), boot = image("vendor_boot_m4");
+    const uint32_t crc = nm_address(boot, "boot_crc32"), mix = nm_address(app, "mix_step");
+    ImageSet set = ImageSet::open({app, boot});
+    const std::string mix_line = set.locator().line_at(mix);
+    const ImageSet moved_set = std::move(set);
+    CHECK(moved_set.locator().line_at(mix) == mix_line);
+    CHECK(moved_set.locator().line_at(crc) == ImageSet::open({app, boot}).locator().line_at(crc));
+}
