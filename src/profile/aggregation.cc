@@ -19,6 +19,37 @@ const std::vector<uint32_t>& key_tags(const SampleSet& samples, Grouping by)
     return by == Grouping::exception ? samples.exceptions : samples.tags;
 }
 
+namespace {
+
+// A bucket's count is shared equally by the even (Thumb instruction) addresses it
+// covers that belong to a function: a bucket across a boundary is split in
+// proportion to each function's part, and filler between functions gets nothing.
+// By address the bucket is one item, its own row.
+void add_bucket_items(std::vector<Weighted>& items, const SampleSet& samples, const SymbolTable& symbols, Grouping by)
+{
+    for (const Bucket& b : samples.buckets) {
+        if (b.count == 0)
+            continue;
+        if (by == Grouping::address) {
+            items.push_back({b.start, 0, false, double(b.count), &b, false, true});
+            continue;
+        }
+        std::vector<uint32_t> owned;
+        for (uint64_t a = b.start; a < uint64_t(b.start) + b.size; a += 2)
+            if (symbols.find(uint32_t(a)) != nullptr)
+                owned.push_back(uint32_t(a));
+        if (owned.empty()) {
+            items.push_back({b.start, 0, false, double(b.count), nullptr, false, true});
+            continue;
+        }
+        const double each = double(b.count) / owned.size();
+        for (uint32_t a : owned)
+            items.push_back({a, 0, false, each, nullptr, false, true});
+    }
+}
+
+} // namespace
+
 std::vector<Weighted> aggregate(const SampleSet& samples, const FoundAsleep& found_asleep, const SymbolTable& symbols,
                                 Grouping by)
 {
@@ -66,29 +97,7 @@ std::vector<Weighted> aggregate(const SampleSet& samples, const FoundAsleep& fou
     add_counted(asleep_counts, true);
     for (const AddressCount& c : samples.counts)
         items.push_back({c.address, 0, false, double(c.count), nullptr});
-
-    // A bucket's count is shared equally by the even (Thumb instruction) addresses it
-    // covers that belong to a function: a bucket across a boundary is split in
-    // proportion to each function's part, and filler between functions gets nothing.
-    for (const Bucket& b : samples.buckets) {
-        if (b.count == 0)
-            continue;
-        if (by == Grouping::address) {
-            items.push_back({b.start, 0, false, double(b.count), &b, false, true});
-            continue;
-        }
-        std::vector<uint32_t> owned;
-        for (uint64_t a = b.start; a < uint64_t(b.start) + b.size; a += 2)
-            if (symbols.find(uint32_t(a)) != nullptr)
-                owned.push_back(uint32_t(a));
-        if (owned.empty()) {
-            items.push_back({b.start, 0, false, double(b.count), nullptr, false, true});
-            continue;
-        }
-        const double each = double(b.count) / owned.size();
-        for (uint32_t a : owned)
-            items.push_back({a, 0, false, each, nullptr, false, true});
-    }
+    add_bucket_items(items, samples, symbols, by);
     return items;
 }
 
