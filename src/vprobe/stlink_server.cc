@@ -105,7 +105,10 @@ bool StlinkServerProtocol::perform(std::string_view request, std::string& replie
         append32(replies, 1);   // one ST-Link
         return true;
     case 0x02: {
-        // TDeviceInfo2: device id, serial (32 bytes), VID, PID, whether a client has it open.
+        // TDeviceInfo2: device id, serial (32 bytes), VID, PID, and whether another program
+        // holds it exclusively (OpenOCD 0.12 then refuses it, "the selected device is already
+        // used"). Every open here is shared, as OpenOCD's own (its OPEN_DEV's reserved bytes
+        // are 0): several clients use the probe at once.
         std::string info;
         append32(info, p[1] == 0 ? server_ok : server_bad_parameter);
         append32(info, 1);
@@ -114,7 +117,7 @@ bool StlinkServerProtocol::perform(std::string_view request, std::string& replie
         info += serial;
         put16(info, info.size(), vid);
         put16(info, info.size(), pid_v3e);
-        info.push_back(probe_.in_use() ? 1 : 0);
+        info.push_back(0);
         replies += info;
         return true;
     }
