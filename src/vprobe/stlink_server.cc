@@ -361,20 +361,9 @@ void StlinkProbe::perform_debug_command(const uint8_t* command, std::string_view
         put32(reply, 4, value);
         return;
     }
-    case read_all_registers: {
-        // One USB command, but the firmware still reads the core one register at a time
-        // (stlink::all_registers_count DCRSR transfers); it stops at the first that fails.
-        reply.resize(all_registers_reply_length, '\0');
-        for (unsigned regsel = 0; regsel < all_registers_count; ++regsel) {
-            uint32_t value = 0;
-            if (!read_core_register(uint8_t(regsel), value)) {
-                reply[0] = char(fault);
-                return;
-            }
-            put32(reply, 4 + 4 * regsel, value);
-        }
+    case read_all_registers:
+        read_all_core_registers(reply);
         return;
-    }
     case write_register: {
         uint32_t dhcsr = 0;
         const bool done = write_word(cortex_m::dcrdr, le32(command + 3)) &&
@@ -559,6 +548,21 @@ bool StlinkProbe::read_word(uint32_t address, uint32_t& value)
         return false;
     value = le32(bytes(data));
     return true;
+}
+
+void StlinkProbe::read_all_core_registers(std::string& reply)
+{
+    // One USB command, but the firmware still reads the core one register at a time
+    // (stlink::all_registers_count DCRSR transfers); it stops at the first that fails.
+    reply.resize(all_registers_reply_length, '\0');
+    for (unsigned regsel = 0; regsel < all_registers_count; ++regsel) {
+        uint32_t value = 0;
+        if (!read_core_register(uint8_t(regsel), value)) {
+            reply[0] = char(fault);
+            return;
+        }
+        put32(reply, 4 + 4 * regsel, value);
+    }
 }
 
 bool StlinkProbe::read_core_register(uint8_t regsel, uint32_t& value)

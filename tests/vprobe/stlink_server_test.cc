@@ -398,7 +398,8 @@ uint32_t open_over_tcp(int socket)
     return get32(opened, 4);
 }
 
-std::string usb_over_tcp(int socket, uint32_t connection, std::initializer_list<uint8_t> command, uint32_t length)
+// A USB command reading `length` bytes back, as the server request of `connection`.
+std::string usb_request(uint32_t connection, std::initializer_list<uint8_t> command, uint32_t length)
 {
     std::string request(32, '\0');
     request[0] = 0x05;
@@ -408,10 +409,31 @@ std::string usb_over_tcp(int socket, uint32_t connection, std::initializer_list<
         request[i++] = char(b);
     request[24] = 1;
     put32(request, 28, length);
-    const std::string reply = over_tcp(socket, request, 4 + length);
+    return request;
+}
+
+std::string usb_over_tcp(int socket, uint32_t connection, std::initializer_list<uint8_t> command, uint32_t length)
+{
+    const std::string reply = over_tcp(socket, usb_request(connection, command, length), 4 + length);
     CHECK(get32(reply, 0) == stlink::server_ok);
     return reply.substr(4);
 }
+
+// Two clients connected to `server` at once, each with the device open.
+struct TwoClients {
+    int a = -1, b = -1;
+    uint32_t id_a = 0, id_b = 0;
+
+    explicit TwoClients(const StlinkServer& server)
+        : a(vprobe_test::connect_loopback(server.port())), b(vprobe_test::connect_loopback(server.port()))
+    {
+        REQUIRE(a >= 0);
+        REQUIRE(b >= 0);
+        id_a = open_over_tcp(a);
+        id_b = open_over_tcp(b);
+        CHECK(id_a != id_b);
+    }
+};
 
 } // namespace
 
@@ -424,14 +446,7 @@ TEST_CASE("st-link server: two TCP clients at once; one leaving leaves the other
     std::vector<std::string> gone;
     server.on_disconnected = [&](const std::string& who) { gone.push_back(who); };
     std::thread serving([&] { server.serve(false); });
-
-    const int a = vprobe_test::connect_loopback(server.port());
-    const int b = vprobe_test::connect_loopback(server.port());
-    REQUIRE(a >= 0);
-    REQUIRE(b >= 0);
-    const uint32_t id_a = open_over_tcp(a);
-    const uint32_t id_b = open_over_tcp(b);
-    CHECK(id_a != id_b);
+    const auto [a, b, id_a, id_b] = TwoClients(server);
     // B enters SWD, which powers the debug domain up for both (one probe, one target).
     CHECK(uint8_t(usb_over_tcp(b, id_b, {0xF2, 0x30, 0xA3}, 2)[0]) == stlink::ok);
     const std::initializer_list<uint8_t> read8{0xF2, 0x07, 0x00, 0x00, 0x00, 0x20, 0x08, 0x00};
@@ -459,21 +474,10 @@ TEST_CASE("st-link server: the probe runs one command at a time, whichever clien
     StlinkServer server(probe, "127.0.0.1", 0);
     server.reply_latency = std::chrono::milliseconds(40);
     std::thread serving([&] { server.serve(false); });
-    const int a = vprobe_test::connect_loopback(server.port());
-    const int b = vprobe_test::connect_loopback(server.port());
-    REQUIRE(a >= 0);
-    REQUIRE(b >= 0);
-    const uint32_t id_a = open_over_tcp(a);
-    const uint32_t id_b = open_over_tcp(b);
-    // Both send a USB command at once; the second answer leaves a whole latency after the first.
-    std::string request(32, '\0');
-    request[0] = 0x05;
-    request[8] = char(0xF1);   // GET_VERSION
-    request[24] = 1;
-    put32(request, 28, 6);
-    std::string to_a = request, to_b = request;
-    put32(to_a, 4, id_a);
-    put32(to_b, 4, id_b);
+    const auto [a, b, id_a, id_b] = TwoClients(server);
+    // Both send GET_VERSION at once; the second answer leaves a whole latency after the first.
+    const std::string to_a = usb_request(id_a, {0xF1}, 6);
+    const std::string to_b = usb_request(id_b, {0xF1}, 6);
     const auto sent = std::chrono::steady_clock::now();
     REQUIRE(::send(a, to_a.data(), to_a.size(), 0) == ssize_t(to_a.size()));
     REQUIRE(::send(b, to_b.data(), to_b.size(), 0) == ssize_t(to_b.size()));

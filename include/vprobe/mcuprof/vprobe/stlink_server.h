@@ -163,6 +163,8 @@ private:
     // One core register through DCRSR, DHCSR.S_REGRDY and DCRDR (ARMv7-M, C1.6.3); false on a
     // running core, which never sets S_REGRDY.
     bool read_core_register(uint8_t regsel, uint32_t& value);
+    // READALLREGS: the status byte in reply[0] (already OK), the 21 words from offset 4.
+    void read_all_core_registers(std::string& reply);
 
     VirtualProbe& probe_;
     std::set<uint32_t> open_;   // the connection ids open now
