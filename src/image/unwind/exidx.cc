@@ -8,6 +8,7 @@
 #include "mcuprof/image/error.h"
 #include "mcuprof/image/firmware.h"
 #include "mcuprof/image/unwind/halted_core.h"
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
 
 namespace mcuprof::core {
@@ -124,7 +125,7 @@ const ExidxEntry* ExidxTable::find(uint32_t address) const
 
 ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, StackMemory& memory, bool& restored_return)
 {
-    constexpr uint32_t sp = 13, lr = 14, pc = 15;
+    using cortex_m::core_reg::sp, cortex_m::core_reg::lr, cortex_m::core_reg::pc;
     restored_return = false;
     uint32_t vsp = r[sp];
     bool pc_set = false;
@@ -172,7 +173,7 @@ ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, Stac
                 return ExidxResult::unreadable;
         } else if ((op & 0xF0u) == 0x90u) {          // 1001nnnn: vsp = r[nnnn] (not 13, 15)
             const uint32_t reg = op & 0x0Fu;
-            if (reg == 13 || reg == 15)
+            if (reg == sp || reg == pc)
                 return ExidxResult::malformed;
             vsp = r[reg];
         } else if ((op & 0xF0u) == 0xA0u) {          // 1010Lnnn: pop r4-r[4+nnn], and r14 if L
