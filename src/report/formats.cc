@@ -58,6 +58,8 @@ std::string gmon_format(const ReportInput& input, std::ostream& out)
     const GmonSummary summary = write_gmon(input.samples, input.symbols, out);
     std::string note = "gmon.out of " + std::to_string(summary.bins) + " bins of 2 bytes, " +
                        std::to_string(summary.rate) + " samples/s";
+    if (summary.ranges > 1)
+        note += ", in " + std::to_string(summary.ranges) + " address ranges";
     if (summary.outside > 0)
         note += "; " + std::to_string(summary.outside) + " samples outside the code left out";
     if (summary.saturated_bins > 0)

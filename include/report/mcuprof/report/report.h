@@ -121,11 +121,13 @@ std::string write_firefox(const ReportInput& input, std::ostream& out);
 class SymbolTable;
 struct GmonSummary {
     size_t bins = 0;
+    size_t ranges = 1;           // histogram records: one per stretch of code (flash, RAM code)
     uint32_t rate = 1;
     uint64_t outside = 0;        // samples outside the code sections, not representable
     size_t saturated_bins = 0;   // bins over 65535, stored as 65535
 };
-// gprof's gmon.out (a time histogram of 2-byte bins over the code sections), which
+// gprof's gmon.out (a time histogram of 2-byte bins over the code sections, one record for
+// each stretch of them: flash, code run from RAM), which
 // arm-none-eabi-gprof reads with the ELF. Works from the samples, not a profile.
 GmonSummary write_gmon(const SampleSet& samples, const SymbolTable& symbols, std::ostream& out);
 
