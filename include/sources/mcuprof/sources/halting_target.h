@@ -13,9 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "mcuprof/core/unwinder.h"
+#include "mcuprof/sources/run_header.h"
 #include "mcuprof/transport/tcp_connection.h"
 
 namespace mcuprof::transport {
@@ -98,8 +97,8 @@ class HaltingTarget {
 public:
     virtual ~HaltingTarget() = default;
 
-    // Header facts for the recording: the source, the link's peer, the target.
-    virtual nlohmann::json describe() const = 0;
+    // The recording header's link part: the source, the link's peer, the target and its cores.
+    virtual RunHeader::Link link_header() const = 0;
     // What users call the other end in messages ("OpenOCD", "the GDB server").
     virtual std::string server() const = 0;
     // The link's far end as errors name it ("gdb 127.0.0.1:1234").
