@@ -47,3 +47,11 @@ def checked(header: dict, what: str = "header") -> dict:
 def read_header(path: Path) -> dict:
     """The header of the recording at `path`, which must follow the schema."""
     return checked(json.loads(header_text(Path(path).read_bytes())), str(path))
+
+
+def records_start(data: bytes, what: str = "recording") -> int:
+    """Where the first record of a recording's bytes starts, after its header, which must follow
+    the schema: every reader of a recording's records checks the header on the way."""
+    text = header_text(data)
+    checked(json.loads(text), what)
+    return 16 + len(text)
