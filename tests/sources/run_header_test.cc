@@ -86,6 +86,22 @@ TEST_CASE("run header: the headers mcuprof wrote for real runs read back and wri
         ++count;
     }
     CHECK(count >= 10);
+    // The golden test's recordings (tests/golden/inputs) likewise: the header of each, after the
+    // 16 bytes of magic, version and length (docs/formats.md).
+    size_t recordings = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(TEST_SOURCE_DIR "/golden/inputs")) {
+        if (entry.path().extension() != ".rec")
+            continue;
+        const std::string bytes = file_text(entry.path());
+        REQUIRE(bytes.size() >= 16);
+        const uint32_t length = uint32_t(uint8_t(bytes[12])) | uint32_t(uint8_t(bytes[13])) << 8 |
+                                uint32_t(uint8_t(bytes[14])) << 16 | uint32_t(uint8_t(bytes[15])) << 24;
+        const std::string text = bytes.substr(16, length);
+        CAPTURE(entry.path().filename().string());
+        CHECK(to_json(run_header_from_json(nlohmann::json::parse(text))).dump() == text);
+        ++recordings;
+    }
+    CHECK(recordings >= 5);
 
     const std::string pair = file_text(TEST_SOURCE_DIR "/data/run_headers/qemu_pair.json");
     const RunHeader header = run_header_from_json(nlohmann::json::parse(pair));
