@@ -55,6 +55,15 @@ debootstrap --variant=minbase --include=make,ca-certificates "$suite" "$root" "$
   || { tail -n 20 "$root.debootstrap.log"; exit 1; }
 echo "deb $mirror $suite-updates main" >>"$root/etc/apt/sources.list"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The certificate authorities this machine adds to Debian's (an organisation's, a TLS-inspecting
+# proxy's: /usr/local/share/ca-certificates) go into the root as well, as they would be on any
+# machine of this network: without them npm's registry fails there with
+# SELF_SIGNED_CERT_IN_CHAIN, which says nothing about the release being checked.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" /usr/sbin/update-ca-certificates >/dev/null 2>&1
+fi
 echo "distro-check: root ready in $(( $(date +%s) - start )) s"
 
 mount -t proc proc "$root/proc"; mounted+=("$root/proc")
@@ -64,8 +73,10 @@ mount --rbind /dev "$root/dev"; mount --make-rslave "$root/dev"; mounted+=("$roo
 git clone --quiet "$repo" "$root/root/mcuprof"
 
 in_root() {
+  # Node reads its own list of authorities unless told of the system's, as this machine tells it.
   chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /root/mcuprof && $1"
+    LANG=C.UTF-8 TERM=dumb ${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt} \
+    /bin/bash -c "cd /root/mcuprof && $1"
 }
 
 status=0

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev doctest-dev
-  # libiberty-dev: c++filt's demangler (src/core/demangle.cc)
+  # libiberty-dev: c++filt's demangler (src/image/demangle.cc)
   libiberty-dev
   # libncurses-dev: the terminfo library LLVM links (libtinfo-dev is only a transitional name for it on
   # Debian 12 and a virtual one on Debian 13, which dpkg never reports installed)

@@ -14,18 +14,23 @@ import subprocess
 import sys
 import tempfile
 
-# Which layers each layer may include (its own and error always).
+# Which layers each layer may include (its own and base always), along the debug stack.
 ALLOWED = {
-    "core": {"error", "core"},
-    "transport": {"error", "transport"},
-    "sources": {"error", "core", "transport", "sources"},
-    "vprobe": {"error", "transport", "vprobe"},
+    "base": {"base"},
+    "link": {"base", "link"},
+    "image": {"base", "image"},
+    "profile": {"base", "image", "profile"},
+    "report": {"base", "image", "profile", "report"},
+    "sources": {"base", "link", "image", "profile", "sources"},
+    "vprobe": {"base", "link", "vprobe"},
 }
 # One header of each layer, as sources spell it.
 HEADER = {
-    "error": "mcuprof/error.h",
-    "core": "mcuprof/core/error.h",
-    "transport": "mcuprof/transport/error.h",
+    "base": "mcuprof/error.h",
+    "link": "mcuprof/link/error.h",
+    "image": "mcuprof/image/error.h",
+    "profile": "mcuprof/profile/stats.h",
+    "report": "mcuprof/report/report.h",
     "sources": "mcuprof/sources/error.h",
     "vprobe": "mcuprof/vprobe/error.h",
 }

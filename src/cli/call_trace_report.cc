@@ -2,10 +2,10 @@
 
 #include <iostream>
 
-#include "mcuprof/core/call_graph.h"
-#include "mcuprof/core/report.h"
-#include "mcuprof/core/source_locator.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/profile/call_graph.h"
+#include "mcuprof/report/report.h"
+#include "mcuprof/image/source_locator.h"
+#include "mcuprof/image/symbols.h"
 #include "mcuprof/sources/call_trace.h"
 
 namespace mcuprof::cli {

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "inputs.h"
-#include "mcuprof/core/cores.h"
-#include "mcuprof/core/diff.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/profile/cores.h"
+#include "mcuprof/profile/diff.h"
+#include "mcuprof/image/symbols.h"
 #include "mcuprof/error.h"
 #include "options.h"
 #include "profile_output.h"

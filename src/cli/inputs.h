@@ -3,7 +3,7 @@
 // of sources::input_kinds() reads it.
 #include <string>
 
-#include "mcuprof/core/samples.h"
+#include "mcuprof/profile/samples.h"
 #include "mcuprof/sources/input_kind.h"
 
 namespace mcuprof::cli {

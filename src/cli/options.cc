@@ -5,7 +5,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 
 namespace po = boost::program_options;
 

@@ -12,7 +12,7 @@
 #include <boost/program_options.hpp>
 
 #include "commands.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/link/tcp_connection.h"
 #include "interrupt.h"
 
 namespace mcuprof::cli {

@@ -10,11 +10,11 @@
 #include <optional>
 #include <sstream>
 
-#include "mcuprof/core/cores.h"
-#include "mcuprof/core/source_locator.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/profile/cores.h"
+#include "mcuprof/image/source_locator.h"
+#include "mcuprof/image/symbols.h"
 #include "mcuprof/error.h"
-#include "mcuprof/core/profile.h"
+#include "mcuprof/profile/profile.h"
 
 namespace po = boost::program_options;
 

@@ -10,10 +10,10 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/core/firmware.h"
-#include "mcuprof/core/profile.h"
-#include "mcuprof/core/report.h"
-#include "mcuprof/core/samples.h"
+#include "mcuprof/image/firmware.h"
+#include "mcuprof/profile/profile.h"
+#include "mcuprof/report/report.h"
+#include "mcuprof/profile/samples.h"
 #include "mcuprof/sources/recording.h"
 #include "commands.h"
 #include "options.h"

@@ -10,17 +10,17 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/core/error.h"
-#include "mcuprof/core/profile.h"
-#include "mcuprof/core/report.h"
-#include "mcuprof/core/firmware.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/image/error.h"
+#include "mcuprof/profile/profile.h"
+#include "mcuprof/report/report.h"
+#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/symbols.h"
 #include "mcuprof/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/onchip_reader.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/recording_sink.h"
-#include "mcuprof/transport/link.h"
+#include "mcuprof/link/link.h"
 #include "options.h"
 #include "profile_output.h"
 #include "progress.h"

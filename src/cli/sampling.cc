@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
-#include "mcuprof/core/symbols.h"
-#include "mcuprof/core/unwinder.h"
+#include "mcuprof/image/symbols.h"
+#include "mcuprof/image/unwind/unwinder.h"
 #include "mcuprof/error.h"
 #include "mcuprof/sources/firmware_check.h"
 #include "mcuprof/sources/openocd_sampler.h"
@@ -18,8 +18,8 @@
 #include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/rsp_sampler.h"
-#include "mcuprof/transport/tcp_connection.h"
-#include "mcuprof/core/profile.h"
+#include "mcuprof/link/tcp_connection.h"
+#include "mcuprof/profile/profile.h"
 #include "mcuprof/sources/watched_variable.h"
 #include "commands.h"
 #include "options.h"

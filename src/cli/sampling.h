@@ -12,7 +12,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/image/firmware.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/watched_variable.h"
 #include "interrupt.h"

@@ -7,8 +7,8 @@
 
 #include "mcuprof/sources/swo_reader.h"
 #include "mcuprof/sources/swo_setup.h"
-#include "mcuprof/transport/tcl_client.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/link/tcl_client.h"
+#include "mcuprof/image/symbols.h"
 #include "options.h"
 #include "profile_output.h"
 

@@ -18,11 +18,11 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/core/decay.h"
-#include "mcuprof/core/profile.h"
-#include "mcuprof/core/sampler_figures.h"
-#include "mcuprof/core/symbols.h"
-#include "mcuprof/core/thumb_code.h"
+#include "mcuprof/profile/decay.h"
+#include "mcuprof/profile/profile.h"
+#include "mcuprof/profile/sampler_figures.h"
+#include "mcuprof/image/symbols.h"
+#include "mcuprof/image/unwind/thumb_code.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/recording_sink.h"

@@ -10,7 +10,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/link/rsp_client.h"
 #include "mcuprof/vprobe/error.h"
 #include "mcuprof/vprobe/pc_file.h"
 #include "mcuprof/vprobe/rsp_target.h"

@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 #include "mcuprof/vprobe/error.h"
-#include "mcuprof/transport/rsp_packet.h"
+#include "mcuprof/link/rsp_packet.h"
 
 namespace mcuprof::vprobe {
 

@@ -154,6 +154,27 @@ class Cli(unittest.TestCase):
         cut = self.write("cut.out", whole[:-3], "wb")
         self.assert_one_line_error(run("report", cut, "--elf", self.elf), 2, cut, "ends inside a histogram count")
 
+    def test_gmon_out_of_code_in_flash_and_ram(self):
+        # vendor_app_m4 runs ram_scale from SRAM (0x2000011c, 28 bytes) and mix_step from flash
+        # (0x08004188): one histogram over both would span 384 MiB. The file holds one record
+        # per stretch of code, and gprof, reading both, sees 4 samples in mix_step and 3 in
+        # ram_scale, as put there.
+        elf = os.path.join(os.path.dirname(__file__), "..", "golden", "inputs", "vendor_app_m4.elf")
+        dump = self.write("uart.txt", "prof raw n=7\np 08004188 0800418a 0800418c 0800418e 2000011c 2000011e\n"
+                          "p 20000120\nend\n")
+        gmon = os.path.join(self.dir.name, "gmon.out")
+        result = run("report", dump, "--elf", elf, "--format", "gmon", "-o", gmon)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("in 2 address ranges", result.stderr)
+        self.assertLess(os.path.getsize(gmon), 64 * 1024)
+        flat = subprocess.run(["arm-none-eabi-gprof", "-b", "-p", elf, gmon], capture_output=True, text=True,
+                              check=True).stdout
+        seconds = {line.split()[-1]: float(line.split()[2]) for line in flat.splitlines()
+                   if len(line.split()) == 4 and line.split()[-1] in ("mix_step", "ram_scale")}
+        self.assertEqual(seconds, {"mix_step": 4.0, "ram_scale": 3.0}, flat)
+        doc = json.loads(run("report", gmon, "--elf", elf, "--format", "json").stdout)
+        self.assertEqual({r["name"]: r["samples"] for r in doc["functions"]}, {"mix_step": 4, "ram_scale": 3})
+
     def test_help_and_usage(self):
         self.assertEqual(run("--help").returncode, 0)
         self.assertEqual(run("report", "--help").returncode, 0)

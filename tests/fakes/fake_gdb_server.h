@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "loopback_server.h"
-#include "mcuprof/transport/rsp_packet.h"
+#include "mcuprof/link/rsp_packet.h"
 
 namespace fakes {
 

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/sources/halting_target.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 
 namespace fakes {
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "mcuprof/transport/rsp_packet.h"
+#include "mcuprof/link/rsp_packet.h"
 
 namespace fakes {
 

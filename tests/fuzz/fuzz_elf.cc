@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <string_view>
 
-#include "mcuprof/core/data_layout.h"
-#include "mcuprof/core/error.h"
-#include "mcuprof/core/profile.h"
-#include "mcuprof/core/source_locator.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/image/data_layout.h"
+#include "mcuprof/image/error.h"
+#include "mcuprof/profile/profile.h"
+#include "mcuprof/image/source_locator.h"
+#include "mcuprof/image/symbols.h"
 
 namespace {
 

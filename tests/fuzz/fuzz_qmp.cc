@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/qmp_client.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/qmp_client.h"
 
 using namespace mcuprof::transport;
 

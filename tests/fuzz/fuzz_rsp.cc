@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/rsp_client.h"
-#include "mcuprof/transport/rsp_packet.h"
-#include "mcuprof/transport/target_description.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/rsp_client.h"
+#include "mcuprof/link/rsp_packet.h"
+#include "mcuprof/link/target_description.h"
 
 using namespace mcuprof::transport;
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "mcuprof/transport/byte_stream.h"
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/rsp_client.h"
-#include "mcuprof/transport/rsp_packet.h"
+#include "mcuprof/link/byte_stream.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/rsp_client.h"
+#include "mcuprof/link/rsp_packet.h"
 
 using namespace mcuprof::transport;
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "mcuprof/sources/openocd_sampler.h"
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/tcl_client.h"
 
 using namespace mcuprof;
 

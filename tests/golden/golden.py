@@ -52,7 +52,6 @@ class Case:
     path: str                 # the expected output, relative to expected/
     argv: tuple[str, ...]     # mcuprof's arguments
     binary: bool = False      # the output is the file written with -o, compared as bytes
-    digest: bool = False      # a binary output too large to store: its size and SHA-256 instead
 
 
 # ---------------------------------------------------------------- the cases
@@ -134,9 +133,6 @@ SINGLES = {
 
 # The recordings reopened without --elf: their copies in the scratch folder's reopened/, whose
 # header names the ELFs by their absolute path in the scratch folder (reopened_copy()).
-# Outputs stored as their size and SHA-256: pair.rec's gmon.out spans the bootloader's flash at
-# 0x080000c0 to the application's RAM code at 0x20000338 in 2-byte bins, 402 653 357 bytes.
-DIGESTS = {"report/pair.rec/function.gmon.out"}
 
 REOPENED_CASES = {
     "pair.rec": ("text", "json", "collapsed", "speedscope", "callgrind"),
@@ -154,14 +150,12 @@ def _grouping_args(grouping: str) -> tuple[str, tuple[str, ...]]:
 
 def _format_case(path_stem: str, argv: tuple[str, ...], fmt: str) -> Case:
     path = f"{path_stem}.{EXTENSION[fmt]}"
-    if path in DIGESTS:
-        return Case(path + ".sha256", argv + ("--format", fmt), binary=True, digest=True)
     return Case(path, argv + ("--format", fmt), binary=fmt in BINARY_FORMATS)
 
 
 def _profile_cases(command: str, table: dict) -> list[Case]:
     """Every format in every grouping, but gmon.out in the first grouping only: gprof's
-    histogram is made from the samples, whatever --by is (src/core/report/formats.cc)."""
+    histogram is made from the samples, whatever --by is (src/report/formats.cc)."""
     out = []
     for source, (elves, groupings) in table.items():
         for i, grouping in enumerate(groupings):
@@ -262,26 +256,17 @@ def run_case(case: Case, scratch: Path) -> Result:
     if case.binary:
         output = None
         if out_file.exists():
-            output = _digest(out_file) if case.digest else out_file.read_bytes()
+            output = out_file.read_bytes()
             out_file.unlink()
     else:
         output = normalise(r.stdout, scratch)
     return Result(output, r.returncode, normalise(r.stderr, scratch))
 
 
-def _digest(path: Path) -> bytes:
-    sha = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            sha.update(chunk)
-    return f"{path.stat().st_size} {sha.hexdigest()}\n".encode()
-
-
 def run_all(scratch: Path, workers: int = 2) -> dict[str, Result]:
     """Every case, `workers` at a time (two: the suite's budget is two cores)."""
     prepare(scratch)
-    # The slowest first (the 400 MB gmon.out, seconds), the rest beside it.
-    all_cases = sorted(cases(), key=lambda c: not c.digest)
+    all_cases = list(cases())
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(lambda c: run_case(c, scratch), all_cases))
     return {c.path: r for c, r in zip(all_cases, results)}
@@ -363,7 +348,7 @@ def compare(case: Case, result: Result) -> str | None:
     if expected_out != result.output:
         if expected_out is None and not out_path.is_file() and result.output is not None:
             return f"{case.path}: no expected output stored (a new case? run tests/golden/regenerate.py)"
-        return describe_difference(case.path, expected_out, result.output, case.binary and not case.digest)
+        return describe_difference(case.path, expected_out, result.output, case.binary)
     expected_err = err_path.read_bytes() if err_path.is_file() else None
     if expected_err != result.err_file():
         return describe_difference(case.path + ".err", expected_err, result.err_file(), False)

@@ -15,9 +15,8 @@ What is normalised before comparing (golden.normalise, the one place):
   (report without --elf, golden.REOPENED_CASES) name their ELFs by it.
 Nothing else is: no output holds a time of day, a host name, or a path other than the inputs'
 own (the mismatch cases print the recorded `elf_path`, /work/main/..., from the committed
-header, the same in any clone). Stored losslessly in two other forms (golden.py): HTML pages
-with their shared d3 script as a mark, and pair.rec's 400 MB gmon.out as its size and
-SHA-256. pprof's .pb.gz is compared byte for byte too: it embeds no time (its gzip header's
+header, the same in any clone). Stored losslessly in another form (golden.py): HTML pages
+with their shared d3 script as a mark. pprof's .pb.gz is compared byte for byte too: it embeds no time (its gzip header's
 mtime is 0), so only a change of zlib's compressor could change its bytes without a change of
 the profile (the message then says whether the decompressed protobufs are equal).
 

@@ -23,8 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/sources/stack_pointer_stub.h"
-#include "mcuprof/transport/rsp_client.h"
-#include "mcuprof/transport/rsp_packet.h"
+#include "mcuprof/link/rsp_client.h"
+#include "mcuprof/link/rsp_packet.h"
 
 using namespace mcuprof;
 using Clock = std::chrono::steady_clock;

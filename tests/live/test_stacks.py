@@ -161,7 +161,7 @@ class Tasks(Replayed):
 
 class StackPointerStub(unittest.TestCase):
     """QEMU 7.2's gdbstub describes no MSP or PSP: they are read by one MRS instruction run in
-    the free stack below SP (src/transport/rsp/special_register_stub.cc). At 1000 halts at random
+    the free stack below SP (src/link/rsp/special_register_stub.cc). At 1000 halts at random
     moments of the FPU task scenario, the helper (stack_pointer_stub_check) reads every
     register the server describes (r0-r15, xPSR, d0-d15, FPSCR; QEMU 10 also MSP, PSP and the
     masks) and the 512 bytes below SP,

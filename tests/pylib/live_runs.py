@@ -151,7 +151,7 @@ def batch_errors(rows: list[str], names) -> dict[str, float]:
     taken) from the spread between batches of consecutive samples: min(30, floor(sqrt(N)))
     batches of N // k, the last taking the rest, and the ratio estimator of cluster sampling,
     var(p) = k / (k - 1) * sum_c (y_c - p m_c)^2 / N^2 (Cochran, Sampling Techniques, 6.13).
-    Written here from the formula, apart from mcuprof's code (src/core/attribution.cc)."""
+    Written here from the formula, apart from mcuprof's code (src/profile/attribution.cc)."""
     n = len(rows)
     k = min(30, math.isqrt(n))
     assert k >= 2, f"{n} samples are too few for batches"

@@ -5,11 +5,11 @@
 #include <initializer_list>
 #include <string>
 
-#include "mcuprof/core/call_graph.h"
-#include "mcuprof/core/firmware.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/profile/call_graph.h"
+#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/symbols.h"
 #include "mcuprof/sources/call_trace.h"
-#include "../core/tool_output.h"
+#include "../image/tool_output.h"
 
 using namespace mcuprof;
 using namespace mcuprof::sources;

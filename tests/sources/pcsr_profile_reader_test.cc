@@ -9,7 +9,7 @@
 #include "../fakes/fake_tcl_server.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/pcsr_profile_reader.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 
 using mcuprof::sources::PcsrProfileReader;
 

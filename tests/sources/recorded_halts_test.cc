@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "../fakes/recorded_target.h"
-#include "mcuprof/core/firmware.h"
-#include "mcuprof/core/profile.h"
-#include "mcuprof/core/symbols.h"
-#include "mcuprof/core/unwinder.h"
+#include "mcuprof/image/firmware.h"
+#include "mcuprof/profile/profile.h"
+#include "mcuprof/image/symbols.h"
+#include "mcuprof/image/unwind/unwinder.h"
 #include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/sampling_loop.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 
 using namespace mcuprof;
 using namespace mcuprof::sources;

@@ -7,7 +7,7 @@
 
 #include <boost/crc.hpp>
 
-#include "mcuprof/core/report.h"
+#include "mcuprof/report/report.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <map>
 
-#include "mcuprof/core/error.h"
-#include "mcuprof/core/firmware.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/image/error.h"
+#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/symbols.h"
 #include "mcuprof/sources/rtos_awareness.h"
 
 using namespace mcuprof;

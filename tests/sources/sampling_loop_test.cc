@@ -14,7 +14,7 @@
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/sampling_loop.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 
 using namespace mcuprof;
 using namespace mcuprof::sources;

@@ -8,7 +8,7 @@
 #include "../fakes/fake_gdb_server.h"
 #include "../fakes/tiny_cortex_m.h"
 #include "mcuprof/sources/stack_pointer_stub.h"
-#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/link/rsp_client.h"
 
 using namespace mcuprof;
 using transport::rsp::frame;

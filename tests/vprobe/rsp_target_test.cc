@@ -6,7 +6,7 @@
 
 #include "../fakes/fake_gdb_server.h"
 #include "../fakes/tiny_cortex_m.h"
-#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/link/rsp_client.h"
 #include "mcuprof/vprobe/error.h"
 #include "mcuprof/vprobe/rsp_target.h"
 

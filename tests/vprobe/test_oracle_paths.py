@@ -238,7 +238,7 @@ class PcsrCoverage(unittest.TestCase):
     window: WINDOWS recordings in a row on one rig, every function of at least 2 % of its
     window (five functions: about 100 intervals). Asserted: the intervals cover their truth at
     least 75 % of the time. The estimator itself is held to 95 % on a sampler whose truth is
-    known by construction (tests/core/attribution_test.cc); through the vprobe the reads add a
+    known by construction (tests/profile/attribution_test.cc); through the vprobe the reads add a
     bias of their own (each is a brief halt of QEMU: docs/live.md): runs here covered 87 and 86
     of 100 (QEMU 7.2 and 10, load 6.5), 45 of 50 in a shorter one, where the binomial intervals
     of the same reads covered 56 to 59 %. With the reads from the truth plugin's PC file (no halt;

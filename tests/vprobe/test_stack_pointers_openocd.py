@@ -1,6 +1,6 @@
 """MSP, PSP and CONTROL through the virtual probe in front of QEMU 7.2, whose gdbstub describes
 none of them: the probe reads them by a stub of MRS instructions below SP
-(src/transport/rsp/special_register_stub.cc) when OpenOCD reads DCRSR REGSEL 17, 18 and 20.
+(src/link/rsp/special_register_stub.cc) when OpenOCD reads DCRSR REGSEL 17, 18 and 20.
 Real QEMU, the real `mcuprof vprobe`, the real OpenOCD (JTAG front end), on fpu_forever_o2_m4
 (firmware-ref/src/scen_fpu.c: two FPU tasks on PSP under minirtos, SysTick and PendSV).
 

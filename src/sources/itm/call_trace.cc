@@ -3,9 +3,9 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "mcuprof/core/source_locator.h"
+#include "mcuprof/image/source_locator.h"
 #include "mcuprof/printf_string.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/image/symbols.h"
 
 namespace mcuprof::sources {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "mcuprof/printf_string.h"
 #include "mcuprof/sources/error.h"
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/tcp_connection.h"
 
 namespace mcuprof::sources {
 namespace {

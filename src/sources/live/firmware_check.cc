@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/image/firmware.h"
 #include "mcuprof/sources/halting_target.h"
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"

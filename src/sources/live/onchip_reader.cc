@@ -3,12 +3,12 @@
 #include <cstdio>
 #include <ostream>
 
-#include "mcuprof/core/data_layout.h"
-#include "mcuprof/core/firmware.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/image/data_layout.h"
+#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/symbols.h"
 #include "mcuprof/sources/error.h"
-#include "mcuprof/transport/rsp_client.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/link/rsp_client.h"
+#include "mcuprof/link/tcp_connection.h"
 
 namespace mcuprof::sources {
 namespace {

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "mcuprof/sources/pcsr_profile_reader.h"
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/tcl_client.h"
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
 

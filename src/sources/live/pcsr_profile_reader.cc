@@ -8,7 +8,7 @@
 
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/openocd_sampler.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 
 namespace mcuprof::sources {
 namespace {

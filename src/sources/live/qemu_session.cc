@@ -22,8 +22,8 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
 #include "mcuprof/sources/truth_reader.h"
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/rsp_client.h"
 
 namespace mcuprof::sources {
 namespace {

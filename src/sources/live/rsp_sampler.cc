@@ -7,8 +7,8 @@
 #include "mcuprof/hex.h"
 #include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/stack_pointer_stub.h"
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/rsp_client.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/rsp_client.h"
 
 namespace mcuprof::sources {
 namespace {

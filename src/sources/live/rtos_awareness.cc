@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <iterator>
 
-#include "mcuprof/core/data_layout.h"
-#include "mcuprof/core/error.h"
-#include "mcuprof/core/firmware.h"
-#include "mcuprof/core/symbols.h"
+#include "mcuprof/image/data_layout.h"
+#include "mcuprof/image/error.h"
+#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/symbols.h"
 
 namespace mcuprof::sources {
 

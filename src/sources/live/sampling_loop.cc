@@ -12,8 +12,8 @@
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
 #include "mcuprof/vprobe_signature.h"
-#include "mcuprof/transport/error.h"
-#include "mcuprof/transport/qmp_client.h"
+#include "mcuprof/link/error.h"
+#include "mcuprof/link/qmp_client.h"
 
 namespace mcuprof::sources {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "mcuprof/transport/special_register_stub.h"
+#include "mcuprof/link/special_register_stub.h"
 
 namespace mcuprof::sources {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "mcuprof/sources/error.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 #include "mcuprof/hex.h"
 
 namespace mcuprof::sources {

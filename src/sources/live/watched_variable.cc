@@ -1,6 +1,6 @@
 #include "mcuprof/sources/watched_variable.h"
 
-#include "mcuprof/core/data_layout.h"
+#include "mcuprof/image/data_layout.h"
 #include "mcuprof/error.h"
 
 namespace mcuprof::sources {

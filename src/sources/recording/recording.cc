@@ -7,7 +7,7 @@
 
 #include <boost/crc.hpp>
 
-#include "mcuprof/core/error.h"
+#include "mcuprof/image/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
 #include "mcuprof/hex.h"

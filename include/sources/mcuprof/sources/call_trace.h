@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "mcuprof/core/call_graph.h"
+#include "mcuprof/profile/call_graph.h"
 #include "mcuprof/sources/swo_reader.h"
 
 namespace mcuprof::core {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mcuprof/core/samples.h"
+#include "mcuprof/profile/samples.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {

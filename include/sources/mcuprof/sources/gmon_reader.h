@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mcuprof/core/samples.h"
+#include "mcuprof/profile/samples.h"
 
 namespace mcuprof::sources {
 

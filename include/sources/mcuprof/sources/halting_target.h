@@ -13,9 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "mcuprof/core/unwinder.h"
+#include "mcuprof/image/unwind/unwinder.h"
+#include "mcuprof/profile/samples.h"
+#include "mcuprof/link/tcp_connection.h"
 #include "mcuprof/sources/run_header.h"
-#include "mcuprof/transport/tcp_connection.h"
 
 namespace mcuprof::transport {
 class Error;

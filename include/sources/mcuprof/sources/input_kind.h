@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "mcuprof/core/samples.h"
+#include "mcuprof/profile/samples.h"
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/swo_reader.h"
 #include "mcuprof/sources/text_file.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "mcuprof/core/sampler_figures.h"
+#include "mcuprof/profile/sampler_figures.h"
 #include "mcuprof/sources/recording.h"
 
 namespace mcuprof::sources {

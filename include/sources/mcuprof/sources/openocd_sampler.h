@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mcuprof/sources/sampling_loop.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/link/tcp_connection.h"
 
 namespace mcuprof::sources {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "mcuprof/sources/gmon_reader.h"
-#include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/link/tcl_client.h"
 
 namespace mcuprof::sources {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "mcuprof/sources/live.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/link/tcp_connection.h"
 
 namespace mcuprof::sources {
 

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/samples.h"
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/profile/samples.h"
+#include "mcuprof/image/firmware.h"
 #include "mcuprof/sources/run_header.h"
 #include "mcuprof/sources/text_file.h"
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/image/firmware.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
 

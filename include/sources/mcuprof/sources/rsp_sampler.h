@@ -6,7 +6,7 @@
 // at an exact instruction count, so the samples carry none of QEMU's own timing
 // (docs/method.md). The loop is the shared one (sampling_loop.h); this is the link's adapter.
 #include "mcuprof/sources/sampling_loop.h"
-#include "mcuprof/transport/link.h"
+#include "mcuprof/link/link.h"
 
 namespace mcuprof::sources {
 

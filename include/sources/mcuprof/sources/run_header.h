@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/image/firmware.h"
 
 namespace mcuprof::sources {
 

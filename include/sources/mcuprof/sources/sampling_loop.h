@@ -16,7 +16,7 @@
 #include "mcuprof/sources/rtos_awareness.h"
 #include "mcuprof/sources/stack_sampling.h"
 #include "mcuprof/sources/watched_variable.h"
-#include "mcuprof/transport/tcp_connection.h"
+#include "mcuprof/link/tcp_connection.h"
 
 namespace mcuprof::transport {
 class QmpClient;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "mcuprof/core/unwinder.h"
+#include "mcuprof/image/unwind/unwinder.h"
 #include "mcuprof/sources/halting_target.h"
 
 namespace mcuprof::transport {

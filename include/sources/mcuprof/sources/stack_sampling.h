@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "mcuprof/core/unwinder.h"
+#include "mcuprof/image/unwind/unwinder.h"
 #include "mcuprof/sources/halting_target.h"
 
 namespace mcuprof::sources {

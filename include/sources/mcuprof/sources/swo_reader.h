@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mcuprof/core/samples.h"
+#include "mcuprof/profile/samples.h"
 #include "mcuprof/sources/itm_parser.h"
 
 namespace mcuprof::sources {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "mcuprof/cortex_m.h"
-#include "mcuprof/transport/tcl_client.h"
+#include "mcuprof/link/tcl_client.h"
 
 namespace mcuprof::sources {
 

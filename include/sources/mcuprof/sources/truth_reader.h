@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "mcuprof/core/samples.h"
+#include "mcuprof/profile/samples.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {

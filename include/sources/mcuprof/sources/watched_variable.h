@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "mcuprof/core/firmware.h"
+#include "mcuprof/image/firmware.h"
 #include "mcuprof/sources/halting_target.h"
 #include "mcuprof/sources/run_header.h"
 

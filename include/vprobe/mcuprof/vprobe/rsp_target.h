@@ -24,8 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mcuprof/transport/rsp_client.h"
-#include "mcuprof/transport/special_register_stub.h"
+#include "mcuprof/link/rsp_client.h"
+#include "mcuprof/link/special_register_stub.h"
 #include "mcuprof/vprobe/debug_target.h"
 
 namespace mcuprof::vprobe {
