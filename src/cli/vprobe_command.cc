@@ -40,9 +40,11 @@ const char* const vprobe_usage =
     "or its dapdirect_swd transport (OpenOCD drives the DAP; profile reads fastest):\n"
     "    openocd -c \"set STLINK_TRANSPORT dapdirect_swd\" \\\n"
     "        -f configs/openocd/qemu-stlink.cfg -c \"st-link backend tcp N\" -c init\n"
-    "It ends when OpenOCD quits or disconnects, or on Ctrl-C; the target is left\n"
-    "running. SIGUSR1 prints its counters (DP/AP accesses, probe commands, ...) and\n"
-    "goes on.";
+    "The st-link server takes several clients at once (two OpenOCDs, OpenOCD and a\n"
+    "sampler), as ST's stlink-server does.\n"
+    "It ends when OpenOCD (the last client) quits or disconnects, or on Ctrl-C;\n"
+    "the target is left running. SIGUSR1 prints its counters (DP/AP accesses, probe\n"
+    "commands, ...) and goes on.";
 
 struct VprobeOptions {
     std::string gdb;
@@ -116,7 +118,7 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
     }
     std::string front_end;
     if (stlink_server)
-        front_end = std::to_string(stlink_server->protocol().usb_commands()) + " USB commands, ";
+        front_end = std::to_string(stlink_server->probe().usb_commands()) + " USB commands, ";
     else
         front_end = std::to_string(probe.tap().rising_edges()) + " JTAG clocks, ";
     std::fprintf(stderr,
@@ -142,9 +144,13 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
                      "(p50), %.0f us (p99); the machine was stopped from the first (all-stop)\n",
                      skews.size(), at(0.5), at(0.99));
     }
-    if (stlink_server)   // which OpenOCD code sent them (docs/live.md, "What a `profile` call costs")
+    if (stlink_server) {   // which OpenOCD code sent them (docs/live.md, "What a `profile` call costs")
         std::fprintf(stderr, "mcuprof vprobe: USB commands by kind: %s\n",
-                     stlink_server->protocol().usb_command_kinds_text().c_str());
+                     stlink_server->probe().usb_command_kinds_text().c_str());
+        // Each client's own share of the one probe (several may be connected at once).
+        std::fprintf(stderr, "mcuprof vprobe: USB commands by connection: %s\n",
+                     stlink_server->probe().usb_commands_by_connection_text().c_str());
+    }
 }
 
 } // namespace
@@ -210,6 +216,10 @@ int vprobe_command(const Arguments& args)
     server->on_connected = [](const std::string& who) {
         std::fprintf(stderr, "mcuprof vprobe: OpenOCD connected from %s\n", who.c_str());
     };
+    if (stlink_server)   // its clients come and go; the vprobe ends with the last one
+        server->on_disconnected = [](const std::string& who) {
+            std::fprintf(stderr, "mcuprof vprobe: the client from %s has gone\n", who.c_str());
+        };
     const auto started = std::chrono::steady_clock::now();
     server->on_report = [&] {
         print_counters(probe, target, stlink_server.get(), started, "counters", "session going on");

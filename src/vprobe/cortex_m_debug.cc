@@ -41,18 +41,6 @@ void add_breakpoints(uint32_t comparator, std::set<uint32_t>& into)
         into.insert(word + 2);
 }
 
-// DCRSR.REGSEL numbering (DDI 0403, DCRSR): 0-12 r0-r12, 13 the current SP, 14 LR, 15
-// DebugReturnAddress, 16 xPSR, 17 MSP, 18 PSP, 20 CONTROL/FAULTMASK/BASEPRI/PRIMASK in one
-// word, 33 FPSCR, 64-95 S0-S31.
-constexpr uint32_t regsel_sp = 13;
-constexpr uint32_t regsel_xpsr = 16;
-constexpr uint32_t regsel_msp = 17;
-constexpr uint32_t regsel_psp = 18;
-constexpr uint32_t regsel_special = 20;
-constexpr uint32_t regsel_fpscr = 33;
-constexpr uint32_t regsel_s0 = 64;
-constexpr uint32_t regsel_s31 = 95;
-
 std::string core_register_name(uint32_t regsel)
 {
     static const char* const names[] = {"r0", "r1", "r2",  "r3",  "r4", "r5", "r6", "r7",  "r8",

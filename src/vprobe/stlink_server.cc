@@ -105,7 +105,10 @@ bool StlinkServerProtocol::perform(std::string_view request, std::string& replie
         append32(replies, 1);   // one ST-Link
         return true;
     case 0x02: {
-        // TDeviceInfo2: device id, serial (32 bytes), VID, PID, whether a client has it open.
+        // TDeviceInfo2: device id, serial (32 bytes), VID, PID, and whether another program
+        // holds it exclusively (OpenOCD 0.12 then refuses it, "the selected device is already
+        // used"). Every open here is shared, as OpenOCD's own (its OPEN_DEV's reserved bytes
+        // are 0): several clients use the probe at once.
         std::string info;
         append32(info, p[1] == 0 ? server_ok : server_bad_parameter);
         append32(info, 1);
@@ -114,36 +117,27 @@ bool StlinkServerProtocol::perform(std::string_view request, std::string& replie
         info += serial;
         put16(info, info.size(), vid);
         put16(info, info.size(), pid_v3e);
-        info.push_back(open_ ? 1 : 0);
+        info.push_back(0);
         replies += info;
         return true;
     }
-    case 0x03:
-        open_ = le32(p + 4) == 1;
-        append32(replies, open_ ? server_ok : server_bad_parameter);
-        append32(replies, open_ ? 1 : 0);   // the connection id
-        return true;
-    case 0x04:
-        // The client is done with the probe: the session ends (one debugger per vprobe).
-        append32(replies, server_ok);
-        open_ = false;
-        return false;
-    case 0x05: {
-        const uint32_t length = le32(p + 28);
-        const bool to_probe = p[24] == direction_to_probe;
-        if (!open_ || le32(p + 4) != 1 || length > largest_transfer) {
-            append32(replies, server_bad_parameter);
-            if (!to_probe && length <= largest_transfer)
-                replies.append(length, '\0');
-            return true;
-        }
-        std::string reply;
-        usb_command(p + 8, to_probe ? request.substr(usb_request_header) : std::string_view(), reply);
-        append32(replies, server_ok);
-        reply.resize(to_probe ? 0 : length, '\0');
-        replies += reply;
+    case 0x03: {
+        // The one device has id 1; every client that opens it gets a connection of its own.
+        const bool device_known = le32(p + 4) == 1;
+        if (device_known && connection_ == 0)
+            connection_ = probe_.open_connection();
+        append32(replies, device_known ? server_ok : server_bad_parameter);
+        append32(replies, device_known ? connection_ : 0);
         return true;
     }
+    case 0x04:
+        // This client is done with the probe: its session ends, the other clients' go on.
+        append32(replies, server_ok);
+        disconnected();
+        return false;
+    case 0x05:
+        perform_usb_request(request, replies);
+        return true;
     case 0x06:
         // stlink-server 2.1.0, API version 2: OpenOCD then uses neither the 1 KiB packet limit
         // of API 1 nor the RW_MISC batches that need API 3.
@@ -158,7 +152,58 @@ bool StlinkServerProtocol::perform(std::string_view request, std::string& replie
     }
 }
 
-std::string StlinkServerProtocol::kind_of(const uint8_t* command)
+void StlinkServerProtocol::perform_usb_request(std::string_view request, std::string& replies)
+{
+    const uint8_t* p = bytes(request);
+    const uint32_t length = le32(p + 28);
+    const bool to_probe = p[24] == direction_to_probe;
+    if (connection_ == 0 || le32(p + 4) != connection_ || length > largest_transfer) {
+        append32(replies, server_bad_parameter);
+        if (!to_probe && length <= largest_transfer)
+            replies.append(length, '\0');
+        return;
+    }
+    std::string reply;
+    probe_.usb_command(connection_, p + 8, to_probe ? request.substr(usb_request_header) : std::string_view(),
+                       reply);
+    append32(replies, server_ok);
+    reply.resize(to_probe ? 0 : length, '\0');
+    replies += reply;
+}
+
+void StlinkServerProtocol::disconnected()
+{
+    if (connection_ != 0)
+        probe_.close_connection(connection_);
+    connection_ = 0;
+}
+
+uint32_t StlinkProbe::open_connection()
+{
+    const uint32_t connection = ++last_connection_;
+    open_.insert(connection);
+    by_connection_.emplace(connection, 0);
+    return connection;
+}
+
+void StlinkProbe::close_connection(uint32_t connection) { open_.erase(connection); }
+
+uint64_t StlinkProbe::usb_commands(uint32_t connection) const
+{
+    const auto count = by_connection_.find(connection);
+    return count != by_connection_.end() ? count->second : 0;
+}
+
+std::string StlinkProbe::usb_commands_by_connection_text() const
+{
+    std::string text;
+    for (const auto& [connection, count] : by_connection_)
+        text += (text.empty() ? "connection " : ", connection ") + std::to_string(connection) + ": " +
+                std::to_string(count);
+    return text;
+}
+
+std::string StlinkProbe::kind_of(const uint8_t* command)
 {
     static const std::map<uint8_t, const char*> top_level = {
         {get_version, "GET_VERSION"},       {dfu_command, "DFU_COMMAND"},         {get_current_mode, "GET_CURRENT_MODE"},
@@ -176,6 +221,7 @@ std::string StlinkServerProtocol::kind_of(const uint8_t* command)
         {write_register, "WRITEREG"},
         {write_debug_register, "WRITEDEBUGREG"},
         {read_debug_register, "READDEBUGREG"},
+        {read_all_registers, "READALLREGS"},
         {last_rw_status, "GETLASTRWSTATUS"},
         {drive_nrst, "DRIVE_NRST"},
         {last_rw_status2, "GETLASTRWSTATUS2"},
@@ -224,7 +270,7 @@ std::string StlinkServerProtocol::kind_of(const uint8_t* command)
     }
 }
 
-std::string StlinkServerProtocol::usb_command_kinds_text() const
+std::string StlinkProbe::usb_command_kinds_text() const
 {
     std::vector<std::pair<std::string, uint64_t>> kinds(usb_command_kinds_.begin(), usb_command_kinds_.end());
     std::stable_sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -234,9 +280,11 @@ std::string StlinkServerProtocol::usb_command_kinds_text() const
     return text;
 }
 
-void StlinkServerProtocol::usb_command(const uint8_t* command, std::string_view data_out, std::string& reply)
+void StlinkProbe::usb_command(uint32_t connection, const uint8_t* command, std::string_view data_out,
+                              std::string& reply)
 {
     ++usb_commands_;
+    ++by_connection_[connection];
     ++usb_command_kinds_[kind_of(command)];
     switch (command[0]) {
     case get_version:
@@ -274,7 +322,7 @@ void StlinkServerProtocol::usb_command(const uint8_t* command, std::string_view 
     }
 }
 
-void StlinkServerProtocol::perform_debug_command(const uint8_t* command, std::string_view data_out, std::string& reply)
+void StlinkProbe::perform_debug_command(const uint8_t* command, std::string_view data_out, std::string& reply)
 {
     JtagDp& dp = probe_.dp();
     const uint32_t address = le32(command + 2);
@@ -307,17 +355,15 @@ void StlinkServerProtocol::perform_debug_command(const uint8_t* command, std::st
             reply[0] = char(fault);
         return;
     case read_register: {
-        // DCRSR selects, S_REGRDY says the transfer is done, DCRDR holds the value (ARMv7-M,
-        // C1.6.3); a running core never sets S_REGRDY.
-        uint32_t dhcsr = 0;
+        // API v2: the status word, then the value (OpenOCD reads 8 bytes, the value at 4).
         uint32_t value = 0;
-        const bool ready = write_word(cortex_m::dcrsr, command[2] & cortex_m::dcrsr_regsel_mask) &&
-                           read_word(cortex_m::dhcsr, dhcsr) && (dhcsr & cortex_m::s_regrdy) &&
-                           read_word(cortex_m::dcrdr, value);
-        reply[0] = char(ready ? ok : fault);
+        reply[0] = char(read_core_register(command[2], value) ? ok : fault);
         put32(reply, 4, value);
         return;
     }
+    case read_all_registers:
+        read_all_core_registers(reply);
+        return;
     case write_register: {
         uint32_t dhcsr = 0;
         const bool done = write_word(cortex_m::dcrdr, le32(command + 3)) &&
@@ -414,21 +460,21 @@ void StlinkServerProtocol::perform_debug_command(const uint8_t* command, std::st
     }
 }
 
-bool StlinkServerProtocol::ap_read(uint8_t apsel, uint8_t address, uint32_t& value)
+bool StlinkProbe::ap_read(uint8_t apsel, uint8_t address, uint32_t& value)
 {
     JtagDp& dp = probe_.dp();
     dp.swd_write_dp(jtag_dp::dp_select, uint32_t(apsel) << 24 | (address & 0xF0));
     return dp.swd_access_ap(true, address & 0x0C, value);
 }
 
-bool StlinkServerProtocol::ap_write(uint8_t apsel, uint8_t address, uint32_t value)
+bool StlinkProbe::ap_write(uint8_t apsel, uint8_t address, uint32_t value)
 {
     JtagDp& dp = probe_.dp();
     dp.swd_write_dp(jtag_dp::dp_select, uint32_t(apsel) << 24 | (address & 0xF0));
     return dp.swd_access_ap(false, address & 0x0C, value);
 }
 
-bool StlinkServerProtocol::start_transfer(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
+bool StlinkProbe::start_transfer(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
                                           bool increment)
 {
     const uint32_t size_field = size == 1 ? 0 : size == 2 ? 1 : 2;
@@ -437,7 +483,7 @@ bool StlinkServerProtocol::start_transfer(uint8_t apsel, uint32_t csw_high, uint
     return ap_write(apsel, mem_ap::csw_register, csw) && ap_write(apsel, mem_ap::tar_register, address);
 }
 
-void StlinkServerProtocol::transfer_failed(uint32_t address)
+void StlinkProbe::transfer_failed(uint32_t address)
 {
     // The firmware reports the fault through the last R/W status and clears the DP's sticky
     // error itself (SW-DP ABORT.STKERRCLR), so the next command starts clean.
@@ -447,7 +493,7 @@ void StlinkServerProtocol::transfer_failed(uint32_t address)
                                                           jtag_dp::orunerrclr | jtag_dp::wderrclr);
 }
 
-void StlinkServerProtocol::read_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
+void StlinkProbe::read_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
                                        uint32_t length, bool increment, std::string& data)
 {
     last_rw_status_ = ok;
@@ -471,7 +517,7 @@ void StlinkServerProtocol::read_memory(uint8_t apsel, uint32_t csw_high, uint32_
     }
 }
 
-void StlinkServerProtocol::write_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
+void StlinkProbe::write_memory(uint8_t apsel, uint32_t csw_high, uint32_t address, unsigned size,
                                         std::string_view data, bool increment)
 {
     last_rw_status_ = ok;
@@ -494,7 +540,7 @@ void StlinkServerProtocol::write_memory(uint8_t apsel, uint32_t csw_high, uint32
     }
 }
 
-bool StlinkServerProtocol::read_word(uint32_t address, uint32_t& value)
+bool StlinkProbe::read_word(uint32_t address, uint32_t& value)
 {
     std::string data;
     read_memory(0, 0, address, 4, 4, false, data);
@@ -504,7 +550,29 @@ bool StlinkServerProtocol::read_word(uint32_t address, uint32_t& value)
     return true;
 }
 
-bool StlinkServerProtocol::write_word(uint32_t address, uint32_t value)
+void StlinkProbe::read_all_core_registers(std::string& reply)
+{
+    // One USB command, but the firmware still reads the core one register at a time
+    // (stlink::all_registers_count DCRSR transfers); it stops at the first that fails.
+    reply.resize(all_registers_reply_length, '\0');
+    for (unsigned regsel = 0; regsel < all_registers_count; ++regsel) {
+        uint32_t value = 0;
+        if (!read_core_register(uint8_t(regsel), value)) {
+            reply[0] = char(fault);
+            return;
+        }
+        put32(reply, 4 + 4 * regsel, value);
+    }
+}
+
+bool StlinkProbe::read_core_register(uint8_t regsel, uint32_t& value)
+{
+    uint32_t dhcsr = 0;
+    return write_word(cortex_m::dcrsr, regsel & cortex_m::dcrsr_regsel_mask) && read_word(cortex_m::dhcsr, dhcsr) &&
+           (dhcsr & cortex_m::s_regrdy) && read_word(cortex_m::dcrdr, value);
+}
+
+bool StlinkProbe::write_word(uint32_t address, uint32_t value)
 {
     std::string data;
     append32(data, value);

@@ -40,16 +40,32 @@ constexpr uint32_t s_lockup = 1u << 19;
 constexpr uint32_t s_retire_st = 1u << 24;
 constexpr uint32_t s_reset_st = 1u << 25;
 
+// The core registers by number (A2.3.1): the Thumb encodings' register fields, DWARF for the
+// Arm architecture's r0-r15, and DCRSR's REGSEL 0-15 all number them alike.
+namespace core_reg {
+inline constexpr uint32_t r0 = 0, r1 = 1, r2 = 2, r3 = 3, r4 = 4, r5 = 5, r6 = 6, r7 = 7;
+inline constexpr uint32_t r8 = 8, r9 = 9, r10 = 10, r11 = 11, r12 = 12;
+inline constexpr uint32_t sp = 13, lr = 14, pc = 15;
+inline constexpr uint32_t count = 16;
+// The bit of register `reg` in a register list (PUSH, POP, LDM, STM: bit n is register n).
+constexpr uint32_t bit(uint32_t reg) { return 1u << reg; }
+} // namespace core_reg
+
 // DCRSR (C1.6.3): REGSEL and the direction. REGSEL 0-12 are r0-r12, 13 SP, 14 LR, 15 the
-// debug return address (the PC), 16 xPSR, 17 MSP, 18 PSP, 20 CONTROL/FAULTMASK/BASEPRI/PRIMASK.
+// debug return address (the PC), 16 xPSR, 17 MSP, 18 PSP, 20 CONTROL/FAULTMASK/BASEPRI/PRIMASK
+// in one word, 33 FPSCR, 64-95 S0-S31 (with the Floating-point Extension).
 constexpr uint32_t dcrsr_regwnr = 1u << 16;
 constexpr uint32_t dcrsr_regsel_mask = 0x7F;
-constexpr uint32_t regsel_sp = 13;
-constexpr uint32_t regsel_lr = 14;
-constexpr uint32_t regsel_pc = 15;
+constexpr uint32_t regsel_sp = core_reg::sp;
+constexpr uint32_t regsel_lr = core_reg::lr;
+constexpr uint32_t regsel_pc = core_reg::pc;
 constexpr uint32_t regsel_xpsr = 16;
 constexpr uint32_t regsel_msp = 17;
 constexpr uint32_t regsel_psp = 18;
+constexpr uint32_t regsel_special = 20;
+constexpr uint32_t regsel_fpscr = 33;
+constexpr uint32_t regsel_s0 = 64;
+constexpr uint32_t regsel_s31 = 95;
 
 // DEMCR bits (C1.6.5): vector catch on reset; TRCENA powers the DWT and the ITM.
 constexpr uint32_t vc_corereset = 1u << 0;

@@ -10,6 +10,7 @@
 #include "firmware_object.h"
 #include "mcuprof/image/error.h"
 #include "mcuprof/image/firmware.h"
+#include "mcuprof/cortex_m.h"
 
 namespace mcuprof::core {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 // The state the CFI instructions change: the CFA rule and one rule per register.
 struct FrameState {
     bool cfa_known = false;
-    uint32_t cfa_register = 13;
+    uint32_t cfa_register = cortex_m::core_reg::sp;
     int32_t cfa_offset = 0;
     std::array<RegisterRule, frame_registers> rules{};
 };

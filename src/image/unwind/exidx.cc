@@ -8,6 +8,7 @@
 #include "mcuprof/image/error.h"
 #include "mcuprof/image/firmware.h"
 #include "mcuprof/image/unwind/halted_core.h"
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
 
 namespace mcuprof::core {
@@ -122,14 +123,22 @@ const ExidxEntry* ExidxTable::find(uint32_t address) const
     return it == entries_.begin() ? nullptr : &*std::prev(it);
 }
 
-ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, StackMemory& memory, bool& restored_return)
-{
-    constexpr uint32_t sp = 13, lr = 14, pc = 15;
-    restored_return = false;
-    uint32_t vsp = r[sp];
+namespace {
+
+using cortex_m::core_reg::sp, cortex_m::core_reg::lr, cortex_m::core_reg::pc;
+
+// The state of the unwinding instructions (ARM IHI 0038, 10.3): the virtual stack pointer and
+// what the pops restored.
+struct ExidxRun {
+    std::array<uint32_t, 16>& r;
+    StackMemory& memory;
+    uint32_t vsp;
+    bool& restored_return;   // a pop restored LR or PC
     bool pc_set = false;
+
     // Pops the registers of `mask` (bit n: r(n)) from vsp, lowest register first.
-    auto pop = [&](uint32_t mask) {
+    bool pop(uint32_t mask)
+    {
         std::optional<uint32_t> new_sp;
         for (uint32_t reg = 0; reg < 16; ++reg) {
             if ((mask & (1u << reg)) == 0)
@@ -148,7 +157,33 @@ ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, Stac
         if (new_sp)   // "vsp = popped r13": after the whole pop
             vsp = *new_sp;
         return true;
-    };
+    }
+};
+
+// The ULEB128 operand that follows instruction byte `i` (10110010 uleb128), `i` moved to its
+// last byte; nothing when the bytes end first or it exceeds 32 bits.
+std::optional<uint32_t> read_uleb128(const std::vector<uint8_t>& code, size_t& i)
+{
+    uint32_t value = 0, shift = 0;
+    for (;;) {
+        if (i + 1 >= code.size() || shift > 28)
+            return std::nullopt;
+        const uint8_t byte = code[++i];
+        value |= uint32_t(byte & 0x7Fu) << shift;
+        shift += 7;
+        if ((byte & 0x80u) == 0)
+            return value;
+    }
+}
+
+} // namespace
+
+ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, StackMemory& memory, bool& restored_return)
+{
+    restored_return = false;
+    ExidxRun run{r, memory, r[sp], restored_return};
+    uint32_t& vsp = run.vsp;
+    auto pop = [&](uint32_t mask) { return run.pop(mask); };
     const std::vector<uint8_t>& code = entry.instructions;
     for (size_t i = 0; i < code.size(); ++i) {
         const uint8_t op = code[i];
@@ -172,7 +207,7 @@ ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, Stac
                 return ExidxResult::unreadable;
         } else if ((op & 0xF0u) == 0x90u) {          // 1001nnnn: vsp = r[nnnn] (not 13, 15)
             const uint32_t reg = op & 0x0Fu;
-            if (reg == 13 || reg == 15)
+            if (reg == sp || reg == pc)
                 return ExidxResult::malformed;
             vsp = r[reg];
         } else if ((op & 0xF0u) == 0xA0u) {          // 1010Lnnn: pop r4-r[4+nnn], and r14 if L
@@ -190,17 +225,10 @@ ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, Stac
             if (!pop(*mask))
                 return ExidxResult::unreadable;
         } else if (op == 0xB2u) {                    // 10110010 uleb128: vsp += 0x204 + (uleb128 << 2)
-            uint32_t value = 0, shift = 0;
-            for (;;) {
-                auto byte = next();
-                if (!byte || shift > 28)
-                    return ExidxResult::malformed;
-                value |= uint32_t(*byte & 0x7Fu) << shift;
-                shift += 7;
-                if ((*byte & 0x80u) == 0)
-                    break;
-            }
-            vsp += 0x204u + (value << 2);
+            const std::optional<uint32_t> value = read_uleb128(code, i);
+            if (!value)
+                return ExidxResult::malformed;
+            vsp += 0x204u + (*value << 2);
         } else if (op == 0xB3u || op == 0xC8u || op == 0xC9u) {
             // VFP registers D[s]-D[s+c]: B3 stored by FSTMFDX (8 bytes each, plus one word),
             // C8 (D16 up) and C9 by VPUSH (8 bytes each). Not needed to find the caller.
@@ -217,7 +245,7 @@ ExidxResult run_exidx(const ExidxEntry& entry, std::array<uint32_t, 16>& r, Stac
         }
     }
     r[sp] = vsp;
-    if (!pc_set)
+    if (!run.pc_set)
         r[pc] = r[lr];
     return ExidxResult::unwound;
 }

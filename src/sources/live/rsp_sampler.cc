@@ -349,9 +349,9 @@ private:
             for (size_t i = 17; i < all_registers_.size(); ++i)
                 stack_register(registers, all_registers_[i]) = values[i];
         } else {
-            registers.r[15] = values[0];
-            registers.r[14] = values[1];
-            registers.r[13] = values[2];
+            registers.r[cortex_m::core_reg::pc] = values[0];
+            registers.r[cortex_m::core_reg::lr] = values[1];
+            registers.r[cortex_m::core_reg::sp] = values[2];
             registers.xpsr = values[3];
         }
         return registers;

@@ -14,6 +14,7 @@
 #include "mcuprof/vprobe_signature.h"
 #include "mcuprof/link/error.h"
 #include "mcuprof/link/qmp_client.h"
+#include "mcuprof/cortex_m.h"
 
 namespace mcuprof::sources {
 namespace {
@@ -205,9 +206,9 @@ private:
         LiveSample s;
         s.found_asleep = core < state.asleep.size() && state.asleep[core];
         s.time_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(stopped - start_).count());
-        s.pc = registers.r[15];
-        s.lr = registers.r[14];
-        s.sp = registers.r[13];
+        s.pc = registers.r[cortex_m::core_reg::pc];
+        s.lr = registers.r[cortex_m::core_reg::lr];
+        s.sp = registers.r[cortex_m::core_reg::sp];
         s.xpsr = registers.xpsr;
         s.core = core;
         if (core > 0 && core <= state.stop_after.size())

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mcuprof/link/special_register_stub.h"
+#include "mcuprof/cortex_m.h"
 
 namespace mcuprof::sources {
 
@@ -13,7 +14,7 @@ StubRead read_stack_pointer_by_stub(transport::RspClient& gdb, const core::CoreR
     static constexpr SpecialRegister sysm_of[] = {SpecialRegister::msp, SpecialRegister::psp, SpecialRegister::msp_ns,
                                                   SpecialRegister::psp_ns, SpecialRegister::control_ns};
     const SpecialRegister sysm = sysm_of[size_t(which)];
-    transport::HaltedCore core{halted.r[13], halted.r[15], halted.xpsr};
+    transport::HaltedCore core{halted.r[cortex_m::core_reg::sp], halted.r[cortex_m::core_reg::pc], halted.xpsr};
     if (general_registers_read)
         std::copy(halted.r.begin(), halted.r.begin() + core.r.size(), core.r.begin());
     const transport::StubReads read = transport::read_special_registers(gdb, core, {sysm});

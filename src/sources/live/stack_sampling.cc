@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "mcuprof/cortex_m.h"
+
 namespace mcuprof::sources {
 namespace {
 
@@ -108,7 +110,7 @@ UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
     const std::optional<MemoryRange> guess = window_guess();
     WindowedMemory memory(target, options_.window_bytes, 1 + options_.extra_reads,
                           options_.unwinder->initial_stack_pointer());
-    const uint32_t sp = state.registers.r[13] & ~3u;
+    const uint32_t sp = state.registers.r[cortex_m::core_reg::sp] & ~3u;
     bool covered = false;
     // No window with the registers (another core's halt state): read from SP.
     if (guess && !state.memory.empty()) {

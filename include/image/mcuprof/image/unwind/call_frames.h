@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "mcuprof/cortex_m.h"
+
 namespace mcuprof::core {
 
 class Firmware;
@@ -35,7 +37,7 @@ struct FrameRow {
     uint32_t start = 0;
     uint32_t end = 0;
     bool cfa_known = false;     // false: DW_CFA_def_cfa_expression, not evaluated
-    uint32_t cfa_register = 13;
+    uint32_t cfa_register = cortex_m::core_reg::sp;
     int32_t cfa_offset = 0;
     std::array<RegisterRule, frame_registers> rules{};
 };

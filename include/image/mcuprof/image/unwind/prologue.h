@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "mcuprof/cortex_m.h"
+
 namespace mcuprof::core {
 
 class SymbolTable;
@@ -22,13 +24,13 @@ struct PrologueFrame {
     std::array<std::optional<uint32_t>, 16> saved_below_cfa{};   // register n saved at CFA - this
     // Where the return address is when the prologue has not stored it: LR, or the register a
     // MOV copied it to (ARMv6-M code moves high registers through low ones before pushing).
-    uint32_t return_register = 14;
+    uint32_t return_register = cortex_m::core_reg::lr;
     // An instruction of the body may overwrite LR (a call, a load or move into LR; swept to
     // the function's end, since a loop may have run it before the PC): for a halted frame that
     // saved nothing, LR is no sure return address then.
     bool lr_written = false;
 
-    bool return_saved() const { return saved_below_cfa[14].has_value(); }
+    bool return_saved() const { return saved_below_cfa[cortex_m::core_reg::lr].has_value(); }
 };
 
 // Runs the prologue of the function [start, end) symbolically up to (not including) `pc`: PUSH, PUSH.W (STMDB SP! and STR Rt, [SP, #-4]!), SUB SP, #imm (16 and 32 bit, SUBW),

@@ -1,28 +1,18 @@
 #pragma once
-// The image's Thumb code as the unwinder reads it (SymbolTable's code sections): the functions
-// some instruction enters directly (by BL, B.W or B), and an epilogue run forward from a halted PC. Encodings: ARMv7-M Architecture Reference Manual
-// (DDI 0403), A5 "The Thumb Instruction Set Encoding" and A7.7; ARMv6-M's are a subset.
+// The image's Thumb code as the unwinder reads it (SymbolTable's code sections), one instruction
+// at a time through decode_thumb (thumb_decoder.h): the functions some instruction enters
+// directly (by BL, B.W or B), an epilogue run forward from a halted PC, the wait instructions.
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "mcuprof/image/unwind/thumb_decoder.h"
+
 namespace mcuprof::core {
 
 class StackMemory;
 class SymbolTable;
-
-// Register numbers as the Thumb encodings name them (DDI 0403, A2.3.1).
-namespace thumb_register {
-inline constexpr uint32_t r7 = 7, sp = 13, lr = 14, pc = 15;
-}
-
-// Whether a halfword begins a 32-bit Thumb instruction: bits 15:11 are 0b11101, 0b11110 or
-// 0b11111 (DDI 0403, A5.1).
-constexpr bool starts_32_bit(uint16_t first_halfword)
-{
-    return (first_halfword >> 11) >= 0x1Du;
-}
 
 // Every address a BL, B.W or B in the code branches to, sorted: a linear sweep of the code
 // sections, one instruction after another (a literal pool decoded as instructions adds

@@ -5,9 +5,9 @@
 // (.ARM.exidx, ARM IHI 0038); hardware exception frames with EXC_RETURN (ARMv7-M
 // Architecture Reference Manual, B1.5.6-B1.5.8; ARMv8-M's encodings, the additional state
 // context and the Secure state's boundary, FNC_RETURN: ARMv8-M Architecture Reference Manual,
-// DDI 0553, "EXC_RETURN", "Stack frames", "FNC_RETURN"); a
-// function without call-frame information is passed only while LR still holds its return
-// address (the leaf).
+// DDI 0553, "EXC_RETURN", "Stack frames", "FNC_RETURN"); a function without either table
+// by its Thumb prologue, or, as the innermost frame, by LR. Each way is a recoverer of its
+// own (src/image/unwind/frame_recovery.h), asked in order.
 #include <array>
 #include <cstdint>
 #include <memory>
