@@ -11,7 +11,7 @@
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/run_header.h"
 #include "mcuprof/sources/sampling_loop.h"
-#include "mcuprof/transport/error.h"
+#include "mcuprof/link/error.h"
 #include "mcuprof/vprobe_signature.h"
 
 using namespace mcuprof;
