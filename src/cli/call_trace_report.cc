@@ -14,12 +14,13 @@ void report_call_trace(const ReportOptions& options, const sources::SwoOptions& 
 {
     const core::CallGraphFormat& format = format_of(core::call_graph_formats(), options.format, "with --calls, ");
 
-    const core::Firmware firmware = core::Firmware::open(options.elf);
-    const core::SymbolTable& symbols = firmware.symbols();
-    core::SourceLocator& locator = firmware.locator();
+    const core::ImageSet images = core::ImageSet::open(options.elves);
+    const core::SymbolTable& symbols = images.symbols();
+    core::SourceLocator& locator = images.locator();
     const auto source = sources::open_byte_source(options.input);
     sources::CallTrace trace = sources::read_call_trace(*source, swo, channel);
     sources::name_call_trace(trace, symbols, &locator);
+    trace.notes.insert(trace.notes.end(), images.notes().begin(), images.notes().end());
 
     write_output(options.output, [&](std::ostream& out) { format.write(trace.graph, trace.notes, out); });
     if (!format.has_warnings)

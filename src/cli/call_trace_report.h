@@ -7,7 +7,7 @@
 
 namespace mcuprof::cli {
 
-// Reads the records on the stimulus port `channel`, names the functions from options.elf
+// Reads the records on the stimulus port `channel`, names the functions from options.elves
 // and writes the graph in options.format, one of core::call_graph_formats().
 void report_call_trace(const ReportOptions& options, const sources::SwoOptions& swo, uint32_t channel);
 

@@ -20,7 +20,7 @@ namespace mcuprof::cli {
 namespace {
 
 const char* const diff_usage =
-    "usage: mcuprof diff A B --elf ELF [options]\n\n"
+    "usage: mcuprof diff A B [--elf ELF ...] [--elf-b ELF ...] [options]\n\n"
     "Two profiles side by side (any inputs mcuprof report reads: recordings, on-chip\n"
     "dumps, truth counts, SWO captures), each row's difference with its z-score; rows\n"
     "beyond the threshold are marked, with hints for the classic traps of comparing\n"
@@ -29,12 +29,14 @@ const char* const diff_usage =
     "moved is marked. When both sides know their run's instructions (a census, a\n"
     "--qemu recording of a run to the firmware's exit), the totals and their ratio\n"
     "are shown. Exit status: 0, or 4 when --fail-above PP finds a function that grew\n"
-    "or --fail-total-above PERCENT finds the run grew (docs/ci.md).";
+    "or --fail-total-above PERCENT finds the run grew (docs/ci.md).\n"
+    "A recording names the ELFs it was recorded from: without --elf (or --elf-b for\n"
+    "B) those are used; every other input needs them.";
 
 struct DiffOptions {
     ReportOptions report;
     std::vector<std::string> inputs;
-    std::string elf_b;
+    std::vector<std::string> elves_b;   // --elf-b: B's images, when not A's
     double threshold = 3.0;
     std::optional<double> fail_above;
     std::optional<double> fail_total_above;
@@ -51,7 +53,8 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
     choices.top_formats = {"text", "markdown"};
     add_report_options(line, o.report, choices);
     line.options()
-        ("elf-b", po::value(&o.elf_b)->value_name("FILE"), "the ELF of B when it differs from A's (--elf)")
+        ("elf-b", po::value(&o.elves_b)->value_name("FILE")->composing(),
+         "the ELF of B when it differs from A's (--elf); again for each other image B's target runs")
         ("core", po::value<uint32_t>()->value_name("N")->notifier([&](uint32_t n) { o.core = n; }),
          "compare core N of a multi-core chip (0 first), each side's shares of that core's own samples")
         ("threshold", po::value(&o.threshold)->value_name("Z")->default_value(3.0),
@@ -67,7 +70,12 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
          "a samples file recorded from another ELF than its --elf is an error (exit 2), not a warning");
     if (!line.parse(args))
         return false;
-    line.require("elf", "the ELF of the firmware that was sampled (of A, and of B without --elf-b)");
+    // A recording names its images; any other input needs them given.
+    const std::string elf_needed = "the ELF of the firmware that was sampled (of A, and of B without --elf-b)";
+    if (!line.given("elf") && !names_its_elves(o.inputs[0]))
+        line.require("elf", elf_needed);
+    if (!line.given("elf") && !line.given("elf-b") && !names_its_elves(o.inputs[1]))
+        line.require("elf", elf_needed);
     format_of(core::diff_formats(), o.report.format, "diff ");
     check_report_options(line, o.report, choices);
     if (o.fail_above && !(*o.fail_above >= 0 && std::isfinite(*o.fail_above)))
@@ -79,40 +87,48 @@ bool parse_diff_options(const Arguments& args, DiffOptions& o)
     return true;
 }
 
-// One side's profile, its samples file checked against its ELF (a warning on standard
-// error, or with --strict an error). The image is `other`'s when that is the same file, else
-// opened into `firmware`; the one used is returned.
-const core::Firmware& side_profile(const std::string& input, const ReportOptions& options, const std::string& elf,
-                                   std::optional<core::Firmware>& firmware, const core::Firmware* other,
-                                   std::optional<uint32_t> core, core::Profile& profile)
+// One side of the diff: its images and its profile.
+struct Side {
+    std::vector<std::string> elves;        // --elf, else the images its recording names
+    std::optional<core::ImageSet> opened;  // unless they are the other side's
+    const core::ImageSet* images = nullptr;
+    core::Profile profile;
+};
+
+// One side's profile, its samples file checked against its images (a warning on standard
+// error, or with --strict an error). The images are `other`'s when they are the same files.
+void side_profile(const std::string& input, const ReportOptions& options, const std::vector<std::string>& elves,
+                  const Side* other, std::optional<uint32_t> core, Side& side)
 {
     sources::RecordedFirmware recorded;
     sources::InputSelection selection;
     selection.firmware = &recorded;
     const core::SampleSet samples = load_samples(input, selection);
-    ReportOptions side = options;
-    side.input = input;
-    side.elf = elf;
-    settle_recorded_elf(side, recorded);
-    const bool shared = other != nullptr && other->path() == side.elf && other->more_images().empty() &&
-                        side.more_elves.empty();
-    if (!shared)
-        firmware = open_firmware(side);   // the images the recording ran
-    const core::Firmware& image = shared ? *other : *firmware;
-    check_recorded_identity(side, recorded, image);
-    for (const core::Warning& warning : side.warnings)
+    ReportOptions settled = options;
+    settled.input = input;
+    settled.elves = elves;
+    settle_recorded_elves(settled, recorded);
+    side.elves = settled.elves;
+    if (other != nullptr && other->elves == side.elves) {
+        side.images = other->images;
+    } else {
+        side.opened = open_images(settled);   // the images the recording ran
+        side.images = &*side.opened;
+    }
+    check_recorded_identity(settled, recorded, *side.images);
+    for (const core::Warning& warning : settled.warnings)
         std::cerr << "mcuprof diff: warning: " << input << ": " << warning.message << '\n';
-    profile = build_profile(samples, side, image);
+    side.profile = build_profile(samples, settled, *side.images);
     if (core) {
-        std::optional<core::Profile> one = core::core_profile(profile, *core);
+        std::optional<core::Profile> one = core::core_profile(side.profile, *core);
         if (!one)
             throw mcuprof::Error(input, "", "--core " + std::to_string(*core) + ": the input has no such core (" +
-                                                (profile.cores.empty() ? std::string("it has one core")
-                                                                       : std::to_string(profile.cores.size()) + " cores") +
+                                                (side.profile.cores.empty()
+                                                     ? std::string("it has one core")
+                                                     : std::to_string(side.profile.cores.size()) + " cores") +
                                                 ")");
-        profile = std::move(*one);
+        side.profile = std::move(*one);
     }
-    return image;
 }
 
 } // namespace
@@ -124,13 +140,14 @@ int diff_command(const Arguments& args)
         return 0;
     const ReportOptions& options = o.report;
     const core::DiffFormat& format = format_of(core::diff_formats(), options.format, "diff ");
-    const std::string& elf_b = o.elf_b.empty() ? options.elf : o.elf_b;
-    std::optional<core::Firmware> firmware_a, firmware_b;
-    core::Profile a, b;
-    const core::Firmware& image_a = side_profile(o.inputs[0], options, options.elf, firmware_a, nullptr, o.core, a);
-    const core::Firmware& image_b = side_profile(o.inputs[1], options, elf_b, firmware_b, &image_a, o.core, b);
+    const std::vector<std::string>& elves_b = o.elves_b.empty() ? options.elves : o.elves_b;
+    Side side_a, side_b;
+    side_profile(o.inputs[0], options, options.elves, nullptr, o.core, side_a);
+    side_profile(o.inputs[1], options, elves_b, &side_a, o.core, side_b);
+    const core::Profile& a = side_a.profile;
+    const core::Profile& b = side_b.profile;
     // The hints read instructions (cpsie i): only when both sides are the same firmware.
-    const core::SymbolTable* code = &image_a == &image_b ? &image_a.symbols() : nullptr;
+    const core::SymbolTable* code = side_a.images == side_b.images ? &side_a.images->symbols() : nullptr;
     // The totals' gate needs both totals: a side without one is refused before the report is written.
     if (o.fail_total_above)
         for (const auto& [input, profile] : {std::pair{o.inputs[0], &a}, std::pair{o.inputs[1], &b}})

@@ -86,4 +86,10 @@ core::SampleSet load_samples(const std::string& input, sources::InputSelection s
     return row->read(bytes, selection);
 }
 
+bool names_its_elves(const std::string& input)
+{
+    return input != "-" && !sources::is_stream_input(input) &&
+           sources::detect_input_file(input) == sources::InputKind::recording;
+}
+
 } // namespace mcuprof::cli

@@ -12,4 +12,9 @@ namespace mcuprof::cli {
 // apply to the kind found.
 core::SampleSet load_samples(const std::string& input, sources::InputSelection selection);
 
+// Whether the input is a file that names the ELFs it was recorded from (a recording), so that
+// a command can reopen them without --elf. Standard input and streams are not looked at.
+// Throws sources::Error when the file cannot be opened.
+bool names_its_elves(const std::string& input);
+
 } // namespace mcuprof::cli

@@ -62,20 +62,7 @@ void add_report_options(CommandLine& line, ReportOptions& options, const ReportC
                                 (offers("var:NAME") ? " (var:NAME: the value of the global NAME at each halt)" : "");
     options.command = line.command();
     const std::string top_help = "show the first N rows only (--format " + listed(choices.top_formats) + ")";
-    if (choices.several_elves) {
-        // The first names the image the samples are reported with; the others run beside it.
-        const std::string help = choices.elf_help + "; again for each other image the target runs (a bootloader, "
-                                                    "its application), each with its own addresses";
-        line.options()("elf",
-                       po::value<std::vector<std::string>>()->value_name("FILE")->composing()->notifier(
-                           [&options](const std::vector<std::string>& elves) {
-                               options.elf = elves.front();
-                               options.more_elves.assign(elves.begin() + 1, elves.end());
-                           }),
-                       help.c_str());
-    } else {
-        line.options()("elf", po::value(&options.elf)->value_name("FILE"), choices.elf_help.c_str());
-    }
+    add_elf_option(line, options.elves, choices.elf_help);
     line.options()
         ("by", po::value(&options.by)->value_name("KEY")->default_value("function"), by_help.c_str())
         ("format", po::value(&options.format)->value_name("NAME")->default_value("text"), choices.formats.c_str());
@@ -104,9 +91,25 @@ void check_report_options(const CommandLine& line, const ReportOptions& options,
         check_writable(options.output);
 }
 
-void settle_recorded_elf(ReportOptions& options, const sources::RecordedFirmware& recorded)
+void add_elf_option(CommandLine& line, std::vector<std::string>& elves, const std::string& help)
 {
-    if (!options.elf.empty())
+    // The first names the main image; the others run beside it. Boost copies the help text.
+    const std::string text = help + "; again for each other image the target runs (a bootloader, its application), "
+                                    "each with its own addresses";
+    line.options()("elf", po::value(&elves)->value_name("FILE")->composing(), text.c_str());
+}
+
+std::string elf_arguments(const std::vector<std::string>& elves)
+{
+    std::string text;
+    for (const std::string& elf : elves)
+        text += (text.empty() ? "--elf " : " --elf ") + elf;
+    return text;
+}
+
+void settle_recorded_elves(ReportOptions& options, const sources::RecordedFirmware& recorded)
+{
+    if (!options.elves.empty())
         return;
     if (recorded.path.empty())
         throw UsageError("--elf FILE is required: the ELF of the firmware that was sampled");
@@ -116,9 +119,9 @@ void settle_recorded_elf(ReportOptions& options, const sources::RecordedFirmware
             throw UsageError("--elf FILE is required: the recorded ELF " + path + " is not there");
         return path;
     };
-    options.elf = there(recorded.path);
+    options.elves.push_back(there(recorded.path));
     for (const sources::RecordedFirmware& image : recorded.more)   // the other images it ran
-        options.more_elves.push_back(there(image.path));
+        options.elves.push_back(there(image.path));
 }
 
 namespace {
@@ -126,7 +129,7 @@ namespace {
 // One image against the one the recording names at its place; a mismatch a warning (--strict:
 // an error).
 void check_image_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
-                          const core::Firmware& image)
+                          const core::Image& image)
 {
     if (!recorded.identity)
         return;   // a recording from before the identity was stored
@@ -149,29 +152,29 @@ void check_image_identity(ReportOptions& options, const sources::RecordedFirmwar
 } // namespace
 
 void check_recorded_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
-                             const core::Firmware& firmware)
+                             const core::ImageSet& images)
 {
-    check_image_identity(options, recorded, firmware);
+    const std::vector<core::Image>& given = images.images();
+    check_image_identity(options, recorded, given.front());
     // The other images, place by place: the second --elf against the second image recorded.
-    const std::vector<core::Firmware>& more = firmware.more_images();
-    for (size_t i = 0; i < more.size() && i < recorded.more.size(); ++i)
-        check_image_identity(options, recorded.more[i], more[i]);
+    for (size_t i = 1; i < given.size() && i - 1 < recorded.more.size(); ++i)
+        check_image_identity(options, recorded.more[i - 1], given[i]);
 }
 
-core::Firmware open_firmware(ReportOptions& options)
+core::ImageSet open_images(ReportOptions& options)
 {
-    core::Firmware firmware = core::Firmware::open(options.elf, options.more_elves);
-    for (const std::string& note : firmware.notes())
+    core::ImageSet images = core::ImageSet::open(options.elves);
+    for (const std::string& note : images.notes())
         options.warnings.push_back({"images", note});
-    return firmware;
+    return images;
 }
 
-core::Firmware check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded)
+core::ImageSet check_recorded_images(ReportOptions& options, const sources::RecordedFirmware& recorded)
 {
-    settle_recorded_elf(options, recorded);
-    core::Firmware firmware = open_firmware(options);
-    check_recorded_identity(options, recorded, firmware);
-    return firmware;
+    settle_recorded_elves(options, recorded);
+    core::ImageSet images = open_images(options);
+    check_recorded_identity(options, recorded, images);
+    return images;
 }
 
 void check_writable(const std::string& path)
@@ -216,7 +219,7 @@ core::Grouping grouping_of(const core::SampleSet& samples, const ReportOptions& 
     return *by;
 }
 
-core::Profile attribute_as(const core::SampleSet& samples, const core::Firmware& firmware, core::Grouping by,
+core::Profile attribute_as(const core::SampleSet& samples, const core::ImageSet& images, core::Grouping by,
                            const ReportOptions& options, bool stacks)
 {
     core::AttributionOptions attribution;
@@ -224,8 +227,8 @@ core::Profile attribute_as(const core::SampleSet& samples, const core::Firmware&
     attribution.inline_frames = options.inline_frames;
     attribution.stacks = stacks;
     if (by == core::Grouping::exception)
-        attribution.vector_table = core::vector_handlers(firmware.vector_table());
-    return core::attribute(samples, firmware.symbols(), &firmware.locator(), attribution);
+        attribution.vector_table = core::vector_handlers(images.main().vector_table());   // the one the core boots
+    return core::attribute(samples, images.symbols(), &images.locator(), attribution);
 }
 
 // A source file as DWARF names it, or nullopt when it is not on this machine.
@@ -242,10 +245,10 @@ std::optional<std::string> read_source_file(const std::string& path)
 } // namespace
 
 core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options,
-                            const core::Firmware& firmware, bool stacks)
+                            const core::ImageSet& images, bool stacks)
 {
     const core::Grouping by = grouping_of(samples, options);
-    return attribute_as(samples, firmware, by, options, stacks);
+    return attribute_as(samples, images, by, options, stacks);
 }
 
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write)
@@ -263,25 +266,26 @@ void write_output(const std::string& path, const std::function<void(std::ostream
         throw mcuprof::Error(path.empty() ? "standard output" : path, "", "write failed");
 }
 
-void write_profile(const core::SampleSet& samples, const ReportOptions& options, const core::Firmware& firmware)
+void write_profile(const core::SampleSet& samples, const ReportOptions& options, const core::ImageSet& images)
 {
     const core::ReportFormat& format = format_of(core::profile_formats(), options.format);
     const core::Grouping by = grouping_of(samples, options);
 
-    const core::SymbolTable& symbols = firmware.symbols();
-    core::SourceLocator& locator = firmware.locator();
-    core::Profile profile = attribute_as(samples, firmware, by, options, format.needs_stacks);
+    const core::SymbolTable& symbols = images.symbols();
+    core::SourceLocator& locator = images.locator();
+    core::Profile profile = attribute_as(samples, images, by, options, format.needs_stacks);
     profile.warnings.insert(profile.warnings.begin(), options.warnings.begin(), options.warnings.end());
-    if (!firmware.has_debug_info() && !symbols.functions().empty())
+    const core::Image& main = images.main();
+    if (!main.has_debug_info() && !symbols.functions().empty())
         profile.warnings.push_back(
-            {"no-debug-info", firmware.path() + " has no DWARF (.debug_info): functions come from its symbol table, with no source "
+            {"no-debug-info", main.path() + " has no DWARF (.debug_info): functions come from its symbol table, with no source "
                               "lines, inline chains or task names" +
-                                  std::string(profile.unwound && !firmware.has_call_frames()
+                                  std::string(profile.unwound && !main.has_call_frames()
                                                   ? "; its stacks were unwound by reading each function's prologue"
                                                   : "")});
     std::optional<core::Profile> lines;
     if (format.needs_lines)
-        lines = attribute_as(samples, firmware, core::Grouping::line, options, format.needs_stacks);
+        lines = attribute_as(samples, images, core::Grouping::line, options, format.needs_stacks);
 
     const core::ReportInput input{profile, lines ? &*lines : nullptr, samples, symbols, &locator,
                                   read_source_file, options.top};

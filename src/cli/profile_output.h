@@ -10,7 +10,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/profile/profile.h"
 #include "mcuprof/report/report.h"
 #include "mcuprof/profile/samples.h"
@@ -23,8 +23,9 @@ namespace mcuprof::cli {
 struct ReportOptions {
     std::string command;       // the command, for its lines on standard error (add_report_options sets it)
     std::string input;
-    std::string elf;
-    std::vector<std::string> more_elves;   // the other images the target runs (--elf again)
+    // --elf, once for each image the target runs: the main image first (the one it boots),
+    // then the others (a bootloader's application, a SoftDevice's), each at its own addresses.
+    std::vector<std::string> elves;
     std::string by = "function";
     std::string format = "text";
     std::string output;        // empty: standard output
@@ -40,8 +41,6 @@ struct ReportChoices {
     std::string formats = core::format_help(core::profile_formats());   // --format's help
     std::vector<std::string> groupings{"function", "line", "address", "task", "stack", "core", "var:NAME", "exception"};
     std::string elf_help = "firmware ELF that produced the samples";
-    // --elf may be repeated, one for each image the target runs (record, report).
-    bool several_elves = false;
     // -o names the report. Not in record and top, where -o names the samples file and the
     // report goes to standard output.
     bool output = true;
@@ -57,6 +56,10 @@ std::string standard_output_format_names();
 
 // Adds --elf, --by, --format, -o, --inline and --top, bound to `options`.
 void add_report_options(CommandLine& line, ReportOptions& options, const ReportChoices& choices = {});
+// --elf FILE, given once for each image the target runs, into `elves` in the order given.
+void add_elf_option(CommandLine& line, std::vector<std::string>& elves, const std::string& help);
+// "--elf boot.elf --elf app.elf": the images as a command line names them, for messages.
+std::string elf_arguments(const std::vector<std::string>& elves);
 
 // Checks what add_report_options read, before any input is read or link touched: --by one
 // of the groupings, --top only where the format shows it, a binary format only into a file.
@@ -64,19 +67,18 @@ void add_report_options(CommandLine& line, ReportOptions& options, const ReportC
 void check_report_options(const CommandLine& line, const ReportOptions& options, const ReportChoices& choices,
                           bool format_is_binary = false);
 
-// The image of --elf (and the others of more --elf); what the images together leave in doubt
-// joins the report's warnings.
-core::Firmware open_firmware(ReportOptions& options);
-// Settles options.elf for an input whose samples file names its firmware: --elf when given,
-// else the recorded ELF (and the other recorded images) when still there; opens them
-// (open_firmware). An image whose identity is not the recorded one at its place gives a
-// warning naming both (in options.warnings), or with --strict an error.
-core::Firmware check_recorded_firmware(ReportOptions& options, const sources::RecordedFirmware& recorded);
-// Its two steps, for a command that may have the image open already (diff): options.elf
-// settled, then the identity of the image compared with the recorded one.
-void settle_recorded_elf(ReportOptions& options, const sources::RecordedFirmware& recorded);
+// The images of --elf; what they leave in doubt together joins the report's warnings.
+core::ImageSet open_images(ReportOptions& options);
+// Settles options.elves for an input whose samples file names its firmware: --elf when given,
+// else the recorded images when still there; opens them (open_images). An image whose
+// identity is not the recorded one at its place gives a warning naming both (in
+// options.warnings), or with --strict an error.
+core::ImageSet check_recorded_images(ReportOptions& options, const sources::RecordedFirmware& recorded);
+// Its two steps, for a command that may have the images open already (diff): options.elves
+// settled, then the identity of each image compared with the one recorded at its place.
+void settle_recorded_elves(ReportOptions& options, const sources::RecordedFirmware& recorded);
 void check_recorded_identity(ReportOptions& options, const sources::RecordedFirmware& recorded,
-                             const core::Firmware& firmware);
+                             const core::ImageSet& images);
 
 // Opens `path` for writing and closes it again (removing it if it was not there), so that
 // a file that cannot be written is an error before any sampling starts.
@@ -96,11 +98,11 @@ const Format& format_of(std::span<const Format> table, const std::string& name, 
 // Checks --by and --elf, then attributes the samples with the ELF's symbols and lines
 // (with stacks for the stack formats).
 core::Profile build_profile(const core::SampleSet& samples, const ReportOptions& options,
-                            const core::Firmware& firmware, bool stacks = false);
+                            const core::ImageSet& images, bool stacks = false);
 // Runs `write` on the file at `path`, or on standard output when the path is empty.
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& write);
 
-// Attributes the samples with the image's symbols and writes the report in options.format.
-void write_profile(const core::SampleSet& samples, const ReportOptions& options, const core::Firmware& firmware);
+// Attributes the samples with the images' symbols and writes the report in options.format.
+void write_profile(const core::SampleSet& samples, const ReportOptions& options, const core::ImageSet& images);
 
 } // namespace mcuprof::cli

@@ -39,13 +39,22 @@ void add_qemu_options(po::options_description& description, QemuOptions& o)
          "truth FILE reads it)");
 }
 
-sources::QemuLaunch qemu_launch(const QemuOptions& o, const std::string& elf, uint64_t default_budget)
+sources::QemuLaunch qemu_launch(const QemuOptions& o, const core::ImageSet& images, uint64_t default_budget)
 {
     sources::QemuLaunch launch;
     launch.program = sources::QemuLaunch::default_program();
     launch.machine = o.machine;
-    launch.elf = elf;
+    launch.elf = images.main().path();
     launch.extra_args = o.args;
+    // The other images of the target beside -kernel: QEMU's generic loader puts an ELF's
+    // segments where they load (QEMU's docs/system/generic-loader.rst); a comma inside an
+    // option's value is written twice.
+    for (size_t i = 1; i < images.images().size(); ++i) {
+        std::string path;
+        for (const char c : images.images()[i].path())
+            path += c == ',' ? std::string(",,") : std::string(1, c);
+        launch.extra_args.insert(launch.extra_args.end(), {"-device", "loader,file=" + path});
+    }
     launch.plugin = o.plugin.empty() ? sources::find_truth_plugin(MCUPROF_PLUGIN_INSTALL_DIR) : o.plugin;
     launch.instruction_budget = default_budget;
     if (!o.instructions.empty()) {
@@ -57,10 +66,10 @@ sources::QemuLaunch qemu_launch(const QemuOptions& o, const std::string& elf, ui
     return launch;
 }
 
-std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& o, const std::string& elf,
+std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& o, const core::ImageSet& images,
                                                      uint64_t default_budget)
 {
-    auto session = std::make_unique<sources::QemuSession>(qemu_launch(o, elf, default_budget));
+    auto session = std::make_unique<sources::QemuSession>(qemu_launch(o, images, default_budget));
     {
         const StopOnSignal stop;
         session->record(StopOnSignal::requested);
@@ -75,7 +84,7 @@ std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& o, const
     return session;
 }
 
-std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& o, const core::Firmware& firmware)
+std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& o, const core::ImageSet& images)
 {
     const uint64_t samples = o.samples != 0 ? o.samples : default_samples;
     const double interval = o.interval.empty() ? 0 : parse_count(o.interval, "--interval");
@@ -83,17 +92,7 @@ std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOpt
     // deviations to spare --samples N is reached before the run ends.
     const double room = double(samples) + 5 * std::sqrt(double(samples));
     const auto budget = uint64_t(room * (interval > 0 ? interval : default_interval));
-    // The other images of the target beside -kernel: QEMU's generic loader puts an ELF's
-    // segments where they load (QEMU's docs/system/generic-loader.rst); a comma inside an
-    // option's value is written twice.
-    QemuOptions qemu = o.qemu;
-    for (const core::Firmware& image : firmware.more_images()) {
-        std::string path;
-        for (const char c : image.path())
-            path += c == ',' ? std::string(",,") : std::string(1, c);
-        qemu.args.insert(qemu.args.end(), {"-device", "loader,file=" + path});
-    }
-    std::unique_ptr<sources::QemuSession> session = record_in_qemu(qemu, firmware.path(), budget);
+    std::unique_ptr<sources::QemuSession> session = record_in_qemu(o.qemu, images, budget);
 
     // Without --interval the samples spread over the whole recorded run: about --samples of them.
     SamplingOptions replay = o;
@@ -105,7 +104,7 @@ std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOpt
     }
     return sources::replay_for_sampling(std::move(session), interval == 0, [&](const transport::Endpoint& gdb) {
         replay.gdb = gdb.text();
-        return make_sample_source(replay, firmware);
+        return make_sample_source(replay, images);
     });
 }
 

@@ -8,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/qemu_session.h"
 
@@ -23,17 +24,19 @@ struct QemuOptions {
 
 void add_qemu_options(boost::program_options::options_description& description, QemuOptions& options);
 
-// The launch the options ask for; `default_budget` when --instructions is not given.
-sources::QemuLaunch qemu_launch(const QemuOptions& options, const std::string& elf, uint64_t default_budget);
+// The launch the options ask for: the main image as -kernel, every other one put where it
+// loads; `default_budget` when --instructions is not given.
+sources::QemuLaunch qemu_launch(const QemuOptions& options, const core::ImageSet& images, uint64_t default_budget);
 
 // Records the run (Ctrl-C ends it with an error) and copies its census to --census.
-std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& options, const std::string& elf,
+std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& options, const core::ImageSet& images,
                                                      uint64_t default_budget);
 
 struct SamplingOptions;
 
 // record/top --qemu: the run recorded, then its replay sampled by instruction count with the
 // other sampling options (--samples, --interval, --stacks, ...).
-std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& options, const core::Firmware& firmware);
+std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& options,
+                                                               const core::ImageSet& images);
 
 } // namespace mcuprof::cli

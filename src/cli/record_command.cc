@@ -107,7 +107,6 @@ bool parse_record_options(const Arguments& args, RecordOptions& o)
     ReportChoices choices;
     choices.output = false;
     choices.formats = standard_output_format_help();
-    choices.several_elves = true;
     add_report_options(line, o.report, choices);
     if (!line.parse(args))
         return false;
@@ -131,19 +130,19 @@ bool parse_record_options(const Arguments& args, RecordOptions& o)
 }
 
 // --read-onchip: the on-chip sampler's memory, read over GDB, reported like its UART dump.
-int read_onchip_command(const RecordOptions& o, const core::Firmware& firmware)
+int read_onchip_command(const RecordOptions& o, const core::ImageSet& images)
 {
-    const core::SymbolTable& symbols = firmware.symbols();
+    const core::SymbolTable& symbols = images.symbols();
     std::optional<uint32_t> address;
     if (!o.stop_at.empty()) {
         for (const core::Function& f : symbols.functions())
             if (f.name == o.stop_at)
                 address = f.start;
         if (!address)
-            throw mcuprof::Error(o.report.elf, "symbols", "no function '" + o.stop_at + "' for --at");
+            throw mcuprof::Error(images.main().path(), "symbols", "no function '" + o.stop_at + "' for --at");
     }
     const transport::LinkAddress gdb = transport::LinkAddress::parse(o.sampling.gdb, "--gdb", o.sampling.baud);
-    sources::Dump dump = sources::read_onchip_over_gdb(gdb, firmware, address, std::chrono::seconds(120));
+    sources::Dump dump = sources::read_onchip_over_gdb(gdb, images, address, std::chrono::seconds(120));
     if (!o.samples_file.empty()) {
         std::ofstream out(o.samples_file);
         sources::write_dump(dump, out);
@@ -152,18 +151,18 @@ int read_onchip_command(const RecordOptions& o, const core::Firmware& firmware)
     }
     ReportOptions report = o.report;
     report.input = dump.path;
-    write_profile(sources::to_samples(std::move(dump), {}), report, firmware);
+    write_profile(sources::to_samples(std::move(dump), {}), report, images);
     return 0;
 }
 
 // Samples into the samples file, then prints the profile of what it holds.
-int record_samples(RecordOptions& o, const core::Firmware& firmware)
+int record_samples(RecordOptions& o, const core::ImageSet& images)
 {
-    o.sampling.variable = check_live_grouping(firmware, o.report.by);
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
+    o.sampling.variable = check_live_grouping(images.main(), o.report.by);
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, images);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
     sources::SampleSource& sampler = *source;
-    const sources::RunHeader header = sources::recording_header(sampler, firmware);
+    const sources::RunHeader header = sources::recording_header(sampler, images);
     sources::RecordingWriter writer(o.samples_file, header);
     RecordSink sink(writer);
 
@@ -189,7 +188,7 @@ int record_samples(RecordOptions& o, const core::Firmware& firmware)
         throw sources::Error(file, "", "no samples were recorded: " + stats.end_reason);
 
     o.report.input = file;
-    write_profile(sources::to_samples(sources::read_recording(file), std::nullopt), o.report, firmware);
+    write_profile(sources::to_samples(sources::read_recording(file), std::nullopt), o.report, images);
     if (stats.link_lost) {
         // The profile above is of a run cut short: say so last, and in the exit code, so a
         // script can tell it from a complete recording.
@@ -207,12 +206,12 @@ int record_command(const Arguments& args)
     RecordOptions options;
     if (!parse_record_options(args, options))
         return 0;
-    // The image (or images) of the command; a wrong ELF is an error now, not after the sampling.
-    const core::Firmware firmware = open_firmware(options.report);
-    firmware.symbols();
+    // The images of the command; a wrong ELF is an error now, not after the sampling.
+    const core::ImageSet images = open_images(options.report);
+    images.symbols();
     if (options.read_onchip)
-        return read_onchip_command(options, firmware);
-    return record_samples(options, firmware);
+        return read_onchip_command(options, images);
+    return record_samples(options, images);
 }
 
 } // namespace mcuprof::cli

@@ -47,7 +47,6 @@ bool parse_report_options(const Arguments& args, ReportCommandOptions& o)
     line.positionals(inputs, 1, 1, "one INPUT file");
     ReportChoices choices;
     choices.elf_help = "firmware ELF that produced the samples (a samples file names its own: see above)";
-    choices.several_elves = true;
     add_report_options(line, o.report, choices);
     line.options()
         ("chunk", whole_number(o.chunk, "chunk")->value_name("K"),
@@ -77,8 +76,7 @@ bool parse_report_options(const Arguments& args, ReportCommandOptions& o)
     line.not_with({"by", "top", "inline", "chunk"}, o.calls, "--calls (a call graph)");
     // A samples file names its ELF; every other input needs --elf.
     const std::string& input = o.report.input;
-    if (!o.swo_packets && (o.calls || input == "-" || sources::is_stream_input(input) ||
-                           sources::detect_input_file(input) != sources::InputKind::recording))
+    if (!o.swo_packets && (o.calls || !names_its_elves(input)))
         line.require("elf", "the ELF of the firmware that was sampled");
     if (o.calls) {
         format_of(core::call_graph_formats(), o.report.format, "with --calls, ");
@@ -124,8 +122,8 @@ int report_command(const Arguments& args)
     sources::RecordedFirmware recorded;
     selection.firmware = &recorded;
     const core::SampleSet samples = load_samples(input, selection);
-    const core::Firmware firmware = check_recorded_firmware(o.report, recorded);
-    write_profile(samples, o.report, firmware);
+    const core::ImageSet images = check_recorded_images(o.report, recorded);
+    write_profile(samples, o.report, images);
     return 0;
 }
 

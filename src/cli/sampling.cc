@@ -151,31 +151,31 @@ sources::PacingOptions pacing_options(const SamplingOptions& o)
 }
 
 // --stacks: the unwinder from the ELF's call-frame information; the RTOS, when its DWARF shows one.
-sources::HaltExtras halt_extras(const SamplingOptions& o, const core::Firmware& firmware)
+sources::HaltExtras halt_extras(const SamplingOptions& o, const core::ImageSet& images)
 {
     sources::HaltExtras extras;
     if (o.stacks) {
         if (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0)
             throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
         sources::StackSamplingOptions stacks;
-        stacks.unwinder = std::make_shared<const core::Unwinder>(firmware);
+        stacks.unwinder = std::make_shared<const core::Unwinder>(images);
         // Without call-frame information the prologues of the symbol table's functions are read;
         // without those either, nothing can be unwound.
-        if (!stacks.unwinder->has_frame_info() && firmware.symbols().functions().empty())
-            throw mcuprof::Error(firmware.path(), ".symtab",
+        if (!stacks.unwinder->has_frame_info() && images.symbols().functions().empty())
+            throw mcuprof::Error(images.main().path(), ".symtab",
                                  "--stacks unwinds through call-frame information or the functions' prologues, and the "
                                  "ELF has neither .debug_frame, .ARM.exidx nor function symbols (build with -g, or do not "
                                  "strip the symbol table)");
         stacks.window_bytes = o.stack_bytes;
         extras.stacks = stacks;
     }
-    extras.tasks = sources::detect_rtos(firmware);
+    extras.tasks = sources::detect_rtos(images.main());   // the kernel's variables: the main image's DWARF
     if (o.variable) {
         if (o.mode == "pcsr")
             throw UsageError("--by var:NAME reads the variable at each halt, and --mode pcsr does not halt");
         extras.variable = o.variable;
     }
-    extras.firmware_check = sources::firmware_check(firmware, o.no_verify);
+    extras.firmware_check = sources::firmware_check(images, o.no_verify);
     return extras;
 }
 
@@ -211,32 +211,32 @@ std::unique_ptr<sources::SampleSource> make_openocd_sample_source(const Sampling
 
 } // namespace
 
-std::optional<sources::WatchedVariable> check_live_grouping(const core::Firmware& firmware, const std::string& by)
+std::optional<sources::WatchedVariable> check_live_grouping(const core::Image& main, const std::string& by)
 {
-    const std::string& elf = firmware.path();
-    if (by == "line" && !firmware.has_line_tables())
+    const std::string& elf = main.path();
+    if (by == "line" && !main.has_line_tables())
         throw mcuprof::Error(elf, ".debug_line", "--by line needs the DWARF line tables, and the ELF has none (build with -g)");
     if (const std::string_view variable = core::variable_of_grouping(by); !variable.empty())
-        return sources::find_watched_variable(firmware, std::string(variable));   // exists, of a readable type
+        return sources::find_watched_variable(main, std::string(variable));   // exists, of a readable type
     if (by != "task")
         return std::nullopt;
-    if (!firmware.has_debug_info())
+    if (!main.has_debug_info())
         throw mcuprof::Error(elf, ".debug_info",
                              "--by task reads the running task through the RTOS's variables in the DWARF, and the ELF "
                              "has none (build with -g)");
-    if (!sources::detect_rtos(firmware))
+    if (!sources::detect_rtos(main))
         throw mcuprof::Error(elf, ".debug_info",
                              "--by task: the DWARF shows no RTOS mcuprof can read (FreeRTOS's pxCurrentTCB, "
                              "Zephyr's _kernel; docs/rtos.md)");
     return std::nullopt;
 }
 
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const core::Firmware& firmware)
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const core::ImageSet& images)
 {
     if (!o.qemu.machine.empty())
-        return make_qemu_sample_source(o, firmware);
+        return make_qemu_sample_source(o, images);
     const sources::PacingOptions pacing = pacing_options(o);
-    const sources::HaltExtras extras = halt_extras(o, firmware);
+    const sources::HaltExtras extras = halt_extras(o, images);
     if (!o.openocd.empty())
         return make_openocd_sample_source(o, pacing, extras);
     sources::RspSamplerOptions gdb;

@@ -12,7 +12,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/watched_variable.h"
 #include "interrupt.h"
@@ -56,17 +56,17 @@ const std::vector<std::string>& sampling_option_names();
 // The values themselves make_sample_source checks; neither touches the link.
 void check_sampling_options(const CommandLine& line, const SamplingOptions& options);
 
-// Checks the options' values (UsageError) and builds the sampler they ask for, for the firmware in
-// `firmware`: its DWARF gives the unwinder (--stacks; an ELF without call-frame information is
-// an error) and the RTOS whose tasks tag the samples; its image is what the target is checked
-// against before the first sample (--no-verify: a warning).
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const core::Firmware& firmware);
+// Checks the options' values (UsageError) and builds the sampler they ask for, for the images the
+// target runs: their call-frame information gives the unwinder (--stacks; an ELF without it is
+// an error), the main image's DWARF the RTOS whose tasks tag the samples; every image is what
+// the target is checked against before the first sample (--no-verify: a warning).
+std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const core::ImageSet& images);
 
-// What --by needs of the ELF when the samples come from a live link, checked before the link
-// is touched: line tables (line), the DWARF of an RTOS mcuprof reads (task), the variable
+// What --by needs of the main image when the samples come from a live link, checked before the
+// link is touched: line tables (line), the DWARF of an RTOS mcuprof reads (task), the variable
 // (var:NAME: it exists and has a readable type), which it returns for the sampler to read.
 // mcuprof::Error.
-std::optional<sources::WatchedVariable> check_live_grouping(const core::Firmware& firmware, const std::string& by);
+std::optional<sources::WatchedVariable> check_live_grouping(const core::Image& main, const std::string& by);
 
 // --samples and --duration; with neither, `default_samples` (0: until stopped).
 sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t default_samples);

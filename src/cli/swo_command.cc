@@ -110,8 +110,8 @@ int swo_command(const Arguments& args)
     SwoCommandOptions o;
     if (!parse_swo_options(args, o))
         return 0;
-    const core::Firmware firmware = core::Firmware::open(o.report.elf);
-    firmware.symbols();   // a wrong ELF before OpenOCD is touched
+    const core::ImageSet images = open_images(o.report);
+    images.symbols();   // a wrong ELF before OpenOCD is touched
     const double rate = choose_rate(o);
     const transport::Endpoint endpoint = openocd_endpoint(o.openocd);
     transport::TclClient tcl(endpoint, {});
@@ -120,8 +120,8 @@ int swo_command(const Arguments& args)
                  unsigned(done.demcr), unsigned(done.itm_tcr), unsigned(done.dwt_ctrl), done.tpiu.c_str(),
                  o.setup.output.c_str());
     if (!o.live) {
-        std::fprintf(stderr, "mcuprof swo: set up; read the capture with: mcuprof report CAPTURE --elf %s\n",
-                     o.report.elf.c_str());
+        std::fprintf(stderr, "mcuprof swo: set up; read the capture with: mcuprof report CAPTURE %s\n",
+                     elf_arguments(o.report.elves).c_str());
         return 0;
     }
 
@@ -149,7 +149,7 @@ int swo_command(const Arguments& args)
                   endpoint.text().c_str(), unsigned(done.dwt_ctrl), o.setup.swo_hz);
     figures.method = method;
     captured.sampler = figures;
-    write_profile(captured, o.report, firmware);
+    write_profile(captured, o.report, images);
     return 0;
 }
 

@@ -295,7 +295,7 @@ sources::SamplerStats sample_while_refreshing(sources::SampleSource& source, sou
 
 struct TopOptions {
     SamplingOptions sampling;
-    std::string elf;
+    std::vector<std::string> elves;   // --elf: the main image first
     std::optional<HalfLife> half_life;
     std::chrono::nanoseconds refresh{};
     std::string samples_file;
@@ -327,8 +327,8 @@ bool parse_top_options(const Arguments& args, TopOptions& o)
     CommandLine line("top", top_usage);
     std::string decay, refresh = "1s";
     add_sampling_options(line.description(), o.sampling);
+    add_elf_option(line, o.elves, "firmware ELF that runs (required)");
     line.options()
-        ("elf", po::value(&o.elf)->value_name("FILE"), "firmware ELF that runs (required)")
         ("decay", po::value(&decay)->value_name("HALF_LIFE"),
          "forget old samples: each one's weight halves every HALF_LIFE, a time (2s, 500ms: sampling time) or a "
          "count (500: samples); error bars from the effective sample count")
@@ -359,13 +359,15 @@ int top_command(const Arguments& args)
     TopOptions o;
     if (!parse_top_options(args, o))
         return 0;
-    const core::Firmware firmware = core::Firmware::open(o.elf);   // a wrong ELF before the link
-    const core::SymbolTable& symbols = firmware.symbols();
-    o.sampling.variable = check_live_grouping(firmware, o.by);   // read at each halt, as record does
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, firmware);
+    const core::ImageSet images = core::ImageSet::open(o.elves);   // a wrong ELF before the link
+    for (const std::string& note : images.notes())
+        std::fprintf(stderr, "mcuprof top: warning: %s\n", note.c_str());
+    const core::SymbolTable& symbols = images.symbols();
+    o.sampling.variable = check_live_grouping(images.main(), o.by);   // read at each halt, as record does
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, images);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 0);
 
-    const sources::RunHeader header = sources::recording_header(*source, firmware);
+    const sources::RunHeader header = sources::recording_header(*source, images);
     std::unique_ptr<sources::RecordingWriter> writer;
     if (!o.samples_file.empty())
         writer = std::make_unique<sources::RecordingWriter>(o.samples_file, header);

@@ -37,23 +37,23 @@ int truth_command(const Arguments& args)
         throw UsageError("truth takes a COUNTS file or --qemu MACHINE, not both");
     if (qemu.machine.empty() && inputs.empty())
         throw UsageError("truth needs a COUNTS file, or --qemu MACHINE");
-    const core::Firmware firmware = core::Firmware::open(options.elf);
-    firmware.symbols();   // a wrong ELF before QEMU runs
+    const core::ImageSet images = open_images(options);
+    images.symbols();   // a wrong ELF before QEMU runs
     if (!qemu.machine.empty()) {
-        const auto session = record_in_qemu(qemu, options.elf, 200'000'000);
+        const auto session = record_in_qemu(qemu, images, 200'000'000);
         // The counts the report names: the census kept (--census), else the session's own.
         options.input = qemu.census.empty() ? session->recorded().counts_path : qemu.census;
         core::SampleSet census = sources::read_truth(options.input);
         // Without --census the session's counts file is a temporary one, gone when the session
         // ends: the report names the run that made it instead.
         if (qemu.census.empty())
-            census.origin = "exact instruction counts (QEMU truth plugin): truth --qemu " + qemu.machine + " --elf " +
-                            options.elf;
-        write_profile(census, options, firmware);
+            census.origin = "exact instruction counts (QEMU truth plugin): truth --qemu " + qemu.machine + " " +
+                            elf_arguments(options.elves);
+        write_profile(census, options, images);
         return 0;
     }
     options.input = inputs.front();
-    write_profile(sources::read_truth(options.input), options, firmware);
+    write_profile(sources::read_truth(options.input), options, images);
     return 0;
 }
 

@@ -96,8 +96,8 @@ std::string tagged_name(const DWARFDie& die)
 
 struct DataLayout::Impl {
     std::string path;
-    std::optional<Firmware> owned;   // parse(): the image this layout was given in memory
-    std::unique_ptr<llvm::DWARFContext> dwarf;
+    std::optional<Image> owned;   // parse(): the image this layout was given in memory
+    llvm::DWARFContext* dwarf = nullptr;   // the image's (dwarf_of)
 
     struct Variable {
         DWARFDie die;
@@ -319,34 +319,28 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::array(const DWARFDie& die) c
 
 DataLayout DataLayout::parse(std::string_view image, const std::string& name)
 {
-    Firmware firmware = Firmware::parse(image, name);
-    DataLayout layout(firmware);
-    layout.impl_->owned.emplace(std::move(firmware));   // the object stays where it was: behind the pimpl
+    Image parsed = Image::parse(image, name);
+    DataLayout layout(parsed);
+    layout.impl_->owned.emplace(std::move(parsed));   // the object stays where it was: behind the pimpl
     return layout;
 }
 
-DataLayout::DataLayout(const Firmware& firmware) : impl_(std::make_unique<Impl>())
+DataLayout::DataLayout(const Image& image) : impl_(std::make_unique<Impl>())
 {
-    const std::string& elf_path = firmware.path();
+    const std::string& elf_path = image.path();
     impl_->path = elf_path;
-    firmware.check_dwarf();   // before LLVM reads a single entry
-
-    // A damaged .debug_info must not print LLVM's own warnings, nor end the process: the
-    // first problem is kept, and reported if no unit could be read at all.
-    std::string problem;
-    auto keep_first = [&problem](llvm::Error error) {
-        std::string message = llvm::toString(std::move(error));
-        if (problem.empty())
-            problem = message;
-    };
-    impl_->dwarf = llvm::DWARFContext::create(object_of(firmware), llvm::DWARFContext::ProcessDebugRelocations::Process,
-                                              nullptr, "", keep_first, keep_first);
+    image.check_dwarf();   // before LLVM reads a single entry
+    // A damaged .debug_info must not end the process: the first problem LLVM met is
+    // reported if no unit could be read at all.
+    impl_->dwarf = &dwarf_of(image);
     for (const auto& unit : impl_->dwarf->compile_units())
         for (const llvm::DWARFDebugInfoEntry& entry : unit->dies())
             impl_->index(DWARFDie(unit.get(), &entry));
-    if (impl_->dwarf->getNumCompileUnits() == 0)
+    if (impl_->dwarf->getNumCompileUnits() == 0) {
+        const std::string& problem = first_dwarf_problem(image);
         throw Error(elf_path, ".debug_info",
                     problem.empty() ? "no DWARF debug information (build the firmware with -g)" : problem);
+    }
 }
 
 DataLayout::~DataLayout() = default;

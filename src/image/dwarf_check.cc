@@ -460,12 +460,12 @@ void check_debug_entries(const DebugSections& sections, const std::string& elf_p
     DebugEntryCheck(sections, elf_path).check_all();
 }
 
-std::unique_ptr<DebugEntryCheck> DebugEntryCheck::of(const Firmware& firmware)
+std::unique_ptr<DebugEntryCheck> DebugEntryCheck::of(const Image& image)
 {
-    const std::string& elf_path = firmware.path();
-    DebugSections sections;   // ELF32 little-endian: Firmware accepts no other
+    const std::string& elf_path = image.path();
+    DebugSections sections;   // ELF32 little-endian: Image accepts no other
     std::vector<std::unique_ptr<llvm::SmallString<0>>> decompressed;   // moved into the check
-    for (const Section& section : firmware.sections()) {
+    for (const Section& section : image.sections()) {
         const llvm::StringRef kind = dwarf_name(section.name);
         if (kind != "debug_info" && kind != "debug_types" && kind != "debug_abbrev")
             continue;

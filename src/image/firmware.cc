@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include <llvm/BinaryFormat/ELF.h>
+#include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/ARMAttributeParser.h>
@@ -85,21 +86,24 @@ std::optional<std::string> build_id_in(std::string_view notes)
 
 } // namespace
 
-struct Firmware::Impl {
+struct Image::Impl {
     std::string path;
     std::unique_ptr<llvm::MemoryBuffer> buffer;   // the file, mapped (or the copy parse made)
     std::unique_ptr<llvm::object::ObjectFile> object;
     const llvm::object::ELF32LEObjectFile* elf = nullptr;
     std::vector<Section> sections;
     std::vector<Segment> segments;   // the LOAD program headers
-    std::vector<Firmware> more;   // the other images on the target (open's `more`)
-    std::vector<std::string> notes;   // what open() found doubtful about them together
 
     // Each part once, the first time it is asked for. A part whose building throws is tried
     // again (and throws again) the next time: call_once leaves its flag unset then.
     std::once_flag dwarf_headers_once, symbols_once, locator_once, layout_once, identity_once, attributes_once;
     std::unique_ptr<DebugEntryCheck> dwarf_check;   // built by the header pass
-    std::mutex dwarf_mutex;                          // the check's record of the units it has checked
+    mutable std::mutex dwarf_mutex;                  // the check's record of the units it has checked
+    // The one DWARF context of the image (dwarf_of): the source locator, the data layout and
+    // the call frames read through it, each what it needs, LLVM parsing each part once.
+    mutable std::once_flag dwarf_once;
+    mutable std::unique_ptr<llvm::DWARFContext> dwarf;
+    mutable std::string dwarf_problem;   // the first problem LLVM reported while reading it
     std::unique_ptr<SymbolTable> symbols;
     std::unique_ptr<SourceLocator> locator;
     std::unique_ptr<DataLayout> layout;
@@ -111,9 +115,31 @@ struct Firmware::Impl {
     ArmAttributes read_attributes() const;
 };
 
-const llvm::object::ELF32LEObjectFile& object_of(const Firmware& firmware)
+const llvm::object::ELF32LEObjectFile& object_of(const Image& image)
 {
-    return *firmware.impl().elf;
+    return *image.impl().elf;
+}
+
+llvm::DWARFContext& dwarf_of(const Image& image)
+{
+    const Image::Impl& impl = image.impl();
+    std::call_once(impl.dwarf_once, [&impl] {
+        // A damaged .debug_info must not print LLVM's own warnings, nor end the process: the
+        // first problem is kept (the data layout names it when no unit could be read).
+        auto keep_first = [&impl](llvm::Error error) {
+            std::string message = llvm::toString(std::move(error));
+            if (impl.dwarf_problem.empty())
+                impl.dwarf_problem = message;
+        };
+        impl.dwarf = llvm::DWARFContext::create(*impl.elf, llvm::DWARFContext::ProcessDebugRelocations::Process,
+                                                nullptr, "", keep_first, keep_first);
+    });
+    return *impl.dwarf;
+}
+
+const std::string& first_dwarf_problem(const Image& image)
+{
+    return image.impl().dwarf_problem;
 }
 
 namespace {
@@ -139,7 +165,7 @@ uint32_t load_address_of(const llvm::object::ELF32LE::Shdr& section,
 
 } // namespace
 
-void Firmware::Impl::read_sections()
+void Image::Impl::read_sections()
 {
     // The ELFFile interface throughout: every step returns an Expected, where the
     // ObjectFile conveniences (getELFType, getName) abort the process on a damaged section.
@@ -185,7 +211,7 @@ void Firmware::Impl::read_sections()
     }
 }
 
-FirmwareIdentity Firmware::Impl::find_identity() const
+FirmwareIdentity Image::Impl::find_identity() const
 {
     // The build-id first: a note of a few bytes, where a digest reads every loaded byte.
     for (const Section& section : sections)
@@ -212,7 +238,7 @@ FirmwareIdentity Firmware::Impl::find_identity() const
     return {"sha256", hex_bytes(sum.data(), sum.size())};
 }
 
-ArmAttributes Firmware::Impl::read_attributes() const
+ArmAttributes Image::Impl::read_attributes() const
 {
     ArmAttributes result;
     for (const Section& section : sections) {
@@ -233,7 +259,7 @@ ArmAttributes Firmware::Impl::read_attributes() const
     return result;
 }
 
-Firmware::Firmware(std::unique_ptr<Impl> impl) : impl_(std::move(impl))
+Image::Image(std::unique_ptr<Impl> impl) : impl_(std::move(impl))
 {
     // ELF's identification bytes (System V ABI, e_ident[EI_MAG0..3]): without them LLVM
     // guesses another format and its words name that one's problem.
@@ -254,7 +280,7 @@ Firmware::Firmware(std::unique_ptr<Impl> impl) : impl_(std::move(impl))
     impl_->read_sections();
 }
 
-Firmware Firmware::open(const std::string& elf_path)
+Image Image::open(const std::string& elf_path)
 {
     // Mapped, not read: LLVM maps a file this large, and only the pages read are touched.
     auto buffer = llvm::MemoryBuffer::getFile(elf_path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
@@ -263,151 +289,26 @@ Firmware Firmware::open(const std::string& elf_path)
     auto impl = std::make_unique<Impl>();
     impl->path = elf_path;
     impl->buffer = std::move(*buffer);
-    return Firmware(std::move(impl));
+    return Image(std::move(impl));
 }
 
-namespace {
-
-// Where an image's sections are: each loaded section at its load address (where flash holds
-// its bytes), and code run from RAM where it runs.
-struct Occupied {
-    uint32_t start;
-    uint64_t end;
-    const Section* section;
-};
-std::vector<Occupied> loaded_by(const Firmware& image)
-{
-    std::vector<Occupied> ranges;
-    for (const Section& section : image.sections())
-        if (section.loaded() && section.size != 0)
-            ranges.push_back({section.load_address, section.load_end(), &section});
-    return ranges;
-}
-std::vector<Occupied> ram_code_of(const Firmware& image)
-{
-    std::vector<Occupied> ranges;
-    for (const Section& section : image.sections())
-        if (section.runs_code() && section.copied())
-            ranges.push_back({section.address, section.end(), &section});
-    return ranges;
-}
-const Occupied* overlap(const Occupied& a, const std::vector<Occupied>& others)
-{
-    for (const Occupied& b : others)
-        if (a.start < b.end && b.start < a.end)
-            return &b;
-    return nullptr;
-}
-
-std::string segment_text(const Firmware& image, const Segment& segment)
-{
-    return image.path() + "'s LOAD segment " + std::to_string(segment.index) + " (" + hex32(segment.load_address) +
-           "-" + hex32(uint32_t(segment.load_end() - 1)) + ")";
-}
-
-// The lowest load address of a section the segment holds: past the start of the segment when
-// the segment carries something before its first section (the ELF headers, page padding).
-std::optional<uint32_t> first_section_in(const Firmware& image, const Segment& segment)
-{
-    std::optional<uint32_t> first;
-    for (const Section& section : image.sections())
-        if (section.loaded() && section.size != 0 && section.load_address >= segment.load_address &&
-            section.load_end() <= segment.load_end() && (!first || section.load_address < *first))
-            first = section.load_address;
-    return first;
-}
-
-// Two images cannot write different bytes to one place of flash. Their sections first, which
-// name the code that collides; then what QEMU (-kernel and -device loader) and a probe really
-// write, the LOAD segments' file bytes, which may reach beyond the sections.
-void check_loads_apart(const Firmware& image, const Firmware& other)
-{
-    const std::vector<Occupied> their_loads = loaded_by(other);
-    for (const Occupied& mine : loaded_by(image))
-        if (const Occupied* theirs = overlap(mine, their_loads))
-            throw Error(image.path(), mine.section->name,
-                        "loaded at " + hex32(std::max(mine.start, theirs->start)) + ", where " + other.path() +
-                            "'s section " + theirs->section->name +
-                            " is loaded too: two images of one target cannot share flash");
-    for (const Segment& mine : image.load_segments())
-        for (const Segment& theirs : other.load_segments()) {
-            if (mine.file_size == 0 || theirs.file_size == 0 || mine.load_address >= theirs.load_end() ||
-                theirs.load_address >= mine.load_end())
-                continue;
-            std::string why = "two images of one target cannot share flash";   // padding of their own
-            // The usual cause when each image's sections keep apart: a linker with a large page
-            // size (GNU ld 2.44 on ARM: 64 KiB) puts the ELF and program headers in front of the
-            // first section, and the segment starts at the page's base, below the image.
-            for (const auto& [segment, of] : {std::pair{&mine, &image}, std::pair{&theirs, &other}}) {
-                const std::optional<uint32_t> first = first_section_in(*of, *segment);
-                if (segment->offset == 0 && first && *first > segment->load_address)
-                    why = of->path() + "'s segment holds its ELF headers, from " + hex32(segment->load_address) +
-                          ", below its first section at " + hex32(*first) +
-                          ": link it with -Wl,-n (no page alignment), a PHDRS command without FILEHDR and "
-                          "PHDRS, or -Wl,-z,max-page-size=4096";
-            }
-            throw Error(image.path(), "LOAD segment " + std::to_string(mine.index),
-                        "loads " + hex32(std::max(mine.load_address, theirs.load_address)) + " over " +
-                            segment_text(other, theirs) + ": " + why);
-        }
-}
-
-} // namespace
-
-Firmware Firmware::open(const std::string& elf_path, const std::vector<std::string>& more)
-{
-    Firmware first = open(elf_path);
-    first.impl_->more.reserve(more.size());   // the pointers in `earlier` stay valid
-    std::vector<const Firmware*> earlier{&first};
-    for (const std::string& path : more) {
-        Firmware image = open(path);
-        for (const Firmware* other : earlier) {
-            check_loads_apart(image, *other);
-            // Both may copy code to the same RAM (a bootloader's RAM functions are the
-            // application's RAM once it runs): the samples there are the earlier image's.
-            const std::vector<Occupied> their_ram_code = ram_code_of(*other);
-            for (const Occupied& mine : ram_code_of(image))
-                if (const Occupied* theirs = overlap(mine, their_ram_code))
-                    first.impl_->notes.push_back(
-                        path + "'s code run from RAM (" + mine.section->name + ") runs where " + other->path() + "'s " +
-                        theirs->section->name + " does, from " + hex32(std::max(mine.start, theirs->start)) +
-                        ": samples there are named after " + other->path() + "'s functions");
-        }
-        first.impl_->more.push_back(std::move(image));
-        earlier.push_back(&first.impl_->more.back());
-    }
-    return first;
-}
-
-const std::vector<std::string>& Firmware::notes() const { return impl_->notes; }
-
-const std::vector<Firmware>& Firmware::more_images() const { return impl_->more; }
-
-std::string Firmware::describe() const
-{
-    std::string text = impl_->path;
-    for (size_t i = 0; i < impl_->more.size(); ++i)
-        text += (i + 1 == impl_->more.size() ? " and " : ", ") + impl_->more[i].path();
-    return text;
-}
-
-Firmware Firmware::parse(std::string_view image, const std::string& name)
+Image Image::parse(std::string_view image, const std::string& name)
 {
     auto impl = std::make_unique<Impl>();
     impl->path = name;
     impl->buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(image.data(), image.size()), name);
-    return Firmware(std::move(impl));
+    return Image(std::move(impl));
 }
 
-Firmware::~Firmware() = default;
-Firmware::Firmware(Firmware&&) noexcept = default;
-Firmware& Firmware::operator=(Firmware&&) noexcept = default;
+Image::~Image() = default;
+Image::Image(Image&&) noexcept = default;
+Image& Image::operator=(Image&&) noexcept = default;
 
-const std::string& Firmware::path() const { return impl_->path; }
-const std::vector<Section>& Firmware::sections() const { return impl_->sections; }
-const std::vector<Segment>& Firmware::load_segments() const { return impl_->segments; }
+const std::string& Image::path() const { return impl_->path; }
+const std::vector<Section>& Image::sections() const { return impl_->sections; }
+const std::vector<Segment>& Image::load_segments() const { return impl_->segments; }
 
-const Section* Firmware::section(std::string_view name) const
+const Section* Image::section(std::string_view name) const
 {
     for (const Section& section : impl_->sections)
         if (section.name == name)
@@ -415,7 +316,7 @@ const Section* Firmware::section(std::string_view name) const
     return nullptr;
 }
 
-std::optional<uint32_t> Firmware::word(uint32_t address) const
+std::optional<uint32_t> Image::word(uint32_t address) const
 {
     for (const Section& section : impl_->sections)
         if (section.loaded() && address >= section.address && uint64_t(address - section.address) + 4 <= section.bytes.size())
@@ -423,7 +324,7 @@ std::optional<uint32_t> Firmware::word(uint32_t address) const
     return std::nullopt;
 }
 
-std::vector<uint32_t> Firmware::vector_table(size_t most_words) const
+std::vector<uint32_t> Image::vector_table(size_t most_words) const
 {
     const Section* lowest = nullptr;
     for (const Section& section : impl_->sections)
@@ -439,7 +340,7 @@ std::vector<uint32_t> Firmware::vector_table(size_t most_words) const
     return words;
 }
 
-std::optional<uint32_t> Firmware::entry_point() const
+std::optional<uint32_t> Image::entry_point() const
 {
     const uint32_t entry = uint32_t(impl_->elf->getELFFile().getHeader().e_entry) & ~1u;
     // GNU ld, given no ENTRY and no _start, takes the start of the first code section (.text)
@@ -458,60 +359,60 @@ std::optional<uint32_t> Firmware::entry_point() const
     return entry;
 }
 
-void Firmware::check_dwarf_units() const
+void Image::check_dwarf_units() const
 {
     std::call_once(impl_->dwarf_headers_once, [this] { impl_->dwarf_check = DebugEntryCheck::of(*this); });
 }
 
-void Firmware::check_dwarf_unit_at(uint64_t offset) const
+void Image::check_dwarf_unit_at(uint64_t offset) const
 {
     check_dwarf_units();
-    const std::lock_guard<std::mutex> lock(impl_->dwarf_mutex);
-    impl_->dwarf_check->check_unit_at(offset);
+    check_unit_entries(*impl_, offset);
 }
 
-void Firmware::check_dwarf() const
+void Image::check_dwarf() const
 {
     check_dwarf_units();
-    const std::lock_guard<std::mutex> lock(impl_->dwarf_mutex);
-    impl_->dwarf_check->check_all();   // the units already checked are not read again
+    check_all_entries(*impl_);
 }
 
-const SymbolTable& Firmware::symbols() const
+void check_unit_entries(const Image::Impl& image, uint64_t offset)
 {
-    std::call_once(impl_->symbols_once, [this] {
-        SymbolTable own = SymbolTable::load(*this);
-        if (impl_->more.empty()) {
-            impl_->symbols = std::make_unique<SymbolTable>(std::move(own));
-            return;
-        }
-        std::vector<std::pair<std::string, const SymbolTable*>> images{{impl_->path, &own}};
-        for (const Firmware& image : impl_->more)
-            images.emplace_back(image.path(), &image.symbols());
-        impl_->symbols = std::make_unique<SymbolTable>(SymbolTable::merge(images, describe()));
-    });
+    const std::lock_guard<std::mutex> lock(image.dwarf_mutex);
+    image.dwarf_check->check_unit_at(offset);
+}
+
+void check_all_entries(const Image::Impl& image)
+{
+    const std::lock_guard<std::mutex> lock(image.dwarf_mutex);
+    image.dwarf_check->check_all();   // the units already checked are not read again
+}
+
+const SymbolTable& Image::symbols() const
+{
+    std::call_once(impl_->symbols_once, [this] { impl_->symbols = std::make_unique<SymbolTable>(SymbolTable::load(*this)); });
     return *impl_->symbols;
 }
 
-SourceLocator& Firmware::locator() const
+SourceLocator& Image::locator() const
 {
     std::call_once(impl_->locator_once, [this] { impl_->locator = std::make_unique<SourceLocator>(*this); });
     return *impl_->locator;
 }
 
-const DataLayout& Firmware::data_layout() const
+const DataLayout& Image::data_layout() const
 {
     std::call_once(impl_->layout_once, [this] { impl_->layout = std::make_unique<DataLayout>(*this); });
     return *impl_->layout;
 }
 
-const FirmwareIdentity& Firmware::identity() const
+const FirmwareIdentity& Image::identity() const
 {
     std::call_once(impl_->identity_once, [this] { impl_->identity = impl_->find_identity(); });
     return impl_->identity;
 }
 
-const ArmAttributes& Firmware::attributes() const
+const ArmAttributes& Image::attributes() const
 {
     std::call_once(impl_->attributes_once, [this] { impl_->attributes = impl_->read_attributes(); });
     return impl_->attributes;
@@ -519,7 +420,7 @@ const ArmAttributes& Firmware::attributes() const
 
 namespace {
 
-bool has_bytes(const Firmware& firmware, std::string_view name)
+bool has_bytes(const Image& firmware, std::string_view name)
 {
     const Section* section = firmware.section(name);
     return section != nullptr && section->readable && section->size > 0;
@@ -527,8 +428,8 @@ bool has_bytes(const Firmware& firmware, std::string_view name)
 
 } // namespace
 
-bool Firmware::has_debug_info() const { return has_bytes(*this, ".debug_info"); }
-bool Firmware::has_line_tables() const { return has_bytes(*this, ".debug_line"); }
-bool Firmware::has_call_frames() const { return has_bytes(*this, ".debug_frame") || has_bytes(*this, ".ARM.exidx"); }
+bool Image::has_debug_info() const { return has_bytes(*this, ".debug_info"); }
+bool Image::has_line_tables() const { return has_bytes(*this, ".debug_line"); }
+bool Image::has_call_frames() const { return has_bytes(*this, ".debug_frame") || has_bytes(*this, ".ARM.exidx"); }
 
 } // namespace mcuprof::core

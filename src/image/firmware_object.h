@@ -1,13 +1,26 @@
 #pragma once
-// Inside the core only: the LLVM object behind a core::Firmware, for the readers that hand it
-// to LLVM (symbols, source locator, data layout, call frames). Not a public header: no LLVM
-// type leaves the core.
+// Inside the core only: the LLVM object behind a core::Image, and its one DWARF context, for
+// the readers that hand them to LLVM (symbols, source locator, data layout, call frames). Not
+// a public header: no LLVM type leaves the core.
+#include <string>
+
+#include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/Object/ELFObjectFile.h>
 
 #include "mcuprof/image/firmware.h"
 
 namespace mcuprof::core {
 
-const llvm::object::ELF32LEObjectFile& object_of(const Firmware& firmware);
+const llvm::object::ELF32LEObjectFile& object_of(const Image& image);
+// The image's DWARF context, made the first time (relocations processed, LLVM's own warnings
+// kept from standard error). Not safe to share between threads: LLVM parses it lazily.
+llvm::DWARFContext& dwarf_of(const Image& image);
+// The first problem LLVM reported through it, or "".
+const std::string& first_dwarf_problem(const Image& image);
+// Image::check_dwarf_unit_at and check_dwarf once the unit headers have passed
+// (Image::check_dwarf_units), by the image's parts: those stay where they are when the Image
+// object moves, so a reader that keeps them (the source locator) may outlive the move.
+void check_unit_entries(const Image::Impl& image, uint64_t offset);
+void check_all_entries(const Image::Impl& image);
 
 } // namespace mcuprof::core

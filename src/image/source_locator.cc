@@ -16,6 +16,7 @@
 #include "firmware_object.h"
 #include "mcuprof/image/demangle.h"
 #include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/image/symbols.h"
 
 namespace mcuprof::core {
@@ -144,15 +145,16 @@ DwarfFunction describe(const llvm::DWARFDie& die)
 } // namespace
 
 struct SourceLocator::Impl {
-    std::optional<Firmware> owned;   // parse(): the image this locator was given in memory
-    // The image's object, checked once; DWARF is read from this object, not from the path
-    // again, so what is read is what was checked (and no separate debug file is looked for).
-    const llvm::object::ObjectFile* object = nullptr;
-    std::unique_ptr<llvm::DWARFContext> dwarf;
-    const SymbolTable* symbols = nullptr;   // every image's: the outermost frame's name
-    const Firmware* firmware = nullptr;     // for the checks of its DWARF, a unit at a time
-    // The other images of the target, each with its own code and DWARF.
-    std::vector<std::pair<const SymbolTable*, std::unique_ptr<SourceLocator>>> others;
+    std::optional<Image> owned;   // parse(): the image this locator was given in memory
+    // The image's DWARF context: read from the image's object, not from the path again, so
+    // what is read is what was checked (and no separate debug file is looked for).
+    llvm::DWARFContext* dwarf = nullptr;
+    const SymbolTable* symbols = nullptr;   // the outermost frame's name (the set's, of several)
+    const Image::Impl* image = nullptr;     // for the checks of its DWARF, a unit at a time
+    // Of a set of several images: one locator for each, in the set's order, with the image's
+    // own symbols, whose code tells the image of an address (as ImageSet::image_at). Both live
+    // in the images' parts, which stay where they are when the set moves.
+    std::vector<std::pair<const SymbolTable*, std::unique_ptr<SourceLocator>>> per_image;
 
     // Labels of inlined functions, by the abstract instance's DIE offset. Built on the first
     // inlined frame (a profile without inline chains never reads all of the DWARF).
@@ -167,7 +169,7 @@ struct SourceLocator::Impl {
     void check_unit_of(uint32_t address) const
     {
         if (const llvm::DWARFCompileUnit* unit = dwarf->getCompileUnitForCodeAddress(address))
-            firmware->check_dwarf_unit_at(unit->getOffset());
+            check_unit_entries(*image, unit->getOffset());
     }
 };
 
@@ -177,7 +179,7 @@ struct SourceLocator::Impl {
 // " (unit_a.cpp)", else by file and line, " (main.cpp:74)", else by its DIE, " (DIE 0x409c)".
 void SourceLocator::Impl::build_labels()
 {
-    firmware->check_dwarf();   // every unit's entries are read below
+    check_all_entries(*image);   // every unit's entries are read below
     labels_built = true;
     std::map<std::string, std::vector<DwarfFunction>> by_name;
     for (const auto& unit : dwarf->compile_units()) {
@@ -247,41 +249,41 @@ std::string SourceLocator::Impl::label(const llvm::DWARFDie& inlined)
     return known != label_of_origin.end() ? known->second : describe(origin).name;
 }
 
-SourceLocator::SourceLocator(const Firmware& firmware) : SourceLocator(firmware, firmware.symbols())
-{
-    for (const Firmware& image : firmware.more_images())
-        impl_->others.emplace_back(&image.symbols(),
-                                   std::unique_ptr<SourceLocator>(new SourceLocator(image, firmware.symbols())));
-}
+SourceLocator::SourceLocator(const Image& image) : SourceLocator(image, image.symbols()) {}
 
-SourceLocator::SourceLocator(const Firmware& image, const SymbolTable& names) : impl_(std::make_unique<Impl>())
+SourceLocator::SourceLocator(const Image& image, const SymbolTable& names) : impl_(std::make_unique<Impl>())
 {
     // Corrupt unit headers are an error here, a unit's corrupt entries at the first lookup
     // that reads the unit, before LLVM reads them; what LLVM still finds odd after those
     // checks reads as missing information.
     image.check_dwarf_units();
-    impl_->firmware = &image;
-    impl_->object = &object_of(image);
+    impl_->image = &image.impl();
     impl_->symbols = &names;
-    auto ignore = [](llvm::Error error) { llvm::consumeError(std::move(error)); };
-    impl_->dwarf = llvm::DWARFContext::create(*impl_->object, llvm::DWARFContext::ProcessDebugRelocations::Process,
-                                              nullptr, "", ignore, ignore);
+    impl_->dwarf = &dwarf_of(image);
 }
 
-SourceLocator* SourceLocator::other_image_at(uint32_t address) const
+SourceLocator::SourceLocator(const ImageSet& images) : impl_(std::make_unique<Impl>())
 {
-    for (const auto& [code, locator] : impl_->others)
+    impl_->symbols = &images.symbols();
+    for (const Image& image : images.images())
+        impl_->per_image.emplace_back(&image.symbols(), std::make_unique<SourceLocator>(image, images.symbols()));
+}
+
+SourceLocator* SourceLocator::image_locator(uint32_t address) const
+{
+    if (impl_->per_image.empty())
+        return nullptr;
+    for (const auto& [code, locator] : impl_->per_image)
         if (code->in_code(address))
             return locator.get();
-    return nullptr;
+    return impl_->per_image.front().second.get();   // the main image's
 }
 
 std::unique_ptr<SourceLocator> SourceLocator::parse(std::string_view image, const std::string& name)
 {
-    Firmware firmware = Firmware::parse(image, name);
-    auto locator = std::make_unique<SourceLocator>(firmware);
-    locator->impl_->owned.emplace(std::move(firmware));   // the object stays where it was: behind the pimpl
-    locator->impl_->firmware = &*locator->impl_->owned;
+    Image parsed = Image::parse(image, name);
+    auto locator = std::make_unique<SourceLocator>(parsed);
+    locator->impl_->owned.emplace(std::move(parsed));   // its parts stay where they were: behind the pimpl
     return locator;
 }
 
@@ -292,8 +294,8 @@ const std::vector<SourceFrame>& SourceLocator::frames(uint32_t address)
     auto cached = cache_.find(address);
     if (cached != cache_.end())
         return cached->second;
-    if (SourceLocator* other = other_image_at(address))
-        return other->frames(address);
+    if (SourceLocator* own = image_locator(address))
+        return own->frames(address);
 
     std::vector<SourceFrame> chain;
     impl_->check_unit_of(address);
@@ -339,8 +341,8 @@ std::string SourceLocator::line_at(uint32_t address)
 {
     if (auto cached = cache_.find(address); cached != cache_.end())
         return line_of(cached->second);
-    if (SourceLocator* other = other_image_at(address))
-        return other->line_at(address);
+    if (SourceLocator* own = image_locator(address))
+        return own->line_at(address);
     impl_->check_unit_of(address);
     const llvm::DILineInfo line = impl_->dwarf->getLineInfoForAddress(
         {address, llvm::object::SectionedAddress::UndefSection},

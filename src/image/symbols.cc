@@ -32,20 +32,20 @@ struct Candidate {
 
 SymbolTable SymbolTable::parse(std::string_view image, const std::string& name)
 {
-    return load(Firmware::parse(image, name));
+    return load(Image::parse(image, name));
 }
 
-SymbolTable SymbolTable::load(const Firmware& firmware)
+SymbolTable SymbolTable::load(const Image& image)
 {
-    const std::string& elf_path = firmware.path();
+    const std::string& elf_path = image.path();
     // Its DWARF unit headers too (each unit's own entry with them): every command loads the
     // symbols first, so a damaged unit structure is reported before a command connects to a
     // target or reads its input. The entries inside a unit are checked when a lookup reads it.
-    firmware.check_dwarf_units();
+    image.check_dwarf_units();
 
     // The ELFFile interface throughout: every step returns an Expected, where the
     // ObjectFile conveniences (getELFType, getName) abort the process on a damaged section.
-    const auto& file = object_of(firmware).getELFFile();
+    const auto& file = object_of(image).getELFFile();
     auto sections = file.sections();
     if (!sections)
         throw Error(elf_path, "section headers", llvm::toString(sections.takeError()));
@@ -53,7 +53,7 @@ SymbolTable SymbolTable::load(const Firmware& firmware)
     SymbolTable table;
     table.path_ = elf_path;
     std::vector<Candidate> candidates;
-    for (const Section& section : firmware.sections())
+    for (const Section& section : image.sections())
         if (section.type == llvm::ELF::SHT_PROGBITS && section.executable() && section.size != 0)
             table.code_.push_back({section.name, section.address, section.size,
                                    std::vector<uint8_t>(section.bytes.begin(), section.bytes.end())});

@@ -154,6 +154,27 @@ class Cli(unittest.TestCase):
         cut = self.write("cut.out", whole[:-3], "wb")
         self.assert_one_line_error(run("report", cut, "--elf", self.elf), 2, cut, "ends inside a histogram count")
 
+    def test_truth_with_two_images(self):
+        # The golden test's bootloader and application: each count named after its own image.
+        images = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "inputs")
+        boot, app = os.path.join(images, "vendor_boot_m4.elf"), os.path.join(images, "vendor_app_m4.elf")
+        start = {}
+        for elf in (boot, app):
+            nm = subprocess.run(["arm-none-eabi-nm", elf], capture_output=True, text=True, check=True).stdout
+            for address, kind, name in (line.split() for line in nm.splitlines() if len(line.split()) == 3):
+                if kind in "Tt":
+                    start[name] = int(address, 16) & ~1
+        crc, mix = start["boot_crc32"], start["mix_step"]
+        counts = self.write("counts.txt", f"0x{crc:08x} 700\n0x{mix + 2:08x} 300\n")
+        result = run("truth", counts, "--elf", boot, "--elf", app, "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [(r["name"], r["address"], r["samples"]) for r in json.loads(result.stdout)["functions"]]
+        self.assertEqual(rows, [("boot_crc32", crc, 700), ("mix_step", mix, 300)])
+        # Without the application, its count is in no function of the bootloader.
+        result = run("truth", counts, "--elf", boot, "--format", "json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("mix_step", [r["name"] for r in json.loads(result.stdout)["functions"]])
+
     def test_gmon_out_of_code_in_flash_and_ram(self):
         # vendor_app_m4 runs ram_scale from SRAM (0x2000011c, 28 bytes) and mix_step from flash
         # (0x08004188): one histogram over both would span 384 MiB. The file holds one record

@@ -53,6 +53,7 @@ class Checks(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.elf = os.path.join(ARGS.fixtures, "symbols_fixture.elf")
+        self.inline_elf = os.path.join(ARGS.fixtures, "inline_fixture.elf")
         self.server = Listener()
         self.addCleanup(self.server.close)
         self.addCleanup(self.dir.cleanup)
@@ -129,6 +130,10 @@ class Checks(unittest.TestCase):
             ([*swo, "--samples", "-1"], 1, "--samples"),
             (["swo", "--openocd", self.server.address, "--elf", "/etc/passwd", "--cpu-hz", "72M"], 2,
              "/etc/passwd"),
+            # A second image is checked against the first before the link: both fixtures load
+            # their code at 0x08000000.
+            ([*top, "--elf", self.inline_elf], 2, self.inline_elf, "two images of one target cannot share flash"),
+            ([*swo, "--elf", self.inline_elf], 2, self.inline_elf, "two images of one target cannot share flash"),
             (["vprobe", "--gdb", self.server.address, "--port", "1", "--stlink-port", "2"], 1,
              "--port and --stlink-port do not go together"),
             (["vprobe", "--gdb", self.server.address], 1, "one of --port N (remote_bitbang) or --stlink-port N"),

@@ -14,7 +14,10 @@ count), then:
   before: --elf required, nothing compared;
 - callgrind_annotate --inclusive=yes gives every function our inclusive samples, except the
   one difference docs/formats.md states: a function that calls itself also counts, once
-  more, the samples whose stack holds that self-call.
+  more, the samples whose stack holds that self-call;
+- two images on one target (vendor_boot_m4 and vendor_app_m4, two --elf): top's recording
+  names both and is reported from them, and truth --qemu counts both images' functions as
+  the census, summed here by arm-none-eabi-nm's symbols of each, says.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ REPO = HERE.parents[1]
 import fwtest
 import qemu_runner
 import run_header
+from elf_symbols import nm_symbols
 
 SAMPLES = 1500
 
@@ -191,6 +195,54 @@ class RecordedFirmware(unittest.TestCase):
             if row["inclusive_samples"] > 0:
                 with self.subTest(function=row["name"]):
                     self.assertEqual(theirs.get(row["name"]), row["inclusive_samples"] + self_calls.get(row["name"], 0))
+
+
+class TwoImages(unittest.TestCase):
+    """The bootloader first (QEMU's -kernel), the application beside it (QEMU's loader)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.boot, cls.app = fwtest.elf_path("vendor_boot_m4"), fwtest.elf_path("vendor_app_m4")
+        cls.elves = ("--elf", cls.boot, "--elf", cls.app)
+        cls.dir = Path(tempfile.mkdtemp(prefix="mcuprof-images-"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, True)
+
+    def test_top_records_both_images(self):
+        rec = self.dir / "top.bin"
+        r = mcuprof("top", "--qemu", "netduinoplus2", *self.elves, "--samples", "500", "--seed", "3", "-o", rec)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("boot_crc32", r.stdout)   # the bootloader's
+        self.assertIn("mix_step", r.stdout)     # the application's
+        header = header_of(rec)
+        self.assertEqual(header["elf_path"], str(self.boot.resolve()))
+        self.assertEqual([image["elf_path"] for image in header["more_elves"]], [str(self.app.resolve())])
+        r = mcuprof("report", rec, "--format", "json")   # the images reopened from the header
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertNotIn("?", [row["name"] for row in doc["functions"]])
+        self.assertEqual(sum(row["samples"] for row in doc["functions"]), doc["samples"])
+
+    def test_truth_counts_both_images(self):
+        census = self.dir / "census.txt"
+        r = mcuprof("truth", "--qemu", "netduinoplus2", *self.elves, "--census", census, "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        functions = sorted({(s.start, s.size) for elf in (self.boot, self.app) for s in nm_symbols(elf, "TtWw")
+                            if s.size > 0})
+        by_function = {}
+        for address, count in fwtest.read_counts(census).items():
+            owner = next((start for start, size in functions if start <= address < start + size), None)
+            by_function[owner] = by_function.get(owner, 0) + count
+        self.assertEqual(doc["samples"], sum(by_function.values()))
+        self.assertNotIn(None, by_function)   # every instruction counted is in one image's functions
+        rows = {row["address"]: row for row in doc["functions"] if "address" in row}
+        self.assertEqual({a: row["samples"] for a, row in rows.items()}, by_function)
+        names = {row["name"] for row in rows.values()}
+        self.assertIn("boot_crc32", names)
+        self.assertIn("mix_step", names)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,12 @@ import unittest
 from pathlib import Path
 
 import cli_args
+from elf_symbols import nm_symbols
 
 ARGS = None
+# Two images of one target, committed with the golden test's inputs: a bootloader at
+# 0x08000000 and the application linked after it.
+IMAGES = Path(__file__).resolve().parents[1] / "golden" / "inputs"
 TERMINATOR = b"\x1a"
 DEMCR, ITM_TCR, DWT_CTRL = 0xE000EDFC, 0xE0000E80, 0xE0001000
 PCSAMPLENA = 1 << 12
@@ -166,6 +170,24 @@ class SwoLive(unittest.TestCase):
         self.assertEqual(configure[configure.index("-protocol") + 1], "uart")
         self.assertEqual(configure[configure.index("-traceclk") + 1], "72000000")
         self.assertEqual(configure[configure.index("-pin-freq") + 1], "2000000")
+
+
+class SwoTwoImages(unittest.TestCase):
+    def test_samples_in_both_images_are_named_after_each(self):
+        boot, app = IMAGES / "vendor_boot_m4.elf", IMAGES / "vendor_app_m4.elf"
+        start = {s.name: s.start for elf in (boot, app) for s in nm_symbols(elf, "Tt")}
+        crc, mix = start["boot_crc32"], start["mix_step"]   # one image's each
+        fake = FakeOpenOCD(swo_stream([crc] * 70 + [mix + 2] * 30))
+        try:
+            r = subprocess.run([ARGS.mcuprof, "swo", "--openocd", f"127.0.0.1:{fake.port}", "--elf", str(boot),
+                                "--elf", str(app), "--cpu-hz", "72M", "--trace-output", f":{free_port()}",
+                                "--format", "json"], capture_output=True, text=True, timeout=60)
+        finally:
+            fake.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual([(row["name"], row["address"], row["samples"]) for row in doc["functions"]],
+                         [("boot_crc32", crc, 70), ("mix_step", mix, 30)])
 
 
 if __name__ == "__main__":

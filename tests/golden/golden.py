@@ -93,6 +93,9 @@ DIFFS = {
                                                          "--threshold", "2")),
     "pcsr-vs-halt": ("pcsr.rec", "halt_openocd.rec", ("--elf", "mixed_forever_m4.elf")),
     "pair-vs-pair": ("pair.rec", "pair.rec", ("--elf", "vendor_boot_m4.elf")),   # issue 50: 69.68 % under '?'
+    # ... with both images (issue 50: nothing under '?'), given or reopened from the recordings
+    "pair-two-elves": ("pair.rec", "pair.rec", ("--elf", "vendor_boot_m4.elf", "--elf", "vendor_app_m4.elf")),
+    "pair-reopened": (f"{REOPENED}/pair.rec", f"{REOPENED}/pair.rec", ()),
     "dual-core1": ("dual.rec", "dual.rec", ("--elf", "dualtasks_freertos_an521.elf", "--core", "1")),
     "rtos-vs-onchip-by-task": ("rtos.rec", "rtos_uart.txt", ("--elf", "rtos_m4.elf", "--by", "task")),
     "two-firmwares-gate": ("flat.rec", "stacks.rec", ("--elf", "loops_chunks_m4.elf", "--elf-b", "calltree_o2_m4.elf",
@@ -126,7 +129,7 @@ SINGLES = {
     "refused/flat.rec-top-json.txt": ("report", "flat.rec", "--elf", "loops_chunks_m4.elf", "--top", "5",
                                       "--format", "json"),
     "refused/flat.rec-pprof-stdout.txt": ("report", "flat.rec", "--elf", "loops_chunks_m4.elf", "--format", "pprof"),
-    "refused/diff-no-elf.txt": ("diff", "pair.rec", "pair.rec"),
+    "refused/diff-census-no-elf.txt": ("diff", "counts.txt", "counts.txt"),   # a census names no ELF
     "refused/truth-by-task.txt": ("truth", "counts.txt", "--elf", "loops_chunks_m4.elf", "--by", "task"),
     "refused/calls.swo-calls-by-line.txt": ("report", "calls.swo", "--elf", "calls_m4.elf", "--calls", "--by", "line"),
 }
@@ -203,7 +206,7 @@ def reopened_copy(recording: Path, scratch: Path) -> bytes:
     """The recording with its header's `elf_path` (and each of `more_elves`' `elf_path`) made
     the absolute path of that ELF in the scratch folder. `record` stores the ELF as given
     (`elf`) and its absolute path (`elf_path`), and `report` without --elf reopens `elf_path`
-    (src/cli/profile_output.cc, settle_recorded_elf): the committed recordings name
+    (src/cli/profile_output.cc, settle_recorded_elves): the committed recordings name
     /work/main/tests/golden/inputs/..., the checkout they were made in, which another clone
     does not have. Nothing else changes: the header is length-prefixed JSON with no checksum
     (docs/formats.md, "Recording"), the records after it are copied as they are."""

@@ -157,7 +157,7 @@ TEST_CASE("call frames: every row of every FDE of every reference image equals r
     for (const std::string& image : images) {
         CAPTURE(image);
         const ReadelfTable expected = readelf_frames(image);
-        const std::vector<FrameFunction> functions = read_call_frames(Firmware::open(image));
+        const std::vector<FrameFunction> functions = read_call_frames(Image::open(image));
         REQUIRE(functions.size() == expected.fdes.size());   // no FDE left out
         restore_states += size_t(std::stoul(tool_output("arm-none-eabi-readelf --debug-dump=frames '" + image +
                                                 "' | grep -c DW_CFA_restore_state || true")));
@@ -201,5 +201,5 @@ TEST_CASE("call frames: every row of every FDE of every reference image equals r
 
 TEST_CASE("call frames: an ELF that cannot be read is an error naming it")
 {
-    CHECK_THROWS_WITH_AS(read_call_frames(Firmware::open("/nonexistent/fw.elf")), doctest::Contains("/nonexistent/fw.elf"), Error);
+    CHECK_THROWS_WITH_AS(read_call_frames(Image::open("/nonexistent/fw.elf")), doctest::Contains("/nonexistent/fw.elf"), Error);
 }

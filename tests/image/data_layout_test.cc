@@ -10,7 +10,7 @@
 #include "mcuprof/image/symbols.h"
 
 using mcuprof::core::DataLayout;
-using mcuprof::core::Firmware;
+using mcuprof::core::Image;
 using mcuprof::core::SymbolTable;
 using Kind = mcuprof::core::TypeLayout::Kind;
 
@@ -24,7 +24,7 @@ const std::string rtos_image = std::string(FIRMWARE_DIR) + "/rtos_m4.elf";
 // table, which is read by other code (LLVM Object) from other data (.symtab).
 TEST_CASE("data layout: a struct behind a volatile pointer to a typedef of a typedef")
 {
-    const Firmware layout_image = Firmware::open(fixture);
+    const Image layout_image = Image::open(fixture);
     const DataLayout layout(layout_image);
     auto current = layout.variable("current_sensor");
     REQUIRE(current);
@@ -104,9 +104,9 @@ TEST_CASE("data layout: a struct behind a volatile pointer to a typedef of a typ
 
 TEST_CASE("data layout: variables and their addresses")
 {
-    const Firmware layout_image = Firmware::open(fixture);
+    const Image layout_image = Image::open(fixture);
     const DataLayout layout(layout_image);
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     for (const char* name : {"sensors", "matrix", "hidden_counter", "current_sensor"}) {
         CAPTURE(name);
         auto variable = layout.variable(name);
@@ -149,9 +149,9 @@ TEST_CASE("data layout: member paths through structures and arrays, as C writes 
 {
     // Offsets by hand from layout_fixture.c (sensor_t: 52 bytes, position at 2, y at 2 in it,
     // readings uint32_t[5] at 8, next at 40; matrix uint16_t[2][3]); addresses from .symtab.
-    const Firmware layout_image = Firmware::open(fixture);
+    const Image layout_image = Image::open(fixture);
     const DataLayout layout(layout_image);
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     const uint32_t sensors = uint32_t(symbols.find_object("sensors")->address);
     const uint32_t matrix = uint32_t(symbols.find_object("matrix")->address);
 
@@ -198,11 +198,11 @@ TEST_CASE("data layout: member paths through structures and arrays, as C writes 
 
 TEST_CASE("data layout: an unreadable file or one without DWARF is one error naming the file")
 {
-    CHECK_THROWS_AS(Firmware::open("/nonexistent/firmware.elf"), mcuprof::core::Error);
+    CHECK_THROWS_AS(Image::open("/nonexistent/firmware.elf"), mcuprof::core::Error);
     // symbols_fixture.elf is assembled without -g.
     const std::string no_dwarf = std::string(FIXTURES_DIR) + "/symbols_fixture.elf";
     try {
-        const Firmware layout_image = Firmware::open(no_dwarf);
+        const Image layout_image = Image::open(no_dwarf);
         DataLayout layout(layout_image);
         FAIL("no error for an ELF without DWARF");
     } catch (const mcuprof::core::Error& error) {
@@ -226,11 +226,11 @@ TEST_CASE("data layout: the RTOS image's current task name, as the task tagging 
 {
     INFO("the reference firmware is built by `make firmware`: ", rtos_image);
     REQUIRE(std::filesystem::exists(rtos_image));
-    const Firmware layout_image = Firmware::open(rtos_image);
+    const Image layout_image = Image::open(rtos_image);
     const DataLayout layout(layout_image);
     auto current = layout.variable("pxCurrentTCB");
     REQUIRE(current);
-    CHECK(current->address == SymbolTable::load(Firmware::open(rtos_image)).find_object("pxCurrentTCB")->address);
+    CHECK(current->address == SymbolTable::load(Image::open(rtos_image)).find_object("pxCurrentTCB")->address);
     REQUIRE(current->type->kind == Kind::pointer);
     const auto& tcb = current->type->element;
     REQUIRE(tcb);

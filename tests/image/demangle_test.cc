@@ -96,7 +96,7 @@ TEST_CASE("symbols: one label per function, same-named statics told apart by the
 {
     for (const char* image : cxx_images) {
         CAPTURE(image);
-        const SymbolTable table = SymbolTable::load(Firmware::open(image_path(image)));
+        const SymbolTable table = SymbolTable::load(Image::open(image_path(image)));
         std::set<std::string> labels;
         std::vector<std::string> symbols;
         for (const Function& f : table.functions()) {
@@ -241,7 +241,7 @@ TEST_CASE("symbols: the two legacy instances of one Rust generic are two labels,
         MESSAGE(image << " was not built: " << why);
         return;
     }
-    const SymbolTable table = SymbolTable::load(Firmware::open(image_path(image)));
+    const SymbolTable table = SymbolTable::load(Image::open(image_path(image)));
     std::vector<const Function*> checksums;
     std::set<std::string> labels;
     for (const Function& f : table.functions()) {

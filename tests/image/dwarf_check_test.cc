@@ -183,12 +183,12 @@ TEST_CASE("dwarf check: every reference firmware image and test fixture passes")
     for (const auto& entry : std::filesystem::directory_iterator(FIRMWARE_DIR))
         if (entry.path().extension() == ".elf") {
             INFO(entry.path().string());
-            CHECK_NOTHROW(SymbolTable::load(Firmware::open(entry.path().string())));
+            CHECK_NOTHROW(SymbolTable::load(Image::open(entry.path().string())));
             ++images;
         }
     CHECK(images > 10);
     for (const char* fixture : {"layout_fixture.elf", "inline_fixture.elf", "symbols_fixture.elf"})
-        CHECK_NOTHROW(SymbolTable::load(Firmware::open(std::string(FIXTURES_DIR) + "/" + fixture)));
+        CHECK_NOTHROW(SymbolTable::load(Image::open(std::string(FIXTURES_DIR) + "/" + fixture)));
 }
 
 TEST_CASE("dwarf check: the ELFs whose block lengths made LLVM 14 read past its buffer are one error")
@@ -212,10 +212,10 @@ TEST_CASE("dwarf check: the ELFs whose block lengths made LLVM 14 read past its 
         // layout (every unit) and the source locator, at a lookup in the unit (its only one,
         // 0x08000000 to 0x08000072 in .debug_aranges). The symbols read no DWARF entry, and
         // the unit's header and own entry are sound: they load.
-        CHECK(message([&] { SymbolTable::load(Firmware::open(elf)); }) == "no error");
-        CHECK(message([&] { const Firmware image = Firmware::open(elf); DataLayout layout(image); }) == elf + ", " + problem);
+        CHECK(message([&] { SymbolTable::load(Image::open(elf)); }) == "no error");
+        CHECK(message([&] { const Image image = Image::open(elf); DataLayout layout(image); }) == elf + ", " + problem);
         CHECK(message([&] {
-                  const Firmware image = Firmware::open(elf);
+                  const Image image = Image::open(elf);
                   SourceLocator locator(image);
                   locator.frames(0x08000000);
               }) == elf + ", " + problem);

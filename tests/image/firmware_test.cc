@@ -1,20 +1,25 @@
-// core::Firmware against binutils' reading of the same images: the build attributes
+// core::Image against binutils' reading of the same images: the build attributes
 // (`arm-none-eabi-readelf -A`), the section list (`readelf -S`), the memory image's words
-// (`objdump -s`); and the CPUID table of the target check against the Cortex-M parts.
+// (`objdump -s`); core::ImageSet's images together against nm and addr2line of each; and the
+// CPUID table of the target check against the Cortex-M parts.
 #include <doctest/doctest.h>
 
 #include <regex>
 #include <sstream>
 #include <string>
 
+#include "mcuprof/image/data_layout.h"
 #include "mcuprof/image/error.h"
 #include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/image/source_locator.h"
 #include "mcuprof/image/symbols.h"
+#include "mcuprof/image/unwind/call_frames.h"
 #include "mcuprof/sources/firmware_check.h"
 #include "tool_output.h"
 
-using mcuprof::core::Firmware;
+using mcuprof::core::Image;
+using mcuprof::core::ImageSet;
 
 namespace {
 
@@ -42,7 +47,7 @@ TEST_CASE("firmware: the build attributes are readelf's")
 {
     for (const char* name : {"loops_m0", "loops_jit_m3", "fpu_o2_m4"}) {
         CAPTURE(name);
-        const Firmware firmware = Firmware::open(image(name));
+        const Image firmware = Image::open(image(name));
         const auto& attributes = firmware.attributes();
         REQUIRE(attributes.cpu_arch);
         // readelf names v6-M, v6S-M, v7, v7E-M: ours with "ARM" before and "-M" on v7.
@@ -58,7 +63,7 @@ TEST_CASE("firmware: the build attributes are readelf's")
 TEST_CASE("firmware: sections and the words of the memory image are readelf's and objdump's")
 {
     const std::string elf = image("loops_m4");
-    const Firmware firmware = Firmware::open(elf);
+    const Image firmware = Image::open(elf);
     const auto* text = firmware.section(".text");
     REQUIRE(text != nullptr);
     CHECK(text->executable());
@@ -94,9 +99,54 @@ TEST_CASE("firmware: sections and the words of the memory image are readelf's an
 
 TEST_CASE("firmware: not ARM, not there")
 {
-    CHECK_THROWS_WITH_AS(Firmware::open("/proc/self/exe"), doctest::Contains("not a 32-bit"), mcuprof::core::Error);
-    CHECK_THROWS_WITH_AS(Firmware::open("/nonexistent/fw.elf"), doctest::Contains("/nonexistent/fw.elf"),
+    CHECK_THROWS_WITH_AS(Image::open("/proc/self/exe"), doctest::Contains("not a 32-bit"), mcuprof::core::Error);
+    CHECK_THROWS_WITH_AS(Image::open("/nonexistent/fw.elf"), doctest::Contains("/nonexistent/fw.elf"),
                          mcuprof::core::Error);
+    // A set opens each image in turn: the later one that is not there is named.
+    CHECK_THROWS_WITH_AS(ImageSet::open({image("loops_m4"), "/nonexistent/fw.elf"}),
+                         doctest::Contains("/nonexistent/fw.elf"), mcuprof::core::Error);
+}
+
+namespace {
+
+// Each function's inline chain at its start, as the image's locator reads it: "name@file:line" a frame.
+std::vector<std::string> chains_of(const Image& firmware)
+{
+    std::vector<std::string> chains;
+    for (const mcuprof::core::Function& f : firmware.symbols().functions()) {
+        std::string chain;
+        for (const mcuprof::core::SourceFrame& frame : firmware.locator().frames(f.start))
+            chain += frame.function + "@" + frame.file + ":" + std::to_string(frame.line) + ";";
+        chains.push_back(chain);
+    }
+    return chains;
+}
+
+} // namespace
+
+TEST_CASE("firmware: the locator, the data layout and the call frames share the image's DWARF, in any order")
+{
+    const std::string elf = image("rtos_m4");
+    const Image locator_first = Image::open(elf), layout_first = Image::open(elf);
+    const std::vector<std::string> chains = chains_of(locator_first);
+    const size_t fdes = mcuprof::core::read_call_frames(locator_first).size();
+    const auto current = locator_first.data_layout().variable("pxCurrentTCB");
+
+    const auto current_again = layout_first.data_layout().variable("pxCurrentTCB");
+    CHECK(mcuprof::core::read_call_frames(layout_first).size() == fdes);
+    CHECK(chains_of(layout_first) == chains);
+    // What each read is what the symbol table and the frame section say on their own.
+    REQUIRE(current);
+    REQUIRE(current_again);
+    const auto symbol = locator_first.symbols().find_object("pxCurrentTCB");
+    REQUIRE(symbol);
+    CHECK(current->address == symbol->address);
+    CHECK(current_again->address == symbol->address);
+    CHECK(fdes > 0);
+    size_t with_lines = 0;
+    for (const std::string& chain : chains)
+        with_lines += chain.find(".c:") != std::string::npos;
+    CHECK(with_lines > chains.size() / 2);
 }
 
 TEST_CASE("firmware check: which Cortex-M runs which architecture (Tag_CPU_arch)")
@@ -136,8 +186,10 @@ uint32_t nm_address(const std::string& elf, const std::string& name)
 TEST_CASE("firmware: a bootloader and its application, opened together")
 {
     const std::string app = image("vendor_app_m4"), boot = image("vendor_boot_m4");
-    const Firmware both = Firmware::open(app, {boot});
-    REQUIRE(both.more_images().size() == 1);
+    const ImageSet both = ImageSet::open({app, boot});
+    REQUIRE(both.images().size() == 2);
+    CHECK(&both.main() == &both.images().front());
+    CHECK(both.main().path() == app);
     CHECK(both.describe() == app + " and " + boot);
     CHECK(both.notes().empty());
     const mcuprof::core::SymbolTable& symbols = both.symbols();
@@ -159,6 +211,17 @@ TEST_CASE("firmware: a bootloader and its application, opened together")
     CHECK(symbols.find(mix)->name == "mix_step");
     CHECK(symbols.in_code(crc));
     CHECK(symbols.in_code(mix));
+    // Each address's image: the one whose code holds it, by nm's addresses of each.
+    REQUIRE(both.image_at(crc) != nullptr);
+    CHECK(both.image_at(crc)->path() == boot);
+    REQUIRE(both.image_at(mix) != nullptr);
+    CHECK(both.image_at(mix)->path() == app);
+    CHECK(both.image_at(0xE000ED00) == nullptr);   // the System Control Space: no image's code
+    // One image's own symbols know only its functions, by its own names.
+    const auto* own_main = both.images()[1].symbols().find(nm_address(boot, "main"));
+    REQUIRE(own_main != nullptr);
+    CHECK(own_main->name == "main");
+    CHECK_FALSE(both.main().symbols().in_code(crc));
     // Lines from each image's own DWARF, as addr2line reads that image.
     for (const auto& [elf, address] : {std::pair{boot, crc + 4}, std::pair{app, mix + 4}}) {
         CAPTURE(elf);
@@ -183,15 +246,15 @@ TEST_CASE("firmware: a bootloader and its application, opened together")
 TEST_CASE("firmware: two images that load the same flash are refused; RAM code both run is the first's")
 {
     // Both fixtures are linked at 0x08000000.
-    CHECK_THROWS_WITH_AS(Firmware::open(std::string(FIXTURES_DIR) + "/symbols_fixture.elf",
-                                        {std::string(FIXTURES_DIR) + "/inline_fixture.elf"}),
+    CHECK_THROWS_WITH_AS(ImageSet::open({std::string(FIXTURES_DIR) + "/symbols_fixture.elf",
+                                         std::string(FIXTURES_DIR) + "/inline_fixture.elf"}),
                          doctest::Contains("is loaded too: two images of one target cannot share flash"),
                          mcuprof::core::Error);
     // Sections apart, segments not: the later image's segment carries its ELF headers from the
     // 64 KiB page's base, 0x08000000, over the first image's code (what QEMU refuses).
     const std::string low = std::string(FIXTURES_DIR) + "/symbols_fixture.elf",
                       high = std::string(FIXTURES_DIR) + "/headers_segment_fixture.elf";
-    CHECK_THROWS_WITH_AS(Firmware::open(low, {high}),
+    CHECK_THROWS_WITH_AS(ImageSet::open({low, high}),
                          (high + ", LOAD segment 0: loads 0x08000000 over " + low +
                           "'s LOAD segment 0 (0x08000000-0x0800002f): " + high +
                           "'s segment holds its ELF headers, from 0x08000000, below its first section at 0x08004000: "
@@ -201,14 +264,43 @@ TEST_CASE("firmware: two images that load the same flash are refused; RAM code b
                          mcuprof::core::Error);
     // ... and the other way round: the earlier image is the one whose headers are loaded.
     const std::string headers_first = high + "'s segment holds its ELF headers, from 0x08000000";
-    CHECK_THROWS_WITH_AS(Firmware::open(high, {low}), doctest::Contains(headers_first.c_str()), mcuprof::core::Error);
+    CHECK_THROWS_WITH_AS(ImageSet::open({high, low}), doctest::Contains(headers_first.c_str()), mcuprof::core::Error);
+    // Images already open are checked alike.
+    std::vector<Image> opened;
+    opened.push_back(Image::open(high));
+    opened.push_back(Image::open(low));
+    CHECK_THROWS_WITH_AS(ImageSet(std::move(opened)), doctest::Contains(headers_first.c_str()), mcuprof::core::Error);
     // vendor_m4 in the bootloader's place: its RAM code runs where the application's does.
     const std::string app = image("vendor_app_m4"), other = image("vendor_m4");
-    const Firmware both = Firmware::open(app, {other});
+    const ImageSet both = ImageSet::open({app, other});
     REQUIRE(both.notes().size() >= 1);
     CHECK(both.notes().front().find(other + "'s code run from RAM") == 0);
     const uint32_t ram = nm_address(app, "ram_scale");
     REQUIRE(ram != 0);
     REQUIRE(both.symbols().find(ram) != nullptr);
     CHECK(both.symbols().find(ram)->name == "ram_scale");   // the application's, alone
+    REQUIRE(both.image_at(ram) != nullptr);
+    CHECK(both.image_at(ram)->path() == app);   // the earlier image's, as its name
+}
+
+TEST_CASE("firmware: an image or a set moved after its locator was made still answers, as a fresh one")
+{
+    const std::string elf = image("calltree_o2_m4");
+    const Image fresh = Image::open(elf);
+    const std::vector<mcuprof::core::Function>& functions = fresh.symbols().functions();
+    REQUIRE(functions.size() >= 2);
+    Image first = Image::open(elf);
+    CHECK(first.locator().line_at(functions[0].start) == fresh.locator().line_at(functions[0].start));
+    const Image moved = std::move(first);
+    const std::string line = fresh.locator().line_at(functions[1].start);
+    CHECK_FALSE(line.empty());
+    CHECK(moved.locator().line_at(functions[1].start) == line);   // a unit not read before the move
+
+    const std::string app = image("vendor_app_m4"), boot = image("vendor_boot_m4");
+    const uint32_t crc = nm_address(boot, "boot_crc32"), mix = nm_address(app, "mix_step");
+    ImageSet set = ImageSet::open({app, boot});
+    const std::string mix_line = set.locator().line_at(mix);
+    const ImageSet moved_set = std::move(set);
+    CHECK(moved_set.locator().line_at(mix) == mix_line);
+    CHECK(moved_set.locator().line_at(crc) == ImageSet::open({app, boot}).locator().line_at(crc));
 }

@@ -19,7 +19,7 @@ using namespace mcuprof::core;
 TEST_CASE("source locator: an address inside hot_a inlined into run inlined into main")
 {
     const std::string elf = std::string(FIXTURES_DIR) + "/inline_fixture.elf";
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(elf));
+    const SymbolTable symbols = SymbolTable::load(Image::open(elf));
     const Function* main_function = nullptr;
     for (const Function& f : symbols.functions())
         if (f.name == "main")
@@ -33,7 +33,7 @@ TEST_CASE("source locator: an address inside hot_a inlined into run inlined into
 
     // The loop's store, "sink = i;", is line 8 of inline_fixture.c; somewhere in main an
     // instruction must carry it with the chain hot_a <- run <- main.
-    const Firmware locator_image = Firmware::open(elf);
+    const Image locator_image = Image::open(elf);
     SourceLocator locator(locator_image);
     bool found = false;
     for (uint32_t a = main_function->start; a < main_function->start + main_function->size; a += 2) {
@@ -52,7 +52,7 @@ TEST_CASE("source locator: an address inside hot_a inlined into run inlined into
 
 TEST_CASE("source locator: no debug information gives empty chains, not errors")
 {
-    const Firmware locator_image = Firmware::open(std::string(FIXTURES_DIR) + "/symbols_fixture.elf");
+    const Image locator_image = Image::open(std::string(FIXTURES_DIR) + "/symbols_fixture.elf");
     SourceLocator locator(locator_image);
     const auto& frames = locator.frames(0x08000004);
     // The symbol table still names the function; there is no file or line.
@@ -60,7 +60,7 @@ TEST_CASE("source locator: no debug information gives empty chains, not errors")
         CHECK(f.file.empty());
     CHECK(SourceLocator::line_of(frames).empty());
     // A file that cannot be read is an error of the image, before any locator is made.
-    CHECK_THROWS_AS(Firmware::open("/nonexistent.elf"), Error);
+    CHECK_THROWS_AS(Image::open("/nonexistent.elf"), Error);
 }
 
 namespace {
@@ -100,7 +100,7 @@ TEST_CASE("source locator: inlined functions are told apart by their abstract or
     // the sorting code inlines the lambdas each hands its comparison to: every lambda's
     // operator() has the one DWARF name "operator()". Each must be a function of its own.
     const std::string elf = std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf";
-    const Firmware image = Firmware::open(elf);
+    const Image image = Image::open(elf);
     std::vector<uint32_t> addresses;   // every function's code
     for (const Function& f : image.symbols().functions())
         for (uint32_t a = f.start; a < f.start + f.size; a += 2)
@@ -183,7 +183,7 @@ TEST_CASE("source locator: an inlined function without a linkage name is qualifi
             continue;
         blocks.emplace(uint32_t(std::stoul(line.substr(at + marker.size()), nullptr, 16)), name);
     }
-    const Firmware image = Firmware::open(elf);
+    const Image image = Image::open(elf);
     SourceLocator locator(image);
     std::set<std::string> named;
     for (const auto& [address, name] : blocks) {
@@ -215,7 +215,7 @@ TEST_CASE("source locator: one linkage name is one inlined function in the Rust 
             MESSAGE(image << " was not built (see its .unbuilt)");
             continue;
         }
-        const Firmware firmware = Firmware::open(elf);
+        const Image firmware = Image::open(elf);
         const SymbolTable symbols = SymbolTable::load(firmware);
         SourceLocator locator(firmware);
         std::map<std::string, std::set<std::string>> labels_of_linkage;

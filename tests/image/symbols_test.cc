@@ -4,7 +4,7 @@
 #include "mcuprof/image/firmware.h"
 #include "mcuprof/image/symbols.h"
 
-using mcuprof::core::Firmware;
+using mcuprof::core::Image;
 using mcuprof::core::SymbolTable;
 
 namespace {
@@ -13,7 +13,7 @@ const std::string fixture = std::string(FIXTURES_DIR) + "/symbols_fixture.elf";
 
 TEST_CASE("symbols: functions of the fixture at the addresses it was written with")
 {
-    const SymbolTable table = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable table = SymbolTable::load(Image::open(fixture));
     // func_a, local_b, func_c, asm_tail: four starts (alias_a shares func_a's).
     REQUIRE(table.functions().size() == 4);
 
@@ -64,13 +64,13 @@ TEST_CASE("symbols: functions of the fixture at the addresses it was written wit
 
 TEST_CASE("symbols: files that are not ARM ELF are refused with the path in the message")
 {
-    CHECK_THROWS_WITH_AS(SymbolTable::load(Firmware::open("/nonexistent/fw.elf")), doctest::Contains("/nonexistent/fw.elf"),
+    CHECK_THROWS_WITH_AS(SymbolTable::load(Image::open("/nonexistent/fw.elf")), doctest::Contains("/nonexistent/fw.elf"),
                          mcuprof::core::Error);
     // A source file is not an ELF at all.
-    CHECK_THROWS_AS(SymbolTable::load(Firmware::open(std::string(TEST_SOURCE_DIR) + "/data/elf/symbols_fixture.S")),
+    CHECK_THROWS_AS(SymbolTable::load(Image::open(std::string(TEST_SOURCE_DIR) + "/data/elf/symbols_fixture.S")),
                     mcuprof::core::Error);
     // The test program itself is an ELF, but for this host, not for ARM.
-    CHECK_THROWS_WITH_AS(SymbolTable::load(Firmware::open("/proc/self/exe")), doctest::Contains("not"), mcuprof::core::Error);
+    CHECK_THROWS_WITH_AS(SymbolTable::load(Image::open("/proc/self/exe")), doctest::Contains("not"), mcuprof::core::Error);
 }
 
 TEST_CASE("symbols: a damaged dynamic symbol table is refused, naming it")
@@ -80,7 +80,7 @@ TEST_CASE("symbols: a damaged dynamic symbol table is refused, naming it")
     // where LLVM's symbolizer leaked the error of reading it.
     const std::string elf = std::string(TEST_SOURCE_DIR) + "/fuzz/corpus/elf/damaged_dynsym_symbolizer_leak.elf";
     try {
-        SymbolTable::load(Firmware::open(elf));
+        SymbolTable::load(Image::open(elf));
         FAIL("no error for a damaged dynamic symbol table");
     } catch (const mcuprof::core::Error& error) {
         CHECK(error.file() == elf);

@@ -9,6 +9,7 @@
 #include "mcuprof/image/unwind/call_frames.h"
 #include "mcuprof/image/error.h"
 #include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/image/unwind/exidx.h"
 #include "mcuprof/image/symbols.h"
 #include "mcuprof/image/unwind/thumb_code.h"
@@ -44,7 +45,7 @@ public:
 
 TEST_CASE("unwinder: exception frames by EXC_RETURN, basic and extended, with the 4-byte realignment")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     CHECK_FALSE(unwinder.has_frame_info());
     FakeMemory memory;
     CoreRegisters regs;
@@ -72,7 +73,7 @@ TEST_CASE("unwinder: exception frames by EXC_RETURN, basic and extended, with th
 
 TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory, reset LR, a stacked PC outside the code")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     CoreRegisters regs;
     regs.r[13] = 0x20001000;
     regs.r[15] = 0x08000002;
@@ -108,12 +109,12 @@ TEST_CASE("unwinder: a return to the thread stack without PSP, unreadable memory
 
 TEST_CASE("unwinder: an ELF that cannot be read is an error naming it")
 {
-    CHECK_THROWS_WITH_AS(Firmware::open("/nonexistent/fw.elf"), doctest::Contains("/nonexistent/fw.elf"), Error);
+    CHECK_THROWS_WITH_AS(Image::open("/nonexistent/fw.elf"), doctest::Contains("/nonexistent/fw.elf"), Error);
 }
 
 TEST_CASE("unwinder: a chain taken in a handler that never crosses an exception return is marked, not complete")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     FakeMemory memory;
     CoreRegisters regs;
     regs.r[13] = 0x20001000;
@@ -187,7 +188,7 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     };
     REQUIRE(functions_of(with_dwarf) == functions_of(with_exidx));
 
-    const Unwinder dwarf(Firmware::open(with_dwarf)), exidx(Firmware::open(with_exidx));
+    const Unwinder dwarf(ImageSet::open({with_dwarf})), exidx(ImageSet::open({with_exidx}));
     CHECK(exidx.has_frame_info());
     // Functions whose exception-table entry says "cannot unwind" (assembly without .fnstart)
     // are not compared: the exidx image has no frame information for them.
@@ -214,7 +215,7 @@ TEST_CASE("unwinder: .ARM.exidx without -g finds the same callers as .debug_fram
     const uint32_t code_start = instructions.front().second, code_size = instructions.back().second - code_start;
     // A call that never returns may end its function's code: the address after it is
     // padding outside every FDE, where the two tables need not agree.
-    const std::vector<FrameFunction> described = read_call_frames(Firmware::open(with_dwarf));
+    const std::vector<FrameFunction> described = read_call_frames(Image::open(with_dwarf));
     auto has_rows = [&](uint32_t address) {
         return std::any_of(described.begin(), described.end(),
                            [&](const FrameFunction& f) { return address >= f.start && address < f.end; });
@@ -344,7 +345,7 @@ TEST_CASE("unwinder: a naked context switch is crossed through the EXC_RETURN it
     REQUIRE(after_call > pendsv);
     REQUIRE(after_call < pendsv + 0x40);
 
-    const Unwinder unwinder(Firmware::open(elf));
+    const Unwinder unwinder(ImageSet::open({elf}));
     FakeMemory memory;
     const uint32_t msp = 0x20001F00, psp = 0x20000800;
     memory.words[msp] = 0x200011CC;       // the pushed r3
@@ -407,7 +408,7 @@ TEST_CASE("unwinder: a context switch that saves EXC_RETURN on the task's stack 
                         " --stop-address=" + std::to_string(select_next + 2) + " '" + elf + "'")
                 .find("push\t{r3, r4, r5, lr}") != std::string::npos);
 
-    const Unwinder unwinder(Firmware::open(elf));
+    const Unwinder unwinder(ImageSet::open({elf}));
     FakeMemory memory;
     const uint32_t msp = 0x20001F00, psp = 0x20000800;
     uint32_t saved_top = psp - 100;   // r4-r11, EXC_RETURN, s16-s31
@@ -545,7 +546,7 @@ CoreRegisters halted_at(uint32_t sp_, uint32_t pc_, uint32_t lr_, uint32_t xpsr)
 
 TEST_CASE("unwinder: every ARMv8-M EXC_RETURN encoding names its frame's stack, size and mode")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     const uint32_t msp = 0x20001000, psp = 0x20002000, other_msp = 0x20003000, other_psp = 0x20004000;
     struct Case {
         uint32_t exc_return;
@@ -602,7 +603,7 @@ TEST_CASE("unwinder: every ARMv8-M EXC_RETURN encoding names its frame's stack, 
 
 TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and its integrity signature")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     // A Non-secure SysTick (ES 0) that interrupted a Secure handler (S 1, Mode 0), which had
     // interrupted Secure Thread mode: 0xFFFFFFD0 = S, FType, Handler mode, MSP, DCRS 0.
     const uint32_t ns_msp = 0x20001000, s_msp = 0x30001000;
@@ -643,7 +644,7 @@ TEST_CASE("unwinder: DCRS 0, the additional state context below the frame, and i
 
 TEST_CASE("unwinder: FNC_RETURN ends the Non-secure chain, or crosses into the Secure caller where its stack is known")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     // A Non-secure function (func_a, Thread mode) entered by BLXNS: LR is FNC_RETURN.
     CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFEFFFFFF, 0x01000000);
     FakeMemory memory;
@@ -674,7 +675,7 @@ TEST_CASE("unwinder: FNC_RETURN ends the Non-secure chain, or crosses into the S
 
 TEST_CASE("unwinder: a frame below MSPLIM or PSPLIM is implausible")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     CoreRegisters regs = halted_at(0x20001000, 0x08000002, 0xFFFFFFBC, 15);   // to Non-secure Thread mode on PSP
     regs.psp = 0x20002000;
     FakeMemory memory;
@@ -700,7 +701,7 @@ TEST_CASE("unwinder: a saved return address of 0 or 0xFFFFFFFF is a root only in
     const std::string fpu = std::string(FIRMWARE_DIR) + "/fpu_o2_m4.elf";
     REQUIRE(branched_to(calltree, "main"));
     REQUIRE_FALSE(branched_to(fpu, "task_fir"));
-    const Unwinder unwinder(Firmware::open(calltree)), tasks(Firmware::open(fpu));
+    const Unwinder unwinder(ImageSet::open({calltree})), tasks(ImageSet::open({fpu}));
     FakeMemory memory;
     CoreRegisters regs;
     regs.r[13] = 0x20001000;
@@ -737,7 +738,7 @@ TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on 
     // PendSV at 0x0800001E, code no function holds and no table describes: LR (into func_c) is
     // a guess. The chain from there cannot reach an exception return: the guessed caller is
     // dropped.
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     FakeMemory memory;
     CoreRegisters regs = halted_at(0x20001000, 0x0800001E, 0x08000021, 14);
     const UnwindResult r = unwinder.unwind(regs, memory);
@@ -747,7 +748,7 @@ TEST_CASE("unwinder: a handler's truncated chain keeps only the frames found on 
 
 TEST_CASE("unwinder: a Secure function returning to its Non-secure caller (LR bit 0 clear after SG) crosses onto the Non-secure stack")
 {
-    const Unwinder unwinder(Firmware::open(fixture));
+    const Unwinder unwinder(ImageSet::open({fixture}));
     // On the Secure stack in func_a, the Secure entry's leaf; LR after the call in func_c, bit 0
     // clear: a return to the Non-secure state.
     CoreRegisters regs = halted_at(0x30001000, 0x08000002, 0x08000022, 0x01000000);
@@ -774,7 +775,7 @@ TEST_CASE("unwinder: halted in an epilogue that call-frame information no longer
     // pc}. Its CFI describes the prologue only: after the first pop it still puts the frame
     // 32 bytes above SP, 12 too many.
     const std::string elf = std::string(FIRMWARE_DIR) + "/arch_microbit.elf";
-    const Unwinder unwinder(Firmware::open(elf));
+    const Unwinder unwinder(ImageSet::open({elf}));
     std::istringstream disassembly(tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + elf +
                                                "' | sed -n '/<__aeabi_fmul>:/,/^$/p' | grep -A4 'pop\t{r5, r6, r7}'"));
     std::vector<uint32_t> epilogue;   // the first pop, the three moves, the last pop
@@ -804,7 +805,7 @@ TEST_CASE("unwinder: halted in an epilogue that call-frame information no longer
 TEST_CASE("thumb code: the direct branch targets are every bl target objdump shows")
 {
     const std::string elf = std::string(FIRMWARE_DIR) + "/calltree_o2_m4.elf";
-    const Firmware firmware = Firmware::open(elf);
+    const Image firmware = Image::open(elf);
     const std::vector<uint32_t> targets = direct_branch_targets(firmware.symbols());
     std::istringstream disassembly(tool_output("arm-none-eabi-objdump -d --no-show-raw-insn '" + elf +
                                                "' | grep -E '\tbl\t' | awk '{print $3}'"));

@@ -270,6 +270,34 @@ class BootloaderAndApplication(unittest.TestCase):
                 self.assertTrue(chain_fits_the_tree([f.removesuffix(app_suffix) for f in frames]), frames)
         self.assertEqual(counted, n)
 
+    def test_diff_of_the_pair_reopens_both_images_and_names_every_sample(self):
+        # Issue 50's case: the bootloader first, as docs/stacks.md records the pair; the
+        # recording names both images, and diff reopens them without --elf.
+        doc, census = self.record("pair", "--elf", str(self.boot), "--elf", str(self.app))
+        truth = census_by_function(census, [self.boot, self.app])
+        self.assertEqual(rows_off_the_census(doc, truth), [])
+        rec, n = self.work / "pair.bin", doc["samples"]
+        diff = json.loads(mcuprof("diff", str(rec), str(rec), "--format", "json"))
+        self.assertEqual((diff["a"]["samples"], diff["b"]["samples"]), (n, n))
+        rows = {row["name"]: row for row in diff["rows"]}
+        self.assertNotIn("?", rows)
+        self.assertEqual(sum(row["a_samples"] for row in rows.values()), n)
+        self.assertIn("boot_crc32", rows)
+        self.assertIn("mix_step", rows)
+        # Each row a function of one image or the other, at its census share.
+        address = {row["name"]: row["address"] for row in doc["functions"] if "address" in row}
+        sampled = [name for name, row in rows.items() if row["a_samples"] > 0]
+        self.assertLessEqual(set(sampled), set(address), "rows the report does not name")
+        as_report = {"samples": n, "functions": [{"name": name, "address": address[name],
+                                                  "samples": rows[name]["a_samples"]} for name in sampled]}
+        self.assertEqual(rows_off_the_census(as_report, truth), [])
+        # Given both --elf, the same rows; given one, the other image's samples are under '?'.
+        given = json.loads(mcuprof("diff", str(rec), str(rec), "--elf", str(self.boot), "--elf", str(self.app),
+                                   "--format", "json"))
+        self.assertEqual(given["rows"], diff["rows"])
+        one = json.loads(mcuprof("diff", str(rec), str(rec), "--elf", str(self.boot), "--format", "json"))
+        self.assertIn("?", {row["name"] for row in one["rows"]})
+
     def test_firmware_check_of_both_images(self):
         app = fwtest.elf_path("vendor_app_forever_m4")
         wrong_boot = fwtest.elf_path("loops_forever_m4")

@@ -39,7 +39,7 @@ bool has_warning(const Profile& p, const std::string& kind)
 
 TEST_CASE("attribution: raw samples counted per function, sorted, with standard errors")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // 7 in func_a (two addresses), 2 in local_b, 1 in func_c.
     s.pcs = {0x08000000, 0x08000002, 0x08000000, 0x08000002, 0x08000000, 0x08000000, 0x08000002,
@@ -61,7 +61,7 @@ TEST_CASE("attribution: raw samples counted per function, sorted, with standard 
 
 TEST_CASE("attribution: a bucket across a function boundary is split by the functions' even addresses")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // [0x08000008, 0x08000018): 4 even addresses of func_a, 4 of local_b -> 50 / 50.
     s.buckets.push_back({0x08000008, 16, 100});
@@ -83,7 +83,7 @@ TEST_CASE("attribution: a bucket across a function boundary is split by the func
 
 TEST_CASE("attribution: buckets inside one function, or over filler, straddle nothing")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.buckets.push_back({0x08000000, 16, 10});   // func_a exactly
     s.buckets.push_back({0x08000010, 16, 10});   // local_b and the filler after it
@@ -93,7 +93,7 @@ TEST_CASE("attribution: buckets inside one function, or over filler, straddle no
 
 TEST_CASE("attribution: a bucket of filler only, and samples outside the histogram")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.buckets.push_back({0x0800001e, 2, 5});
     s.buckets.push_back({0x08000000, 2, 95});
@@ -109,7 +109,7 @@ TEST_CASE("attribution: a bucket of filler only, and samples outside the histogr
 TEST_CASE("attribution: samples without an address (SWO sleep) count in the total, shares add up to 100 %")
 {
     // 2 in func_a, 1 in local_b, 1 sleep sample: 4 samples, 50 / 25 / 25 %, by every grouping.
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000002, 0x08000010};
     s.without_address["(sleep)"] = 1;
@@ -128,7 +128,7 @@ TEST_CASE("attribution: samples without an address (SWO sleep) count in the tota
 
 TEST_CASE("attribution: by address, histogram buckets stay whole rows")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.buckets.push_back({0x08000008, 16, 100});
     AttributionOptions o;
@@ -141,7 +141,7 @@ TEST_CASE("attribution: by address, histogram buckets stay whole rows")
 
 TEST_CASE("attribution: samples in the code but in no function, and the 5 % warning")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs.assign(94, 0x08000000);
     s.pcs.insert(s.pcs.end(), 6, 0x0800001e);   // the filler between local_b and func_c: 6 %
@@ -158,7 +158,7 @@ TEST_CASE("attribution: samples outside the image's code get one note naming the
     // 0x08000000-0x0800002f is the fixture's .text. Another image's code: two addresses of an
     // application above it (0x08010000, 0x08010ffe: one range, under 64 KiB apart), and RAM
     // code far from both (a second range); a sample in the filler is the image's own.
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs.assign(90, 0x08000000);
     s.pcs.insert(s.pcs.end(), {0x08010000, 0x08010ffe, 0x08010ffe, 0x20000100, 0x0800001e});
@@ -178,7 +178,7 @@ TEST_CASE("attribution: samples outside the image's code get one note naming the
 
 TEST_CASE("attribution: a sampler that kept the target halted over half the time is warned of, naming --max-halted")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000010};
     s.sampler = SamplerFigures{};
@@ -198,7 +198,7 @@ TEST_CASE("attribution: a sampler that kept the target halted over half the time
 
 TEST_CASE("attribution: by task, with the dump's task table")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000000, 0x08000010, 0x08000020};
     s.tags = {0x20000100, 0x20000100, 0x20000200, 0x20000300};
@@ -213,12 +213,12 @@ TEST_CASE("attribution: by task, with the dump's task table")
 
 TEST_CASE("attribution: by address names the function and offset")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000012, 0x08000012, 0x08000000};
     AttributionOptions o;
     o.by = Grouping::address;
-    const Firmware locator_image = Firmware::open(fixture);
+    const Image locator_image = Image::open(fixture);
     SourceLocator locator(locator_image);
     const Profile p = attribute(s, symbols, &locator, o);
     CHECK(p.rows[0].name == "0x08000012");
@@ -229,8 +229,8 @@ TEST_CASE("attribution: by address names the function and offset")
 TEST_CASE("attribution: inline frames name the inlined function, lines name the source line")
 {
     const std::string elf = std::string(FIXTURES_DIR) + "/inline_fixture.elf";
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(elf));
-    const Firmware locator_image = Firmware::open(elf);
+    const SymbolTable symbols = SymbolTable::load(Image::open(elf));
+    const Image locator_image = Image::open(elf);
     SourceLocator locator(locator_image);
     // Find the address of the loop's store (line 8) in main, as the locator test does.
     uint32_t hot = 0;
@@ -262,7 +262,7 @@ TEST_CASE("attribution: inline frames name the inlined function, lines name the 
 
 TEST_CASE("attribution: exact counts are a census with no error, and no lockstep check")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.exact = true;
     s.counts = {{0x08000000, 3504}, {0x08000010, 1004}, {0x08000020, 504}, {0x08000028, 10}};
@@ -276,7 +276,7 @@ TEST_CASE("attribution: exact counts are a census with no error, and no lockstep
 
 TEST_CASE("attribution: lockstep is checked per sequence and reported as a warning with its numbers")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // Sequence 1: period 3 over three functions, repeated.
     for (int i = 0; i < 300; ++i)
@@ -291,7 +291,7 @@ TEST_CASE("attribution: lockstep is checked per sequence and reported as a warni
 
 TEST_CASE("attribution: unwound stacks give stack rows and inclusive shares, recursion counted once")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // Call sites are addresses inside the caller. 4 samples:
     //   func_a -> local_b (leaf pc in local_b)                 x2
@@ -325,7 +325,7 @@ TEST_CASE("attribution: unwound stacks give stack rows and inclusive shares, rec
 
 TEST_CASE("attribution: flat samples give one-frame stacks only when asked, inclusive equal to self")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000002, 0x08000010};
     CHECK(attribute(s, symbols, nullptr, {}).stacks.empty());
@@ -344,7 +344,7 @@ TEST_CASE("attribution: flat samples give one-frame stacks only when asked, incl
 TEST_CASE("attribution: samples of time just past a WFI are (sleep), the idle task is idle, and the load has its error")
 {
     // sleep_m4 has one WFI, in sleep_until_tick (firmware-ref/src/scen_sleep.c).
-    const Firmware image = Firmware::open(std::string(FIRMWARE_DIR) + "/sleep_m4.elf");
+    const Image image = Image::open(std::string(FIRMWARE_DIR) + "/sleep_m4.elf");
     const SymbolTable& symbols = image.symbols();
     const Function* sleeper = nullptr;
     const Function* worker = nullptr;
@@ -419,7 +419,7 @@ TEST_CASE("attribution: samples of time just past a WFI are (sleep), the idle ta
 
 TEST_CASE("attribution: halts that found DHCSR.S_SLEEP set are (sleep) whatever their PC, by task the task's")
 {
-    const Firmware image = Firmware::open(std::string(FIRMWARE_DIR) + "/sleep_m4.elf");
+    const Image image = Image::open(std::string(FIRMWARE_DIR) + "/sleep_m4.elf");
     const SymbolTable& symbols = image.symbols();
     auto work = std::find_if(symbols.functions().begin(), symbols.functions().end(),
                              [](const Function& f) { return f.name == "work"; });
@@ -485,7 +485,7 @@ TEST_CASE("attribution: halts that found DHCSR.S_SLEEP set are (sleep) whatever 
 
 TEST_CASE("attribution: bursts of correlated reads get their standard errors from the spread between bursts")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // Three bursts: 4 reads all in func_a, 4 all in local_b, 2 in func_a. p(func_a) = 6/10.
     s.pcs = {0x08000000, 0x08000002, 0x08000000, 0x08000000, 0x08000010, 0x08000012, 0x08000010, 0x08000010,
@@ -524,7 +524,7 @@ TEST_CASE("attribution: PCSR reads with no bursts to take errors from get binomi
     // OpenOCD's gmon.out (reads back to back, no order kept) or a PCSR recording from before
     // burst marks: nothing tells how correlated the reads were, and the binomial figure is
     // too small. With bursts the spread gives the errors and they are no lower bounds.
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000002, 0x08000010, 0x08000010};
     s.reads_pcsr = true;
@@ -590,7 +590,7 @@ TEST_CASE("attribution: the 95 % interval of burst errors covers the truth about
     // row's 95 % interval checked against its true share: 1200 intervals, so a coverage of
     // 95 % gives 1140 +- 7.5, one of 80 % 960 +- 14. The binomial intervals of the same
     // samples are checked to fail, or the test would prove nothing.
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     StickyCore core(20261201);
     int covered = 0, covered_binomial = 0;
     const int intervals = 400 * 3;
@@ -613,7 +613,7 @@ TEST_CASE("attribution: the 95 % interval of burst errors covers the truth about
 
 TEST_CASE("attribution: wall-clock halts get their standard errors from the spread between batches of consecutive halts")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // 18 halts: min(30, floor(sqrt(18))) = 4 batches of 18 / 4 = 4, the last taking the rest
     // (starts 0, 4, 8, 12). func_a in 4, 0, 4 and 2 of 6: y = (4, 0, 4, 2), m = (4, 4, 4, 6),
@@ -667,7 +667,7 @@ TEST_CASE("attribution: the 95 % interval of batch errors covers the truth about
     // batches outgrow the correlation (an integrated autocorrelation time of about 19 halts
     // here): with batches of 30 (900 halts) the intervals covered 1061 (88.4 %), so a little
     // under 95 % is expected; the binomial intervals of the same samples must fail.
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     StickyCore core(20261202);
     int covered = 0, covered_binomial = 0;
     const int intervals = 400 * 3;
@@ -688,7 +688,7 @@ TEST_CASE("attribution: the 95 % interval of batch errors covers the truth about
 
 TEST_CASE("attribution: an empty sample set is an empty profile under every grouping")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     for (Grouping by : {Grouping::function, Grouping::line, Grouping::address, Grouping::task, Grouping::stack,
                         Grouping::core, Grouping::value, Grouping::exception}) {
         CAPTURE(name_of(by));
@@ -714,7 +714,7 @@ TEST_CASE("attribution: an empty sample set is an empty profile under every grou
 
 TEST_CASE("attribution: a multi-core sample set has each core's profile, with shares of its own samples")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // Core 0: 3 in func_a, 1 in func_c; core 1: 2 in local_b, 2 in func_c; core 2 named, never sampled.
     s.pcs = {0x08000000, 0x08000010, 0x08000000, 0x08000012, 0x08000002, 0x08000020, 0x08000020, 0x08000020};
@@ -783,7 +783,7 @@ TEST_CASE("attribution: a multi-core sample set has each core's profile, with sh
 
 TEST_CASE("attribution: each core keeps its own bursts of correlated reads, and its errors come from their spread")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     // Three bursts of the whole set (indices 0, 4, 8), the two cores' reads interleaved:
     //   burst 0: core 0 func_a, core 1 func_a, core 0 func_a, core 1 func_a
@@ -860,7 +860,7 @@ TEST_CASE("attribution: each core keeps its part of every sequence, and the run'
 
 TEST_CASE("attribution: each core's table groups by exception and by value, and counts sleep, as the whole set does")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000010, 0x08000002, 0x08000012};
     s.cores = {0, 1, 0, 1};
@@ -897,7 +897,7 @@ TEST_CASE("attribution: each core's table groups by exception and by value, and 
 
 TEST_CASE("attribution by value: one row per value of the watched variable, named as the source named it")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs = {0x08000000, 0x08000002, 0x08000000, 0x08000002, 0x08000000};
     s.variable = "app_state";

@@ -254,9 +254,23 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
             stdin=subprocess.DEVNULL, stdout=rig.openocd_log, stderr=subprocess.STDOUT, cwd=rig.work)
         wait_port(rig.tcl_port, rig.openocd, "openocd")
         rig.tcl = TclRpc(rig.tcl_port)
+        wait_first_poll(rig.tcl)
     except BaseException:
         stop_rig(rig)
         raise
+
+
+def wait_first_poll(tcl: TclRpc, timeout: float = 30.0) -> None:
+    """Waits until OpenOCD has polled each target once. `init` examines the targets and opens
+    the Tcl port, but a target's state stays "unknown" until the first background poll
+    (target.c, handle_target, every 100 ms); on a loaded host a test's first `curstate` came
+    before it (a Debian 13 root beside the robustness builds). Sends no `poll` of its own, so
+    that the probe's traffic is what OpenOCD makes by itself; after `timeout` it returns and
+    leaves the state to the test's own assertions."""
+    deadline = time.monotonic() + timeout
+    script = "set _s {}; foreach _t [target names] {lappend _s [$_t curstate]}; set _s"
+    while "unknown" in tcl.run(script).split() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def shut_down_openocd(rig) -> None:

@@ -165,8 +165,8 @@ TEST_CASE("gzip: a member zlib inflates back, with gzip's magic")
 
 TEST_CASE("pprof: locations carry the inline chain innermost first, and the values add up")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(inline_elf));
-    const Firmware locator_image = Firmware::open(inline_elf);
+    const SymbolTable symbols = SymbolTable::load(Image::open(inline_elf));
+    const Image locator_image = Image::open(inline_elf);
     SourceLocator locator(locator_image);
     const uint32_t hot = inlined_address(symbols, locator);
     SampleSet s;
@@ -260,7 +260,7 @@ std::vector<std::pair<std::vector<std::string>, uint64_t>> pprof_chains(const st
 
 TEST_CASE("pprof: by task, the roots the stack rows have: (no task), [truncated], [Secure state]")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(symbols_elf));
+    const SymbolTable symbols = SymbolTable::load(Image::open(symbols_elf));
     SampleSet s;
     s.origin = "constructed <stacks>";
     // local_b called by func_a: untagged twice; in "motor" once, its chain cut short; once in
@@ -306,7 +306,7 @@ TEST_CASE("pprof: by task, the roots the stack rows have: (no task), [truncated]
 
 TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(symbols_elf));
+    const SymbolTable symbols = SymbolTable::load(Image::open(symbols_elf));
     SampleSet s;
     s.origin = "constructed <stacks>";
     // func_a -> local_b twice, func_a -> func_c -> func_c once, func_c cut short once.
@@ -349,8 +349,8 @@ TEST_CASE("firefox: samples in time order, stacks as a prefix tree, inline depth
     CHECK(shared["frameTable"]["address"][leaf] == 0x08000012);
 
     // Inline chains: frames at one address, depth 0 for the outermost.
-    const SymbolTable inlined = SymbolTable::load(Firmware::open(inline_elf));
-    const Firmware locator_image = Firmware::open(inline_elf);
+    const SymbolTable inlined = SymbolTable::load(Image::open(inline_elf));
+    const Image locator_image = Image::open(inline_elf);
     SourceLocator locator(locator_image);
     SampleSet flat;
     flat.origin = "constructed inline";
@@ -466,7 +466,7 @@ TEST_CASE("format tables: names are unique, every row writes, help lists them")
 
 TEST_CASE("timeline: shares per slice of time, hottest functions first")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(symbols_elf));
+    const SymbolTable symbols = SymbolTable::load(Image::open(symbols_elf));
     SampleSet s;
     s.origin = "constructed timeline";
     // 100 samples over 99 ms: func_a the first 60 (0..59 ms), local_b the last 40 (60..99 ms).

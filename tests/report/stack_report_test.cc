@@ -38,13 +38,13 @@ SampleSet unwound_samples()
 
 Profile unwound_profile()
 {
-    return attribute(unwound_samples(), SymbolTable::load(Firmware::open(fixture)), nullptr, {});
+    return attribute(unwound_samples(), SymbolTable::load(Image::open(fixture)), nullptr, {});
 }
 
 // 3 flat samples: func_a twice, local_b once; one SWO sleep sample without address.
 Profile flat_profile()
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.origin = "constructed flat";
     s.pcs = {0x08000000, 0x08000002, 0x08000010};
@@ -141,7 +141,7 @@ TEST_CASE("--by stack: rows are the collapsed lines, a truncated chain under [tr
 {
     AttributionOptions options;
     options.by = Grouping::stack;
-    const Profile p = attribute(unwound_samples(), SymbolTable::load(Firmware::open(fixture)), nullptr, options);
+    const Profile p = attribute(unwound_samples(), SymbolTable::load(Image::open(fixture)), nullptr, options);
     std::map<std::string, double> rows;
     for (const Row& row : p.rows)
         rows[row.name] = row.samples;
@@ -166,7 +166,7 @@ TEST_CASE("two cores: each core's chains under its own root in every stack forma
     s.stacks.insert(s.stacks.end(), one.stacks.begin(), one.stacks.end());
     s.cores = {0, 0, 0, 0, 1, 1, 1, 1};
     s.core_names = {{1, "cm4"}};
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     const Profile p = attribute(s, symbols, nullptr, {});
     std::ostringstream collapsed;
     write_collapsed(p, collapsed);
@@ -347,7 +347,7 @@ TEST_CASE("truncation: counted by reason in the profile, the text report and JSO
 
 TEST_CASE("truncation: one chain in 200 (0.5 %) leaves the inclusive shares unmarked; flat profiles say nothing")
 {
-    const SymbolTable symbols = SymbolTable::load(Firmware::open(fixture));
+    const SymbolTable symbols = SymbolTable::load(Image::open(fixture));
     SampleSet s;
     s.pcs.assign(200, 0x08000012);
     s.stacks.assign(200, CallStack{{0x08000004}, false});

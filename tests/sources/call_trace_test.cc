@@ -215,7 +215,7 @@ TEST_CASE("call trace: same-named statics are two boxes of the dot graph, as gra
 {
     // The two static checksum() of cxx_o2_m4 (unit_a.cpp, unit_b.cpp) as an instrumented trace
     // would find them: by address. Named from the image, each keeps its file in the label.
-    const core::Firmware image = core::Firmware::open(std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf");
+    const core::Image image = core::Image::open(std::string(FIRMWARE_DIR) + "/cxx_o2_m4.elf");
     CallTrace t;
     for (const core::Function& f : image.symbols().functions())
         if (f.symbol == "_ZL8checksumPKhi")

@@ -17,6 +17,7 @@
 
 #include "../fakes/recorded_target.h"
 #include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/profile/profile.h"
 #include "mcuprof/image/symbols.h"
 #include "mcuprof/image/unwind/unwinder.h"
@@ -121,7 +122,7 @@ HaltExtras with_stacks(const std::string& elf)
 {
     HaltExtras extras;
     StackSamplingOptions stacks;
-    stacks.unwinder = std::make_shared<core::Unwinder>(core::Firmware::open(elf));
+    stacks.unwinder = std::make_shared<core::Unwinder>(core::ImageSet::open({elf}));
     extras.stacks = stacks;
     return extras;
 }
@@ -130,7 +131,7 @@ HaltExtras with_stacks(const std::string& elf)
 void sample_every_halt(fakes::RecordedTarget& target, const fakes::RecordedHalts& recording, Collect& sink)
 {
     HaltExtras extras = with_stacks(recording.elf);
-    extras.tasks = detect_rtos(core::Firmware::open(recording.elf));
+    extras.tasks = detect_rtos(core::Image::open(recording.elf));
     const std::atomic<bool> stop{false};
     const SamplerStats stats = run(target, sink, recording.halts.size(), extras, stop);
     CHECK(stats.samples == recording.halts.size());
@@ -178,7 +179,7 @@ TEST_CASE("recorded halts: the call-tree chains at -O2 are gdb's backtraces, the
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "calltree_o2_m4");
     REQUIRE(recording.halts.size() >= 40);
-    REQUIRE_FALSE(detect_rtos(core::Firmware::open(recording.elf)));
+    REQUIRE_FALSE(detect_rtos(core::Image::open(recording.elf)));
     fakes::RecordedTarget target(recording);
     Collect sink;
     sample_every_halt(target, recording, sink);
@@ -194,7 +195,7 @@ TEST_CASE("recorded halts: the call-tree chains at -O2 are gdb's backtraces, the
 TEST_CASE("recorded halts: FPU tasks at -O2, chains through SysTick's FP frame on PSP and task tags are gdb's")
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "fpu_o2_m4");
-    REQUIRE(detect_rtos(core::Firmware::open(recording.elf)));
+    REQUIRE(detect_rtos(core::Image::open(recording.elf)));
     size_t handler_halts = 0;
     for (const fakes::RecordedHalt& h : recording.halts)
         handler_halts += (h.registers.xpsr & 0x1FF) != 0;
@@ -222,7 +223,7 @@ TEST_CASE("recorded halts: by exception, each handler halt is its vector-table h
     Collect sink;
     sample_every_halt(target, recording, sink);
     REQUIRE(sink.samples.size() == recording.halts.size());
-    const core::Firmware image = core::Firmware::open(recording.elf);
+    const core::Image image = core::Image::open(recording.elf);
     core::SampleSet samples;
     std::map<std::string, std::map<std::string, double>> expected;   // row -> gdb's preempted function -> halts
     core::AttributionOptions options;
@@ -270,7 +271,7 @@ TEST_CASE("recorded halts: by exception, each handler halt is its vector-table h
 TEST_CASE("recorded halts: Zephyr-shaped threads, chains to z_thread_entry and thread names are gdb's")
 {
     const fakes::RecordedHalts recording = fakes::load_recorded_halts(recordings, "zephyr_m4");
-    const std::optional<TaskLayout> threads = detect_rtos(core::Firmware::open(recording.elf));
+    const std::optional<TaskLayout> threads = detect_rtos(core::Image::open(recording.elf));
     REQUIRE(threads);
     CHECK(threads->kernel == "Zephyr");
     fakes::RecordedTarget target(recording);

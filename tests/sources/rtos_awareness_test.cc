@@ -27,7 +27,7 @@ std::string firmware(const std::string& name)
 
 uint32_t symbol(const std::string& elf, const std::string& name)
 {
-    auto found = core::SymbolTable::load(core::Firmware::open(elf)).find_object(name);
+    auto found = core::SymbolTable::load(core::Image::open(elf)).find_object(name);
     REQUIRE(found);
     return uint32_t(found->address);
 }
@@ -65,7 +65,7 @@ std::string le_word(uint32_t v)
 TEST_CASE("rtos: FreeRTOS found from DWARF, with its scheduler-running flag")
 {
     const std::string elf = firmware("rtos_m4");
-    auto tasks = detect_rtos(core::Firmware::open(elf));
+    auto tasks = detect_rtos(core::Image::open(elf));
     REQUIRE(tasks);
     CHECK(tasks->kernel == "FreeRTOS");
     CHECK(tasks->current_task == symbol(elf, "pxCurrentTCB"));
@@ -78,7 +78,7 @@ TEST_CASE("rtos: FreeRTOS found from DWARF, with its scheduler-running flag")
 TEST_CASE("rtos: Zephyr found from DWARF through _kernel.cpus[0].current and k_thread's name")
 {
     const std::string elf = firmware("zephyr_m4");
-    auto threads = detect_rtos(core::Firmware::open(elf));
+    auto threads = detect_rtos(core::Image::open(elf));
     REQUIRE(threads);
     CHECK(threads->kernel == "Zephyr");
     // struct _cpu: nested, irq_stack, then current.
@@ -92,9 +92,9 @@ TEST_CASE("rtos: Zephyr found from DWARF through _kernel.cpus[0].current and k_t
 
 TEST_CASE("rtos: an image without a kernel, or without DWARF, has no tasks")
 {
-    CHECK_FALSE(detect_rtos(core::Firmware::open(firmware("loops_jit_m4"))));
-    CHECK_FALSE(detect_rtos(core::Firmware::open(firmware("calltree_o2_exidx_m4"))));   // built without -g
-    CHECK_THROWS_AS(core::Firmware::open("/nonexistent/firmware.elf"), core::Error);   // the image is opened once, by the command
+    CHECK_FALSE(detect_rtos(core::Image::open(firmware("loops_jit_m4"))));
+    CHECK_FALSE(detect_rtos(core::Image::open(firmware("calltree_o2_exidx_m4"))));   // built without -g
+    CHECK_THROWS_AS(core::Image::open("/nonexistent/firmware.elf"), core::Error);   // the image is opened once, by the command
 }
 
 TEST_CASE("rtos: the running task at a halt, only once the scheduler runs")

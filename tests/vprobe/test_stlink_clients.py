@@ -25,7 +25,7 @@ import unittest
 
 import qemu_runner
 from openocd_rig import (CLI, ELF, OPENOCD, STLINK_CONFIG, RigClass, TclRpc, elf_flash_image, elf_symbol,
-                         guest_running, require, start_rig, stop_process, wait_port)
+                         guest_running, require, start_rig, stop_process, wait_first_poll, wait_port)
 from spawn import spawn
 
 DHCSR = 0xE000EDF0
@@ -108,6 +108,7 @@ class TwoOpenOCDsAndARawClient(RigClass, unittest.TestCase):
             cls.second_log.flush()
             raise AssertionError(f"{e}: {(cls.work / 'openocd-2.log').read_text()}") from None
         cls.second_tcl = TclRpc(cls.second_tcl_port)
+        wait_first_poll(cls.second_tcl)
 
     @classmethod
     def tearDownClass(cls):

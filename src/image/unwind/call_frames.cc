@@ -212,14 +212,13 @@ std::optional<FrameFunction> evaluate(const llvm::dwarf::FDE& fde)
 
 } // namespace
 
-std::vector<FrameFunction> read_call_frames(const Firmware& firmware)
+std::vector<FrameFunction> read_call_frames(const Image& image)
 {
     // .debug_frame only: LLVM reads it by itself, not through the debugging entries, so the
     // DWARF check (of .debug_info) is not needed for it.
-    std::unique_ptr<llvm::DWARFContext> dwarf = llvm::DWARFContext::create(object_of(firmware));
-    auto frames = dwarf->getDebugFrame();
+    auto frames = dwarf_of(image).getDebugFrame();
     if (!frames)
-        throw Error(firmware.path(), ".debug_frame",
+        throw Error(image.path(), ".debug_frame",
                     "cannot read the call-frame information: " + llvm::toString(frames.takeError()));
     std::vector<FrameFunction> functions;
     for (const llvm::dwarf::FrameEntry& entry : (*frames)->entries())

@@ -76,13 +76,13 @@ bool compact_instructions(uint32_t first, uint32_t first_address, const ImageByt
 
 } // namespace
 
-ExidxTable ExidxTable::read(const Firmware& firmware)
+ExidxTable ExidxTable::read(const Image& elf)
 {
-    const std::string& elf_path = firmware.path();
+    const std::string& elf_path = elf.path();
     ExidxTable table;
     ImageBytes image;
     std::optional<std::pair<uint32_t, std::string_view>> exidx;
-    for (const Section& section : firmware.sections()) {
+    for (const Section& section : elf.sections()) {
         if (section.type == llvm::ELF::SHT_NOBITS || section.size == 0 || !section.readable)
             continue;
         image.add(section.address, section.bytes);

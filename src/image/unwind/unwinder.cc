@@ -8,6 +8,7 @@
 
 #include "mcuprof/image/error.h"
 #include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/image/symbols.h"
 #include "mcuprof/image/unwind/thumb_code.h"
 #include "unwind/frame_recovery.h"
@@ -186,18 +187,15 @@ std::string_view describe(UnwindStop stop)
 
 struct Unwinder::Impl : UnwindTables {};
 
-Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
+Unwinder::Unwinder(const ImageSet& images) : impl_(std::make_unique<Impl>())
 {
-    impl_->code = firmware.symbols();   // a copy (the image may go away), of every image
+    impl_->code = images.symbols();   // a copy (the images may go away), of every image
     impl_->branch_targets = direct_branch_targets(impl_->code);
-    std::vector<const Firmware*> images{&firmware};
-    for (const Firmware& image : firmware.more_images())
-        images.push_back(&image);
-    for (const Firmware* image : images) {
-        impl_->vector_tables.push_back(image->vector_table());
-        if (const std::optional<uint32_t> entry = image->entry_point())
+    for (const Image& image : images.images()) {
+        impl_->vector_tables.push_back(image.vector_table());
+        if (const std::optional<uint32_t> entry = image.entry_point())
             impl_->entries.push_back(*entry);
-        for (const FrameFunction& function : read_call_frames(*image)) {
+        for (const FrameFunction& function : read_call_frames(image)) {
             impl_->function_starts.push_back(function.start & ~1u);
             bool lr_saved = false;
             for (const FrameRow& row : function.rows) {
@@ -210,10 +208,10 @@ Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
                 impl_->rows.back().end &= ~1u;
             }
         }
-        UnwindTables::ImageExidx exidx{{}, ExidxTable::read(*image)};
+        UnwindTables::ImageExidx exidx{{}, ExidxTable::read(image)};
         if (exidx.table.empty())
             continue;
-        for (const Section& section : image->sections())   // its own (symbols() has every image's)
+        for (const Section& section : image.sections())   // its own (the set's symbols have every image's)
             if (section.runs_code())
                 exidx.code.emplace_back(section.address, section.end());
         if (exidx.code.empty())   // nothing known of its code: the table answers for any address
@@ -222,7 +220,7 @@ Unwinder::Unwinder(const Firmware& firmware) : impl_(std::make_unique<Impl>())
             impl_->function_starts.push_back(entry.start);
         impl_->exidx.push_back(std::move(exidx));
     }
-    // The stack's top: the first image's initial MSP (word 0 of its table).
+    // The stack's top: the main image's initial MSP (word 0 of its table).
     if (!impl_->vector_tables.front().empty())
         impl_->initial_sp = impl_->vector_tables.front()[0];
     std::sort(impl_->rows.begin(), impl_->rows.end(),

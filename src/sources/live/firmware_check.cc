@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/halting_target.h"
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
@@ -68,7 +68,7 @@ bool architecture_fits(uint32_t cpuid, unsigned cpu_arch)
 namespace {
 
 // The regions of one image; `of`: " of IMAGE" when the target runs several.
-void add_regions(FirmwareCheck& check, const core::Firmware& firmware, const std::string& of)
+void add_regions(FirmwareCheck& check, const core::Image& image, const std::string& of)
 {
     // What the target holds whatever the firmware has done since reset: every loaded section's
     // bytes at their load address (LMA). A section the start-up code copies (.data, code run from
@@ -79,11 +79,11 @@ void add_regions(FirmwareCheck& check, const core::Firmware& firmware, const std
         uint32_t at;   // where the target holds these bytes
     };
     std::vector<Fixed> fixed;
-    for (const core::Section& section : firmware.sections())
+    for (const core::Section& section : image.sections())
         if (section.loaded() && section.bytes.size() >= 4 && (section.copied() || (section.flags & shf_write) == 0))
             fixed.push_back({&section, section.load_address});
     std::sort(fixed.begin(), fixed.end(), [](const Fixed& a, const Fixed& b) { return a.at < b.at; });
-    if (const std::vector<uint32_t> vectors = firmware.vector_table(vector_words); !vectors.empty()) {
+    if (const std::vector<uint32_t> vectors = image.vector_table(vector_words); !vectors.empty()) {
         std::string bytes;
         for (uint32_t word : vectors)
             for (int shift = 0; shift < 32; shift += 8)
@@ -116,7 +116,7 @@ void add_regions(FirmwareCheck& check, const core::Firmware& firmware, const std
     }
     // Code run from RAM, where it runs: it is there once the start-up has copied it, and
     // anything before (at reset, in a bootloader). Compared for the message, never refused.
-    for (const core::Section& section : firmware.sections())
+    for (const core::Section& section : image.sections())
         if (section.loaded() && section.copied() && section.executable() && section.bytes.size() >= 4) {
             const size_t size = std::min<size_t>(window_bytes, section.bytes.size() & ~size_t(3));
             check.regions.push_back({section.address, std::string(section.bytes.substr(0, size)),
@@ -126,16 +126,15 @@ void add_regions(FirmwareCheck& check, const core::Firmware& firmware, const std
 
 } // namespace
 
-FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only)
+FirmwareCheck firmware_check(const core::ImageSet& images, bool warn_only)
 {
     FirmwareCheck check;
-    check.elf = firmware.describe();
+    check.elf = images.describe();
     check.warn_only = warn_only;
-    const bool several = !firmware.more_images().empty();
-    add_regions(check, firmware, several ? " of " + firmware.path() : "");
-    for (const core::Firmware& image : firmware.more_images())
-        add_regions(check, image, " of " + image.path());
-    const core::ArmAttributes& attributes = firmware.attributes();
+    const bool several = images.images().size() > 1;
+    for (const core::Image& image : images.images())
+        add_regions(check, image, several ? " of " + image.path() : "");
+    const core::ArmAttributes& attributes = images.main().attributes();
     check.cpu_arch = attributes.cpu_arch;
     check.architecture = attributes.architecture();
     return check;

@@ -4,7 +4,7 @@
 #include <ostream>
 
 #include "mcuprof/image/data_layout.h"
-#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/image/symbols.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/link/rsp_client.h"
@@ -35,7 +35,7 @@ uint32_t read_word(transport::RspClient& gdb, uint32_t address)
 // the array's length, so a table of another length or member order reads the same.
 class TableReader {
 public:
-    explicit TableReader(const core::Firmware& firmware) : elf_path_(firmware.path()), layout_(firmware.data_layout()) {}
+    explicit TableReader(const core::Image& image) : elf_path_(image.path()), layout_(image.data_layout()) {}
 
     void read(transport::RspClient& gdb, DumpChunk& chunk) const
     {
@@ -96,10 +96,10 @@ private:
 
 } // namespace
 
-Dump read_onchip(transport::RspClient& gdb, const core::Firmware& firmware)
+Dump read_onchip(transport::RspClient& gdb, const core::ImageSet& images)
 {
-    const core::SymbolTable& symbols = firmware.symbols();
-    const std::string& elf_path = firmware.path();
+    const core::SymbolTable& symbols = images.symbols();
+    const std::string& elf_path = images.main().path();
     const auto taken = symbols.find_object("prof_taken");
     if (!taken)
         throw Error(elf_path, "symbols", "no prof_taken: the firmware has no reference on-chip sampler");
@@ -110,7 +110,7 @@ Dump read_onchip(transport::RspClient& gdb, const core::Firmware& firmware)
     chunk.announced = read_word(gdb, taken->address);
 
     if (symbols.find_object("prof_table")) {
-        TableReader(firmware).read(gdb, chunk);
+        TableReader(images.main()).read(gdb, chunk);
     } else if (const auto ring = symbols.find_object("prof_ring")) {
         // The ring holds the last `length` samples; the oldest is at taken % length once it
         // has wrapped (the sampler writes sample k at k % length).
@@ -147,10 +147,10 @@ Dump read_onchip(transport::RspClient& gdb, const core::Firmware& firmware)
     return dump;
 }
 
-Dump read_onchip_over_gdb(const transport::LinkAddress& endpoint, const core::Firmware& firmware,
+Dump read_onchip_over_gdb(const transport::LinkAddress& endpoint, const core::ImageSet& images,
                           std::optional<uint32_t> stop_at, std::chrono::steady_clock::duration timeout)
 {
-    const std::string& elf_path = firmware.path();
+    const std::string& elf_path = images.main().path();
     transport::RspClient::Options options;
     transport::RspClient gdb(endpoint, options);
     gdb.handshake();   // the target is halted now
@@ -162,7 +162,7 @@ Dump read_onchip_over_gdb(const transport::LinkAddress& endpoint, const core::Fi
             throw Error(elf_path, "", "the target exited before reaching the stop address");
         gdb.remove_breakpoint(*stop_at);
     }
-    Dump dump = read_onchip(gdb, firmware);
+    Dump dump = read_onchip(gdb, images);
     gdb.detach();
     return dump;
 }

@@ -83,21 +83,21 @@ std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout)
     return std::nullopt;
 }
 
-std::optional<TaskLayout> detect_rtos(const core::Firmware& firmware)
+std::optional<TaskLayout> detect_rtos(const core::Image& image)
 {
-    if (!firmware.has_debug_info())
+    if (!image.has_debug_info())
         return std::nullopt;   // no DWARF: no task names, the samples are still good
     try {
         // The whole data layout reads every DWARF entry: 0.3 s on 20 MB of DWARF, before the
         // first sample. Not for an image whose symbols name no kernel's variable (a symbol
         // table without data symbols says nothing: the DWARF is read then).
-        const core::SymbolTable& symbols = firmware.symbols();
+        const core::SymbolTable& symbols = image.symbols();
         const bool named = std::any_of(std::begin(kernels), std::end(kernels), [&](const Kernel& kernel) {
             return symbols.find_object(kernel.variable).has_value();
         });
         if (!named && symbols.has_objects())
             return std::nullopt;
-        return detect_rtos(firmware.data_layout());
+        return detect_rtos(image.data_layout());
     } catch (const core::Error&) {
         return std::nullopt;   // no DWARF: no task names, the samples are still good
     }

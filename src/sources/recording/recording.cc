@@ -456,7 +456,7 @@ RecordedFirmware recorded_firmware(const RunHeader& header)
 
 namespace {
 
-RunHeader::Image image_fields(const core::Firmware& image)
+RunHeader::Image image_fields(const core::Image& image)
 {
     const std::string& elf_path = image.path();
     std::error_code failed;
@@ -466,10 +466,10 @@ RunHeader::Image image_fields(const core::Firmware& image)
 
 } // namespace
 
-std::vector<RunHeader::Image> firmware_fields(const core::Firmware& firmware)
+std::vector<RunHeader::Image> firmware_fields(const core::ImageSet& images)
 {
-    std::vector<RunHeader::Image> fields = {image_fields(firmware)};
-    for (const core::Firmware& image : firmware.more_images())
+    std::vector<RunHeader::Image> fields;
+    for (const core::Image& image : images.images())
         fields.push_back(image_fields(image));
     return fields;
 }

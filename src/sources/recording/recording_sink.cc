@@ -31,10 +31,10 @@ void RecordingSink::task(uint32_t control_block, const std::string& name)
     writer_.task(control_block, name);
 }
 
-RunHeader recording_header(const SampleSource& source, const core::Firmware& firmware)
+RunHeader recording_header(const SampleSource& source, const core::ImageSet& images)
 {
     RunHeader header = source.run_header();
-    header.images = firmware_fields(firmware);
+    header.images = firmware_fields(images);
     header.started =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     return header;

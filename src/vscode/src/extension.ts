@@ -159,17 +159,16 @@ async function diff(a?: string, b?: string) {
   if (!a) return;
   b = b ?? await pick('Diff: recording B (after)');
   if (!b) return;
-  // diff wants the ELFs; each recording names its own
-  const elf = (f: string) => {
+  // Each recording names its images (all of them: a bootloader and its application too), and
+  // diff reopens them when given no --elf.
+  for (const f of [a, b]) {
     const fd = fs.openSync(f, 'r');
     const head = Buffer.alloc(1 << 16);
     const n = fs.readSync(fd, head, 0, head.length, 0);
     fs.closeSync(fd);
-    const e = recordedElf(head.subarray(0, n));
-    if (!e) throw new Error(`${f} names no ELF: diff needs one`);
-    return e;
-  };
-  const text = await run(['diff', a, b, '--elf', elf(a), '--elf-b', elf(b), '--by', 'line', '--format', 'json']);
+    if (!recordedElf(head.subarray(0, n))) throw new Error(`${f} names no ELF: diff needs one`);
+  }
+  const text = await run(['diff', a, b, '--by', 'line', '--format', 'json']);
   const d = JSON.parse(text) as DiffReport;
   show({ title: `diff ${path.basename(a)} → ${path.basename(b)}`, recording: b, samples: d.b.samples, heat: diffHeat(d) });
 }

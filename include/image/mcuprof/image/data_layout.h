@@ -16,7 +16,7 @@
 
 namespace mcuprof::core {
 
-class Firmware;
+class Image;
 
 struct TypeLayout {
     enum class Kind { base, pointer, structure, union_, array, enumeration, other };
@@ -58,10 +58,10 @@ struct FieldLayout {
 
 class DataLayout {
 public:
-    // Reads the image's DWARF (checked first: Firmware::check_dwarf); throws core::Error naming
-    // the file when it cannot be read or has no debug information. The image must outlive
-    // the layout; Firmware::data_layout() keeps the one a command uses.
-    explicit DataLayout(const Firmware& firmware);
+    // Reads the image's DWARF (checked first: Image::check_dwarf) through its DWARF context;
+    // throws core::Error naming the file when it cannot be read or has no debug information.
+    // The image must outlive the layout; Image::data_layout() keeps the one a command uses.
+    explicit DataLayout(const Image& image);
     // The same from an image in memory (copied, and kept); `name` stands for the file in errors.
     static DataLayout parse(std::string_view image, const std::string& name);
     ~DataLayout();

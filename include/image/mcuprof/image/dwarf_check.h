@@ -9,7 +9,7 @@
 // The check walks the units and entries LLVM reads, as LLVM would (DWARF 5 sections 7.5.1 unit
 // headers, 7.5.3 abbreviations, 7.5.6 forms) and stops at the first value that does not fit.
 // Units and entries that pass cannot take LLVM past the end of their unit; LLVM reads no
-// entry of a unit before the check of that unit has passed (Firmware's parts see to it).
+// entry of a unit before the check of that unit has passed (Image's parts see to it).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -18,7 +18,7 @@
 
 namespace mcuprof::core {
 
-class Firmware;
+class Image;
 
 // One section of debugging entries: its name as the file spells it, and its bytes.
 struct DebugInfoSection {
@@ -48,7 +48,7 @@ public:
     // section (SHF_COMPRESSED) is decompressed first (and kept by the check), after its stated
     // size has been checked against what zlib can produce. Sections it cannot read are LLVM's
     // to report.
-    static std::unique_ptr<DebugEntryCheck> of(const Firmware& firmware);
+    static std::unique_ptr<DebugEntryCheck> of(const Image& image);
     ~DebugEntryCheck();
     DebugEntryCheck(const DebugEntryCheck&) = delete;
     DebugEntryCheck& operator=(const DebugEntryCheck&) = delete;

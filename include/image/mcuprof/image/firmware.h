@@ -1,9 +1,11 @@
 #pragma once
-// One firmware image: the ELF file mapped once and checked once (ELF32, little-endian, EM_ARM),
-// and everything the commands read from it, each part built the first time it is asked for:
-// the sections, the symbols, the source locator (DWARF lines and inline chains), the
-// call-frame tables (read by the Unwinder built on the image), the data layout (DWARF types), the
-// image's identity and its ARM build attributes. LLVM's types stay behind the pimpl.
+// One firmware image (core::Image): the ELF file mapped once and checked once (ELF32,
+// little-endian, EM_ARM), and everything the commands read from it, each part built the first
+// time it is asked for: the sections, the symbols, the source locator (DWARF lines and inline
+// chains), the call-frame tables (read by the Unwinder), the data layout (DWARF types), the
+// image's identity and its ARM build attributes. The three DWARF readers share one
+// DWARFContext, the image's, as LLVM's symbolizer gives each object file one DIContext
+// (SymbolizableObjectFile). LLVM's types stay behind the pimpl.
 //
 // The debugging entries (.debug_info, .debug_types, .debug_abbrev) are checked before LLVM reads
 // them (dwarf_check.h), a unit at a time: a lookup checks the units it reads, not the whole file.
@@ -83,35 +85,18 @@ struct ArmAttributes {
     std::string architecture() const;
 };
 
-class Firmware {
+class Image {
 public:
     // Maps the file and checks its header. Throws core::Error naming the file: unreadable,
     // not ELF32 little-endian, not EM_ARM, damaged section headers.
-    static Firmware open(const std::string& elf_path);
-    // Several images that run on one target (a bootloader and the application linked after
-    // it, a SoftDevice beside its application): `elf_path` first, then `more` (each opened as
-    // above). The samples are attributed through all of them: symbols() merges their functions
-    // (a name two images share told apart by the image's file name, "main (boot.elf)"),
-    // locator() and the Unwinder read each address with its own image's DWARF. Throws
-    // core::Error naming the later file when two images load bytes at the same address (by
-    // their LOAD segments, as QEMU and a probe write them); code two images both run from one
-    // place in RAM is the earlier image's, and notes() says so.
-    static Firmware open(const std::string& elf_path, const std::vector<std::string>& more);
-    // What open() found doubtful about several images together, one line each, for the report.
-    const std::vector<std::string>& notes() const;
+    static Image open(const std::string& elf_path);
     // The same from an image in memory (copied); `name` stands for the file in errors.
-    static Firmware parse(std::string_view image, const std::string& name);
-    ~Firmware();
-    Firmware(Firmware&&) noexcept;
-    Firmware& operator=(Firmware&&) noexcept;
+    static Image parse(std::string_view image, const std::string& name);
+    ~Image();
+    Image(Image&&) noexcept;
+    Image& operator=(Image&&) noexcept;
 
     const std::string& path() const;
-    // The images opened with this one (open's `more`), each with its own sections, symbols
-    // and DWARF; empty for a single image. sections(), word(), vector_table(), entry_point(),
-    // identity() and the has_* questions are of this image alone.
-    const std::vector<Firmware>& more_images() const;
-    // "app.elf" or, with more images, "app.elf and boot.elf": for messages.
-    std::string describe() const;
     const std::vector<Section>& sections() const;
     // The LOAD program headers, in file order; empty for an ELF without program headers.
     const std::vector<Segment>& load_segments() const;
@@ -130,8 +115,9 @@ public:
     std::optional<uint32_t> entry_point() const;
 
     // Built the first time, then kept (the references stay valid as long as the image).
-    // Throws core::Error for corrupt symbol tables or debugging entries. With more images,
-    // symbols() and locator() are of all of them together.
+    // Throws core::Error for corrupt symbol tables or debugging entries. Each is of this
+    // image alone; the images of a target together are an ImageSet (image_set.h). The source
+    // locator, the data layout and the call frames read one DWARF context, the image's.
     const SymbolTable& symbols() const;
     SourceLocator& locator() const;                // a cache of lookups: not const in use
     const DataLayout& data_layout() const;         // throws core::Error when the image has no DWARF
@@ -159,7 +145,7 @@ public:
     const Impl& impl() const { return *impl_; }
 
 private:
-    explicit Firmware(std::unique_ptr<Impl> impl);
+    explicit Image(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
 

@@ -10,7 +10,8 @@
 
 namespace mcuprof::core {
 
-class Firmware;
+class Image;
+class ImageSet;
 class SymbolTable;
 
 struct SourceFrame {
@@ -26,12 +27,18 @@ struct SourceFrame {
 
 class SourceLocator {
 public:
-    // Checks the image's DWARF unit headers (Firmware::check_dwarf_units), and before each
-    // lookup the entries of the unit it reads (check_dwarf_unit_at): corrupt ones throw
-    // core::Error, here or from frames(). The image must outlive the locator;
-    // Firmware::locator() keeps the one a command uses. With more images (Firmware::open's
-    // `more`), an address in another image's code is looked up in that image's DWARF.
-    explicit SourceLocator(const Firmware& firmware);
+    // One image's lines and inline chains, read through its DWARF context; the outermost
+    // frame is named from `names` (the image's own symbols, or a set's). Checks the image's
+    // DWARF unit headers (Image::check_dwarf_units), and before each lookup the entries of
+    // the unit it reads (check_dwarf_unit_at): corrupt ones throw core::Error, here or from
+    // frames(). The image and the names must outlive the locator; Image::locator() keeps the
+    // one of the image's own symbols.
+    explicit SourceLocator(const Image& image);
+    SourceLocator(const Image& image, const SymbolTable& names);
+    // Several images' (ImageSet::locator() keeps the one a command uses): each address looked
+    // up in the DWARF of the image that holds it (ImageSet::image_at; the main image's where
+    // none does), named from the set's symbols.
+    explicit SourceLocator(const ImageSet& images);
     // The same from an image in memory (copied, and kept); `name` stands for the file in errors.
     static std::unique_ptr<SourceLocator> parse(std::string_view image, const std::string& name);
     ~SourceLocator();
@@ -50,10 +57,8 @@ public:
     std::string line_at(uint32_t address);
 
 private:
-    // One image's DWARF, its outermost frames named from `names` (all images' symbols).
-    SourceLocator(const Firmware& image, const SymbolTable& names);
-    // The locator of the other image whose code holds `address`, or nullptr (this image's).
-    SourceLocator* other_image_at(uint32_t address) const;
+    // Of a set: the locator of the image that holds `address`; of one image: nullptr.
+    SourceLocator* image_locator(uint32_t address) const;
 
     struct Impl;
     std::unique_ptr<Impl> impl_;

@@ -9,7 +9,7 @@
 
 namespace mcuprof::core {
 
-class Firmware;
+class Image;
 
 struct Function {
     uint32_t start = 0;                 // Thumb bit cleared
@@ -43,8 +43,9 @@ struct CodeSection {
 class SymbolTable {
 public:
     // Reads STT_FUNC symbols (local and global) of the image, and the executable sections.
-    // Throws core::Error. Firmware::symbols() keeps the one a command uses.
-    static SymbolTable load(const Firmware& firmware);
+    // Throws core::Error. Image::symbols() keeps the one of each image,
+    // ImageSet::symbols() the merged one a command uses.
+    static SymbolTable load(const Image& image);
     // The same from an image in memory; `name` stands for the file in errors.
     static SymbolTable parse(std::string_view image, const std::string& name);
     // The functions, code and data symbols of several images of one target together (the

@@ -188,7 +188,7 @@ struct AttributionOptions {
 // has one, else the symbol table's function (or "?"), as the profile's stacks name them.
 std::vector<StackFrame> frames_at(uint32_t address, const SymbolTable& symbols, SourceLocator* locator);
 
-// The handlers of a vector table (Firmware::vector_table's words; ARMv7-M ARM B1.5.3: word N
+// The handlers of a vector table (Image::vector_table's words; ARMv7-M ARM B1.5.3: word N
 // is exception N's handler with the Thumb bit set, word 0 the initial main stack pointer), by
 // exception number, Thumb bit clear; entries that are 0 left out.
 std::map<uint32_t, uint32_t> vector_handlers(const std::vector<uint32_t>& vector_table);

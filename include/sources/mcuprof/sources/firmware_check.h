@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace mcuprof::core {
-class Firmware;
+class ImageSet;
 }
 
 namespace mcuprof::sources {
@@ -42,9 +42,9 @@ struct FirmwareCheck {
 // four 16-byte windows spread over the executable sections, each read where the image loads it
 // (its LMA: code run from RAM is checked in flash, where it stays); the first 16 bytes of each
 // section of code run from RAM where it runs, which only the message reports (at reset the
-// start-up has not copied it yet): six or more reads, and CPUID one more. Of every image when
-// the firmware is several (Firmware::more_images), each at its own addresses.
-FirmwareCheck firmware_check(const core::Firmware& firmware, bool warn_only);
+// start-up has not copied it yet): six or more reads, and CPUID one more. Of every image of
+// the set, each at its own addresses; the build attributes are the main image's.
+FirmwareCheck firmware_check(const core::ImageSet& images, bool warn_only);
 
 struct FirmwareCheckResult {
     bool matches = true;

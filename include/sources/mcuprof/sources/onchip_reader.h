@@ -11,7 +11,7 @@
 #include "mcuprof/sources/dump_reader.h"
 
 namespace mcuprof::core {
-class Firmware;
+class ImageSet;
 }
 namespace mcuprof::transport {
 class RspClient;
@@ -20,13 +20,15 @@ struct LinkAddress;
 
 namespace mcuprof::sources {
 
-// The target must be halted. Throws sources::Error when the ELF has no sampler.
-Dump read_onchip(transport::RspClient& gdb, const core::Firmware& firmware);
+// The target must be halted. The sampler's variables are found among the set's symbols, the
+// top-N table's layout in the main image's DWARF. Throws sources::Error when the ELF has no
+// sampler.
+Dump read_onchip(transport::RspClient& gdb, const core::ImageSet& images);
 
 // Connects to a GDB server, optionally lets the target run until it reaches `stop_at`
 // (a breakpoint, removed again), reads the sampler, and detaches, leaving the target
 // running. Throws transport::Error or sources::Error.
-Dump read_onchip_over_gdb(const transport::LinkAddress& gdb, const core::Firmware& firmware,
+Dump read_onchip_over_gdb(const transport::LinkAddress& gdb, const core::ImageSet& images,
                           std::optional<uint32_t> stop_at, std::chrono::steady_clock::duration timeout);
 
 // The dump in the firmware's own text format (docs/formats.md), which `report` reads.

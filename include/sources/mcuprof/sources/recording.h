@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/profile/samples.h"
-#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/run_header.h"
 #include "mcuprof/sources/text_file.h"
 
@@ -93,9 +93,9 @@ struct RecordedFirmware {
     std::vector<RecordedFirmware> more;   // the other images the target ran ("more_elves")
 };
 RecordedFirmware recorded_firmware(const RunHeader& header);
-// The header's images (RunHeader::images): the image, then each of its more images, each its
+// The header's images (RunHeader::images): the set's images in order, each its
 // path as given, absolute, and its identity. Throws core::Error for an image whose sections
 // cannot be read.
-std::vector<RunHeader::Image> firmware_fields(const core::Firmware& firmware);
+std::vector<RunHeader::Image> firmware_fields(const core::ImageSet& images);
 
 } // namespace mcuprof::sources

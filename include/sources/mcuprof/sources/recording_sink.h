@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "mcuprof/image/firmware.h"
+#include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
 
@@ -32,6 +32,6 @@ private:
 
 // A recording's header: what the source says of itself, the firmware's images with their
 // identities, and when it started.
-RunHeader recording_header(const SampleSource& source, const core::Firmware& firmware);
+RunHeader recording_header(const SampleSource& source, const core::ImageSet& images);
 
 } // namespace mcuprof::sources

@@ -16,7 +16,7 @@
 
 namespace mcuprof::core {
 class DataLayout;
-class Firmware;
+class Image;
 }
 
 namespace mcuprof::sources {
@@ -57,7 +57,7 @@ std::optional<TaskLayout> kernel_layout(const core::DataLayout& layout, const st
 // The running task's layout for the kernel the ELF's DWARF shows, tried in turn among the
 // kernels known; nothing when none matches or the ELF has no DWARF.
 std::optional<TaskLayout> detect_rtos(const core::DataLayout& layout);
-std::optional<TaskLayout> detect_rtos(const core::Firmware& firmware);
+std::optional<TaskLayout> detect_rtos(const core::Image& image);
 
 // The running task at each halt: the words to read ride along with the halt's request, and
 // the names of the control blocks met so far are read from the target once each.

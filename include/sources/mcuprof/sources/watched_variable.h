@@ -27,6 +27,6 @@ private:
 // The variable NAME of the image (a global or static at a fixed address, of an integer,
 // boolean or enumeration type of 1, 2 or 4 bytes); throws mcuprof::Error naming the ELF and
 // what is wrong.
-WatchedVariable find_watched_variable(const core::Firmware& firmware, const std::string& name);
+WatchedVariable find_watched_variable(const core::Image& image, const std::string& name);
 
 } // namespace mcuprof::sources

@@ -12,7 +12,7 @@
 
 namespace mcuprof::core {
 
-class Firmware;
+class Image;
 
 // How to recover one register in the caller (DWARF 5, 6.4.1 "register rules").
 struct RegisterRule {
@@ -53,6 +53,6 @@ struct FrameFunction {
 // instructions cannot be evaluated (an unknown opcode, restore_state without remember_state,
 // a register beyond r15 in a CFA rule) is left out: its function has no frame information.
 // Throws core::Error naming the file when the section cannot be read.
-std::vector<FrameFunction> read_call_frames(const Firmware& firmware);
+std::vector<FrameFunction> read_call_frames(const Image& image);
 
 } // namespace mcuprof::core

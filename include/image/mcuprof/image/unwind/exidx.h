@@ -11,7 +11,7 @@
 
 namespace mcuprof::core {
 
-class Firmware;
+class Image;
 class StackMemory;
 
 struct ExidxEntry {
@@ -25,7 +25,7 @@ public:
     // Reads .ARM.exidx and the .ARM.extab entries it points to (an image without them gives an
     // empty table). Throws core::Error naming the file and the entry when a pointer leads
     // outside the image.
-    static ExidxTable read(const Firmware& firmware);
+    static ExidxTable read(const Image& elf);
 
     bool empty() const { return entries_.empty(); }
     const std::vector<ExidxEntry>& entries() const { return entries_; }

@@ -19,7 +19,7 @@
 
 namespace mcuprof::core {
 
-class Firmware;
+class ImageSet;
 
 struct UnwindResult {
     CallStack stack;                         // callers: call sites, innermost first
@@ -28,18 +28,18 @@ struct UnwindResult {
 
 class Unwinder {
 public:
-    // Reads the image's call-frame information (and keeps what it needs: the image may go
-    // away); throws core::Error naming the file when it cannot be read. Code without .debug_frame rows unwinds through its .ARM.exidx entry
-    // when it has one; an ELF with neither unwinds through leaves and exception frames only
-    // (has_frame_info() false).
-    explicit Unwinder(const Firmware& firmware);
+    // Reads each image's call-frame information (and keeps what it needs: the images may go
+    // away); throws core::Error naming the file when it cannot be read. Code without
+    // .debug_frame rows unwinds through its .ARM.exidx entry when it has one; an ELF with
+    // neither unwinds through leaves and exception frames only (has_frame_info() false).
+    explicit Unwinder(const ImageSet& images);
     ~Unwinder();
     Unwinder(const Unwinder&) = delete;
     Unwinder& operator=(const Unwinder&) = delete;
 
     bool has_frame_info() const;
-    // The initial main stack pointer: word 0 of the vector table, the allocated section
-    // at the lowest address (ARMv7-M ARM, B1.5.3). Memory ends there on most parts, so
+    // The initial main stack pointer: word 0 of the main image's vector table, the allocated
+    // section at the lowest address (ARMv7-M ARM, B1.5.3). Memory ends there on most parts, so
     // stack reads stop at it.
     std::optional<uint32_t> initial_stack_pointer() const;
     UnwindResult unwind(const CoreRegisters& registers, StackMemory& memory, size_t max_depth = 64) const;
