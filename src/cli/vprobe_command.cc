@@ -162,7 +162,12 @@ int vprobe_command(const Arguments& args)
         return 0;
     if (o.latency.count() > 0)
         ::prctl(PR_SET_TIMERSLACK, 1UL);   // the kernel's default 50 us slack would blur 125 us
-    transport::RspClient rsp(transport::LinkAddress::parse(o.gdb, "--gdb", o.baud), transport::RspClient::Options{});
+    // QEMU's replies wait on its host: a loaded host can stop its threads for seconds (a
+    // stall a core on a probe never has), and a halt that timed out here would be a fault of
+    // the rig, not of the target. So the gdbstub gets 15 s, not RspClient's default 3 s
+    // (docs/live.md, "The hla_swd PCSR residue"); a QEMU that exits closes the socket at once.
+    transport::RspClient rsp(transport::LinkAddress::parse(o.gdb, "--gdb", o.baud),
+                             transport::RspClient::Options{std::chrono::seconds(15)});
     rsp.handshake();   // connecting stops the target
     vprobe::RspTarget target(rsp, true);
     // Every core of a multi-core machine (QEMU: a GDB process per CPU cluster), each behind an
