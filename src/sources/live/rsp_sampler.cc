@@ -6,6 +6,7 @@
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
 #include "mcuprof/sources/openocd_sampler.h"
+#include "mcuprof/sources/openocd_scripts.h"
 #include "mcuprof/sources/stack_pointer_stub.h"
 #include "mcuprof/link/error.h"
 #include "mcuprof/link/rsp_client.h"
@@ -148,7 +149,7 @@ public:
     {
         // OpenOCD's other cores, kept halted for their stacks: resumed first, as found.
         if (others_kept_halted_) {
-            gdb_->monitor(other_cores_resume_script(openocd_others_));
+            gdb_->monitor(other_cores_resume_script(openocd_others_, others_resume_));
             others_kept_halted_ = false;
         }
         select_core(0);
@@ -205,6 +206,7 @@ public:
         if (!openocd_others_.empty()) {
             others_halted_ = true;
             others_kept_halted_ = request.stay_halted;
+            others_resume_ = std::move(others.resume);
             halt.state.other_cores = std::move(others.registers);
             halt.state.other_stack_windows = std::move(others.windows);
             halt.state.stop_after = std::move(stop_after);
@@ -271,7 +273,7 @@ public:
                 gdb_->interrupt();
             running_ = false;
             if (others_kept_halted_) {   // a halt cut short between its reads and its resume
-                gdb_->monitor(other_cores_resume_script(openocd_others_));
+                gdb_->monitor(other_cores_resume_script(openocd_others_, others_resume_));
                 others_kept_halted_ = false;
             }
             restore_others_dfsr(*gdb_);
@@ -390,8 +392,8 @@ private:
             try {
                 std::unique_ptr<transport::RspClient> fresh = connect();
                 fresh->handshake();
-                if (others_kept_halted_)   // OpenOCD keeps the halt script's DHCSR values
-                    fresh->monitor(other_cores_resume_script(openocd_others_));
+                if (others_kept_halted_)   // the DHCSR values the halt script found
+                    fresh->monitor(other_cores_resume_script(openocd_others_, others_resume_));
                 others_kept_halted_ = false;
                 restore_others_dfsr(*fresh);
                 fresh->detach();
@@ -426,6 +428,7 @@ private:
     bool others_halted_ = false;               // OpenOCD: the monitor script halted the other cores
     bool others_found_halted_ = false;         // OpenOCD: it found one halted by someone else
     bool others_kept_halted_ = false;          // OpenOCD: the other cores wait for their resume script
+    std::vector<uint32_t> others_resume_;      // what resumes them: each one's DHCSR as found, C_HALT clear
     size_t selected_core_ = 0;
 };
 
