@@ -46,16 +46,9 @@ public:
         // core's in every round of its batch (not OpenOCD's `profile`, which reads the current
         // target's only).
         if (options_.pacing.pacing != Pacing::pcsr || options_.pcsr_profile_gmon.empty())
-            for (auto it = unsampled_.begin(); it != unsampled_.end();) {
-                const std::string name = it->substr(0, it->find(' '));
-                if (*it == name + " (cortex_m)" &&
-                    tcl_->eval(result_or(tcl::on_target(name) + "was_examined", "0")) == "1") {
-                    others_.push_back(name);
-                    it = unsampled_.erase(it);
-                } else {
-                    ++it;
-                }
-            }
+            others_ = take_examined_cortex_m(unsampled_, [this](const std::string& name) {
+                return tcl_->eval(result_or(tcl::on_target(name) + "was_examined", "0")) == "1";
+            });
         // Jim Tcl's clock (OpenOCD built with its bundled Jim may lack it): times the halt requests.
         if (!others_.empty())
             clock_ = tcl_->eval("expr {[catch {clock microseconds}] ? 0 : 1}") == "1";

@@ -320,15 +320,8 @@ private:
         // as not sampled.
         if (options_.extras.stacks)
             return;
-        for (auto it = unsampled_.begin(); it != unsampled_.end();) {
-            const std::string name = it->substr(0, it->find(' '));
-            if (*it == name + " (cortex_m)" && answer_or_empty(name + " was_examined") == "1") {
-                openocd_others_.push_back(name);
-                it = unsampled_.erase(it);
-            } else {
-                ++it;
-            }
-        }
+        openocd_others_ = take_examined_cortex_m(
+            unsampled_, [&](const std::string& name) { return answer_or_empty(name + " was_examined") == "1"; });
         // The other cores' halt requests are timed by OpenOCD's clock inside the monitor script
         // (other_cores_stop_after), where its Tcl has one.
         if (!openocd_others_.empty())

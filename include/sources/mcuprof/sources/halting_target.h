@@ -170,5 +170,9 @@ public:
 // gives it ("stm32h7x.cpu1 (cortex_m)"), leaving out bare access ports (mem_ap).
 std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,
                                              const std::function<std::string(const std::string&)>& type_of);
+// The cortex_m targets among other_openocd_cores' list `unsampled` that OpenOCD has examined
+// (`examined`), taken out of it in order: the cores sampled besides the current target.
+std::vector<std::string> take_examined_cortex_m(std::vector<std::string>& unsampled,
+                                                const std::function<bool(const std::string&)>& examined);
 
 } // namespace mcuprof::sources
