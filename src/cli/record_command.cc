@@ -162,7 +162,8 @@ int record_samples(RecordOptions& o, const core::ImageSet& images)
     const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, images);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
     sources::SampleSource& sampler = *source;
-    sources::RecordingWriter writer(o.samples_file, sources::recording_header(sampler, images));
+    const sources::RunHeader header = sources::recording_header(sampler, images);
+    sources::RecordingWriter writer(o.samples_file, header);
     RecordSink sink(writer);
 
     sources::SamplerStats stats;
@@ -177,8 +178,8 @@ int record_samples(RecordOptions& o, const core::ImageSet& images)
     // The bias is a warning of the profile below: said here (before the summary, which stays the
     // last line) only when that profile is not a text on the terminal, which shows it itself.
     const bool profile_on_terminal = o.report.format == "text" && o.report.output.empty();
-    if (const std::string bias = sampler.describe().value("bias", ""); !bias.empty() && !profile_on_terminal)
-        std::fprintf(stderr, "mcuprof record: warning: %s\n", bias.c_str());
+    if (header.bias && !header.bias->empty() && !profile_on_terminal)
+        std::fprintf(stderr, "mcuprof record: warning: %s\n", header.bias->c_str());
     const std::string& file = o.samples_file;
     std::fprintf(stderr, "mcuprof record: %llu samples in %.2f s (%.0f samples/s), %s; %s; samples in %s\n",
                  static_cast<unsigned long long>(stats.samples), stats.wall_seconds, stats.rate(),

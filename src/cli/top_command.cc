@@ -83,9 +83,10 @@ public:
     // `header`: the recording header of the source, which says whether its samples are
     // instants of time (and so can find the core asleep) and whether they are DWT_PCSR reads.
     TopSink(const core::SymbolTable& symbols, bool by_task, std::optional<sources::WatchedVariable> variable,
-            const std::optional<HalfLife>& half_life, sources::RecordingSink* recording, const nlohmann::json& header)
+            const std::optional<HalfLife>& half_life, sources::RecordingSink* recording,
+            const sources::RunHeader& header)
         : symbols_(symbols), by_task_(by_task), variable_(std::move(variable)),
-          measures_time_(sources::measures_time(header)), reads_pcsr_(sources::reads_pcsr(header)),
+          measures_time_(header.measures_time()), reads_pcsr_(header.reads_pcsr()),
           half_life_(half_life ? std::optional<double>(half_life->value) : std::nullopt), tally_(half_life_),
           by_samples_(half_life && half_life->in_samples),
           recording_(recording)
@@ -366,7 +367,7 @@ int top_command(const Arguments& args)
     const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, images);
     const sources::SamplingPlan plan = sampling_plan(o.sampling, 0);
 
-    const nlohmann::json header = sources::recording_header(*source, images);
+    const sources::RunHeader header = sources::recording_header(*source, images);
     std::unique_ptr<sources::RecordingWriter> writer;
     if (!o.samples_file.empty())
         writer = std::make_unique<sources::RecordingWriter>(o.samples_file, header);
@@ -375,8 +376,8 @@ int top_command(const Arguments& args)
         recording.emplace(*writer);
     TopSink sink(symbols, o.by_task(), o.sampling.variable, o.half_life, recording ? &*recording : nullptr, header);
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
-    if (const std::string bias = source->describe().value("bias", ""); !bias.empty())
-        std::fprintf(stderr, "mcuprof top: warning: %s\n", bias.c_str());
+    if (header.bias && !header.bias->empty())
+        std::fprintf(stderr, "mcuprof top: warning: %s\n", header.bias->c_str());
 
     const StopOnSignal stop;
     // A reader that goes away (top | head) must end the sampling cleanly, with the target

@@ -29,14 +29,6 @@ bool Section::loaded() const { return allocated() && type != llvm::ELF::SHT_NOBI
 bool Section::compressed() const { return (flags & llvm::ELF::SHF_COMPRESSED) != 0; }
 bool Section::runs_code() const { return allocated() && executable() && size != 0; }
 
-std::optional<FirmwareIdentity> FirmwareIdentity::from_json(const nlohmann::json& j)
-{
-    if (!j.is_object() || !j.contains("kind") || !j.contains("value") || !j["kind"].is_string() ||
-        !j["value"].is_string())
-        return std::nullopt;
-    return FirmwareIdentity{j["kind"].get<std::string>(), j["value"].get<std::string>()};
-}
-
 std::string ArmAttributes::architecture() const
 {
     if (!cpu_arch)

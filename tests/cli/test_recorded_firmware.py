@@ -35,10 +35,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 import fwtest
 import qemu_runner
+import run_header
 from elf_symbols import nm_symbols
 
 SAMPLES = 1500
-MAGIC = b"mcuprof\x1a"
 
 
 def mcuprof(*args: str) -> subprocess.CompletedProcess:
@@ -52,10 +52,7 @@ def record(elf: Path, out: Path, *extra: str) -> None:
 
 
 def header_of(path: Path) -> dict:
-    data = path.read_bytes()
-    assert data[:8] == MAGIC
-    length = struct.unpack_from("<I", data, 12)[0]
-    return json.loads(data[16:16 + length])
+    return run_header.read_header(path)
 
 
 def with_header(path: Path, header: dict, out: Path) -> None:

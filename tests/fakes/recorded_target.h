@@ -76,7 +76,7 @@ class RecordedTarget : public mcuprof::sources::HaltingTarget {
 public:
     explicit RecordedTarget(const RecordedHalts& recording) : recording_(recording) {}
 
-    nlohmann::json describe() const override { return {{"source", "recorded halts"}}; }
+    mcuprof::sources::RunHeader::Link link_header() const override { return {}; }
     std::string server() const override { return "the recording"; }
     std::string peer() const override { return "recorded halts"; }
 

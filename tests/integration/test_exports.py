@@ -28,6 +28,7 @@ import unittest
 from pathlib import Path
 
 import fwtest
+import run_header
 from fwtest import CLI, _missing, qemu_runner
 
 ELF_NAME = "calltree_o2_m4"
@@ -221,9 +222,7 @@ def is_kind(value, kind: str) -> bool:
 def read_recording(path: Path) -> list[tuple[int, int, list[int], bool]]:
     """(time ns, pc, callers innermost first, truncated) per sample, from the file's layout."""
     data = path.read_bytes()
-    assert data[:8] == b"mcuprof\x1a"
-    (header_length,) = struct.unpack_from("<I", data, 12)
-    at = 16 + header_length
+    at = run_header.records_start(data, str(path))
     samples = []
     while at + 8 <= len(data):
         kind, length, _crc = struct.unpack_from("<HHI", data, at)

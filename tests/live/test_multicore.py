@@ -39,6 +39,7 @@ from pathlib import Path
 import fwtest
 from top_output import core_sections
 import qemu_runner
+import run_header
 from task_checks import check_tasks_per_core
 from live_runs import batch_errors, recorded_samples
 
@@ -248,7 +249,7 @@ class RecordBothCores(unittest.TestCase):
         stops = json.loads(self.recording.stdout)["core_stops"]
         self.assertEqual((stops["simultaneous"], stops["halts"]), (True, 0))
         data = self.rec.read_bytes()
-        at, sizes = 16 + struct.unpack_from("<I", data, 12)[0], set()
+        at, sizes = run_header.records_start(data, str(self.rec)), set()
         while at + 8 <= len(data):
             kind, size = struct.unpack_from("<HH", data, at)
             if kind == 1:

@@ -7,9 +7,7 @@ batches of consecutive halts) of the truth plugin's census of the same run, as o
 (test_live_rsp.py, WallClockPacing)."""
 from __future__ import annotations
 
-import json
 import shutil
-import struct
 import subprocess
 import tempfile
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 import fwtest
+import run_header
 from live_runs import mcuprof, three_loops_within_4_se, time_census_of
 from spawn import spawn
 
@@ -72,10 +71,7 @@ class SerialLink(unittest.TestCase):
         three_loops_within_4_se(self, result, name, times, rec)
         # The recording's header (docs/formats.md: magic, u32 version, u32 length, JSON) names
         # the line it came over.
-        data = rec.read_bytes()
-        self.assertEqual(data[:8], b"mcuprof\x1a")
-        length = struct.unpack_from("<I", data, 12)[0]
-        self.assertEqual(json.loads(data[16:16 + length])["gdb"], str(tty))
+        self.assertEqual(run_header.read_header(rec)["gdb"], str(tty))
 
     def test_missing_device_is_one_line_naming_it(self):
         elf = fwtest.elf_path("loops_forever_m4")

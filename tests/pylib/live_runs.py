@@ -16,6 +16,7 @@ from pathlib import Path
 
 import fwtest
 import qemu_runner
+import run_header
 
 Z = 4.0
 
@@ -129,9 +130,7 @@ def recorded_samples(path: Path) -> list[tuple[int, int]]:
     Recording: the core in bits 8-15 of the flags; a halt of several cores writes core 0's
     sample first), read without mcuprof."""
     data = path.read_bytes()
-    assert data[:8] == b"mcuprof\x1a", path
-    length = struct.unpack_from("<I", data, 12)[0]
-    at, samples = 16 + length, []
+    at, samples = run_header.records_start(data, str(path)), []
     while at + 8 <= len(data):
         kind, size, _ = struct.unpack_from("<HHI", data, at)
         if kind == 1:

@@ -10,6 +10,7 @@ import struct
 import sys
 import unittest
 
+import run_header
 from elf_symbols import nm_symbols
 
 Z = 4.0
@@ -192,7 +193,7 @@ def recorded_chains(path, functions: dict[str, tuple[int, int]]) -> list[tuple[i
         return next((n for n, (start, end) in functions.items() if start <= address < end), "?")
 
     data = path.read_bytes()
-    at = 16 + struct.unpack_from("<I", data, 12)[0]
+    at = run_header.records_start(data, str(path))
     chains = []
     while at + 8 <= len(data):
         kind, size = struct.unpack_from("<HH", data, at)

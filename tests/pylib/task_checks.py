@@ -11,6 +11,7 @@ import unittest
 from pathlib import Path
 
 import fwtest
+import run_header
 
 # scen_dualtasks.c makes a task its core's current one before it calls the task's function.
 TASK_OF = {"motor_work": "motor", "display_work": "display", "radio_work": "radio", "sensor_work": "sensor"}
@@ -20,9 +21,7 @@ CORE_TASKS = {0: {"motor", "display"}, 1: {"radio", "sensor"}}
 def recorded_samples(path: Path) -> tuple[list[tuple[int, int, int, bool]], dict[int, str]]:
     """Every sample's (core, pc, tag, tagged), and the task names of the task events."""
     data = path.read_bytes()
-    assert data[:8] == b"mcuprof\x1a", path
-    length = struct.unpack_from("<I", data, 12)[0]
-    at = 16 + length
+    at = run_header.records_start(data, str(path))
     samples, names = [], {}
     while at + 8 <= len(data):
         kind, size = struct.unpack_from("<HH", data, at)

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <boost/crc.hpp>
 
@@ -12,8 +13,10 @@
 #include "mcuprof/sources/recording.h"
 #include "mcuprof/sources/recording_sink.h"
 #include "mcuprof/sources/watched_variable.h"
+#include "kept_headers.h"
 
 using namespace mcuprof::sources;
+using tests::kept;
 
 namespace {
 
@@ -22,9 +25,19 @@ struct TempFile {
     ~TempFile() { std::remove(path.c_str()); }
 };
 
+// A header of the link kind alone.
+RunHeader header_of(LinkKind source)
+{
+    RunHeader header;
+    header.link.source = source;
+    return header;
+}
+
 void write_three(const std::string& path)
 {
-    RecordingWriter w(path, {{"source", "test"}, {"tasks", {{"0x20000100", "motor"}}}});
+    RunHeader header = header_of(LinkKind::gdb);
+    header.tasks = {{0x20000100, "motor"}};   // as recordings before task events had them
+    RecordingWriter w(path, kept(header));
     for (uint32_t i = 0; i < 3; ++i) {
         LiveSample s;
         s.time_ns = 1000u * i + (uint64_t(1) << 33);   // a time past 32 bits
@@ -66,6 +79,33 @@ size_t file_size(const std::string& path)
     return std::filesystem::file_size(path);
 }
 
+std::string file_bytes(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The length of the recording's header JSON (docs/formats.md: u32 at offset 12).
+uint32_t header_length(const std::string& bytes)
+{
+    uint32_t length = 0;
+    for (int i = 3; i >= 0; --i)
+        length = length << 8 | uint8_t(bytes[12 + i]);
+    return length;
+}
+
+// The recording at `path` with `text` for its header's JSON, as a damaged file or another
+// writer may have it.
+void replace_header(const std::string& path, const std::string& text)
+{
+    const std::string bytes = file_bytes(path);
+    std::string out = bytes.substr(0, 12);
+    for (int i = 0; i < 4; ++i)
+        out.push_back(char(text.size() >> (8 * i)));
+    out += text + bytes.substr(16 + header_length(bytes));
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << out;
+}
+
 } // namespace
 
 TEST_CASE("recording: what is written is read back, field for field")
@@ -73,7 +113,7 @@ TEST_CASE("recording: what is written is read back, field for field")
     TempFile f;
     write_three(f.path);
     const Recording r = read_recording(f.path);
-    CHECK(r.header["source"] == "test");
+    CHECK(r.header.link.source == LinkKind::gdb);
     REQUIRE(r.samples.size() == 3);
     CHECK(r.samples[2].pc == 0x08000104);
     CHECK(r.samples[2].time_ns == 2000u + (uint64_t(1) << 33));
@@ -102,9 +142,10 @@ TEST_CASE("recording: the core of each sample, the cores the header names, and t
 {
     TempFile f;
     {
-        RecordingWriter w(f.path, {{"source", "gdb"},
-                                   {"cores", {{{"core", 0}, {"name", "core 0 (thread p01.01)"}},
-                                              {{"core", 1}, {"name", "core 1 (thread p02.02)"}}}}});
+        RunHeader header = header_of(LinkKind::gdb);
+        header.link.cores = {{0, "core 0 (thread p01.01)", "p01.01", std::nullopt},
+                             {1, "core 1 (thread p02.02)", "p02.02", std::nullopt}};
+        RecordingWriter w(f.path, kept(header));
         int n = 0;
         for (uint32_t core : {0u, 1u, 0u, 1u}) {
             LiveSample s;
@@ -146,11 +187,12 @@ TEST_CASE("recording: each halt's spread of the cores' stops, from the samples t
         {{1'000, 2'000}, {3'000, 4'000}},           // spread 3..4 us
     };
     {
-        RecordingWriter w(f.path, {{"source", "openocd"},
-                                   {"core_stops", {{"skew", "measured"}, {"how", "back to back"}}},
-                                   {"cores", {{{"core", 0}, {"name", "core 0 (a)"}},
-                                              {{"core", 1}, {"name", "core 1 (b)"}},
-                                              {{"core", 2}, {"name", "core 2 (c)"}}}}});
+        RunHeader header = header_of(LinkKind::openocd);
+        header.link.core_stops = RunHeader::CoreStops{CoreSkew::measured, "back to back"};
+        header.link.cores = {{0, "core 0 (a)", std::nullopt, "a"},
+                             {1, "core 1 (b)", std::nullopt, "b"},
+                             {2, "core 2 (c)", std::nullopt, "c"}};
+        RecordingWriter w(f.path, kept(header));
         for (const auto& halt : halts)
             for (uint32_t core = 0; core < 3; ++core) {
                 LiveSample s;
@@ -177,7 +219,9 @@ TEST_CASE("recording: each halt's spread of the cores' stops, from the samples t
     // QEMU's gdbstub: no skew, no bounds in the samples.
     TempFile g;
     {
-        RecordingWriter w(g.path, {{"source", "gdb"}, {"core_stops", {{"skew", "none"}, {"how", "all-stop"}}}});
+        RunHeader header = header_of(LinkKind::gdb);
+        header.link.core_stops = RunHeader::CoreStops{CoreSkew::none, "all-stop"};
+        RecordingWriter w(g.path, kept(header));
         for (uint32_t core : {0u, 1u}) {
             LiveSample s;
             s.core = core;
@@ -207,9 +251,8 @@ TEST_CASE("recording: damage inside the file is an error naming the offset")
 {
     TempFile f;
     write_three(f.path);
-    const Recording whole = read_recording(f.path);
     // The header is 16 bytes plus its JSON; the first record's payload starts 8 bytes later.
-    const size_t header = 16 + whole.header.dump().size();
+    const size_t header = 16 + header_length(file_bytes(f.path));
     {
         std::fstream io(f.path, std::ios::in | std::ios::out | std::ios::binary);
         io.seekp(std::streamoff(header + 8 + 9));   // a byte of the first sample's pc
@@ -237,7 +280,7 @@ TEST_CASE("recording: not a recording, and one without samples")
     TempFile f;
     { std::ofstream(f.path) << "prof raw n=1\n"; }
     CHECK_THROWS_WITH_AS(read_recording(f.path), doctest::Contains("not an mcuprof recording"), Error);
-    { RecordingWriter w(f.path, {{"source", "test"}}); }
+    { RecordingWriter w(f.path, kept(header_of(LinkKind::gdb))); }
     CHECK_THROWS_WITH_AS(to_samples(read_recording(f.path), std::nullopt), doctest::Contains("no samples"), Error);
 }
 
@@ -245,12 +288,13 @@ TEST_CASE("recording: JSON parts of the wrong shape are left out with a note, ne
 {
     TempFile f;
     {
-        RecordingWriter w(f.path, {{"source", 7}, {"tasks", {{"nothex", "a"}, {"0x20000100", 5}}}});
+        RecordingWriter w(f.path, header_of(LinkKind::gdb));
         LiveSample s;
         s.pc = 0x08000100;
         w.sample(s);
         w.event({{"kind", 1}, {"message", {1, 2}}});
     }
+    replace_header(f.path, R"({"source": 7, "tasks": {"nothex": "a", "0x20000100": 5}})");
     append_record(f.path, summary_type, R"({"samples_per_second": "fast"})");
     const auto samples = to_samples(read_recording(f.path), std::nullopt);
     CHECK(samples.origin.find("recording (live)") == 0);
@@ -281,7 +325,7 @@ TEST_CASE("recording: a DWT_PCSR summary has batch figures and no halt latency; 
 
     TempFile f;
     {
-        RecordingWriter w(f.path, {{"source", "openocd"}});
+        RecordingWriter w(f.path, kept(header_of(LinkKind::openocd)));
         LiveSample s;
         s.pc = 0x08000100;
         w.sample(s);
@@ -308,7 +352,12 @@ TEST_CASE("recording: every sampler figure is read back as written")
     f.halt_budget = mcuprof::core::HaltBudgetFigures{0.25, 0.2, 0.6};
     TempFile file;
     {
-        RecordingWriter w(file.path, {{"source", "test"}, {"method", "halt"}, {"pacing", {{"clock", "wall"}}}});
+        RunHeader header = header_of(LinkKind::gdb);
+        header.method = SampleMethod::halt;
+        header.pacing = RunHeader::Pacing{};
+        header.pacing->mean_seconds = 0.001;
+        header.pacing->between = PacedBetween::samples;
+        RecordingWriter w(file.path, kept(header));
         LiveSample s;
         s.pc = 0x08000100;
         w.sample(s);
@@ -338,7 +387,10 @@ TEST_CASE("recording: every sampler figure is read back as written")
     CHECK(r.halt_budget.value().longest_mean_wait_seconds == 0.6);
     // How the samples were taken comes from the header.
     CHECK(r.method == "halt");
-    CHECK(nlohmann::json::parse(r.pacing) == nlohmann::json{{"clock", "wall"}});
+    CHECK(nlohmann::json::parse(r.pacing) == nlohmann::json{{"clock", "wall"},
+                                                            {"shape", "exponential"},
+                                                            {"mean_seconds", 0.001},
+                                                            {"between", "samples"}});
     CHECK(mcuprof::core::describe_sampler(r) ==
           "target running 75.0 % of the time (halted 25.0 %, budget 25.0 %), halt latency p50 10 us p99 30 us, "
           "DWT_PCSR read 1024 times per round trip (p50 5 us, p99 7 us), 1 of 2049 reads unused (outside the profile "
@@ -360,7 +412,7 @@ TEST_CASE("recording: stacks keep why their chain ended; a truncated stack of an
 {
     TempFile f;
     {
-        RecordingWriter w(f.path, {{"source", "test"}});
+        RecordingWriter w(f.path, kept(header_of(LinkKind::gdb)));
         const std::vector<mcuprof::core::CallStack> stacks = {
             {{0x08000104, 0x08000200}, false, mcuprof::core::UnwindStop::root},
             {{0x08000104}, true, mcuprof::core::UnwindStop::handler_only},
@@ -389,7 +441,10 @@ TEST_CASE("recording: a bias in the header is a warning of its kind with every r
 {
     TempFile f;
     {
-        RecordingWriter w(f.path, {{"source", "gdb"}, {"server", "qemu"}, {"bias", "halted by wall clock"}});
+        RunHeader header = header_of(LinkKind::gdb);
+        header.link.server_is_qemu = true;
+        header.bias = "halted by wall clock";
+        RecordingWriter w(f.path, kept(header));
         LiveSample s;
         s.pc = 0x08000100;
         w.sample(s);
@@ -406,19 +461,23 @@ TEST_CASE("recording: a bias in the header is a warning of its kind with every r
 TEST_CASE("recording: a --qemu run to the firmware's exit knows its instructions; one cut by the budget does not")
 {
     TempFile f;
-    auto write = [&](const nlohmann::json& qemu) {
-        RecordingWriter w(f.path, {{"source", "qemu"}, {"qemu", qemu}});
+    auto write = [&](uint64_t instructions, bool exited) {
+        RunHeader header = header_of(LinkKind::qemu);
+        header.qemu = RunHeader::QemuRun{"netduinoplus2", "qemu-system-arm -icount shift=0,rr=record",
+                                         "qemu-system-arm -icount shift=0,rr=replay", instructions, exited,
+                                         exited ? "the firmware exited" : "the instruction budget"};
+        RecordingWriter w(f.path, kept(header));
         LiveSample s;
         s.pc = 0x08000100;
         w.sample(s);
     };
-    write({{"instructions", 1066725}, {"exited", true}});
+    write(1066725, true);
     CHECK(to_samples(read_recording(f.path), std::nullopt).run_instructions == 1066725u);
     CHECK(to_samples(read_recording(f.path), std::nullopt).origin.find("recording (qemu)") == 0);
-    write({{"instructions", 200000000}, {"exited", false}});
+    write(200000000, false);
     CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
-    write({{"instructions", "many"}, {"exited", true}});   // not a count: no total, no error
-    CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
+    replace_header(f.path, R"({"source": "qemu", "qemu": {"instructions": "many", "exited": true}})");
+    CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);   // not a count: no total, no error
     write_three(f.path);   // a live recording: no qemu object
     CHECK_FALSE(to_samples(read_recording(f.path), std::nullopt).run_instructions);
 }
@@ -427,7 +486,7 @@ TEST_CASE("recording sink: samples, notices and tasks reach the file, and the re
 {
     TempFile f;
     {
-        RecordingWriter w(f.path, {{"source", "test"}});
+        RecordingWriter w(f.path, kept(header_of(LinkKind::gdb)));
         RecordingSink sink(w);
         LiveSample s;
         s.pc = 0x08000100;
@@ -481,7 +540,9 @@ TEST_CASE("watched variable: values read at halts, written and read back, named 
 
     TempFile f;
     {
-        RecordingWriter w(f.path, {{"source", "test"}, {"variable", state.to_json()}});
+        RunHeader header = header_of(LinkKind::gdb);
+        header.variable = state;
+        RecordingWriter w(f.path, kept(header));
         for (uint32_t v : {0u, 1u, 1u, 0xFFu, 7u}) {
             LiveSample s;
             s.pc = 0x08000100;
@@ -493,9 +554,12 @@ TEST_CASE("watched variable: values read at halts, written and read back, named 
     CHECK(samples.variable == "app_state");
     CHECK(samples.values == std::vector<uint32_t>{0, 1, 1, 0xFF, 7});
     CHECK(samples.value_names == std::map<uint32_t, std::string>{{0, "IDLE"}, {1, "RUN"}, {0xFF, "FAULT"}, {7, "7"}});
-    const std::optional<WatchedVariable> back = WatchedVariable::from_json(state.to_json());
+    RunHeader header;
+    header.variable = state;
+    const std::optional<RecordedVariable> back = run_header_from_json(to_json(header)).variable;
     REQUIRE(back.has_value());
     CHECK(back->names == state.names);
     CHECK(back->is_signed);
-    CHECK_FALSE(WatchedVariable::from_json({{"name", "x"}, {"size", 3}}).has_value());
+    CHECK(back->address == 0x20000010);
+    CHECK_FALSE(run_header_from_json({{"variable", {{"name", "x"}, {"size", 3}}}}).variable.has_value());
 }

@@ -35,7 +35,7 @@ uint32_t symbol(const std::string& elf, const std::string& name)
 // Memory only: what TaskNames reads besides the halt's own request.
 class MemoryTarget : public HaltingTarget {
 public:
-    nlohmann::json describe() const override { return {}; }
+    RunHeader::Link link_header() const override { return {}; }
     std::string server() const override { return "memory"; }
     std::string peer() const override { return "memory"; }
     void start(SampleSink&) override {}

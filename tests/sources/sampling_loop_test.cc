@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../fakes/fake_tcl_server.h"
+#include "kept_headers.h"
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/sources/openocd_sampler.h"
 #include "mcuprof/sources/openocd_scripts.h"
@@ -29,7 +30,7 @@ std::string le_word(uint32_t v)
 // A target whose halts give pc 0x08000100 + 2 * halt number; memory is a map of words.
 class ScriptedTarget : public HaltingTarget {
 public:
-    nlohmann::json describe() const override { return {{"source", "script"}}; }
+    RunHeader::Link link_header() const override { return {}; }
     std::string server() const override { return "the script"; }
     std::string peer() const override { return "script"; }
 
@@ -454,9 +455,10 @@ TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped;
 }
 
 namespace {
-// The halt-mode sampler over a fake OpenOCD's Tcl port, run for `samples` halts; its describe() after.
+// The halt-mode sampler over a fake OpenOCD's Tcl port, run for `samples` halts; its run header
+// after (kept for the schema test).
 SamplerStats run_halt_mode(uint16_t port, std::optional<TaskLayout> tasks, Collect& sink, uint64_t samples,
-                           nlohmann::json& described)
+                           RunHeader& described)
 {
     OpenocdSamplerOptions options;
     options.tcl = transport::Endpoint{"127.0.0.1", port};
@@ -468,7 +470,7 @@ SamplerStats run_halt_mode(uint16_t port, std::optional<TaskLayout> tasks, Colle
     SamplingPlan plan;
     plan.samples = samples;
     SamplerStats stats = sampler.run(sink, plan, stop);
-    described = sampler.describe();
+    described = tests::kept(sampler.run_header());
     return stats;
 }
 
@@ -480,7 +482,7 @@ struct HaltModeOpenocd {
     static bool has(const std::string& message, const char* word) { return message.find(word) != std::string::npos; }
     std::string found = "16777217";
     bool vprobe = false;       // answer the virtual probe's two words (mcuprof/vprobe_signature.h)
-    nlohmann::json described;  // the sampler's describe(), after the run
+    RunHeader described;  // the sampler's run header, after the run
     bool polled_once = true;   // false: "unknown" until a poll, as OpenOCD says right after init
     fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
         if (has(m, "set\\ dhcsr0")) {
@@ -510,7 +512,7 @@ struct HaltModeOpenocd {
     SamplerStats run(Collect& sink, uint64_t samples)
     {
         SamplerStats stats = run_halt_mode(server.port(), TaskLayout{0x20000010, 8, 8}, sink, samples, described);
-        CHECK(described["source"] == "openocd");
+        CHECK(described.link.source == LinkKind::openocd);
         return stats;
     }
     size_t count(const char* word)
@@ -594,16 +596,16 @@ TEST_CASE("sampling loop over OpenOCD: mcuprof's virtual probe is known by its t
     HaltModeOpenocd chip;   // a real chip: the words are not there (here OpenOCD refuses the read)
     Collect sink;
     chip.run(sink, 1);
-    CHECK_FALSE(chip.described.contains("probe"));
-    CHECK_FALSE(chip.described.contains("bias"));
+    CHECK_FALSE(chip.described.probe);
+    CHECK_FALSE(chip.described.bias);
     CHECK(chip.count("read_memory\\ 3759142912\\ 32\\ 2") == 1);
 
     HaltModeOpenocd vprobe;
     vprobe.vprobe = true;
     Collect vsink;
     vprobe.run(vsink, 1);
-    CHECK(vprobe.described["probe"] == "mcuprof vprobe");
-    CHECK(vprobe.described["bias"].get<std::string>().find("behind OpenOCD is mcuprof's virtual probe, whose target is QEMU") == 0);
+    CHECK(vprobe.described.probe == "mcuprof vprobe");
+    CHECK(vprobe.described.bias.value_or("").find("behind OpenOCD is mcuprof's virtual probe, whose target is QEMU") == 0);
 }
 
 TEST_CASE("sampling loop over OpenOCD's Tcl port: a core someone else halted is left halted and ends the recording")
@@ -653,7 +655,7 @@ struct TwoCoreOpenocd {
             return std::vector<std::string>{"0 0"};
         return std::vector<std::string>{"1 unexpected"};
     }};
-    nlohmann::json described;
+    RunHeader described;
     SamplerStats run(Collect& sink, uint64_t samples)
     {
         return run_halt_mode(server.port(), std::nullopt, sink, samples, described);
@@ -678,9 +680,9 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: every examined cortex_m target
         CHECK(sink.samples[i + 1].found_asleep);   // DHCSR.S_SLEEP of b.cpu, read before the halt
     }
     CHECK_FALSE(sink.has_event("cores-not-sampled"));
-    REQUIRE(openocd.described["cores"].size() == 2);
-    CHECK(openocd.described["cores"][1]["target"] == "b.cpu");
-    CHECK(openocd.described["cores"][1]["name"] == "core 1 (b.cpu)");
+    REQUIRE(openocd.described.link.cores.size() == 2);
+    CHECK(openocd.described.link.cores[1].target == "b.cpu");
+    CHECK(openocd.described.link.cores[1].name == "core 1 (b.cpu)");
     for (const std::string& m : openocd.server.received()) {
         if (!TwoCoreOpenocd::has(m, "set\\ dhcsr0"))
             continue;
@@ -706,5 +708,5 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: a cortex_m target OpenOCD has 
     Collect sink;
     openocd.run(sink, 1);
     CHECK(sink.has_event("cores-not-sampled"));
-    CHECK_FALSE(openocd.described.contains("cores"));
+    CHECK(openocd.described.link.cores.empty());
 }

@@ -209,7 +209,9 @@ TEST_CASE("rsp target: a target that exits is gone: every access fails, nothing 
     CHECK_FALSE(target.sample_pc());
     target.reset(true);
     target.detach();
-    CHECK(server.received().size() == sent);
+    // Packets only: the client's "+" for the W00 may reach the server after `sent` was taken
+    // (seen on a loaded Debian 13 root), and an acknowledgement is not an access.
+    CHECK(server.packets_after(sent).empty());
     CHECK(told == "the target exited with code 0");   // told once
 }
 

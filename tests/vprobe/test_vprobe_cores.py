@@ -41,6 +41,7 @@ from pathlib import Path
 
 import fwtest
 import qemu_runner
+import run_header
 from openocd_rig import (CLI, OPENOCD, UNIFORM_COST_NS, RigClass, elf_functions, elf_symbol, require, start_rig,
                          stop_rig)
 from stack_checks import DUAL_CHAINS, check_dual_chains, recorded_chains
@@ -64,7 +65,7 @@ def recorded_spreads(path: Path) -> list[tuple[int, int]]:
     bytes (docs/formats.md): a sample of core 1, 2, ... of 40 bytes ends with the bounds (ns) of its
     stop after core 0's; a halt's spread is its latest core's (the largest lower and upper bound)."""
     data = path.read_bytes()
-    at = 16 + struct.unpack_from("<I", data, 12)[0]
+    at = run_header.records_start(data, str(path))
     spreads: list[list[int]] = []
     while at + 8 <= len(data):
         kind, size = struct.unpack_from("<HH", data, at)

@@ -68,55 +68,51 @@ public:
             profile_reader_.emplace(options_.pcsr_profile_gmon, options_.pacing.resolved_seed());
     }
 
-    nlohmann::json describe() const override
+    RunHeader::Link link_header() const override
     {
-        nlohmann::json d = {
-            {"source", "openocd"},
-            {"openocd", options_.tcl.text()},
-            {"target", target_},
-            {"targets", target_count_},
-            {"target_selection", "the current target (OpenOCD's `target current`)"},
-        };
+        RunHeader::Link link;
+        link.source = LinkKind::openocd;
+        link.openocd = options_.tcl.text();
+        link.target = target_;
+        link.targets = target_count_;
+        link.target_selection = "the current target (OpenOCD's `target current`)";
+        const bool pcsr = options_.pacing.pacing == Pacing::pcsr;
         if (!others_.empty()) {
-            d["target_selection"] = "the current target (OpenOCD's `target current`) as core 0, then every other "
+            link.target_selection = "the current target (OpenOCD's `target current`) as core 0, then every other "
                                     "examined cortex_m target, " +
-                                    std::string(options_.pacing.pacing == Pacing::pcsr ? "its DWT_PCSR read in every round"
-                                                                                       : "halted in the same script");
-            d["cores"] = nlohmann::json::array();
+                                    std::string(pcsr ? "its DWT_PCSR read in every round" : "halted in the same script");
             for (size_t i = 0; i <= others_.size(); ++i)
-                d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"target", i ? others_[i - 1] : target_}});
+                link.cores.push_back({uint32_t(i), core_name(i), std::nullopt, i ? others_[i - 1] : target_});
+            link.core_stops = core_stops();
         }
-        if (!others_.empty())
-            d["core_stops"] = core_stops();
-        if (options_.pacing.pacing == Pacing::pcsr)
-            d["round_trip"] = others_.empty() ? "one Tcl eval per batch of DWT_PCSR reads, the core running"
+        if (pcsr)
+            link.round_trip = others_.empty() ? "one Tcl eval per batch of DWT_PCSR reads, the core running"
                                               : "one Tcl eval per batch of rounds, each a DWT_PCSR read of every "
                                                 "core in turn, the cores running";
         else if (options_.extras.stacks)
-            d["round_trip"] = "one Tcl eval per sample through the debug registers (DHCSR C_HALT, DCRSR/DCRDR): "
+            link.round_trip = "one Tcl eval per sample through the debug registers (DHCSR C_HALT, DCRSR/DCRDR): "
                               "r0-r12, sp, lr, pc, xPSR, the task pointer and a stack window; further stack reads "
                               "while halted, then the resume (DHCSR)";
         else
-            d["round_trip"] = "one Tcl eval per sample through the debug registers: DHCSR C_HALT, pc, lr, sp and "
+            link.round_trip = "one Tcl eval per sample through the debug registers: DHCSR C_HALT, pc, lr, sp and "
                               "xPSR by DCRSR/DCRDR, DHCSR again to resume";
-        return d;
+        return link;
     }
     // How the cores stop (the recording's "core_stops", docs/formats.md).
-    nlohmann::json core_stops() const
+    RunHeader::CoreStops core_stops() const
     {
         if (options_.pacing.pacing == Pacing::pcsr)
-            return {{"skew", "not measured"},
-                    {"how", "DWT_PCSR reads stop no core: each round reads core 0's, then each other core's, one "
-                            "memory read after another, the cores running (a fallback to halts is timed as halts)"}};
+            return {CoreSkew::not_measured,
+                    "DWT_PCSR reads stop no core: each round reads core 0's, then each other core's, one memory read "
+                    "after another, the cores running (a fallback to halts is timed as halts)"};
         if (!clock_)
-            return {{"skew", "not measured"},
-                    {"how", "halt requests written back to back in one Tcl script; this OpenOCD's Tcl has no "
-                            "`clock microseconds` to time them"}};
-        return {{"skew", "measured"},
-                {"how", "halt requests written back to back in one Tcl script, core 0's first, each timed by "
-                        "OpenOCD's clock: a core stops while its request is written (a few cycles after it "
-                        "arrives), so its stop after core 0's lies between the start of its own request less the "
-                        "end of core 0's and the end of its own less the start of core 0's"}};
+            return {CoreSkew::not_measured, "halt requests written back to back in one Tcl script; this OpenOCD's "
+                                            "Tcl has no `clock microseconds` to time them"};
+        return {CoreSkew::measured,
+                "halt requests written back to back in one Tcl script, core 0's first, each timed by OpenOCD's "
+                "clock: a core stops while its request is written (a few cycles after it arrives), so its stop "
+                "after core 0's lies between the start of its own request less the end of core 0's and the end "
+                "of its own less the start of core 0's"};
     }
     std::string server() const override { return "OpenOCD"; }
     std::vector<std::string> unsampled_cores() override { return unsampled_; }

@@ -113,23 +113,23 @@ public:
             qemu_->stop(std::chrono::milliseconds(0));   // a replay has nothing to write: kill it
     }
 
-    nlohmann::json describe() const override
+    RunHeader run_header() const override
     {
-        nlohmann::json d = sampler_->describe();
+        RunHeader h = sampler_->run_header();
         auto joined = [](const std::vector<std::string>& args) {
             std::string line;
             for (const std::string& a : args)
                 line += (line.empty() ? "" : " ") + a;
             return line;
         };
-        d["source"] = "qemu";   // the GDB sampler's, but of a QEMU mcuprof started and replays
-        d["qemu"] = {{"machine", session_->launch().machine},
-                     {"record", joined(session_->record_command(port_))},
-                     {"replay", joined(session_->replay_command(port_))},
-                     {"instructions", recorded().instructions},
-                     {"exited", recorded().exited},
-                     {"run_end", recorded().exited ? "the firmware exited" : "the instruction budget"}};
-        return d;
+        h.link.source = LinkKind::qemu;   // the GDB sampler's, but of a QEMU mcuprof started and replays
+        h.qemu = RunHeader::QemuRun{session_->launch().machine,
+                                    joined(session_->record_command(port_)),
+                                    joined(session_->replay_command(port_)),
+                                    recorded().instructions,
+                                    recorded().exited,
+                                    recorded().exited ? "the firmware exited" : "the instruction budget"};
+        return h;
     }
 
     SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) override

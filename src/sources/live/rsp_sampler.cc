@@ -73,41 +73,40 @@ public:
         }
     }
 
-    nlohmann::json describe() const override
+    RunHeader::Link link_header() const override
     {
-        nlohmann::json d = {{"source", "gdb"}, {"gdb", options_.gdb.text()}};
-        if (qemu_)
-            d["server"] = "qemu";
+        RunHeader::Link link;
+        link.source = LinkKind::gdb;
+        link.gdb = options_.gdb.text();
+        link.server_is_qemu = qemu_;
         if (threads_.size() > 1) {
-            d["cores"] = nlohmann::json::array();
             for (size_t i = 0; i < threads_.size(); ++i)
-                d["cores"].push_back({{"core", i}, {"name", core_name(i)}, {"thread", threads_[i]}});
+                link.cores.push_back({uint32_t(i), core_name(i), threads_[i], std::nullopt});
             // QEMU's interrupt stops the whole machine for one stop reply (every vCPU at its next
             // instruction boundary), and no per-core stop time comes back.
-            d["core_stops"] = {{"skew", "none"},
-                               {"how", "QEMU's gdbstub stops every vCPU for one stop reply (all-stop)"}};
+            link.core_stops = {CoreSkew::none, "QEMU's gdbstub stops every vCPU for one stop reply (all-stop)"};
         }
         if (!openocd_others_.empty()) {
-            d["cores"] = nlohmann::json::array();
+            link.cores.clear();
             for (size_t i = 0; i <= openocd_others_.size(); ++i)
-                d["cores"].push_back({{"core", i}, {"name", core_name(i)},
-                                      {"target", i ? openocd_others_[i - 1] : openocd_target_}});
-            d["target_selection"] = "the GDB port's target as core 0 (OpenOCD's halt), then every other examined "
+                link.cores.push_back(
+                    {uint32_t(i), core_name(i), std::nullopt, i ? openocd_others_[i - 1] : openocd_target_});
+            link.target_selection = "the GDB port's target as core 0 (OpenOCD's halt), then every other examined "
                                     "cortex_m target, halted by one monitor script after it";
-            d["core_stops"] =
+            link.core_stops =
                 openocd_clock_
-                    ? nlohmann::json{{"skew", "measured"},
-                                     {"how", "core 0 halted by OpenOCD on the GDB interrupt, then the other cores by "
-                                             "one monitor script after its stop reply, their halt requests timed by "
-                                             "OpenOCD's clock inside the monitor command's round trip: a core's stop "
-                                             "after core 0's is at most from the interrupt sent to its own request "
-                                             "done, at least from the stop reply to its own request begun"}}
-                    : nlohmann::json{{"skew", "not measured"},
-                                     {"how", "core 0 halted by OpenOCD on the GDB interrupt, then the other cores by "
-                                             "one monitor script after its stop reply; this OpenOCD's Tcl has no "
-                                             "`clock microseconds` to time them"}};
+                    ? RunHeader::CoreStops{CoreSkew::measured,
+                                           "core 0 halted by OpenOCD on the GDB interrupt, then the other cores by "
+                                           "one monitor script after its stop reply, their halt requests timed by "
+                                           "OpenOCD's clock inside the monitor command's round trip: a core's stop "
+                                           "after core 0's is at most from the interrupt sent to its own request "
+                                           "done, at least from the stop reply to its own request begun"}
+                    : RunHeader::CoreStops{CoreSkew::not_measured,
+                                           "core 0 halted by OpenOCD on the GDB interrupt, then the other cores by "
+                                           "one monitor script after its stop reply; this OpenOCD's Tcl has no "
+                                           "`clock microseconds` to time them"};
         }
-        return d;
+        return link;
     }
     std::vector<std::string> unsampled_cores() override { return unsampled_; }
     std::vector<std::string> cores() const override

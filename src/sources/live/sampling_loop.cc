@@ -24,16 +24,6 @@ double seconds_between(Clock::time_point a, Clock::time_point b)
     return std::chrono::duration<double>(b - a).count();
 }
 
-const char* shape_name(IntervalGenerator::Shape shape)
-{
-    switch (shape) {
-    case IntervalGenerator::Shape::exponential: return "exponential";
-    case IntervalGenerator::Shape::uniform: return "uniform";
-    case IntervalGenerator::Shape::fixed: break;
-    }
-    return "fixed";
-}
-
 // One run of the loop: the figures, the running-time accounting and the extras' state.
 class Loop {
 public:
@@ -495,26 +485,27 @@ uint64_t PacingOptions::resolved_seed() const
     return seed != 0 ? seed : std::random_device{}();
 }
 
-nlohmann::json PacingOptions::to_json() const
+RunHeader::Pacing PacingOptions::header() const
 {
-    nlohmann::json d = {{"clock", pacing == Pacing::icount ? "icount" : "wall"}, {"shape", shape_name(shape)}};
+    RunHeader::Pacing p;
+    p.clock = pacing == Pacing::icount ? PacingClock::icount : PacingClock::wall;
+    p.shape = shape;
     if (pacing == Pacing::icount) {
-        d["mean_instructions"] = interval;
+        p.mean_instructions = interval;
     } else {
-        d["mean_seconds"] = interval;
-        d["between"] = pacing == Pacing::pcsr ? "batches" : "samples";
+        p.mean_seconds = interval;
+        p.between = pacing == Pacing::pcsr ? PacedBetween::batches : PacedBetween::samples;
     }
     if (pacing == Pacing::pcsr) {
-        d["batch"] = batch;
-        d["note"] = "DWT_PCSR is read " + std::to_string(batch) +
-                    " times back to back by a loop in OpenOCD's Tcl, which cannot randomize; "
-                    "only the host-side waits between batches are random";
+        p.batch = batch;
+        p.note = "DWT_PCSR is read " + std::to_string(batch) +
+                 " times back to back by a loop in OpenOCD's Tcl, which cannot randomize; "
+                 "only the host-side waits between batches are random";
     }
     if (shape == IntervalGenerator::Shape::uniform)
-        d["jitter"] = jitter;
-    if (max_halted)
-        d["max_halted"] = *max_halted;
-    return d;
+        p.jitter = jitter;
+    p.max_halted = max_halted;
+    return p;
 }
 
 ReplayClock::ReplayClock(HaltingTarget& target, const std::optional<transport::Endpoint>& qmp,
@@ -564,7 +555,7 @@ LiveSampler::LiveSampler(std::unique_ptr<HaltingTarget> target, const PacingOpti
     if (pacing_.pacing == Pacing::icount)
         replay_ = std::make_unique<ReplayClock>(*target_, pacing_.qmp, timeout);
     // Which probe: two words a real chip reads as zero (an empty string: unreadable).
-    if (target_->describe().value("server", "") != "qemu") {
+    if (!target_->link_header().server_is_qemu) {
         const std::string mark = target_->read_memory(vprobe_signature::address, sizeof vprobe_signature::words);
         behind_vprobe_ = mark.size() == sizeof vprobe_signature::words &&
                          std::memcmp(mark.data(), vprobe_signature::words, mark.size()) == 0;
@@ -573,24 +564,25 @@ LiveSampler::LiveSampler(std::unique_ptr<HaltingTarget> target, const PacingOpti
 
 LiveSampler::~LiveSampler() = default;
 
-nlohmann::json LiveSampler::describe() const
+RunHeader LiveSampler::run_header() const
 {
-    nlohmann::json d = target_->describe();
-    d["method"] = pacing_.pacing == Pacing::pcsr ? "pcsr" : "halt";
-    d["seed"] = seed_;
-    d["pacing"] = pacing_.to_json();
+    RunHeader h;
+    h.link = target_->link_header();
+    h.method = pacing_.pacing == Pacing::pcsr ? SampleMethod::pcsr : SampleMethod::halt;
+    h.seed = seed_;
+    h.pacing = pacing_.header();
     if (pacing_.pacing == Pacing::icount && pacing_.qmp)
-        d["qmp"] = pacing_.qmp->text();
-    if (d.value("server", "") == "qemu" && pacing_.pacing == Pacing::wall)
-        d["bias"] = emulator_bias_warning;
+        h.qmp = pacing_.qmp->text();
+    if (h.link.server_is_qemu && pacing_.pacing == Pacing::wall)
+        h.bias = emulator_bias_warning;
     if (behind_vprobe_) {
-        d["probe"] = "mcuprof vprobe";
+        h.probe = "mcuprof vprobe";
         if (pacing_.pacing != Pacing::icount)
-            d["bias"] = std::string(vprobe_bias_prefix) + emulator_bias_warning;
+            h.bias = std::string(vprobe_bias_prefix) + emulator_bias_warning;
     }
     if (extras_.variable)
-        d["variable"] = extras_.variable->to_json();
-    return d;
+        h.variable = *extras_.variable;
+    return h;
 }
 
 SamplerStats LiveSampler::run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop)

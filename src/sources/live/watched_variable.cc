@@ -2,7 +2,6 @@
 
 #include "mcuprof/image/data_layout.h"
 #include "mcuprof/error.h"
-#include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 
@@ -15,7 +14,7 @@ uint32_t mask_of(uint32_t size)
 
 } // namespace
 
-std::string WatchedVariable::name_of(uint32_t bits) const
+std::string RecordedVariable::name_of(uint32_t bits) const
 {
     bits &= mask_of(size);
     if (auto known = names.find(bits); known != names.end())
@@ -23,37 +22,6 @@ std::string WatchedVariable::name_of(uint32_t bits) const
     if (is_signed && size < 4 && (bits >> (8 * size - 1)) != 0)
         return std::to_string(int64_t(bits) - (int64_t(1) << (8 * size)));   // two's complement
     return is_signed ? std::to_string(int32_t(bits)) : std::to_string(bits);
-}
-
-nlohmann::json WatchedVariable::to_json() const
-{
-    nlohmann::json values = nlohmann::json::object();
-    for (const auto& [bits, name] : names)
-        values[std::to_string(bits)] = name;
-    return {{"name", name}, {"address", hex32(address)}, {"size", size}, {"signed", is_signed}, {"values", values}};
-}
-
-std::optional<WatchedVariable> WatchedVariable::from_json(const nlohmann::json& j)
-{
-    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("size") ||
-        !j["size"].is_number_unsigned())
-        return std::nullopt;
-    WatchedVariable v;
-    v.name = j["name"].get<std::string>();
-    v.size = j["size"].get<uint32_t>();
-    if (v.size != 1 && v.size != 2 && v.size != 4)
-        return std::nullopt;
-    v.is_signed = j.value("signed", false) == true;
-    if (auto values = j.find("values"); values != j.end() && values->is_object())
-        for (const auto& [bits, name] : values->items()) {
-            if (!name.is_string() || bits.empty() || bits.size() > 10 ||
-                bits.find_first_not_of("0123456789") != std::string::npos)
-                continue;
-            const uint64_t number = std::stoull(bits);
-            if (number <= 0xFFFFFFFFu)
-                v.names[uint32_t(number)] = name.get<std::string>();
-        }
-    return v;
 }
 
 void WatchedVariable::add_to(HaltRequest& request)

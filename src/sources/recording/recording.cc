@@ -10,7 +10,6 @@
 #include "mcuprof/image/error.h"
 #include "mcuprof/sources/error.h"
 #include "mcuprof/sources/text_file.h"
-#include "mcuprof/sources/watched_variable.h"
 #include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
@@ -70,12 +69,12 @@ std::string offset_text(size_t offset)
 
 } // namespace
 
-RecordingWriter::RecordingWriter(const std::string& path, const nlohmann::json& header) : path_(path)
+RecordingWriter::RecordingWriter(const std::string& path, const RunHeader& header) : path_(path)
 {
     file_ = std::fopen(path.c_str(), "wb");
     if (file_ == nullptr)
         throw Error(path, "", std::string("cannot create: ") + std::strerror(errno));
-    const std::string text = header.dump();
+    const std::string text = to_json(header).dump();
     std::string head(magic, sizeof magic);
     put32(head, recording_version);
     put32(head, uint32_t(text.size()));
@@ -191,9 +190,10 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
     const uint32_t header_size = get32(bytes.data() + 12);
     if (16 + size_t(header_size) > bytes.size())
         throw Error(path, "offset 12", "the header is cut short");
-    r.header = nlohmann::json::parse(bytes.substr(16, header_size), nullptr, false);
-    if (!r.header.is_object())
+    const nlohmann::json header = nlohmann::json::parse(bytes.substr(16, header_size), nullptr, false);
+    if (!header.is_object())
         throw Error(path, "offset 16", "the header is not a JSON object");
+    r.header = run_header_from_json(header);
 
     size_t at = 16 + header_size;
     size_t next_report = read_progress_step;
@@ -305,144 +305,59 @@ std::string text_of(const nlohmann::json& object, const char* key, const std::st
     return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-} // namespace
-
-bool measures_time(const nlohmann::json& header)
+// How the halts stopped the cores, with each halt's spread (its latest core's stop after core
+// 0's) from the samples that carry their stop's bounds.
+core::CoreStops core_stops_of(const RunHeader::CoreStops& stops, const std::vector<LiveSample>& samples, size_t n)
 {
-    // Halts at random instants of time (wall clock) can find the core asleep; halts at random
-    // instruction counts (icount pacing) land on executed instructions only.
-    const auto pacing = header.find("pacing");
-    return pacing == header.end() || !pacing->is_object() || pacing->value("clock", std::string("wall")) != "icount";
-}
-
-bool reads_pcsr(const nlohmann::json& header)
-{
-    return text_of(header, "method", "halt") == "pcsr";
-}
-
-core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first)
-{
-    core::SampleSet out;
-    out.origin = "recording (" + text_of(recording.header, "source", "live") + "): " + recording.path;
-    const size_t n = std::min(recording.samples.size(), first.value_or(SIZE_MAX));
-    bool tagged = false;
-    for (size_t i = 0; i < n; ++i)
-        tagged |= recording.samples[i].tagged;
-    bool stacks = false;
-    for (size_t i = 0; i < n; ++i)
-        stacks |= recording.samples[i].stack.has_value();
-    // A halt reads xPSR, whose IPSR is the exception the core was in; DWT_PCSR gives the PC only.
-    const bool halted = !reads_pcsr(recording.header);
-    out.measures_time = measures_time(recording.header);
-    out.reads_pcsr = !halted;
-    out.wall_clock_halts = halted && out.measures_time;   // halts paced by the wall clock
-    out.pcs.reserve(n);
-    out.times_ns.reserve(n);
-    bool several_cores = false;
-    for (size_t i = 0; i < n; ++i)
-        several_cores |= recording.samples[i].core != 0;
-    // "cores": [{"core": 0, "name": "core 0 (thread p01.01)"}, ...]: every core sampled, named.
-    if (auto cores = recording.header.find("cores"); cores != recording.header.end() && cores->is_array())
-        for (const nlohmann::json& c : *cores)
-            if (c.is_object() && c.contains("core") && c["core"].is_number_unsigned())
-                out.core_names[c["core"].get<uint32_t>()] = text_of(c, "name", "core " + std::to_string(c["core"].get<uint32_t>()));
-    several_cores |= out.core_names.size() > 1;
-    // How the halts stopped the cores: "core_stops": {"how": "...", "skew": "none" | "measured" |
-    // "not measured"}; each halt's spread (its latest core's stop after core 0's) from the samples
-    // that carry their stop's bounds.
-    if (auto stops = recording.header.find("core_stops"); several_cores && stops != recording.header.end() &&
-                                                          stops->is_object()) {
-        core::CoreStops c;
-        c.how = text_of(*stops, "how", "");
-        c.simultaneous = text_of(*stops, "skew", "") == "none";
-        std::optional<core::StopBounds> spread;
-        auto close_halt = [&] {
-            if (spread) {
-                c.at_least_us.push_back(double(spread->at_least_ns) / 1000);
-                c.at_most_us.push_back(double(spread->at_most_ns) / 1000);
-            }
-            spread.reset();
-        };
-        for (size_t i = 0; i < n; ++i) {
-            const LiveSample& s = recording.samples[i];
-            if (s.core == 0)
-                close_halt();   // core 0's sample opens each halt
-            else if (s.stop_after)
-                spread = core::StopBounds{std::max(spread ? spread->at_least_ns : 0, s.stop_after->at_least_ns),
-                                          std::max(spread ? spread->at_most_ns : 0, s.stop_after->at_most_ns)};
+    core::CoreStops c;
+    c.how = stops.how;
+    c.simultaneous = stops.skew == CoreSkew::none;
+    std::optional<core::StopBounds> spread;
+    auto close_halt = [&] {
+        if (spread) {
+            c.at_least_us.push_back(double(spread->at_least_ns) / 1000);
+            c.at_most_us.push_back(double(spread->at_most_ns) / 1000);
         }
-        close_halt();
-        out.core_stops = std::move(c);
-    }
+        spread.reset();
+    };
     for (size_t i = 0; i < n; ++i) {
-        out.pcs.push_back(recording.samples[i].pc);
-        if (several_cores)
-            out.cores.push_back(recording.samples[i].core);
-        out.times_ns.push_back(recording.samples[i].time_ns);
-        if (halted)
-            out.exceptions.push_back(recording.samples[i].xpsr & 0x1FFu);   // IPSR, xPSR bits 8:0
-        if (tagged)
-            out.tags.push_back(recording.samples[i].tag);
-        if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
-            out.stacks.push_back(recording.samples[i].stack.value_or(core::CallStack{{}, true}));
-        if (recording.samples[i].starts_burst)
-            out.bursts.push_back(i);
-        if (recording.samples[i].found_asleep)
-            out.found_asleep.push_back(i);
+        const LiveSample& s = samples[i];
+        if (s.core == 0)
+            close_halt();   // core 0's sample opens each halt
+        else if (s.stop_after)
+            spread = core::StopBounds{std::max(spread ? spread->at_least_ns : 0, s.stop_after->at_least_ns),
+                                      std::max(spread ? spread->at_most_ns : 0, s.stop_after->at_most_ns)};
     }
-    // Reads before the first marked start (none, as the samplers write them) are a burst too.
-    if (!out.bursts.empty() && out.bursts.front() != 0)
-        out.bursts.insert(out.bursts.begin(), 0);
-    // The variable watched at every halt (--by var:NAME), when every sample carries its value.
-    if (auto watched = WatchedVariable::from_json(recording.header.value("variable", nlohmann::json()))) {
-        bool every = n > 0;
-        for (size_t i = 0; i < n && every; ++i)
-            every = recording.samples[i].value.has_value();
-        if (every) {
-            out.variable = watched->name;
-            out.values.reserve(n);
-            for (size_t i = 0; i < n; ++i) {
-                const uint32_t bits = *recording.samples[i].value;
-                out.values.push_back(bits);
-                if (out.value_names.count(bits) == 0)
-                    out.value_names[bits] = watched->name_of(bits);
-            }
-        } else {
-            out.notes.push_back("the variable " + watched->name + " could not be read at every halt: no grouping by it");
-        }
+    close_halt();
+    return c;
+}
+
+// The variable watched at every halt (--by var:NAME), when every sample carries its value.
+void add_variable(core::SampleSet& out, const RecordedVariable& watched, const std::vector<LiveSample>& samples,
+                  size_t n)
+{
+    bool every = n > 0;
+    for (size_t i = 0; i < n && every; ++i)
+        every = samples[i].value.has_value();
+    if (!every) {
+        out.notes.push_back("the variable " + watched.name + " could not be read at every halt: no grouping by it");
+        return;
     }
-    // "tasks": {"0x20000100": "motor", ...}; entries that are not that are skipped.
-    auto tasks = recording.header.find("tasks");
-    if (tasks != recording.header.end() && tasks->is_object())
-        for (const auto& [address, name] : tasks->items()) {
-            uint32_t value = 0;
-            if (name.is_string() && parse_hex32(address, value))
-                out.tag_names[value] = name.get<std::string>();
-        }
-    // A bias the sampler knew of when it started (wall-clock halts of an emulator).
-    if (recording.header.contains("bias") && recording.header["bias"].is_string())
-        out.warnings.push_back({"emulator-bias", recording.header["bias"].get<std::string>()});
-    // A --qemu run recorded to the firmware's exit: its instruction count is the whole run's.
-    if (auto qemu = recording.header.find("qemu"); qemu != recording.header.end() && qemu->is_object()) {
-        const auto instructions = qemu->find("instructions");
-        if (qemu->value("exited", false) && instructions != qemu->end() && instructions->is_number_unsigned())
-            out.run_instructions = instructions->get<uint64_t>();
+    out.variable = watched.name;
+    out.values.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t bits = *samples[i].value;
+        out.values.push_back(bits);
+        if (out.value_names.count(bits) == 0)
+            out.value_names[bits] = watched.name_of(bits);
     }
-    if (recording.summary) {
-        out.sampler = *recording.summary;
-        // How the samples were taken, from the header, beside the figures (the HTML report
-        // shows them with the rate and duty).
-        out.sampler->method = text_of(recording.header, "method", "");
-        if (auto pacing = recording.header.find("pacing"); pacing != recording.header.end() && pacing->is_object())
-            out.sampler->pacing = pacing->dump();
-    }
-    else if (!recording.summary_problem.empty())
-        out.notes.push_back("the recording's summary is unreadable and was left out");
-    if (recording.torn_tail)
-        out.notes.push_back("the recording's last record was cut short (a crash or a full disk?) and was dropped");
-    // The end of the run is part of the sampler's figures ("end"); what went wrong is a warning.
-    // Tasks met while recording: {"kind": "task", "address": "0x20000100", "name": "motor"}.
-    for (const nlohmann::json& e : recording.events) {
+}
+
+// The end of the run is part of the sampler's figures ("end"); what went wrong is a note.
+// Tasks met while recording: {"kind": "task", "address": "0x20000100", "name": "motor"}.
+void add_events(core::SampleSet& out, const std::vector<nlohmann::json>& events)
+{
+    for (const nlohmann::json& e : events) {
         const std::string kind = text_of(e, "kind", "");
         uint32_t address = 0;
         if (kind == "task" && parse_hex32(text_of(e, "address", ""), address))
@@ -450,48 +365,112 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         else if (kind != "target-exit" && kind != "task" && kind != "firmware-verified")
             out.notes.push_back(text_of(e, "message", e.dump()));
     }
+}
+
+} // namespace
+
+core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first)
+{
+    const RunHeader& header = recording.header;
+    const std::vector<LiveSample>& samples = recording.samples;
+    core::SampleSet out;
+    out.origin = std::string("recording (") + (header.link.source ? to_string(*header.link.source) : "live") +
+                 "): " + recording.path;
+    const size_t n = std::min(samples.size(), first.value_or(SIZE_MAX));
+    bool tagged = false;
+    bool stacks = false;
+    bool several_cores = false;
+    for (size_t i = 0; i < n; ++i) {
+        tagged |= samples[i].tagged;
+        stacks |= samples[i].stack.has_value();
+        several_cores |= samples[i].core != 0;
+    }
+    // A halt reads xPSR, whose IPSR is the exception the core was in; DWT_PCSR gives the PC only.
+    const bool halted = !header.reads_pcsr();
+    out.measures_time = header.measures_time();
+    out.reads_pcsr = !halted;
+    out.wall_clock_halts = halted && out.measures_time;   // halts paced by the wall clock
+    for (const RunHeader::Core& c : header.link.cores)   // every core sampled, named
+        out.core_names[c.core] = c.name;
+    several_cores |= out.core_names.size() > 1;
+    if (several_cores && header.link.core_stops)
+        out.core_stops = core_stops_of(*header.link.core_stops, samples, n);
+    out.pcs.reserve(n);
+    out.times_ns.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        out.pcs.push_back(samples[i].pc);
+        if (several_cores)
+            out.cores.push_back(samples[i].core);
+        out.times_ns.push_back(samples[i].time_ns);
+        if (halted)
+            out.exceptions.push_back(samples[i].xpsr & 0x1FFu);   // IPSR, xPSR bits 8:0
+        if (tagged)
+            out.tags.push_back(samples[i].tag);
+        if (stacks)   // a sample the sampler could not unwind at all is a stack of one, cut short
+            out.stacks.push_back(samples[i].stack.value_or(core::CallStack{{}, true}));
+        if (samples[i].starts_burst)
+            out.bursts.push_back(i);
+        if (samples[i].found_asleep)
+            out.found_asleep.push_back(i);
+    }
+    // Reads before the first marked start (none, as the samplers write them) are a burst too.
+    if (!out.bursts.empty() && out.bursts.front() != 0)
+        out.bursts.insert(out.bursts.begin(), 0);
+    if (header.variable)
+        add_variable(out, *header.variable, samples, n);
+    out.tag_names.insert(header.tasks.begin(), header.tasks.end());
+    if (header.bias)   // a bias the sampler knew of when it started (wall-clock halts of an emulator)
+        out.warnings.push_back({"emulator-bias", *header.bias});
+    // A --qemu run recorded to the firmware's exit: its instruction count is the whole run's.
+    if (header.qemu && header.qemu->exited)
+        out.run_instructions = header.qemu->instructions;
+    if (recording.summary) {
+        out.sampler = *recording.summary;
+        // How the samples were taken, from the header, beside the figures (the HTML report
+        // shows them with the rate and duty).
+        out.sampler->method = header.method ? to_string(*header.method) : "";
+        if (header.pacing)
+            out.sampler->pacing = to_json(*header.pacing).dump();
+    }
+    else if (!recording.summary_problem.empty())
+        out.notes.push_back("the recording's summary is unreadable and was left out");
+    if (recording.torn_tail)
+        out.notes.push_back("the recording's last record was cut short (a crash or a full disk?) and was dropped");
+    add_events(out, recording.events);
     if (n == 0)
         throw Error(recording.path, "", "the recording holds no samples");
     return out;
 }
 
-RecordedFirmware recorded_firmware(const nlohmann::json& header)
+RecordedFirmware recorded_firmware(const RunHeader& header)
 {
     RecordedFirmware firmware;
-    if (auto path = header.find("elf_path"); path != header.end() && path->is_string())
-        firmware.path = path->get<std::string>();
-    if (auto identity = header.find("elf_identity"); identity != header.end())
-        firmware.identity = core::FirmwareIdentity::from_json(*identity);
-    if (auto more = header.find("more_elves"); more != header.end() && more->is_array())
-        for (const nlohmann::json& image : *more)
-            if (image.is_object())
-                firmware.more.push_back(recorded_firmware(image));
+    for (size_t i = 0; i < header.images.size(); ++i) {
+        const RunHeader::Image& image = header.images[i];
+        RecordedFirmware& recorded = i == 0 ? firmware : firmware.more.emplace_back();
+        recorded.path = image.elf_path;
+        recorded.identity = image.elf_identity;
+    }
     return firmware;
 }
 
 namespace {
 
-nlohmann::json image_fields(const core::Image& image)
+RunHeader::Image image_fields(const core::Image& image)
 {
     const std::string& elf_path = image.path();
     std::error_code failed;
     const std::filesystem::path absolute = std::filesystem::absolute(elf_path, failed);
-    return {{"elf", elf_path},
-            {"elf_path", failed ? elf_path : absolute.lexically_normal().string()},
-            {"elf_identity", image.identity().to_json()}};
+    return {elf_path, failed ? elf_path : absolute.lexically_normal().string(), image.identity()};
 }
 
 } // namespace
 
-nlohmann::json firmware_fields(const core::ImageSet& images)
+std::vector<RunHeader::Image> firmware_fields(const core::ImageSet& images)
 {
-    const std::vector<core::Image>& all = images.images();
-    nlohmann::json fields = image_fields(images.main());
-    if (all.size() > 1) {
-        fields["more_elves"] = nlohmann::json::array();
-        for (size_t i = 1; i < all.size(); ++i)
-            fields["more_elves"].push_back(image_fields(all[i]));
-    }
+    std::vector<RunHeader::Image> fields;
+    for (const core::Image& image : images.images())
+        fields.push_back(image_fields(image));
     return fields;
 }
 

@@ -31,11 +31,11 @@ void RecordingSink::task(uint32_t control_block, const std::string& name)
     writer_.task(control_block, name);
 }
 
-nlohmann::json recording_header(const SampleSource& source, const core::ImageSet& images)
+RunHeader recording_header(const SampleSource& source, const core::ImageSet& images)
 {
-    nlohmann::json header = source.describe();
-    header.update(firmware_fields(images));
-    header["started"] =
+    RunHeader header = source.run_header();
+    header.images = firmware_fields(images);
+    header.started =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     return header;
 }

@@ -1,6 +1,9 @@
 // The extension's own logic, free of the VS Code API: mcuprof's JSON reports (docs/formats.md)
 // turned into heat per source line, labels and hover text. Unit-tested in test/heat.test.ts.
 
+// A recording's header, typed from docs/schema/run-header.schema.json (build.sh generates it).
+import type { RunHeader } from './run_header';
+
 export interface Row {
   name: string;
   samples: number;
@@ -204,18 +207,24 @@ export function substitute(value: string, folder: string): string {
   return value.replace(/\$\{workspaceFolder\}|\$\{workspaceRoot\}/g, folder);
 }
 
-/** The ELF a recording names in its header (docs/formats.md, "Recording": 8 bytes of magic,
- *  u32 version, u32 length, the header's JSON): `elf_path`, else `elf`; null for another file. */
-export function recordedElf(head: Uint8Array): string | null {
+/** A recording's run header (docs/formats.md, "Recording": 8 bytes of magic, u32 version,
+ *  u32 length, the header's JSON); null for another file. */
+export function runHeader(head: Uint8Array): RunHeader | null {
   const magic = 'mcuprof\x1a';
   if (head.length < 16 || String.fromCharCode(...head.subarray(0, 8)) !== magic) return null;
   const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
   const length = view.getUint32(12, true);
   if (head.length < 16 + length) return null;
   try {
-    const header = JSON.parse(new TextDecoder().decode(head.subarray(16, 16 + length)));
-    return header.elf_path ?? header.elf ?? null;
+    const header: unknown = JSON.parse(new TextDecoder().decode(head.subarray(16, 16 + length)));
+    return typeof header === 'object' && header !== null && !Array.isArray(header) ? header as RunHeader : null;
   } catch {
     return null;
   }
+}
+
+/** The ELF a recording names in its header: `elf_path`, else `elf`; null for another file. */
+export function recordedElf(head: Uint8Array): string | null {
+  const header = runHeader(head);
+  return header?.elf_path ?? header?.elf ?? null;
 }

@@ -1,7 +1,8 @@
 // Unit tests of the extension's own logic (src/heat.ts, src/view.ts): no VS Code here.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, sourceArgs, splitLocation } from '../src/heat';
+import { recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, runHeader, sourceArgs, splitLocation } from '../src/heat';
+import type { RunHeader } from '../src/run_header';
 import { functionRows } from '../src/view';
 
 const byLine = {
@@ -82,14 +83,30 @@ test('the function table escapes names and keeps locations for click-to-source',
   assert.match(html, /data-location="\/s\/a\.cc:3"/);
 });
 
-test('the ELF a recording names', () => {
-  const json = Buffer.from(JSON.stringify({ elf: 'fw.elf', elf_path: '/b/fw.elf' }));
+/** A recording's first bytes with `header` (docs/formats.md, "Recording"). */
+function recordingHead(header: object): Buffer {
+  const json = Buffer.from(JSON.stringify(header));
   const head = Buffer.alloc(16 + json.length);
   head.write('mcuprof\x1a', 0, 'latin1');
   head.writeUInt32LE(1, 8);
   head.writeUInt32LE(json.length, 12);
   json.copy(head, 16);
+  return head;
+}
+
+test('the ELF a recording names', () => {
+  // Typed by the schema: a key it does not have, or a value it does not allow, fails the build.
+  const header: RunHeader = {
+    source: 'qemu', method: 'halt', elf: 'fw.elf', elf_path: '/b/fw.elf',
+    elf_identity: { kind: 'sha256', value: 'ab' },
+    more_elves: [{ elf: 'app.elf', elf_path: '/b/app.elf', elf_identity: { kind: 'build-id', value: '00' } }],
+  };
+  const head = recordingHead(header);
   assert.equal(recordedElf(head), '/b/fw.elf');
+  assert.equal(runHeader(head)?.more_elves?.[0].elf_path, '/b/app.elf');
+  assert.equal(recordedElf(recordingHead({ source: 'gdb', elf: 'fw.elf' })), 'fw.elf');   // before elf_path
+  assert.equal(recordedElf(recordingHead({ source: 'gdb' })), null);
+  assert.equal(runHeader(recordingHead([1, 2])), null);
   assert.equal(recordedElf(head.subarray(0, 20)), null);
   assert.equal(recordedElf(Buffer.from('prof raw n=3\n')), null);
 });

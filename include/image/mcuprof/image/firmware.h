@@ -16,8 +16,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace mcuprof::core {
 
 class SymbolTable;
@@ -72,9 +70,6 @@ struct FirmwareIdentity {
 
     bool operator==(const FirmwareIdentity& other) const { return kind == other.kind && value == other.value; }
     std::string text() const { return kind + " " + value; }
-    nlohmann::json to_json() const { return {{"kind", kind}, {"value", value}}; }
-    // Null or malformed (a recording that predates the identity): nullopt.
-    static std::optional<FirmwareIdentity> from_json(const nlohmann::json& j);
 };
 
 // The processor the image was built for, from its .ARM.attributes (ARM IHI 0045, "Addenda to,

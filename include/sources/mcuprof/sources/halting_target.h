@@ -14,11 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "mcuprof/image/unwind/unwinder.h"
 #include "mcuprof/profile/samples.h"
 #include "mcuprof/link/tcp_connection.h"
+#include "mcuprof/sources/run_header.h"
 
 namespace mcuprof::transport {
 class Error;
@@ -100,8 +99,8 @@ class HaltingTarget {
 public:
     virtual ~HaltingTarget() = default;
 
-    // Header facts for the recording: the source, the link's peer, the target.
-    virtual nlohmann::json describe() const = 0;
+    // The recording header's link part: the source, the link's peer, the target and its cores.
+    virtual RunHeader::Link link_header() const = 0;
     // What users call the other end in messages ("OpenOCD", "the GDB server").
     virtual std::string server() const = 0;
     // The link's far end as errors name it ("gdb 127.0.0.1:1234").

@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "mcuprof/profile/sampler_figures.h"
 #include "mcuprof/sources/recording.h"
 
@@ -21,7 +19,7 @@ namespace mcuprof::sources {
 // sampling instants form a Poisson process whatever the program does.
 class IntervalGenerator {
 public:
-    enum class Shape { exponential, uniform, fixed };
+    using Shape = IntervalShape;
     // uniform: mean * (1 +- jitter), jitter in [0, 1].
     IntervalGenerator(double mean, Shape shape, double jitter, uint64_t seed);
     double next();
@@ -86,8 +84,9 @@ struct SamplerStats {
 class SampleSource {
 public:
     virtual ~SampleSource() = default;
-    // Header facts for the recording: method, pacing, peer.
-    virtual nlohmann::json describe() const = 0;
+    // The recording's header, as far as the source knows it: the link, method, pacing and
+    // warnings (recording_header adds the images and the start).
+    virtual RunHeader run_header() const = 0;
     // Samples until the plan is met, `stop` is set, the target exits or the link drops.
     // Leaves a target that was running, running.
     virtual SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) = 0;

@@ -13,6 +13,7 @@
 
 #include "mcuprof/profile/samples.h"
 #include "mcuprof/image/image_set.h"
+#include "mcuprof/sources/run_header.h"
 #include "mcuprof/sources/text_file.h"
 
 namespace mcuprof::sources {
@@ -43,7 +44,7 @@ struct LiveSample {
 class RecordingWriter {
 public:
     // Creates (truncates) the file and writes the header. Throws sources::Error.
-    RecordingWriter(const std::string& path, const nlohmann::json& header);
+    RecordingWriter(const std::string& path, const RunHeader& header);
     ~RecordingWriter();
     RecordingWriter(const RecordingWriter&) = delete;
     RecordingWriter& operator=(const RecordingWriter&) = delete;
@@ -69,7 +70,7 @@ private:
 
 struct Recording {
     std::string path;
-    nlohmann::json header;
+    RunHeader header;
     std::vector<LiveSample> samples;
     std::vector<nlohmann::json> events;
     std::optional<core::SamplerFigures> summary;   // without the header's method and pacing
@@ -84,12 +85,6 @@ bool is_recording(std::string_view head);
 
 core::SampleSet to_samples(const Recording& recording, std::optional<size_t> first);
 
-// What a recording's samples are, by its header: instants of time (halts by wall clock, DWT_PCSR
-// reads), which can find the core asleep, or executed instructions (icount pacing), which
-// cannot (core::SampleSet::measures_time); DWT_PCSR reads rather than halts (reads_pcsr).
-bool measures_time(const nlohmann::json& header);
-bool reads_pcsr(const nlohmann::json& header);
-
 // The firmware a recording sampled, as its header says: the ELF's absolute path and its
 // identity. Recordings made before these were stored give an empty path and no identity.
 struct RecordedFirmware {
@@ -97,10 +92,10 @@ struct RecordedFirmware {
     std::optional<core::FirmwareIdentity> identity;
     std::vector<RecordedFirmware> more;   // the other images the target ran ("more_elves")
 };
-RecordedFirmware recorded_firmware(const nlohmann::json& header);
-// The header fields that say so, for the main image: "elf" (its path as given), "elf_path"
-// (absolute) and "elf_identity"; with more images, "more_elves", a list of the same three for
-// each other. Throws core::Error for an image whose sections cannot be read.
-nlohmann::json firmware_fields(const core::ImageSet& images);
+RecordedFirmware recorded_firmware(const RunHeader& header);
+// The header's images (RunHeader::images): the set's images in order, each its
+// path as given, absolute, and its identity. Throws core::Error for an image whose sections
+// cannot be read.
+std::vector<RunHeader::Image> firmware_fields(const core::ImageSet& images);
 
 } // namespace mcuprof::sources

@@ -7,8 +7,6 @@
 #include <functional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "mcuprof/image/image_set.h"
 #include "mcuprof/sources/live.h"
 #include "mcuprof/sources/recording.h"
@@ -32,8 +30,8 @@ private:
     std::chrono::steady_clock::time_point flushed_ = std::chrono::steady_clock::now();
 };
 
-// A recording's header: what the source says of itself, the firmware's path and identity,
-// and when it started.
-nlohmann::json recording_header(const SampleSource& source, const core::ImageSet& images);
+// A recording's header: what the source says of itself, the firmware's images with their
+// identities, and when it started.
+RunHeader recording_header(const SampleSource& source, const core::ImageSet& images);
 
 } // namespace mcuprof::sources

@@ -10,8 +10,6 @@
 #include <memory>
 #include <optional>
 
-#include <nlohmann/json.hpp>
-
 #include "mcuprof/sources/firmware_check.h"
 #include "mcuprof/sources/halting_target.h"
 #include "mcuprof/sources/live.h"
@@ -46,8 +44,8 @@ struct PacingOptions {
 
     // The seed, drawn from the system's random source when it is 0.
     uint64_t resolved_seed() const;
-    // The recording header's "pacing" object.
-    nlohmann::json to_json() const;
+    // The recording header's pacing.
+    RunHeader::Pacing header() const;
 };
 
 // What every halt reads besides pc, lr, sp and xPSR.
@@ -91,7 +89,7 @@ public:
                 transport::Duration timeout);
     ~LiveSampler() override;
 
-    nlohmann::json describe() const override;
+    RunHeader run_header() const override;
     SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) override;
 
 private:
