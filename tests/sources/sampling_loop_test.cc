@@ -13,6 +13,7 @@
 #include "kept_headers.h"
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/sources/openocd_sampler.h"
+#include "mcuprof/sources/openocd_scripts.h"
 #include "mcuprof/sources/sampling_loop.h"
 #include "mcuprof/link/error.h"
 
@@ -257,7 +258,7 @@ TEST_CASE("OpenOCD's other cores through its GDB port: the script's answer, a co
 {
     const std::string script = other_cores_halt_script({"h7.cpu1"}, false);
     CHECK(script.find("clock") == std::string::npos);
-    CHECK(script.rfind("capture {", 0) == 0);   // OpenOCD's polls held off
+    CHECK(script.rfind("apply {{} {capture {", 0) == 0);   // its own scope; OpenOCD's polls held off
     CHECK(script.find("{h7.cpu1} write_memory") != std::string::npos);
     const OtherCoresRead read = parse_other_cores("0x08000101 0x08000011 0x20001000 0x61000000\n", 1, "gdb x");
     REQUIRE(read.registers.size() == 1);
@@ -484,7 +485,7 @@ struct HaltModeOpenocd {
     RunHeader described;  // the sampler's run header, after the run
     bool polled_once = true;   // false: "unknown" until a poll, as OpenOCD says right after init
     fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
-        if (has(m, "_mcuprof_d")) {
+        if (has(m, "set\\ dhcsr0")) {
             if (std::stoul(found, nullptr, 0) & cortex_m::s_halt)
                 return std::vector<std::string>{"0 halted " + found};
             return std::vector<std::string>{"0 " + found + "\n0x08000102 0x08000201 0x20001000 0x01000000\n",
@@ -549,15 +550,15 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: one script per halt through DH
     CHECK(sink.tasks == std::vector<std::pair<uint32_t, std::string>>{{0x20000100, "motor"}});
     unsigned halts = 0;
     for (const std::string& m : openocd.server.received()) {
-        if (!HaltModeOpenocd::has(m, "_mcuprof_d"))
+        if (!HaltModeOpenocd::has(m, "set\\ dhcsr0"))
             continue;
         ++halts;
         // DHCSR written with the key, C_HALT and C_DEBUGEN kept with the bits found, together
         // with DCRSR's first REGSEL (15, the PC); then DCRSR 14, 13, 16 (lr, sp, xPSR); DHCSR as
         // found to resume in the same script; never OpenOCD's own halt or resume.
-        CHECK(HaltModeOpenocd::has(m, "write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$_mcuprof_k\\ |\\ 3\\}\\]\\ 15\\]"));
+        CHECK(HaltModeOpenocd::has(m, "write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$key0\\ |\\ 3\\}\\]\\ 15\\]"));
         CHECK(HaltModeOpenocd::has(m, "\\{14\\ 13\\ 16\\ -1\\}"));
-        CHECK(HaltModeOpenocd::has(m, "write_memory\\ 3758157296\\ 32\\ \\$_mcuprof_k"));
+        CHECK(HaltModeOpenocd::has(m, "write_memory\\ 3758157296\\ 32\\ \\$key0"));
         CHECK(HaltModeOpenocd::has(m, "536870928\\ 1"));   // pxCurrentTCB (0x20000010), one word
         CHECK_FALSE(HaltModeOpenocd::has(m, "halt\\;"));
         CHECK_FALSE(HaltModeOpenocd::has(m, "resume"));
@@ -631,7 +632,7 @@ struct TwoCoreOpenocd {
     static bool has(const std::string& message, const char* word) { return message.find(word) != std::string::npos; }
     std::string examined = "1";   // b.cpu's was_examined
     fakes::FakeTclServer server{[this](const std::string& m) -> std::optional<std::vector<std::string>> {
-        if (has(m, "_mcuprof_d0"))
+        if (has(m, "set\\ dhcsr0"))
             return std::vector<std::string>{"0 16777217 17039361\n0x08000102 0x08000201 0x20001000 0x01000000\n"
                                             "0x08000302 0x08000401 0x20002000 0x21000000"};
         if (has(m, "curstate"))   // first: "[target current] curstate"
@@ -683,20 +684,20 @@ TEST_CASE("sampling loop over OpenOCD's Tcl port: every examined cortex_m target
     CHECK(openocd.described.link.cores[1].target == "b.cpu");
     CHECK(openocd.described.link.cores[1].name == "core 1 (b.cpu)");
     for (const std::string& m : openocd.server.received()) {
-        if (!TwoCoreOpenocd::has(m, "_mcuprof_d0"))
+        if (!TwoCoreOpenocd::has(m, "set\\ dhcsr0"))
             continue;
         // Both halt requests (DHCSR with C_HALT and C_DEBUGEN, then DCRSR 15), core 0's first, before
         // any register is read; b.cpu's registers by DCRSR through its own target command; both
         // resumed as found.
-        const size_t halt0 = m.find("write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$_mcuprof_k0\\ |\\ 3\\}\\]\\ 15\\]");
-        const size_t halt1 = m.find("\\{b.cpu\\}\\ write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$_mcuprof_k1\\ |\\ 3\\}\\]\\ 15\\]");
+        const size_t halt0 = m.find("write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$key0\\ |\\ 3\\}\\]\\ 15\\]");
+        const size_t halt1 = m.find("\\{b.cpu\\}\\ write_memory\\ 3758157296\\ 32\\ \\[list\\ \\[expr\\ \\{\\$key1\\ |\\ 3\\}\\]\\ 15\\]");
         const size_t first_read = m.find("read_memory\\ 3758157296\\ 32\\ 3");
         REQUIRE(halt0 != std::string::npos);
         REQUIRE(halt1 != std::string::npos);
         CHECK(halt0 < halt1);
         CHECK(halt1 < first_read);
         CHECK(TwoCoreOpenocd::has(m, "\\{b.cpu\\}\\ read_memory\\ 3758157296\\ 32\\ 3"));
-        CHECK(TwoCoreOpenocd::has(m, "\\{b.cpu\\}\\ write_memory\\ 3758157296\\ 32\\ \\$_mcuprof_k1"));
+        CHECK(TwoCoreOpenocd::has(m, "\\{b.cpu\\}\\ write_memory\\ 3758157296\\ 32\\ \\$key1"));
     }
 }
 

@@ -6,6 +6,7 @@
 #include "mcuprof/cortex_m.h"
 #include "mcuprof/hex.h"
 #include "mcuprof/sources/openocd_sampler.h"
+#include "mcuprof/sources/openocd_scripts.h"
 #include "mcuprof/sources/stack_pointer_stub.h"
 #include "mcuprof/link/error.h"
 #include "mcuprof/link/rsp_client.h"
@@ -147,7 +148,7 @@ public:
     {
         // OpenOCD's other cores, kept halted for their stacks: resumed first, as found.
         if (others_kept_halted_) {
-            gdb_->monitor(other_cores_resume_script(openocd_others_));
+            gdb_->monitor(other_cores_resume_script(openocd_others_, others_resume_));
             others_kept_halted_ = false;
         }
         select_core(0);
@@ -204,6 +205,7 @@ public:
         if (!openocd_others_.empty()) {
             others_halted_ = true;
             others_kept_halted_ = request.stay_halted;
+            others_resume_ = std::move(others.resume);
             halt.state.other_cores = std::move(others.registers);
             halt.state.other_stack_windows = std::move(others.windows);
             halt.state.stop_after = std::move(stop_after);
@@ -270,7 +272,7 @@ public:
                 gdb_->interrupt();
             running_ = false;
             if (others_kept_halted_) {   // a halt cut short between its reads and its resume
-                gdb_->monitor(other_cores_resume_script(openocd_others_));
+                gdb_->monitor(other_cores_resume_script(openocd_others_, others_resume_));
                 others_kept_halted_ = false;
             }
             restore_others_dfsr(*gdb_);
@@ -317,15 +319,8 @@ private:
         // as not sampled.
         if (options_.extras.stacks)
             return;
-        for (auto it = unsampled_.begin(); it != unsampled_.end();) {
-            const std::string name = it->substr(0, it->find(' '));
-            if (*it == name + " (cortex_m)" && answer_or_empty(name + " was_examined") == "1") {
-                openocd_others_.push_back(name);
-                it = unsampled_.erase(it);
-            } else {
-                ++it;
-            }
-        }
+        openocd_others_ = take_examined_cortex_m(
+            unsampled_, [&](const std::string& name) { return answer_or_empty(name + " was_examined") == "1"; });
         // The other cores' halt requests are timed by OpenOCD's clock inside the monitor script
         // (other_cores_stop_after), where its Tcl has one.
         if (!openocd_others_.empty())
@@ -389,8 +384,8 @@ private:
             try {
                 std::unique_ptr<transport::RspClient> fresh = connect();
                 fresh->handshake();
-                if (others_kept_halted_)   // OpenOCD keeps the halt script's DHCSR values
-                    fresh->monitor(other_cores_resume_script(openocd_others_));
+                if (others_kept_halted_)   // the DHCSR values the halt script found
+                    fresh->monitor(other_cores_resume_script(openocd_others_, others_resume_));
                 others_kept_halted_ = false;
                 restore_others_dfsr(*fresh);
                 fresh->detach();
@@ -425,6 +420,7 @@ private:
     bool others_halted_ = false;               // OpenOCD: the monitor script halted the other cores
     bool others_found_halted_ = false;         // OpenOCD: it found one halted by someone else
     bool others_kept_halted_ = false;          // OpenOCD: the other cores wait for their resume script
+    std::vector<uint32_t> others_resume_;      // what resumes them: each one's DHCSR as found, C_HALT clear
     size_t selected_core_ = 0;
 };
 

@@ -605,4 +605,20 @@ std::vector<std::string> other_openocd_cores(const std::string& names, const std
     return others;
 }
 
+std::vector<std::string> take_examined_cortex_m(std::vector<std::string>& unsampled,
+                                                const std::function<bool(const std::string&)>& examined)
+{
+    std::vector<std::string> taken;
+    for (auto it = unsampled.begin(); it != unsampled.end();) {
+        const std::string name = it->substr(0, it->find(' '));
+        if (*it == name + " (cortex_m)" && examined(name)) {
+            taken.push_back(name);
+            it = unsampled.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return taken;
+}
+
 } // namespace mcuprof::sources

@@ -2,9 +2,10 @@
 // What the sampling loop needs of a debug link, whatever carries it (GDB RSP, OpenOCD's Tcl
 // port, ...): halt, resume, wait for a stop, read the halt state (registers plus memory) in
 // one round trip, read memory, describe the target. One adapter per link, each named for
-// its link (RspHaltingTarget in rsp_sampler.cc, TclHaltingTarget in openocd_sampler.cc; the
-// vprobe's RspTarget is the other way round, a debug target served over RSP); the loop (sampling_loop.h), the stack reader and the RTOS
-// awareness are written once over this interface.
+// its link (RspHaltingTarget in rsp_sampler.cc, TclHaltingTarget in openocd_halting_target.cc;
+// the vprobe's RspTarget is the other way round, a debug target served over RSP); the loop
+// (sampling_loop.h), the stack reader and the RTOS awareness are written once over this
+// interface. OpenOCD's debug-register scripts, which both adapters send: openocd_scripts.h.
 #include <chrono>
 #include <functional>
 #include <cstdint>
@@ -168,48 +169,9 @@ public:
 // gives it ("stm32h7x.cpu1 (cortex_m)"), leaving out bare access ports (mem_ap).
 std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,
                                              const std::function<std::string(const std::string&)>& type_of);
-
-// OpenOCD's GDB port halts its own target only (each target has a port of its own; OpenOCD
-// 0.12's cortex_m has no SMP halt, and a `target smp` group's hwthread port answers a running
-// core's 'g' with the port target's registers). The other examined cortex_m targets `targets`
-// are halted right after it in one monitor script through their debug registers: every DHCSR
-// read (one found halted is someone else's halt), the halt requests back to back, each core's
-// pc, lr, sp and xPSR (DCRSR/DCRDR), each core resumed as found, even after a failed read.
-// `timed` (OpenOCD's Tcl has `clock microseconds`): the script also reads OpenOCD's clock at its
-// start, around each halt request and at its end.
-// `request`: all registers and each core's stack window from its own SP (--stacks), the cores
-// kept halted (stay_halted) until other_cores_resume_script.
-std::string other_cores_halt_script(const std::vector<std::string>& targets, bool timed,
-                                    const HaltRequest& request = {});
-// Resumes the cores a stay_halted script left halted, each as it was found.
-std::string other_cores_resume_script(const std::vector<std::string>& targets);
-// Reads of a core the script halted, through its own target: memory (the words that cover
-// [address, address + length), and the bytes from the command's answer, empty where refused) and
-// its MSP or PSP (DCRSR/DCRDR; the answer is the one word).
-std::string other_core_memory_script(const std::string& target, uint32_t address, uint32_t length);
-std::string other_core_memory(const std::string& answer, uint32_t address, uint32_t length, const std::string& peer);
-std::string other_core_stack_pointer_script(const std::string& target, StackPointer which);
-struct OtherCoresRead {
-    std::vector<core::CoreRegisters> registers;   // core 1, 2, ... in `targets` order
-    std::optional<size_t> found_halted;           // index into targets of a core found halted
-    uint32_t found_dhcsr = 0;
-    // A timed script's readings of OpenOCD's clock, microseconds: its start, its end, then
-    // before the first halt request and after each (core i + 1 stopped between items 2 + i and
-    // 3 + i); empty when not timed.
-    std::vector<int64_t> clock_us;
-    std::vector<MemoryWindow> windows;            // with the request's stack windows, core 1's first
-};
-// The script's answer (monitor output) for `count` cores and the `request` it was made for;
-// throws transport::Error.
-OtherCoresRead parse_other_cores(const std::string& answer, size_t count, const std::string& peer,
-                                 const HaltRequest& request = {});
-// From a timed script's readings, each other core's stop after core 0's, bracketed: core 0 (the
-// GDB port's target, halted by OpenOCD on the interrupt) stopped between the interrupt sent
-// (`interrupted`) and its stop reply (`reported`); the script ran between its monitor command
-// sent (`asked`) and answered (`answered`), all by mcuprof's clock; inside it, OpenOCD's clock
-// places each halt request. Empty when the script was not timed.
-std::vector<core::StopBounds> other_cores_stop_after(const OtherCoresRead& read, Clock::time_point interrupted,
-                                                     Clock::time_point reported, Clock::time_point asked,
-                                                     Clock::time_point answered);
+// The cortex_m targets among other_openocd_cores' list `unsampled` that OpenOCD has examined
+// (`examined`), taken out of it in order: the cores sampled besides the current target.
+std::vector<std::string> take_examined_cortex_m(std::vector<std::string>& unsampled,
+                                                const std::function<bool(const std::string&)>& examined);
 
 } // namespace mcuprof::sources
