@@ -382,6 +382,15 @@ void check_unit_entries(const Image::Impl& image, uint64_t offset)
     image.dwarf_check->check_unit_at(offset);
 }
 
+void check_unit_read_by_llvm(const Image::Impl& image, llvm::DWARFUnit& unit)
+{
+    if (unit.getUnitDIE(/*ExtractUnitDIEOnly=*/false))
+        return;
+    const std::string& problem = image.dwarf_problem;
+    throw Error(image.path, ".debug_info at " + hex32(uint32_t(unit.getOffset())),
+                "LLVM reads no entries from this unit" + (problem.empty() ? std::string() : ": " + problem));
+}
+
 void check_all_entries(const Image::Impl& image)
 {
     const std::lock_guard<std::mutex> lock(image.dwarf_mutex);

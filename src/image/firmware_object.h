@@ -22,5 +22,10 @@ const std::string& first_dwarf_problem(const Image& image);
 // object moves, so a reader that keeps them (the source locator) may outlive the move.
 void check_unit_entries(const Image::Impl& image, uint64_t offset);
 void check_all_entries(const Image::Impl& image);
+// Whether LLVM itself could read the entries of `unit` (this image's): the checks above read
+// the sections as this core finds them, and where LLVM finds no entries at all (a compressed
+// .debug_abbrev it cannot decompress, say) its address lookups would dereference the missing
+// unit entry (DWARFUnit::getSubroutineForAddress, LLVM 19). Throws core::Error then.
+void check_unit_read_by_llvm(const Image::Impl& image, llvm::DWARFUnit& unit);
 
 } // namespace mcuprof::core

@@ -168,8 +168,10 @@ struct SourceLocator::Impl {
     // before LLVM reads them; finding the unit reads only what the header pass checked.
     void check_unit_of(uint32_t address) const
     {
-        if (const llvm::DWARFCompileUnit* unit = dwarf->getCompileUnitForCodeAddress(address))
+        if (llvm::DWARFCompileUnit* unit = dwarf->getCompileUnitForCodeAddress(address)) {
             check_unit_entries(*image, unit->getOffset());
+            check_unit_read_by_llvm(*image, *unit);
+        }
     }
 };
 

@@ -65,15 +65,18 @@ def objects(node, path="schema"):
 
 
 def committed_recordings() -> list[Path]:
-    """Every file git tracks whose bytes start with a recording's magic."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    """Every file of the source tree (build trees and dot folders left out) whose bytes start
+    with a recording's magic. Walked, not asked of git: a fresh Debian root (scripts/setup.sh)
+    has no git, and a source tarball no .git."""
     found = []
-    for name in listed.decode().split("\0"):
-        path = REPO / name
-        if name and path.is_file():
-            with open(path, "rb") as f:
-                if f.read(8) == run_header.MAGIC:
-                    found.append(path)
+    for folder, folders, files in os.walk(REPO):
+        folders[:] = sorted(d for d in folders if not d.startswith((".", "build")) and d != "node_modules")
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.is_file() and not path.is_symlink():
+                with open(path, "rb") as f:
+                    if f.read(8) == run_header.MAGIC:
+                        found.append(path)
     return found
 
 
