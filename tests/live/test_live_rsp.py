@@ -80,10 +80,10 @@ class WallClockPacing(unittest.TestCase):
         elf = fwtest.elf_path(name)
         work = fwtest.work_dir("mcuprof-live-")
         rec = work / "rec.bin"
-        result, times = time_census_of(elf, work, name, lambda q: mcuprof(
+        result, times, stalls = time_census_of(elf, work, name, lambda q: mcuprof(
             "record", "--gdb", f"127.0.0.1:{q.gdb_port}", "--interval", "200us", "--samples", "5000",
             "--elf", str(elf), "-o", str(rec), "--format", "json"))
-        three_loops_within_4_se(self, result, name, times, rec)
+        three_loops_within_4_se(self, result, name, times, rec, stalls)
 
 
 class DisabledInterrupts(unittest.TestCase):

@@ -67,8 +67,8 @@ class SerialLink(unittest.TestCase):
                 return mcuprof("record", "--gdb", str(tty), "--baud", "115200", "--interval", "5ms",
                                "--samples", "5000", "--elf", str(elf), "-o", str(rec), "--format", "json")
 
-        result, times = time_census_of(elf, work, name, record)
-        three_loops_within_4_se(self, result, name, times, rec)
+        result, times, stalls = time_census_of(elf, work, name, record)
+        three_loops_within_4_se(self, result, name, times, rec, stalls)
         # The recording's header (docs/formats.md: magic, u32 version, u32 length, JSON) names
         # the line it came over.
         self.assertEqual(run_header.read_header(rec)["gdb"], str(tty))

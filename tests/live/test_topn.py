@@ -165,7 +165,7 @@ class LiveTop(unittest.TestCase):
         elf = fwtest.elf_path(name)
         work = fwtest.work_dir("mcuprof-top-")
         rec = work / "rec.bin"
-        r, times = time_census_of(elf, work, name, lambda q: top(q, elf, "--interval", "200us", "--samples", "3000",
+        r, times, stalls = time_census_of(elf, work, name, lambda q: top(q, elf, "--interval", "200us", "--samples", "3000",
                                                                   "--refresh", "300ms", "-o", str(rec)))
         self.assertEqual(r.returncode, 0, r.stderr)
         tables = parse_top(r.stdout)
@@ -188,7 +188,7 @@ class LiveTop(unittest.TestCase):
                          {k: sum(1 for pc in pcs if syms.lookup(pc & ~1) == k) for k in loops})
         # Those samples against the time census of their window, 4 SE of the spread between
         # batches of consecutive halts (live_runs.wall_clock_loops_check).
-        wall_clock_loops_check(self, rec, name, times)
+        wall_clock_loops_check(self, rec, name, times, stalls=stalls)
         # The printed standard error is sqrt(p(1-p)/n) of the printed share: top gives wall-clock
         # halts binomial errors (report gives them batches'; docs/topn.md says so).
         pct, se, _ = last["rows"]["hot_a"]

@@ -97,27 +97,29 @@ def replayed_recording(test: unittest.TestCase, name: str, samples_wanted: int, 
 LOOPS_COST_NS = 250
 
 
-def time_census_of(elf: Path, work: Path, name: str, record) -> tuple[object, dict[int, int]]:
+def time_census_of(elf: Path, work: Path, name: str, record) -> tuple[object, dict[int, int], dict[int, int]]:
     """`record(q)` run against `elf` in QEMU at uniform cost (gdbstub on q.gdb_port) between
     two census snapshots: what it returned, and the time census of its window by address, the
     host time in which a halt requested at a wall-clock instant would have stopped at each
     instruction (firmware-ref/truth/truth.c, charge_time). That, not the instruction counts, is
     the reference of wall-clock halts: a wall-clock sampler draws from host time, and how QEMU's
     host time spreads over the instructions is up to the host and its load. The window's
-    instruction counts of the three loops are printed beside."""
+    instruction counts of the three loops are printed beside. Third, the window's stalls by
+    address (qemu_runner.snapshot_stalls: stretches the census gave at once to one instruction,
+    the host preempting QEMU's vCPU thread), for wall_clock_loops_check's `stalls`."""
     with qemu_runner.QemuRun(elf, gdb=True, truth=work / "truth.txt", uniform_cost_ns=LOOPS_COST_NS, uart=None,
                              workdir=work, timeout=600) as q:
         q.wait_listening(q.gdb_port)
-        before = q.snapshot_and_times()
+        before = q.snapshot_census()
         result = record(q)
-        after = q.snapshot_and_times()
+        after = q.snapshot_census()
         q.stop()
     counts = truth_by_function(name, qemu_runner.census_window(before[0], after[0]))
     loops = ("hot_a", "hot_b", "hot_c")
     total = sum(counts.get(k, 0) for k in loops)
     print(f"\n{name}: the window's instruction counts " +
           ", ".join(f"{k} {100 * counts.get(k, 0) / max(1, total):.2f} %" for k in loops), file=sys.stderr)
-    return result, qemu_runner.census_window(before[1], after[1])
+    return result, qemu_runner.census_window(before[1], after[1]), qemu_runner.census_window(before[2], after[2])
 
 
 def still_running(q: qemu_runner.QemuRun) -> bool:
@@ -168,7 +170,7 @@ def batch_errors(rows: list[str], names) -> dict[str, float]:
 
 
 def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts: dict[int, int],
-                           doc: dict | None = None) -> None:
+                           doc: dict | None = None, stalls: dict[int, int] | None = None) -> None:
     """The three loops of a wall-clock halting recording against a census of the truth plugin
     (time_census_of's, for halts paced by the host's clock): each loop's
     share among the three within 4 standard errors from the spread between batches of
@@ -176,7 +178,11 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     host: on a loaded one little, and neighbouring halts then fall in the same loop, so binomial
     errors are too small (1.1-1.9 times, measured at load 10). The errors must still be small
     enough for the check to mean something: at most 4 times the binomial ones. With `doc`,
-    mcuprof's JSON report of the recording: its errors are batches', equal to these."""
+    mcuprof's JSON report of the recording: its errors are batches', equal to these. With
+    `stalls` (time_census_of's third), each share is held to the interval between the census
+    and the census less its stalls, as every OpenOCD rig's is (openocd_record_suite, docs/live.md
+    "The hla_swd PCSR residue"): a halt waits out a stall and lands in it once, however long it
+    was, so a loaded host's stalls inflate the census where no sampler can follow."""
     loops = ["hot_a", "hot_b", "hot_c"]
     syms = fwtest.symbols(name)
     pcs = recorded_pcs(rec)
@@ -186,6 +192,8 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     test.assertGreater(n, 0.8 * len(every))
     truth = truth_by_function(name, counts)
     total_truth = sum(truth.get(k, 0) for k in loops)
+    free = truth_by_function(name, {a: c - (stalls or {}).get(a, 0) for a, c in counts.items()})
+    total_free = sum(free.get(k, 0) for k in loops)
     errors = batch_errors(rows, loops)
     # What a failure needs to be read (issue 44: hot_a once at 85.3 % against 69.9 % beyond 4
     # batch errors, not reproduced): how often a halt found the PC of the halt before (the core
@@ -205,11 +213,12 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     bad = []
     for k in loops:
         p, q, se = truth.get(k, 0) / total_truth, rows.count(k) / n, errors[k]
+        p_free = free.get(k, 0) / total_free
         binomial = math.sqrt(p * (1 - p) / n)
-        print(f"{name} {k}: {100 * q:.2f} % against {100 * p:.2f} %, standard error {100 * se:.2f} pp "
-              f"({se / binomial:.2f} times the binomial)", file=sys.stderr)
+        print(f"{name} {k}: {100 * q:.2f} % against {100 * p:.2f} % ({100 * p_free:.2f} % less its stalls), "
+              f"standard error {100 * se:.2f} pp ({se / binomial:.2f} times the binomial)", file=sys.stderr)
         test.assertLessEqual(se, 4 * binomial, f"{k}: halts so correlated that the check means little")
-        if abs(q - p) > Z * se:
+        if max(min(p, p_free) - q, q - max(p, p_free)) > Z * se:
             bad.append((k, round(100 * q, 3), round(100 * p, 3), round(100 * Z * se, 3)))
     test.assertEqual(bad, [])
     if doc is not None:
@@ -221,7 +230,7 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
 
 
 def three_loops_within_4_se(test: unittest.TestCase, result: subprocess.CompletedProcess, name: str,
-                            counts: dict[int, int], rec: Path) -> None:
+                            counts: dict[int, int], rec: Path, stalls: dict[int, int] | None = None) -> None:
     """A wall-clock recording of 5000 samples of the three-loop image (`rec`), printed as JSON:
     ended by its count, and each loop's share within 4 standard errors of the truth's census
     (wall_clock_loops_check)."""
@@ -229,4 +238,4 @@ def three_loops_within_4_se(test: unittest.TestCase, result: subprocess.Complete
     doc = json.loads(result.stdout)
     test.assertEqual(doc["samples"], 5000)
     test.assertEqual(doc["sampler"]["end"], "sample count reached")
-    wall_clock_loops_check(test, rec, name, counts, doc)
+    wall_clock_loops_check(test, rec, name, counts, doc, stalls)
