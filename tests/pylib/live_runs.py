@@ -192,7 +192,7 @@ def wall_clock_loops_check(test: unittest.TestCase, rec: Path, name: str, counts
     test.assertGreater(n, 0.8 * len(every))
     truth = truth_by_function(name, counts)
     total_truth = sum(truth.get(k, 0) for k in loops)
-    free = truth_by_function(name, {a: c - (stalls or {}).get(a, 0) for a, c in counts.items()})
+    free = truth_by_function(name, fwtest.stall_free_census(counts, stalls or {}))
     total_free = sum(free.get(k, 0) for k in loops)
     errors = batch_errors(rows, loops)
     # What a failure needs to be read (issue 44: hot_a once at 85.3 % against 69.9 % beyond 4
