@@ -40,7 +40,7 @@ def make_capture(elf, megabytes, path):
     """A capture as a busy SWO line gives it: PC samples, and between them sleep samples,
     printf bytes on stimulus port 0, word writes on port 1, local timestamps, exception
     entry and exit, counter wraps, overflows, and a sync packet every 2000 samples. No
-    packet is one the peers misread (see tests/sources/test_swo_pyocd.py)."""
+    packet is one the peers misread (see tests/inputs/test_swo_pyocd.py)."""
     rng = random.Random(756)
     funcs = functions(elf)
     weights = [rng.random() ** 3 for _ in funcs]

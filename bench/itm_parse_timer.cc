@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "mcuprof/error.h"
-#include "mcuprof/sources/swo_reader.h"
+#include "mcuprof/inputs/swo_reader.h"
 
 int main(int argc, char** argv)
 {

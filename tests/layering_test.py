@@ -21,7 +21,9 @@ ALLOWED = {
     "image": {"base", "image"},
     "profile": {"base", "image", "profile"},
     "report": {"base", "image", "profile", "report"},
-    "sources": {"base", "link", "image", "profile", "sources"},
+    "inputs": {"base", "link", "image", "profile", "inputs"},
+    "target": {"base", "link", "image", "profile", "inputs", "target"},
+    "sampler": {"base", "link", "image", "profile", "inputs", "target", "sampler"},
     "vprobe": {"base", "link", "vprobe"},
 }
 # One header of each layer, as sources spell it.
@@ -31,7 +33,9 @@ HEADER = {
     "image": "mcuprof/image/error.h",
     "profile": "mcuprof/profile/stats.h",
     "report": "mcuprof/report/report.h",
-    "sources": "mcuprof/sources/error.h",
+    "inputs": "mcuprof/inputs/error.h",
+    "target": "mcuprof/target/halting_target.h",
+    "sampler": "mcuprof/sampler/sampling_loop.h",
     "vprobe": "mcuprof/vprobe/error.h",
 }
 

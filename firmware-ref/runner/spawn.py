@@ -13,7 +13,7 @@ process here had before: a terminal's Ctrl-C reaches the test alone, which stops
 in order, and the test can signal the whole group.
 
 What it does not cover: the death signal reaches the direct child only, not that child's own
-children (a shell script's commands); mcuprof sees to its own QEMU (src/sources/live/
+children (a shell script's commands); mcuprof sees to its own QEMU (src/sampler/
 qemu_session.cc sets PR_SET_PDEATHSIG too).
 
 The signal is sent when the *thread* that forked the child ends, not the process: a child

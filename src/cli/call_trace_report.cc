@@ -6,7 +6,7 @@
 #include "mcuprof/report/report.h"
 #include "mcuprof/image/source_locator.h"
 #include "mcuprof/image/symbols.h"
-#include "mcuprof/sources/call_trace.h"
+#include "mcuprof/inputs/call_trace.h"
 
 namespace mcuprof::cli {
 

@@ -2,7 +2,7 @@
 // report --calls: the call graph of instrumented entry/exit records in an SWO stream.
 #include <cstdint>
 
-#include "mcuprof/sources/swo_reader.h"
+#include "mcuprof/inputs/swo_reader.h"
 #include "profile_output.h"
 
 namespace mcuprof::cli {

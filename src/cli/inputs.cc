@@ -4,9 +4,9 @@
 
 #include "commands.h"
 #include "progress.h"
-#include "mcuprof/sources/error.h"
-#include "mcuprof/sources/input_kind.h"
-#include "mcuprof/sources/swo_reader.h"
+#include "mcuprof/inputs/error.h"
+#include "mcuprof/inputs/input_kind.h"
+#include "mcuprof/inputs/swo_reader.h"
 
 namespace mcuprof::cli {
 

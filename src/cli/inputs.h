@@ -4,7 +4,7 @@
 #include <string>
 
 #include "mcuprof/profile/samples.h"
-#include "mcuprof/sources/input_kind.h"
+#include "mcuprof/inputs/input_kind.h"
 
 namespace mcuprof::cli {
 

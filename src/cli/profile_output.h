@@ -14,7 +14,7 @@
 #include "mcuprof/profile/profile.h"
 #include "mcuprof/report/report.h"
 #include "mcuprof/profile/samples.h"
-#include "mcuprof/sources/recording.h"
+#include "mcuprof/inputs/recording.h"
 #include "commands.h"
 #include "options.h"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "mcuprof/sources/error.h"
+#include "mcuprof/inputs/error.h"
 #include "commands.h"
 #include "interrupt.h"
 #include "options.h"

@@ -1,7 +1,7 @@
 #pragma once
 // --qemu MACHINE: mcuprof starts QEMU itself, records the run and samples its replay at exact
 // instruction counts (record, top), or counts every instruction (truth). The options, and
-// the sample source they build; the work is in sources/qemu_session.h.
+// the sample source they build; the work is in sampler/qemu_session.h.
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,8 +9,8 @@
 #include <boost/program_options.hpp>
 
 #include "mcuprof/image/image_set.h"
-#include "mcuprof/sources/live.h"
-#include "mcuprof/sources/qemu_session.h"
+#include "mcuprof/sampler/live.h"
+#include "mcuprof/sampler/qemu_session.h"
 
 namespace mcuprof::cli {
 

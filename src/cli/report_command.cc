@@ -2,9 +2,9 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/sources/call_trace.h"
-#include "mcuprof/sources/input_kind.h"
-#include "mcuprof/sources/swo_reader.h"
+#include "mcuprof/inputs/call_trace.h"
+#include "mcuprof/inputs/input_kind.h"
+#include "mcuprof/inputs/swo_reader.h"
 #include "call_trace_report.h"
 #include "inputs.h"
 #include "options.h"

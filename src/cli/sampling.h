@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/image/image_set.h"
-#include "mcuprof/sources/live.h"
-#include "mcuprof/sources/watched_variable.h"
+#include "mcuprof/sampler/live.h"
+#include "mcuprof/sampler/watched_variable.h"
 #include "interrupt.h"
 #include "options.h"
 #include "qemu_options.h"

@@ -5,8 +5,8 @@
 
 #include <boost/program_options.hpp>
 
-#include "mcuprof/sources/swo_reader.h"
-#include "mcuprof/sources/swo_setup.h"
+#include "mcuprof/inputs/swo_reader.h"
+#include "mcuprof/target/swo_setup.h"
 #include "mcuprof/link/tcl_client.h"
 #include "mcuprof/image/symbols.h"
 #include "options.h"

@@ -1,6 +1,6 @@
 #include <boost/program_options.hpp>
 
-#include "mcuprof/sources/truth_reader.h"
+#include "mcuprof/inputs/truth_reader.h"
 #include "options.h"
 #include "qemu_options.h"
 #include "profile_output.h"

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/sources/halting_target.h"
+#include "mcuprof/target/halting_target.h"
 #include "mcuprof/link/error.h"
 
 namespace fakes {
@@ -80,7 +80,7 @@ public:
     std::string server() const override { return "the recording"; }
     std::string peer() const override { return "recorded halts"; }
 
-    void start(mcuprof::sources::SampleSink&) override { running_ = true; }
+    void start(mcuprof::sources::TargetEvents&) override { running_ = true; }
     void resume() override
     {
         if (running_)
@@ -142,7 +142,7 @@ public:
     {
         return e.kind() == mcuprof::transport::Error::Kind::protocol;
     }
-    void leave_running(mcuprof::sources::SampleSink&, bool link_lost) override
+    void leave_running(mcuprof::sources::TargetEvents&, bool link_lost) override
     {
         left_running.push_back(link_lost);
         running_ = true;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "mcuprof/sources/call_trace.h"
+#include "mcuprof/inputs/call_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "mcuprof/sources/dump_reader.h"
-#include "mcuprof/sources/error.h"
+#include "mcuprof/inputs/dump_reader.h"
+#include "mcuprof/inputs/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

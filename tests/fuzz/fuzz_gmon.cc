@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "mcuprof/sources/error.h"
-#include "mcuprof/sources/gmon_reader.h"
+#include "mcuprof/inputs/error.h"
+#include "mcuprof/inputs/gmon_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <span>
 
-#include "mcuprof/sources/itm_parser.h"
+#include "mcuprof/inputs/itm_parser.h"
 
 namespace {
 

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "mcuprof/sources/error.h"
-#include "mcuprof/sources/recording.h"
+#include "mcuprof/inputs/error.h"
+#include "mcuprof/inputs/recording.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mcuprof/sources/openocd_sampler.h"
+#include "mcuprof/target/tcl_script.h"
 #include "mcuprof/link/error.h"
 #include "mcuprof/link/tcl_client.h"
 
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         while (auto message = transport::TclClient::take_message(buffer)) {
             try {
                 const std::string result = transport::TclClient::result_of(*message, "fuzz", "script");
-                (void)sources::OpenocdSampler::parse_words(result, "fuzz", "words");
+                (void)sources::tcl::parse_words(result, "fuzz", "words");
             } catch (const transport::Error&) {
             }
         }

@@ -15,7 +15,7 @@
 #include "mcuprof/image/source_locator.h"
 #include "mcuprof/image/symbols.h"
 #include "mcuprof/image/unwind/call_frames.h"
-#include "mcuprof/sources/firmware_check.h"
+#include "mcuprof/sampler/firmware_check.h"
 #include "tool_output.h"
 
 using mcuprof::core::Image;

@@ -1,5 +1,5 @@
 // Drives the stack-pointer stub (src/transport/rsp/special_register_stub.cc, through the
-// sampler's wrapper src/sources/live/stack_pointer_stub.cc) against a real GDB
+// sampler's wrapper src/target/rsp/stack_pointer_stub.cc) against a real GDB
 // server for tests/live/test_stacks.py: halts the target at random moments and, at each
 // halt, reads every register the server describes and the memory below SP, runs the stub
 // for MSP and for PSP, and reads them all again. One JSON object per halt on stdout:
@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcuprof/sources/stack_pointer_stub.h"
+#include "mcuprof/target/stack_pointer_stub.h"
 #include "mcuprof/link/rsp_client.h"
 #include "mcuprof/link/rsp_packet.h"
 

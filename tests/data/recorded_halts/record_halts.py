@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Records halts of a reference image for the replayed-halt unit tests
-(tests/sources/recorded_halts_test.cc). Run by hand after `make build`, not by the suite:
+(tests/sampler/recorded_halts_test.cc). Run by hand after `make build`, not by the suite:
 
     export PYTHONPATH=$(sed "s|^|$PWD/|" tests/pylib/pythonpath | paste -sd:)
     python3 tests/data/recorded_halts/record_halts.py calltree_o2_m4 fpu_o2_m4 --halts 60

@@ -1,0 +1,66 @@
+#include "mcuprof/target/halting_target.h"
+
+#include <sstream>
+
+#include "mcuprof/link/error.h"
+
+namespace mcuprof::sources {
+
+// What a link does not offer: a protocol error naming the link and the operation.
+std::string HaltingTarget::monitor(const std::string& command)
+{
+    throw transport::Error(transport::Error::Kind::protocol, peer(), command,
+                           server() + " has no monitor to pace by instructions");
+}
+
+std::optional<TargetEnd> HaltingTarget::wait_stop(transport::Duration)
+{
+    throw transport::Error(transport::Error::Kind::protocol, peer(), "wait for a stop",
+                           server() + " does not report stops the target makes by itself");
+}
+
+bool HaltingTarget::enable_pcsr(TargetEvents& events)
+{
+    events.event("fallback", "DWT_PCSR is not read over " + server() + ": sampling in halt mode instead");
+    return false;
+}
+
+std::vector<uint32_t> HaltingTarget::read_pcsr(unsigned)
+{
+    throw transport::Error(transport::Error::Kind::protocol, peer(), "DWT_PCSR", "not read over " + server());
+}
+
+void HaltingTarget::account_pcsr(PcsrStats&) const {}
+
+std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,
+                                             const std::function<std::string(const std::string&)>& type_of)
+{
+    std::vector<std::string> others;
+    std::istringstream words(names);
+    for (std::string name; words >> name;) {
+        if (name == current)
+            continue;
+        const std::string type = type_of(name);
+        if (type != "mem_ap")   // a bare access port (OpenOCD's mem_ap target) is no core
+            others.push_back(name + (type.empty() ? "" : " (" + type + ")"));
+    }
+    return others;
+}
+
+std::vector<std::string> take_examined_cortex_m(std::vector<std::string>& unsampled,
+                                                const std::function<bool(const std::string&)>& examined)
+{
+    std::vector<std::string> taken;
+    for (auto it = unsampled.begin(); it != unsampled.end();) {
+        const std::string name = it->substr(0, it->find(' '));
+        if (*it == name + " (cortex_m)" && examined(name)) {
+            taken.push_back(name);
+            it = unsampled.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return taken;
+}
+
+} // namespace mcuprof::sources
