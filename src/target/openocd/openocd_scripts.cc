@@ -263,12 +263,10 @@ std::string halt_script(const std::vector<std::string>& others, const HaltReques
     reads << memory_reads(request, several);
     Script halted = p.keys;
     halted << p.halts << "set failed [catch " + braced(reads) + " result]";
-    // Kept halted for the unwinder's further reads (stay_halted); several cores are resumed
-    // when a read failed.
-    if (!request.stay_halted)
-        halted << p.resumes;
-    else if (several)
-        halted << "if {$failed} " + braced(p.resumes);
+    // Kept halted for the unwinder's further reads (stay_halted), unless a read failed: then
+    // the error ends the sample and no later script knows the halt was ours, so every core is
+    // resumed here.
+    halted << (request.stay_halted ? "if {$failed} " + braced(p.resumes) : p.resumes.text());
     halted << "if {$failed} {error $result}"
            << "set result " + tcl::quoted(p.found.substr(1) + (timed ? ";$stops" : "") + "\\n$result");
     Script script = p.read_dhcsr;
