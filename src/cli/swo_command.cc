@@ -1,11 +1,16 @@
 // mcuprof swo: DWT PC sampling over SWO set up through OpenOCD's Tcl port, and the stream
 // it serves profiled live (docs/swo.md, "Set-up over OpenOCD").
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <iostream>
 
 #include <boost/program_options.hpp>
 
+#include "mcuprof/inputs/error.h"
+#include "mcuprof/inputs/recording.h"
 #include "mcuprof/inputs/swo_reader.h"
+#include "mcuprof/printf_string.h"
 #include "mcuprof/target/swo_setup.h"
 #include "mcuprof/link/tcl_client.h"
 #include "mcuprof/image/symbols.h"
@@ -20,16 +25,19 @@ namespace {
 
 const char* const swo_usage =
     "usage: mcuprof swo --openocd HOST[:PORT] --elf ELF --cpu-hz F [--swo-hz F]\n"
-    "                   [--rate R] [options]\n\n"
+    "                   [--rate R] [-o FILE] [options]\n\n"
     "Turns on the DWT's periodic PC sampling over SWO with no firmware change: writes\n"
     "DEMCR.TRCENA, the ITM (unlocked, ITMENA, SYNCENA, DWTENA, TraceBusID 1) and\n"
     "DWT_CTRL (CYCTAP and POSTPRESET for the rate, CYCCNTENA, PCSAMPLENA) through\n"
     "OpenOCD's Tcl port, has OpenOCD capture SWO (tpiu: uart protocol, -traceclk,\n"
     "-pin-freq, -output), profiles the stream until --duration, --samples or Ctrl-C,\n"
-    "then turns the sampling off and prints the profile.";
+    "then turns the sampling off and prints the profile on standard output. With -o,\n"
+    "every sample is written to FILE as it comes, a recording that mcuprof report,\n"
+    "diff and the editor read like any other.";
 
 struct SwoCommandOptions {
-    ReportOptions report;
+    ReportOptions report;       // the profile printed at the end (to standard output)
+    std::string recording;      // -o
     std::string openocd;
     sources::SwoSetupOptions setup;
     std::string rate_text;
@@ -58,8 +66,12 @@ bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
          "(set-up only)")
         ("duration", po::value(&o.duration)->value_name("TIME"), "stop after TIME (10s, 2min); default: Ctrl-C")
         ("samples", whole_number(o.samples, "samples")->value_name("N"), "stop after N samples")
-        ("sync", po::bool_switch(&o.sync), "decode from the first synchronization packet on");
+        ("sync", po::bool_switch(&o.sync), "decode from the first synchronization packet on")
+        ("output,o", po::value(&o.recording)->value_name("FILE"),
+         "the recording, written as the samples come (mcuprof report FILE reads it)");
     ReportChoices choices;
+    choices.output = false;
+    choices.formats = standard_output_format_help();
     choices.groupings = {"function", "line", "address", "stack"};   // DWT samples carry no task
     add_report_options(line, o.report, choices);
     if (!line.parse(args))
@@ -73,7 +85,12 @@ bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
     o.live = o.setup.output.front() == ':';
     line.not_with({"duration", "samples", "sync", "by", "format", "output", "inline", "top"}, !o.live,
                   "--trace-output " + o.setup.output + " (set-up only: the capture is read later by report)");
-    check_report_options(line, o.report, choices, format_of(core::profile_formats(), o.report.format).binary);
+    if (format_of(core::profile_formats(), o.report.format).binary)   // the report goes to standard output
+        throw UsageError("--format takes " + standard_output_format_names() + ", not '" + o.report.format +
+                         "' (binary formats: mcuprof swo ... -o FILE, then mcuprof report FILE -o OUT)");
+    check_report_options(line, o.report, choices);
+    if (!o.recording.empty())
+        check_writable(o.recording);
     o.setup.cpu_hz = parse_count(cpu_hz, "--cpu-hz");
     o.setup.swo_hz = parse_count(swo_hz, "--swo-hz");
     if (!o.duration.empty())
@@ -101,6 +118,31 @@ double choose_rate(SwoCommandOptions& o)
         std::fprintf(stderr, "mcuprof swo: the DWT has no setting for %.0f samples/s; %.0f is the nearest below\n",
                      wanted, rate);
     return rate;
+}
+
+// The recording's header: the link, the DWT's fixed period as the pacing, the images.
+sources::RunHeader swo_header(const transport::Endpoint& openocd, const sources::SwoSetupResult& done,
+                              const SwoCommandOptions& o, double rate, const core::ImageSet& images)
+{
+    sources::RunHeader h;
+    h.link.source = sources::LinkKind::openocd;
+    h.link.openocd = openocd.text();
+    h.method = sources::SampleMethod::swo;
+    sources::RunHeader::Pacing pacing;
+    pacing.clock = sources::PacingClock::wall;
+    pacing.shape = sources::IntervalShape::fixed;
+    pacing.mean_seconds = 1 / rate;
+    pacing.between = sources::PacedBetween::samples;
+    pacing.note = printf_string("the DWT takes a PC sample every %u cycles of the %.0f Hz core clock (DWT_CTRL "
+                                "0x%08x: CYCTAP %d, POSTPRESET %u), sent over SWO at %.0f Hz: a fixed period, not "
+                                "random; each sample's time is its index times the period",
+                                unsigned(o.setup.rate.period_cycles()), o.setup.cpu_hz, unsigned(done.dwt_ctrl),
+                                int(o.setup.rate.cyctap), unsigned(o.setup.rate.postpreset), o.setup.swo_hz);
+    h.pacing = pacing;
+    h.images = sources::firmware_fields(images);
+    h.started = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    return h;
 }
 
 } // namespace
@@ -132,24 +174,47 @@ int swo_command(const Arguments& args)
         swo.max_time = parse_duration(o.duration, "--duration");
     swo.stop = stop_on_interrupt();
     o.report.input = "tcp:" + endpoint.host + o.setup.output;
+    core::SamplerFigures figures;
+    figures.samples_per_second = rate;
+    figures.run_duty = 1;   // the DWT samples a running core: no halts
+    figures.swo = core::SwoFigures{o.setup.rate.period_cycles(), o.setup.cpu_hz, o.setup.swo_hz};
+    figures.method = printf_string("SWO: DWT PC sampling through OpenOCD %s, DWT_CTRL 0x%08x, SWO at %.0f Hz",
+                                   endpoint.text().c_str(), unsigned(done.dwt_ctrl), o.setup.swo_hz);
     core::SampleSet captured;
     try {
-        captured = sources::read_swo(o.report.input, swo);
+        if (o.recording.empty()) {
+            captured = sources::read_swo(o.report.input, swo);
+            figures.samples = captured.pcs.size();
+        } else {
+            sources::RecordingWriter writer(o.recording, swo_header(endpoint, done, o, rate, images));
+            const std::unique_ptr<sources::ByteSource> stream = sources::open_byte_source(o.report.input);
+            const auto start = std::chrono::steady_clock::now();
+            const sources::SwoRecorded recorded = sources::record_swo(*stream, swo, 1 / rate, writer);
+            figures.samples = recorded.samples;
+            figures.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            figures.end = recorded.end;
+            writer.summary(figures);
+            writer.flush();
+        }
     } catch (...) {
         sources::tear_down_swo(tcl, done);
         throw;
     }
     sources::tear_down_swo(tcl, done);
-    core::SamplerFigures figures;
-    figures.samples = captured.pcs.size();
-    figures.samples_per_second = rate;
-    figures.run_duty = 1;   // the DWT samples a running core: no halts
-    char method[160];
-    std::snprintf(method, sizeof method, "SWO: DWT PC sampling through OpenOCD %s, DWT_CTRL 0x%08x, SWO at %.0f Hz",
-                  endpoint.text().c_str(), unsigned(done.dwt_ctrl), o.setup.swo_hz);
-    figures.method = method;
-    captured.sampler = figures;
-    write_profile(captured, o.report, images);
+    if (o.recording.empty()) {
+        captured.sampler = figures;
+        write_profile(captured, o.report, images);
+        return 0;
+    }
+    // The profile of what the recording holds, as mcuprof report prints it.
+    std::fprintf(stderr, "mcuprof swo: %llu samples in %.2f s, %s; samples in %s\n",
+                 static_cast<unsigned long long>(figures.samples), figures.wall_seconds, figures.end.c_str(),
+                 o.recording.c_str());
+    if (figures.samples == 0)
+        throw sources::Error(o.recording, "", "no samples were recorded: is PC sampling on (DWT_CTRL.PCSAMPLENA) and "
+                                              "does the SWO stream reach OpenOCD's trace port?");
+    o.report.input = o.recording;
+    write_profile(sources::to_samples(sources::read_recording(o.recording), std::nullopt), o.report, images);
     return 0;
 }
 

@@ -121,6 +121,8 @@ nlohmann::json to_json(const SamplerFigures& f)
                               {"halted_share", f.halted_share()},
                               {"longest_halt_seconds", f.halt_budget->longest_halt_seconds},
                               {"longest_mean_wait_seconds", f.halt_budget->longest_mean_wait_seconds}};
+    if (f.swo)
+        out["swo"] = {{"period_cycles", f.swo->period_cycles}, {"cpu_hz", f.swo->cpu_hz}, {"swo_hz", f.swo->swo_hz}};
     if (!f.method.empty())
         out["method"] = f.method;
     if (!f.pacing.empty())
@@ -142,9 +144,13 @@ SamplerFigures sampler_figures_from_json(const nlohmann::json& s, const std::str
     f.target_exited = read.flag_or(s, "target_exited", false);
     f.link_lost = read.flag_or(s, "link_lost", false);
     // What the method measured: halt latencies (halting samplers), PCSR batches, or both
-    // (a PCSR recording that fell back to halting).
-    if (!s.contains("halt_latency_us") && !s.contains("pcsr"))
-        throw Error(where, "", "neither halt latencies nor DWT_PCSR batches");
+    // (a PCSR recording that fell back to halting), or the DWT's period (SWO).
+    if (!s.contains("halt_latency_us") && !s.contains("pcsr") && !s.contains("swo"))
+        throw Error(where, "", "neither halt latencies, DWT_PCSR batches nor an SWO period");
+    if (s.contains("swo")) {
+        const nlohmann::json& w = read.object(s, "swo");
+        f.swo = SwoFigures{uint32_t(read.count(w, "period_cycles")), read.number(w, "cpu_hz"), read.number(w, "swo_hz")};
+    }
     if (s.contains("halt_latency_us"))
         f.halt_latency_us = read.percentiles(s, "halt_latency_us");
     if (s.contains("pcsr")) {

@@ -64,6 +64,9 @@ std::string describe_method(const SamplerFigures& s)
         out += printf_string(" (halted %.1f %%, budget %.1f %%)", 100.0 * s.halted_share(), 100.0 * s.halt_budget->max_halted);
     if (s.halt_latency_us)
         out += printf_string(", halt latency p50 %.0f us p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99);
+    if (s.swo)
+        out += printf_string(", the DWT's PC sample every %u cycles of %.0f Hz over SWO at %.0f Hz", s.swo->period_cycles,
+                             s.swo->cpu_hz, s.swo->swo_hz);
     if (s.pcsr) {
         out += printf_string(", DWT_PCSR read %llu times per round trip (p50 %.0f us, p99 %.0f us), ",
                              static_cast<unsigned long long>(s.pcsr->batch), s.pcsr->round_trip_us.p50,

@@ -12,11 +12,13 @@ import json
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import unittest
 from pathlib import Path
 
 import cli_args
+import run_header
 from elf_symbols import nm_symbols
 
 ARGS = None
@@ -132,10 +134,14 @@ class FakeOpenOCD:
         self.server.close()
 
 
-def swo_stream(pcs):
+def swo_stream(pcs, sleep_every=0):
+    """PC sample packets (None: a sleep packet, which carries no PC), after a sync."""
     out = bytearray(b"\0" * 5 + b"\x80")
     for pc in pcs:
-        out += b"\x17" + struct.pack("<I", pc)   # periodic PC sample (ARMv7-M ARM D4.3.3)
+        if pc is None:
+            out += b"\x15\x00"                        # sleep sample: PC packet of 1 payload byte
+        else:
+            out += b"\x17" + struct.pack("<I", pc)   # periodic PC sample (ARMv7-M ARM D4.3.3)
     return bytes(out)
 
 
@@ -188,6 +194,80 @@ class SwoTwoImages(unittest.TestCase):
         doc = json.loads(r.stdout)
         self.assertEqual([(row["name"], row["address"], row["samples"]) for row in doc["functions"]],
                          [("boot_crc32", crc, 70), ("mix_step", mix, 30)])
+
+
+class SwoRecording(unittest.TestCase):
+    """swo -o: the capture as a recording, which report and diff read like any other; the two
+    images named by the recording, so neither needs --elf."""
+
+    def test_recording_holds_every_sample_in_order_and_reports_as_swo_printed(self):
+        boot, app = IMAGES / "vendor_boot_m4.elf", IMAGES / "vendor_app_m4.elf"
+        start = {s.name: s.start for elf in (boot, app) for s in nm_symbols(elf, "Tt")}
+        crc, mix = start["boot_crc32"], start["mix_step"]
+        # 60 crc, 30 mix, 10 sleep per 100, in that order, 10 times.
+        pcs = ([crc] * 60 + [mix + 2] * 30 + [None] * 10) * 10
+        fake = FakeOpenOCD(swo_stream(pcs))
+        with tempfile.TemporaryDirectory() as scratch:
+            rec = Path(scratch) / "capture.rec"
+            try:
+                r = subprocess.run([ARGS.mcuprof, "swo", "--openocd", f"127.0.0.1:{fake.port}", "--elf", str(boot),
+                                    "--elf", str(app), "--cpu-hz", "72M", "--rate", "35000",
+                                    "--trace-output", f":{free_port()}", "--format", "json", "-o", str(rec)],
+                                   capture_output=True, text=True, timeout=60)
+            finally:
+                fake.close()
+            self.assertEqual(r.returncode, 0, r.stderr)
+            printed = json.loads(r.stdout)
+            rows = [(row["name"], row["samples"]) for row in printed["functions"]]
+            self.assertEqual(rows, [("boot_crc32", 600), ("mix_step", 300), ("(sleep)", 100)], rows)
+            self.assertEqual(printed["samples"], 1000)
+
+            header = run_header.read_header(rec)   # checked against the schema
+            self.assertEqual(header["method"], "swo")
+            self.assertEqual(header["pacing"]["shape"], "fixed")
+            self.assertAlmostEqual(header["pacing"]["mean_seconds"], 3072 / 72e6)   # see SwoLive
+            self.assertEqual([Path(header["elf"]).name] + [Path(i["elf"]).name for i in header.get("more_elves", [])],
+                             ["vendor_boot_m4.elf", "vendor_app_m4.elf"], header)
+
+            # report reopens both images from the recording, and prints what swo printed.
+            report = subprocess.run([ARGS.mcuprof, "report", str(rec), "--format", "json"],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(report.returncode, 0, report.stderr)
+            again = json.loads(report.stdout)
+            self.assertEqual(again["functions"], printed["functions"])
+            # The sampler's summary is read back (the DWT's period), and the periodic stream is seen as such.
+            text = subprocess.run([ARGS.mcuprof, "report", str(rec)], capture_output=True, text=True, timeout=60)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            self.assertIn("the DWT's PC sample every 3072 cycles of 72000000 Hz over SWO", text.stdout)
+            self.assertNotIn("unreadable", text.stdout)
+            self.assertIn("lockstep", text.stdout)   # the stream repeats every 100 samples, as made
+            # In stream order: the first 60 samples are crc's, then 30 mix's, then 10 asleep.
+            for first, expected in ((60, [("boot_crc32", 60)]), (95, [("boot_crc32", 60), ("mix_step", 30), ("(sleep)", 5)])):
+                head = subprocess.run([ARGS.mcuprof, "report", str(rec), "--first", str(first), "--format", "json"],
+                                      capture_output=True, text=True, timeout=60)
+                self.assertEqual(head.returncode, 0, head.stderr)
+                self.assertEqual([(row["name"], row["samples"]) for row in json.loads(head.stdout)["functions"]],
+                                 expected)
+            # DWT samples carry no xPSR: no exception is claimed for them.
+            by_exception = subprocess.run([ARGS.mcuprof, "report", str(rec), "--by", "exception"],
+                                          capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(by_exception.returncode, 0, by_exception.stdout)
+            self.assertIn("exception", by_exception.stderr)
+
+            # diff of the recording with itself, no --elf: both images' functions, nothing under "?".
+            diff = subprocess.run([ARGS.mcuprof, "diff", str(rec), str(rec)],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(diff.returncode, 0, diff.stderr)
+            self.assertIn("boot_crc32", diff.stdout)
+            self.assertIn("mix_step", diff.stdout)
+            self.assertNotRegex(diff.stdout, r"(?m)^\s*\?\s")
+
+    def test_a_binary_format_is_refused_before_openocd_is_contacted(self):
+        r = subprocess.run([ARGS.mcuprof, "swo", "--openocd", "127.0.0.1:1", "--elf",
+                            str(Path(ARGS.fixtures) / "symbols_fixture.elf"), "--cpu-hz", "72M", "--format", "gmon"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("binary formats", r.stderr)
 
 
 if __name__ == "__main__":

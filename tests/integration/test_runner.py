@@ -74,7 +74,13 @@ class Runner(unittest.TestCase):
         with QemuRun(elf_path("cost_m4"), qmp=True, halted=True, timeout=60) as q:
             status = q.qmp("query-status")
             self.assertFalse(status["running"])
-            q.qmp("cont")
+            # The guest runs to its semihosting exit in milliseconds, and QEMU may exit before the
+            # reply to `cont` is read (seen at load 4: the connection reset): the exit status, 0
+            # only when the guest ran to its end, is what shows that `cont` resumed it.
+            try:
+                q.qmp("cont")
+            except (ConnectionResetError, BrokenPipeError, qemu_runner.QemuError):
+                pass
             self.assertEqual(q.wait(30), 0)
 
     def test_uart_over_a_socket(self):

@@ -16,6 +16,7 @@
 
 #include "mcuprof/printf_string.h"
 #include "mcuprof/inputs/error.h"
+#include "mcuprof/inputs/recording.h"
 #include "mcuprof/link/error.h"
 #include "mcuprof/link/tcp_connection.h"
 
@@ -255,6 +256,39 @@ private:
     uint64_t samples_ = 0;
 };
 
+// The PC and sleep samples of a live stream, each written to the recording as it comes, in
+// stream order, up to `limit` (0: all); the writer flushed after each chunk.
+class RecordingCollector : public ItmPacketSink {
+public:
+    RecordingCollector(RecordingWriter& writer, uint64_t limit, double period_ns)
+        : writer_(writer), limit_(limit), period_ns_(period_ns)
+    {
+    }
+    void receive(std::span<const ItmPacket> packets) override
+    {
+        for (const ItmPacket& p : packets) {
+            if ((p.kind != ItmKind::pc_sample && p.kind != ItmKind::sleep_sample) || full())
+                continue;
+            LiveSample s;
+            s.time_ns = uint64_t(double(samples_) * period_ns_);
+            // A sleep packet carries no PC (ARMv7-M ARM D4.3.3): the sample is "(sleep)" by its flag.
+            s.found_asleep = p.kind == ItmKind::sleep_sample;
+            s.pc = s.found_asleep ? 0 : uint32_t(p.value);
+            writer_.sample(s);
+            ++samples_;
+        }
+        writer_.flush();
+    }
+    bool full() const { return limit_ != 0 && samples_ >= limit_; }
+    uint64_t samples() const { return samples_; }
+
+private:
+    RecordingWriter& writer_;
+    uint64_t limit_;
+    double period_ns_;
+    uint64_t samples_ = 0;
+};
+
 } // namespace
 
 bool StopWhen::now() const
@@ -398,6 +432,23 @@ core::SampleSet read_swo(ByteSource& source, const SwoOptions& options)
             "no PC sample packets: is PC sampling on (DWT_CTRL.PCSAMPLENA, bit 12) and are DWT packets let "
             "into the stream (ITM_TCR.DWTENA, bit 3)?");
     return samples;
+}
+
+SwoRecorded record_swo(ByteSource& source, const SwoOptions& options, double period_seconds, RecordingWriter& writer)
+{
+    RecordingCollector collector(writer, options.max_samples, period_seconds * 1e9);
+    SwoRecorded recorded;
+    recorded.outcome = feed_swo(source, options, collector, [&] { return collector.full(); });
+    recorded.samples = collector.samples();
+    const SwoOutcome& outcome = recorded.outcome;
+    recorded.end = collector.full()        ? printf_string("%" PRIu64 " samples reached", options.max_samples)
+                   : outcome.interrupted ? "interrupted"
+                   : outcome.timed_out   ? "the duration reached"
+                                         : "the stream ended";
+    for (const std::string& note : swo_notes(outcome, options))
+        writer.notice("swo", note);
+    writer.flush();
+    return recorded;
 }
 
 core::SampleSet read_swo(const std::string& input, const SwoOptions& options)

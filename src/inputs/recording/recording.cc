@@ -385,10 +385,11 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         stacks |= samples[i].stack.has_value();
         several_cores |= samples[i].core != 0;
     }
-    // A halt reads xPSR, whose IPSR is the exception the core was in; DWT_PCSR gives the PC only.
-    const bool halted = !header.reads_pcsr();
+    // A halt reads xPSR, whose IPSR is the exception the core was in; DWT_PCSR and the DWT's SWO
+    // samples give the PC only.
+    const bool halted = header.halts();
     out.measures_time = header.measures_time();
-    out.reads_pcsr = !halted;
+    out.reads_pcsr = header.reads_pcsr();
     out.wall_clock_halts = halted && out.measures_time;   // halts paced by the wall clock
     for (const RunHeader::Core& c : header.link.cores)   // every core sampled, named
         out.core_names[c.core] = c.name;

@@ -14,7 +14,8 @@ template <class Enum>
 using Names = std::initializer_list<std::pair<Enum, const char*>>;
 
 const Names<LinkKind> link_kinds = {{LinkKind::gdb, "gdb"}, {LinkKind::openocd, "openocd"}, {LinkKind::qemu, "qemu"}};
-const Names<SampleMethod> methods = {{SampleMethod::halt, "halt"}, {SampleMethod::pcsr, "pcsr"}};
+const Names<SampleMethod> methods = {
+    {SampleMethod::halt, "halt"}, {SampleMethod::pcsr, "pcsr"}, {SampleMethod::swo, "swo"}};
 const Names<PacingClock> clocks = {{PacingClock::wall, "wall"}, {PacingClock::icount, "icount"}};
 const Names<IntervalShape> shapes = {
     {IntervalShape::exponential, "exponential"}, {IntervalShape::uniform, "uniform"}, {IntervalShape::fixed, "fixed"}};

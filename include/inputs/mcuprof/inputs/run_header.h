@@ -19,7 +19,9 @@
 namespace mcuprof::sources {
 
 enum class LinkKind { gdb, openocd, qemu };   // "source": qemu is a QEMU that --qemu started and replays
-enum class SampleMethod { halt, pcsr };       // "method": a halt, or a DWT_PCSR read of the running core
+// "method": a halt, a DWT_PCSR read of the running core, or the DWT's own periodic PC sample
+// sent over SWO (ARMv7-M ARM C1.8.6, DWT_CTRL.PCSAMPLENA).
+enum class SampleMethod { halt, pcsr, swo };
 enum class PacingClock { wall, icount };      // what the waits between samples count
 enum class IntervalShape { exponential, uniform, fixed };   // the waits' distribution (IntervalGenerator)
 enum class PacedBetween { samples, batches };  // what the waits separate: halts, or batches of DWT_PCSR reads
@@ -119,6 +121,8 @@ struct RunHeader {
     bool measures_time() const;
     // DWT_PCSR reads rather than halts.
     bool reads_pcsr() const;
+    // Halts, which read xPSR with the PC (a header without a method is of halts).
+    bool halts() const { return !method || *method == SampleMethod::halt; }
 };
 
 // The header's JSON, every key as docs/schema/run-header.schema.json has it.

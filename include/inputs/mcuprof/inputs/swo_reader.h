@@ -84,6 +84,17 @@ std::vector<std::string> swo_notes(const SwoOutcome& outcome, const SwoOptions& 
 core::SampleSet read_swo(ByteSource& source, const SwoOptions& options);
 core::SampleSet read_swo(const std::string& input, const SwoOptions& options);
 
+class RecordingWriter;
+// A live stream into a recording (mcuprof swo -o): each PC and sleep sample written as it
+// comes, in stream order, timed by the DWT's nominal period (sample index x `period_seconds`);
+// then swo_notes as notices (overflow, bad packets, ...), which every report shows.
+struct SwoRecorded {
+    uint64_t samples = 0;   // written, PC and sleep
+    SwoOutcome outcome;
+    std::string end;        // why the capture ended, in words
+};
+SwoRecorded record_swo(ByteSource& source, const SwoOptions& options, double period_seconds, RecordingWriter& writer);
+
 // The --packets listing: one line per packet ("offset kind details"), then the counts.
 ItmCounts list_swo_packets(ByteSource& source, const SwoOptions& options, std::ostream& out);
 // One packet in words: "pc 0x080002b4", "exception 15 entered", "itm port 1 0x12345678 (4 bytes)".

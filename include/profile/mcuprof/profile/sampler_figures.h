@@ -53,6 +53,13 @@ struct HaltBudgetFigures {
     double longest_mean_wait_seconds = 0;   // the largest mean wait the loop drew from
 };
 
+// The DWT's periodic PC sampling over SWO (mcuprof swo): its period and the clocks behind it.
+struct SwoFigures {
+    uint32_t period_cycles = 0;   // a PC sample every this many core cycles (CYCTAP, POSTPRESET)
+    double cpu_hz = 0;            // the core clock, TRACECLKIN
+    double swo_hz = 0;            // the SWO pin's bit rate
+};
+
 struct SamplerFigures {
     uint64_t samples = 0;
     double wall_seconds = 0;
@@ -65,6 +72,7 @@ struct SamplerFigures {
     std::optional<PcsrFigures> pcsr;              // when DWT_PCSR was read
     std::optional<StackFigures> stacks;           // when stacks were unwound
     std::optional<HaltBudgetFigures> halt_budget; // when halting under --max-halted
+    std::optional<SwoFigures> swo;                // the DWT's own samples over SWO
     // How the samples were taken, as the recording's header or the capture says it: shown
     // as they are, never interpreted.
     std::string method;
