@@ -84,27 +84,29 @@ std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& o, const
     return session;
 }
 
-std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& o, const core::ImageSet& images)
+std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const LiveSampling& s,
+                                                               const std::optional<sources::WatchedVariable>& variable,
+                                                               const core::ImageSet& images)
 {
-    const uint64_t samples = o.samples != 0 ? o.samples : default_samples;
-    const double interval = o.interval.empty() ? 0 : parse_count(o.interval, "--interval");
+    const uint64_t samples = s.samples.value_or(default_samples);
+    const double interval = s.interval_given ? s.pacing.interval : 0;
     // Room for N exponential intervals: their sum is N +- sqrt(N) means, so with 5 standard
     // deviations to spare --samples N is reached before the run ends.
     const double room = double(samples) + 5 * std::sqrt(double(samples));
     const auto budget = uint64_t(room * (interval > 0 ? interval : default_interval));
-    std::unique_ptr<sources::QemuSession> session = record_in_qemu(o.qemu, images, budget);
+    std::unique_ptr<sources::QemuSession> session = record_in_qemu(s.qemu, images, budget);
 
     // Without --interval the samples spread over the whole recorded run: about --samples of them.
-    SamplingOptions replay = o;
+    LiveSampling replay = s;
+    replay.link = LiveSampling::Link::gdb;
     replay.qemu = {};
-    replay.pace = "icount";
-    if (interval == 0) {
-        const double mean = std::max(1.0, double(session->recorded().instructions) / double(samples));
-        replay.interval = std::to_string(uint64_t(std::llround(mean)));
-    }
+    replay.pacing.pacing = sources::Pacing::icount;
+    if (interval == 0)
+        replay.pacing.interval =
+            double(std::llround(std::max(1.0, double(session->recorded().instructions) / double(samples))));
     return sources::replay_for_sampling(std::move(session), interval == 0, [&](const transport::Endpoint& gdb) {
-        replay.gdb = gdb.text();
-        return make_sample_source(replay, images);
+        replay.gdb = gdb;
+        return make_sample_source(replay, variable, images);
     });
 }
 

@@ -3,6 +3,7 @@
 // instruction counts (record, top), or counts every instruction (truth). The options, and
 // the sample source they build; the work is in sampler/qemu_session.h.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "mcuprof/image/image_set.h"
 #include "mcuprof/sampler/live.h"
 #include "mcuprof/sampler/qemu_session.h"
+#include "mcuprof/sampler/watched_variable.h"
 
 namespace mcuprof::cli {
 
@@ -32,11 +34,12 @@ sources::QemuLaunch qemu_launch(const QemuOptions& options, const core::ImageSet
 std::unique_ptr<sources::QemuSession> record_in_qemu(const QemuOptions& options, const core::ImageSet& images,
                                                      uint64_t default_budget);
 
-struct SamplingOptions;
+struct LiveSampling;
 
 // record/top --qemu: the run recorded, then its replay sampled by instruction count with the
-// other sampling options (--samples, --interval, --stacks, ...).
-std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const SamplingOptions& options,
+// other sampling options (--samples, --interval, --stacks, ...); `variable` as make_sample_source's.
+std::unique_ptr<sources::SampleSource> make_qemu_sample_source(const LiveSampling& sampling,
+                                                               const std::optional<sources::WatchedVariable>& variable,
                                                                const core::ImageSet& images);
 
 } // namespace mcuprof::cli

@@ -73,7 +73,8 @@ private:
 
 struct RecordOptions {
     ReportOptions report;       // the profile printed at the end (to standard output)
-    SamplingOptions sampling;
+    SamplingOptions sampling;   // as given
+    LiveSampling live;          // typed and checked, before the ELF is opened
     std::string samples_file;   // -o
     bool read_onchip = false;
     std::string stop_at;
@@ -117,7 +118,7 @@ bool parse_record_options(const Arguments& args, RecordOptions& o)
         line.require("gdb", "the GDB server --read-onchip reads the target's memory through");
     } else {
         line.require("output", "the samples file");
-        check_sampling_options(line, o.sampling);
+        o.live = check_sampling_options(line, o.sampling, o.report.by);
     }
     const core::ReportFormat* format = core::find_format(core::profile_formats(), o.report.format);
     if (format == nullptr || format->binary)   // the report goes to standard output
@@ -158,9 +159,9 @@ int read_onchip_command(const RecordOptions& o, const core::ImageSet& images)
 // Samples into the samples file, then prints the profile of what it holds.
 int record_samples(RecordOptions& o, const core::ImageSet& images)
 {
-    o.sampling.variable = check_live_grouping(images.main(), o.report.by);
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, images);
-    const sources::SamplingPlan plan = sampling_plan(o.sampling, 10000);
+    const std::optional<sources::WatchedVariable> variable = check_live_grouping(images.main(), o.report.by);
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.live, variable, images);
+    const sources::SamplingPlan plan = o.live.plan(10000);
     sources::SampleSource& sampler = *source;
     const sources::RunHeader header = sources::recording_header(sampler, images);
     sources::RecordingWriter writer(o.samples_file, header);

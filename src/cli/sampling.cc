@@ -81,28 +81,6 @@ const std::vector<std::string>& sampling_option_names()
     return names;
 }
 
-void check_sampling_options(const CommandLine& line, const SamplingOptions& o)
-{
-    const bool qemu = !o.qemu.machine.empty();
-    line.require_one_of({"gdb", "openocd", "qemu"});
-    line.not_with({"duration"}, qemu, "--qemu MACHINE, which ends by instructions: use --samples or --instructions");
-    line.not_with({"qmp"}, qemu, "--qemu MACHINE, which reads the replay's count over the gdbstub");
-    if (o.pace != "wall" && o.pace != "icount")
-        throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
-    line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
-    line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
-    line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
-    if (!o.openocd.empty())
-        openocd_endpoint(o.openocd);   // a usage error now, not at the link
-    line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST[:PORT] --mode pcsr");
-    line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
-                   "halting at wall-clock pacing (--pace wall, --mode halt)");
-    line.not_with({"stacks"}, o.mode == "pcsr", "--mode pcsr: it needs halts (--mode halt)");
-    line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, qemu, "--qemu MACHINE");
-    line.only_with({"jitter"}, o.shape == "uniform", "--shape uniform");
-    line.only_with({"stack-bytes"}, o.stacks, "--stacks");
-}
-
 namespace {
 
 // The number `text` spells in full, if it is one.
@@ -115,10 +93,12 @@ std::optional<double> plain_number(const std::string& text)
     return value;
 }
 
+// --pace, --interval, --shape, --jitter, --seed, --max-halted, --qmp; with --mode pcsr its
+// batch. --qemu samples its replay by instructions, so its --interval is a count.
 sources::PacingOptions pacing_options(const SamplingOptions& o)
 {
     sources::PacingOptions pacing;
-    if (o.pace == "icount") {
+    if (o.pace == "icount" || !o.qemu.machine.empty()) {
         pacing.pacing = sources::Pacing::icount;
         if (!o.qmp.empty())
             pacing.qmp = transport::Endpoint::parse(o.qmp, "--qmp");
@@ -147,16 +127,94 @@ sources::PacingOptions pacing_options(const SamplingOptions& o)
                              o.max_halted + "'");
         pacing.max_halted = *percent / 100;
     }
+    if (o.mode == "pcsr") {
+        pacing.pacing = sources::Pacing::pcsr;
+        if (!o.batch.empty()) {
+            const double reads = parse_count(o.batch, "--batch");
+            if (reads != std::floor(reads) || reads > 10000)
+                throw UsageError("--batch takes a whole number from 1 to 10000, not '" + o.batch + "'");
+            pacing.batch = unsigned(reads);
+        } else if (o.pcsr_read == "profile") {   // a batch is one `profile` call: up to all the reads it may make
+            pacing.batch = sources::PcsrProfileReader::most_reads_per_call;
+        }
+    }
     return pacing;
 }
 
-// --stacks: the unwinder from the ELF's call-frame information; the RTOS, when its DWARF shows one.
-sources::HaltExtras halt_extras(const SamplingOptions& o, const core::ImageSet& images)
+} // namespace
+
+LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptions& o, const std::string& by)
+{
+    const bool qemu = !o.qemu.machine.empty();
+    line.require_one_of({"gdb", "openocd", "qemu"});
+    line.not_with({"duration"}, qemu, "--qemu MACHINE, which ends by instructions: use --samples or --instructions");
+    line.not_with({"qmp"}, qemu, "--qemu MACHINE, which reads the replay's count over the gdbstub");
+    if (o.pace != "wall" && o.pace != "icount")
+        throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
+    line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
+    line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
+    line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
+    if (!o.openocd.empty() && o.pace != "wall")
+        throw UsageError("--pace icount goes with --gdb");
+    if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
+        throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
+    line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST[:PORT] --mode pcsr");
+    if (!o.pcsr_read.empty() && !((o.pcsr_read == "read_memory" || o.pcsr_read == "profile") && o.mode == "pcsr"))
+        throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
+    line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
+                   "halting at wall-clock pacing (--pace wall, --mode halt)");
+    line.not_with({"stacks"}, o.mode == "pcsr", "--mode pcsr: it needs halts (--mode halt)");
+    line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, qemu, "--qemu MACHINE");
+    line.only_with({"jitter"}, o.shape == "uniform", "--shape uniform");
+    line.only_with({"stack-bytes"}, o.stacks, "--stacks");
+    if (o.stacks && (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0))
+        throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
+    if (!core::variable_of_grouping(by).empty() && o.mode == "pcsr")
+        throw UsageError("--by var:NAME reads the variable at each halt, and --mode pcsr does not halt");
+
+    LiveSampling s;
+    if (qemu) {
+        s.link = LiveSampling::Link::qemu;
+        s.qemu = o.qemu;
+    } else if (!o.openocd.empty()) {
+        s.link = LiveSampling::Link::openocd;
+        s.openocd = openocd_endpoint(o.openocd);   // a usage error now, not at the link
+    } else {
+        s.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
+    }
+    s.pacing = pacing_options(o);
+    s.interval_given = !o.interval.empty();
+    s.pcsr_profile = o.mode == "pcsr" && o.pcsr_read == "profile";
+    if (o.stacks)
+        s.stack_window = o.stack_bytes;
+    s.no_verify = o.no_verify;
+    if (o.samples != 0)
+        s.samples = o.samples;
+    if (!o.duration.empty())
+        s.duration = parse_duration(o.duration, "--duration");
+    return s;
+}
+
+sources::SamplingPlan LiveSampling::plan(uint64_t default_samples) const
+{
+    sources::SamplingPlan plan;
+    plan.samples = samples;
+    plan.duration = duration;
+    if (!plan.samples && !plan.duration && default_samples != 0)
+        plan.samples = default_samples;
+    return plan;
+}
+
+namespace {
+
+// --stacks: the unwinder from the images' call-frame information; the RTOS, when the main
+// image's DWARF shows one; the variable --by var:NAME reads; the check of the target against
+// the images.
+sources::HaltExtras halt_extras(const LiveSampling& s, const std::optional<sources::WatchedVariable>& variable,
+                                const core::ImageSet& images)
 {
     sources::HaltExtras extras;
-    if (o.stacks) {
-        if (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0)
-            throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
+    if (s.stack_window) {
         sources::StackSamplingOptions stacks;
         stacks.unwinder = std::make_shared<const core::Unwinder>(images);
         // Without call-frame information the prologues of the symbol table's functions are read;
@@ -166,47 +224,13 @@ sources::HaltExtras halt_extras(const SamplingOptions& o, const core::ImageSet& 
                                  "--stacks unwinds through call-frame information or the functions' prologues, and the "
                                  "ELF has neither .debug_frame, .ARM.exidx nor function symbols (build with -g, or do not "
                                  "strip the symbol table)");
-        stacks.window_bytes = o.stack_bytes;
+        stacks.window_bytes = *s.stack_window;
         extras.stacks = stacks;
     }
     extras.tasks = sources::detect_rtos(images.main());   // the kernel's variables: the main image's DWARF
-    if (o.variable) {
-        if (o.mode == "pcsr")
-            throw UsageError("--by var:NAME reads the variable at each halt, and --mode pcsr does not halt");
-        extras.variable = o.variable;
-    }
-    extras.firmware_check = sources::firmware_check(images, o.no_verify);
+    extras.variable = variable;
+    extras.firmware_check = sources::firmware_check(images, s.no_verify);
     return extras;
-}
-
-std::unique_ptr<sources::SampleSource> make_openocd_sample_source(const SamplingOptions& o,
-                                                                  const sources::PacingOptions& pacing,
-                                                                  const sources::HaltExtras& extras)
-{
-    if (o.pace != "wall")
-        throw UsageError("--pace icount goes with --gdb");
-    if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
-        throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
-    sources::OpenocdSamplerOptions tcl;
-    tcl.tcl = openocd_endpoint(o.openocd);
-    tcl.pacing = pacing;
-    tcl.extras = extras;
-    if (o.mode == "pcsr")
-        tcl.pacing.pacing = sources::Pacing::pcsr;
-    if (!o.batch.empty()) {
-        const double reads = parse_count(o.batch, "--batch");
-        if (reads != std::floor(reads) || reads > 10000)
-            throw UsageError("--batch takes a whole number from 1 to 10000, not '" + o.batch + "'");
-        tcl.pacing.batch = unsigned(reads);
-    }
-    if (o.pcsr_read == "profile" && o.mode == "pcsr") {
-        tcl.pcsr_profile_gmon =
-            (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon")).string();
-        if (o.batch.empty())   // a batch is one `profile` call: up to all the reads it may make
-            tcl.pacing.batch = sources::PcsrProfileReader::most_reads_per_call;
-    } else if (!o.pcsr_read.empty() && !(o.pcsr_read == "read_memory" && o.mode == "pcsr"))
-        throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
-    return std::make_unique<sources::OpenocdSampler>(tcl);
 }
 
 } // namespace
@@ -231,31 +255,29 @@ std::optional<sources::WatchedVariable> check_live_grouping(const core::Image& m
     return std::nullopt;
 }
 
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& o, const core::ImageSet& images)
+std::unique_ptr<sources::SampleSource> make_sample_source(const LiveSampling& s,
+                                                         const std::optional<sources::WatchedVariable>& variable,
+                                                         const core::ImageSet& images)
 {
-    if (!o.qemu.machine.empty())
-        return make_qemu_sample_source(o, images);
-    const sources::PacingOptions pacing = pacing_options(o);
-    const sources::HaltExtras extras = halt_extras(o, images);
-    if (!o.openocd.empty())
-        return make_openocd_sample_source(o, pacing, extras);
+    if (s.link == LiveSampling::Link::qemu)
+        return make_qemu_sample_source(s, variable, images);
+    const sources::HaltExtras extras = halt_extras(s, variable, images);
+    if (s.link == LiveSampling::Link::openocd) {
+        sources::OpenocdSamplerOptions tcl;
+        tcl.tcl = s.openocd;
+        tcl.pacing = s.pacing;
+        tcl.extras = extras;
+        if (s.pcsr_profile)
+            tcl.pcsr_profile_gmon =
+                (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon"))
+                    .string();
+        return std::make_unique<sources::OpenocdSampler>(tcl);
+    }
     sources::RspSamplerOptions gdb;
-    gdb.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
-    gdb.pacing = pacing;
+    gdb.gdb = s.gdb;
+    gdb.pacing = s.pacing;
     gdb.extras = extras;
     return std::make_unique<sources::RspHaltingSampler>(gdb);
-}
-
-sources::SamplingPlan sampling_plan(const SamplingOptions& o, uint64_t default_samples)
-{
-    sources::SamplingPlan plan;
-    if (o.samples != 0)
-        plan.samples = o.samples;
-    if (!o.duration.empty())
-        plan.duration = parse_duration(o.duration, "--duration");
-    if (!plan.samples && !plan.duration && default_samples != 0)
-        plan.samples = default_samples;
-    return plan;
 }
 
 } // namespace mcuprof::cli

@@ -3,6 +3,7 @@
 // and pace the sampling method, the source they build, and the samples
 // file's header.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mcuprof/image/image_set.h"
+#include "mcuprof/link/link.h"
+#include "mcuprof/sampler/sampling_loop.h"
 #include "mcuprof/sampler/live.h"
 #include "mcuprof/sampler/watched_variable.h"
 #include "interrupt.h"
@@ -40,9 +43,27 @@ struct SamplingOptions {
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
     bool no_verify = false;                                // a target that does not match the ELF: warn, sample
-    // --by var:NAME: the global read at every halt, found in the DWARF once (check_live_grouping).
-    std::optional<sources::WatchedVariable> variable;
     QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
+};
+
+// The sampling options typed, every value checked (check_sampling_options): what
+// make_sample_source builds the sampler from, before any image or link is opened.
+struct LiveSampling {
+    enum class Link { gdb, openocd, qemu };
+    Link link = Link::gdb;
+    transport::LinkAddress gdb;              // Link::gdb: TCP or a serial line
+    transport::Endpoint openocd;             // Link::openocd: its Tcl port
+    QemuOptions qemu;                        // Link::qemu: the run mcuprof records and replays
+    sources::PacingOptions pacing;           // wall, icount (--qemu's replay too) or pcsr, and its waits
+    bool interval_given = false;             // --interval; --qemu without it spreads the samples over the run
+    bool pcsr_profile = false;               // --pcsr-read profile: OpenOCD's `profile` reads DWT_PCSR
+    std::optional<uint32_t> stack_window;    // --stacks: the bytes of stack read with each halt
+    bool no_verify = false;
+    std::optional<uint64_t> samples;         // --samples
+    std::optional<std::chrono::nanoseconds> duration;   // --duration
+
+    // When sampling ends: --samples and --duration; with neither, `default_samples` (0: until stopped).
+    sources::SamplingPlan plan(uint64_t default_samples) const;
 };
 
 // Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
@@ -51,25 +72,26 @@ void add_sampling_options(boost::program_options::options_description& descripti
 
 // The options above but --gdb: those that mean nothing when no sampling is done.
 const std::vector<std::string>& sampling_option_names();
-// One link (--gdb, --openocd or --qemu), and the options that go only with another one or its
-// value (--jitter with --shape uniform, --qmp with --pace icount, not --duration with --qemu...).
-// The values themselves make_sample_source checks; neither touches the link.
-void check_sampling_options(const CommandLine& line, const SamplingOptions& options);
+// One link (--gdb, --openocd or --qemu), the options that go only with another one or its
+// value (--jitter with --shape uniform, --qmp with --pace icount, not --duration with --qemu,
+// --by var:NAME, the grouping `by`, not with --mode pcsr), and every value, typed. Throws
+// UsageError; touches neither an image nor the link.
+LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptions& options, const std::string& by);
 
-// Checks the options' values (UsageError) and builds the sampler they ask for, for the images the
-// target runs: their call-frame information gives the unwinder (--stacks; an ELF without it is
-// an error), the main image's DWARF the RTOS whose tasks tag the samples; every image is what
-// the target is checked against before the first sample (--no-verify: a warning).
-std::unique_ptr<sources::SampleSource> make_sample_source(const SamplingOptions& options, const core::ImageSet& images);
+// Builds the sampler the options ask for, for the images the target runs: their call-frame
+// information gives the unwinder (--stacks; an ELF without it is an error), the main image's
+// DWARF the RTOS whose tasks tag the samples; every image is what the target is checked
+// against before the first sample (--no-verify: a warning). `variable`: --by var:NAME's, read
+// at every halt (check_live_grouping).
+std::unique_ptr<sources::SampleSource> make_sample_source(const LiveSampling& sampling,
+                                                         const std::optional<sources::WatchedVariable>& variable,
+                                                         const core::ImageSet& images);
 
 // What --by needs of the main image when the samples come from a live link, checked before the
 // link is touched: line tables (line), the DWARF of an RTOS mcuprof reads (task), the variable
 // (var:NAME: it exists and has a readable type), which it returns for the sampler to read.
 // mcuprof::Error.
 std::optional<sources::WatchedVariable> check_live_grouping(const core::Image& main, const std::string& by);
-
-// --samples and --duration; with neither, `default_samples` (0: until stopped).
-sources::SamplingPlan sampling_plan(const SamplingOptions& options, uint64_t default_samples);
 
 
 } // namespace mcuprof::cli

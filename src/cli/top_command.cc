@@ -294,7 +294,8 @@ sources::SamplerStats sample_while_refreshing(sources::SampleSource& source, sou
 }
 
 struct TopOptions {
-    SamplingOptions sampling;
+    SamplingOptions sampling;   // as given
+    LiveSampling live;          // typed and checked, before the ELF is opened
     std::vector<std::string> elves;   // --elf: the main image first
     std::optional<HalfLife> half_life;
     std::chrono::nanoseconds refresh{};
@@ -344,7 +345,7 @@ bool parse_top_options(const Arguments& args, TopOptions& o)
     line.require("elf", "the ELF of the firmware that runs");
     if (o.by != "function" && o.by != "task" && core::variable_of_grouping(o.by).empty())
         throw UsageError("--by takes function, task or var:NAME, not '" + o.by + "'");
-    check_sampling_options(line, o.sampling);
+    o.live = check_sampling_options(line, o.sampling, o.by);
     o.half_life = parse_half_life(decay);
     o.refresh = parse_duration(refresh, "--refresh");
     if (!o.samples_file.empty())
@@ -363,9 +364,10 @@ int top_command(const Arguments& args)
     for (const std::string& note : images.notes())
         std::fprintf(stderr, "mcuprof top: warning: %s\n", note.c_str());
     const core::SymbolTable& symbols = images.symbols();
-    o.sampling.variable = check_live_grouping(images.main(), o.by);   // read at each halt, as record does
-    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.sampling, images);
-    const sources::SamplingPlan plan = sampling_plan(o.sampling, 0);
+    // Read at each halt, as record does.
+    const std::optional<sources::WatchedVariable> variable = check_live_grouping(images.main(), o.by);
+    const std::unique_ptr<sources::SampleSource> source = make_sample_source(o.live, variable, images);
+    const sources::SamplingPlan plan = o.live.plan(0);
 
     const sources::RunHeader header = sources::recording_header(*source, images);
     std::unique_ptr<sources::RecordingWriter> writer;
@@ -374,7 +376,7 @@ int top_command(const Arguments& args)
     std::optional<sources::RecordingSink> recording;
     if (writer)
         recording.emplace(*writer);
-    TopSink sink(symbols, o.by_task(), o.sampling.variable, o.half_life, recording ? &*recording : nullptr, header);
+    TopSink sink(symbols, o.by_task(), variable, o.half_life, recording ? &*recording : nullptr, header);
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
     if (header.bias && !header.bias->empty())
         std::fprintf(stderr, "mcuprof top: warning: %s\n", header.bias->c_str());
@@ -391,7 +393,7 @@ int top_command(const Arguments& args)
         if (terminal)
             std::fputs("\x1b[H\x1b[2J", stdout);   // cursor home, clear screen (ECMA-48 CUP, ED)
         print_frame(stdout, now, before, elapsed, ended, o.half_life, o.rows, o.heading(),
-                    o.sampling.stacks && o.by == "function");
+                    o.live.stack_window.has_value() && o.by == "function");
         if (!terminal)
             std::fputc('\n', stdout);
         if (std::fflush(stdout) != 0 || std::ferror(stdout))
