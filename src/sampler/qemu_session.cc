@@ -373,6 +373,77 @@ auto connect_when_listening(QemuProcess& qemu, uint16_t port, const char* phase,
     }
 }
 
+// QEMU would not start recording: its own reason, or the one users meet most, said plainly.
+[[noreturn]] void refuse_record(QemuProcess& qemu, const std::string& program)
+{
+    // QEMU refuses record/replay on a machine of several cores ("Record/replay feature is not
+    // supported for 'smp'", QEMU 7.2; "Record/replay is not supported with multiple CPUs", QEMU
+    // 10): no exact pacing for any core, and never core 0's profile shown as the chip's.
+    const std::string said = qemu.stderr_text();
+    if (said.find("not supported for 'smp'") != std::string::npos ||
+        said.find("not supported with multiple CPUs") != std::string::npos)
+        throw Error(program, "record",
+                    "the machine has more than one core, and QEMU cannot record and replay a multi-core "
+                    "machine: sample every core at each halt with record --gdb on QEMU's own gdbstub "
+                    "(-gdb tcp::1234), and count them with the truth plugin in QEMU itself (-plugin "
+                    "libtruth.so,outfile=FILE counts each core apart); docs/live.md, \"Several cores\"");
+    throw Error(program, "record", "QEMU " + qemu.how_it_ended() + ": " + said);
+}
+
+// Lets the recording run, halting it now and then to read how far it got, until the firmware
+// exits (true) or the budget is reached and QEMU told to quit (false): the waits shrink as the
+// budget comes near, so the run ends little past it. Ctrl-C (`stop`) ends QEMU and throws.
+bool record_until_budget(transport::RspClient& gdb, uint64_t budget, RecordedRun& run, const std::atomic<bool>& stop)
+{
+    Clock::duration wait = std::chrono::milliseconds(10);
+    double running_seconds = 0;
+    uint64_t before = 0;
+    while (true) {
+        const Clock::time_point resumed = Clock::now();
+        gdb.resume();
+        std::optional<transport::StopReply> reply = gdb.poll_stop(wait);
+        if (!reply)
+            reply = gdb.interrupt();
+        running_seconds += std::chrono::duration<double>(Clock::now() - resumed).count();
+        if (reply->kind != transport::StopReply::Kind::signal)
+            return true;   // the firmware's exit: QEMU ends by itself
+        if (stop.load()) {
+            gdb.monitor("quit");
+            throw Error("qemu", "record", "interrupted while QEMU recorded the run; nothing was sampled");
+        }
+        const uint64_t so_far = recorded_so_far(gdb);
+        run.longest_stretch = std::max(run.longest_stretch, so_far - std::min(so_far, before));
+        before = so_far;
+        if (so_far >= budget) {
+            try {
+                gdb.monitor("quit");   // QEMU shuts down: the counts are written, the log closed
+            } catch (const transport::Error&) {
+                // it may close the connection before it answers
+            }
+            return false;
+        }
+        const double rate = so_far / std::max(running_seconds, 1e-3);
+        const double left = rate > 0 ? (budget - so_far) / rate : 0.05;
+        wait = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(left, 0.002, 0.5)));
+    }
+}
+
+// A census of a part of the run says so in it, with how far past the budget QEMU went (in
+// record mode it stops only between its runs of instructions: up to 2^31 in firmware without a
+// timer interrupt).
+void mark_cut_run(const RecordedRun& run, uint64_t budget)
+{
+    std::ofstream counts(run.counts_path, std::ios::app);
+    const bool far_past = run.instructions > budget + budget / 2;
+    counts << cut_run_marker << ": " << budget << " instructions asked, " << run.instructions << " executed"
+           << (far_past ? " (QEMU recording stops a run only between its blocks of instructions, which in "
+                          "firmware without interrupts can be 2^31 long)"
+                        : "")
+           << '\n';
+    if (!counts)
+        throw Error(run.counts_path, "", "cannot write the census's end");
+}
+
 } // namespace
 
 const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
@@ -394,58 +465,11 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
         if (!gdb) {
             if (port_was_busy(*qemu) && attempt < 3)
                 continue;
-            // QEMU refuses record/replay on a machine of several cores ("Record/replay feature
-            // is not supported for 'smp'", QEMU 7.2; "Record/replay is not supported with
-            // multiple CPUs", QEMU 10): no exact pacing for any core, and never core 0's
-            // profile shown as the chip's.
-            const std::string said = qemu->stderr_text();
-            if (said.find("not supported for 'smp'") != std::string::npos ||
-                said.find("not supported with multiple CPUs") != std::string::npos)
-                throw Error(launch_.program, "record",
-                            "the machine has more than one core, and QEMU cannot record and replay a multi-core "
-                            "machine: sample every core at each halt with record --gdb on QEMU's own gdbstub "
-                            "(-gdb tcp::1234), and count them with the truth plugin in QEMU itself (-plugin "
-                            "libtruth.so,outfile=FILE counts each core apart); docs/live.md, \"Several cores\"");
-            throw Error(launch_.program, "record", "QEMU " + qemu->how_it_ended() + ": " + qemu->stderr_text());
+            refuse_record(*qemu, launch_.program);
         }
         try {
             gdb->handshake();
-            // Let it run, and halt it now and then to read how far it got: the waits shrink as
-            // the budget comes near, so the run ends little past it.
-            Clock::duration wait = std::chrono::milliseconds(10);
-            double running_seconds = 0;
-            uint64_t before = 0;
-            while (true) {
-                const Clock::time_point resumed = Clock::now();
-                gdb->resume();
-                std::optional<transport::StopReply> reply = gdb->poll_stop(wait);
-                if (!reply)
-                    reply = gdb->interrupt();
-                running_seconds += std::chrono::duration<double>(Clock::now() - resumed).count();
-                if (reply->kind != transport::StopReply::Kind::signal) {
-                    run.exited = true;   // the firmware's exit: QEMU ends by itself
-                    break;
-                }
-                if (stop.load()) {
-                    gdb->monitor("quit");
-                    throw Error("qemu", "record", "interrupted while QEMU recorded the run; nothing was sampled");
-                }
-                const uint64_t so_far = recorded_so_far(*gdb);
-                run.longest_stretch = std::max(run.longest_stretch, so_far - std::min(so_far, before));
-                before = so_far;
-                if (so_far >= launch_.instruction_budget) {
-                    try {
-                        gdb->monitor("quit");   // QEMU shuts down: the counts are written, the log closed
-                    } catch (const transport::Error&) {
-                        // it may close the connection before it answers
-                    }
-                    break;
-                }
-                const double rate = so_far / std::max(running_seconds, 1e-3);
-                const double left = rate > 0 ? (launch_.instruction_budget - so_far) / rate : 0.05;
-                wait = std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(std::clamp(left, 0.002, 0.5)));
-            }
+            run.exited = record_until_budget(*gdb, launch_.instruction_budget, run, stop);
         } catch (const transport::Error& e) {
             // The connection closed as the firmware exited: QEMU's status says how it went.
             gdb.reset();
@@ -465,21 +489,8 @@ const RecordedRun& QemuSession::record(const std::atomic<bool>& stop)
     run.instructions = census.run_instructions.value_or(0);
     if (run.instructions == 0)
         throw Error(launch_.elf, "", "the firmware executed no instruction under QEMU");
-    if (!run.exited) {
-        // The census is of a part of the run; say so in it, with how far past the budget QEMU
-        // went (in record mode it stops only between its runs of instructions: up to 2^31 in
-        // firmware without a timer interrupt).
-        std::ofstream counts(run.counts_path, std::ios::app);
-        const bool far_past = run.instructions > launch_.instruction_budget + launch_.instruction_budget / 2;
-        counts << cut_run_marker << ": " << launch_.instruction_budget << " instructions asked, "
-               << run.instructions << " executed"
-               << (far_past ? " (QEMU recording stops a run only between its blocks of instructions, which in "
-                              "firmware without interrupts can be 2^31 long)"
-                            : "")
-               << '\n';
-        if (!counts)
-            throw Error(run.counts_path, "", "cannot write the census's end");
-    }
+    if (!run.exited)
+        mark_cut_run(run, launch_.instruction_budget);
     recorded_ = run;
     return *recorded_;
 }

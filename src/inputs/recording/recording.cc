@@ -174,10 +174,12 @@ Recording read_recording(const std::string& path, const ReadProgress& progress)
     return parse_recording(file.bytes(), path, progress);
 }
 
-Recording parse_recording(std::string_view bytes, const std::string& path, const ReadProgress& progress)
+namespace {
+
+// The magic, the format version and the run header; returns where the records begin.
+size_t parse_head(std::string_view bytes, Recording& r)
 {
-    Recording r;
-    r.path = path;
+    const std::string& path = r.path;
     if (!is_recording(bytes))
         throw Error(path, "offset 0", "not an mcuprof recording (no magic)");
     if (bytes.size() < 16)
@@ -194,8 +196,102 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
     if (!header.is_object())
         throw Error(path, "offset 16", "the header is not a JSON object");
     r.header = run_header_from_json(header);
+    return 16 + header_size;
+}
 
-    size_t at = 16 + header_size;
+// A sample record's payload (docs/formats.md, "Recording", type 0); `at` names its offset.
+LiveSample decode_sample(std::string_view payload, const std::string& path, size_t at)
+{
+    if (payload.size() < sample_size)
+        throw Error(path, offset_text(at), "sample record of " + std::to_string(payload.size()) + " bytes, want 32");
+    const char* d = payload.data();
+    LiveSample s;
+    s.time_ns = uint64_t(get32(d)) | uint64_t(get32(d + 4)) << 32;
+    s.pc = get32(d + 8);
+    s.lr = get32(d + 12);
+    s.sp = get32(d + 16);
+    s.xpsr = get32(d + 20);
+    s.tag = get32(d + 24);
+    const uint32_t flags = get32(d + 28);
+    s.tagged = (flags & sample_tagged) != 0;
+    s.starts_burst = (flags & sample_starts_burst) != 0;
+    s.found_asleep = (flags & sample_found_asleep) != 0;
+    s.core = (flags >> sample_core_shift) & 0xFFu;
+    if (payload.size() >= sample_size_with_stop)
+        s.stop_after = core::StopBounds{get32(d + 32), get32(d + 36)};
+    return s;
+}
+
+// A stack record's payload (type 1): its flags word, then the callers.
+core::CallStack decode_stack(std::string_view payload, const std::string& path, size_t at)
+{
+    if (payload.size() < 4 || payload.size() % 4 != 0)
+        throw Error(path, offset_text(at), "stack record of " + std::to_string(payload.size()) + " bytes");
+    core::CallStack stack;
+    const uint32_t flags = get32(payload.data());
+    stack.truncated = (flags & stack_truncated) != 0;
+    const uint32_t stop = (flags >> stack_stop_shift) & 0xFu;
+    if (!stack.truncated)   // complete: at the root, or where the Secure state called
+        stack.stop = stop == uint32_t(core::UnwindStop::secure_caller) ? core::UnwindStop::secure_caller
+                                                                       : core::UnwindStop::root;
+    else if (stop == 0 || stop >= core::unwind_stop_count)
+        stack.stop = core::UnwindStop::not_recorded;   // older recordings carry no reason
+    else
+        stack.stop = core::UnwindStop(stop);
+    for (size_t i = 4; i < payload.size(); i += 4)
+        stack.callers.push_back(get32(payload.data() + i));
+    return stack;
+}
+
+// One record, checked, into `r`.
+void add_record(Recording& r, uint16_t type, std::string_view payload, size_t at)
+{
+    const std::string& path = r.path;
+    switch (type) {
+    case sample_record:
+        r.samples.push_back(decode_sample(payload, path, at));
+        break;
+    case stack_record:
+        if (r.samples.empty() || r.samples.back().stack)
+            throw Error(path, offset_text(at), "stack record without its sample");
+        r.samples.back().stack = decode_stack(payload, path, at);
+        break;
+    case value_record:
+        if (r.samples.empty() || r.samples.back().value)
+            throw Error(path, offset_text(at), "value record without its sample");
+        if (payload.size() != 4)
+            throw Error(path, offset_text(at), "value record of " + std::to_string(payload.size()) + " bytes, want 4");
+        r.samples.back().value = get32(payload.data());
+        break;
+    case event_record:
+    case summary_record: {
+        nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
+        if (!j.is_object())
+            throw Error(path, offset_text(at), "record is not a JSON object");
+        if (type == event_record) {
+            r.events.push_back(std::move(j));
+            break;
+        }
+        try {
+            r.summary = core::sampler_figures_from_json(j, path + " " + offset_text(at) + " (summary)");
+        } catch (const core::Error& e) {
+            r.summary.reset();
+            r.summary_problem = e.what();
+        }
+        break;
+    }
+    default:
+        break;   // a record kind from a newer minor version: skipped
+    }
+}
+
+} // namespace
+
+Recording parse_recording(std::string_view bytes, const std::string& path, const ReadProgress& progress)
+{
+    Recording r;
+    r.path = path;
+    size_t at = parse_head(bytes, r);
     size_t next_report = read_progress_step;
     while (at < bytes.size()) {
         if (progress && at >= next_report) {
@@ -219,77 +315,7 @@ Recording parse_recording(std::string_view bytes, const std::string& path, const
             }
             throw Error(path, offset_text(at), "record fails its CRC check: the file is damaged");
         }
-        switch (type) {
-        case sample_record: {
-            if (length < sample_size)
-                throw Error(path, offset_text(at), "sample record of " + std::to_string(length) + " bytes, want 32");
-            const char* d = payload.data();
-            LiveSample s;
-            s.time_ns = uint64_t(get32(d)) | uint64_t(get32(d + 4)) << 32;
-            s.pc = get32(d + 8);
-            s.lr = get32(d + 12);
-            s.sp = get32(d + 16);
-            s.xpsr = get32(d + 20);
-            s.tag = get32(d + 24);
-            const uint32_t flags = get32(d + 28);
-            s.tagged = (flags & sample_tagged) != 0;
-            s.starts_burst = (flags & sample_starts_burst) != 0;
-            s.found_asleep = (flags & sample_found_asleep) != 0;
-            s.core = (flags >> sample_core_shift) & 0xFFu;
-            if (length >= sample_size_with_stop)
-                s.stop_after = core::StopBounds{get32(d + 32), get32(d + 36)};
-            r.samples.push_back(s);
-            break;
-        }
-        case stack_record: {
-            if (r.samples.empty() || r.samples.back().stack)
-                throw Error(path, offset_text(at), "stack record without its sample");
-            if (length < 4 || length % 4 != 0)
-                throw Error(path, offset_text(at), "stack record of " + std::to_string(length) + " bytes");
-            core::CallStack stack;
-            const uint32_t flags = get32(payload.data());
-            stack.truncated = (flags & stack_truncated) != 0;
-            const uint32_t stop = (flags >> stack_stop_shift) & 0xFu;
-            if (!stack.truncated)   // complete: at the root, or where the Secure state called
-                stack.stop = stop == uint32_t(core::UnwindStop::secure_caller) ? core::UnwindStop::secure_caller
-                                                                               : core::UnwindStop::root;
-            else if (stop == 0 || stop >= core::unwind_stop_count)
-                stack.stop = core::UnwindStop::not_recorded;   // older recordings carry no reason
-            else
-                stack.stop = core::UnwindStop(stop);
-            for (size_t i = 4; i < length; i += 4)
-                stack.callers.push_back(get32(payload.data() + i));
-            r.samples.back().stack = std::move(stack);
-            break;
-        }
-        case value_record: {
-            if (r.samples.empty() || r.samples.back().value)
-                throw Error(path, offset_text(at), "value record without its sample");
-            if (length != 4)
-                throw Error(path, offset_text(at), "value record of " + std::to_string(length) + " bytes, want 4");
-            r.samples.back().value = get32(payload.data());
-            break;
-        }
-        case event_record:
-        case summary_record: {
-            nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
-            if (!j.is_object())
-                throw Error(path, offset_text(at), "record is not a JSON object");
-            if (type == event_record) {
-                r.events.push_back(std::move(j));
-                break;
-            }
-            try {
-                r.summary = core::sampler_figures_from_json(j, path + " " + offset_text(at) + " (summary)");
-            } catch (const core::Error& e) {
-                r.summary.reset();
-                r.summary_problem = e.what();
-            }
-            break;
-        }
-        default:
-            break;   // a record kind from a newer minor version: skipped
-        }
+        add_record(r, type, payload, at);
         at += record_head + length;
     }
     return r;
