@@ -64,6 +64,8 @@ std::string describe_method(const SamplerFigures& s)
         out += printf_string(" (halted %.1f %%, budget %.1f %%)", 100.0 * s.halted_share(), 100.0 * s.halt_budget->max_halted);
     if (s.halt_latency_us)
         out += printf_string(", halt latency p50 %.0f us p99 %.0f us", s.halt_latency_us->p50, s.halt_latency_us->p99);
+    if (s.probe_commands)
+        out += printf_string(", %.2f USB commands a sample", s.probe_commands->per_sample);
     if (s.pcsr) {
         out += printf_string(", DWT_PCSR read %llu times per round trip (p50 %.0f us, p99 %.0f us), ",
                              static_cast<unsigned long long>(s.pcsr->batch), s.pcsr->round_trip_us.p50,

@@ -53,6 +53,13 @@ struct HaltBudgetFigures {
     double longest_mean_wait_seconds = 0;   // the largest mean wait the loop drew from
 };
 
+// A link that counts the commands it sends the probe (an ST-Link's USB commands, each one bus
+// round trip): the sampler's cost in the probe's own unit.
+struct ProbeCommandFigures {
+    uint64_t commands = 0;        // from the first sample's wait to the end
+    double per_sample = 0;
+};
+
 struct SamplerFigures {
     uint64_t samples = 0;
     double wall_seconds = 0;
@@ -65,6 +72,7 @@ struct SamplerFigures {
     std::optional<PcsrFigures> pcsr;              // when DWT_PCSR was read
     std::optional<StackFigures> stacks;           // when stacks were unwound
     std::optional<HaltBudgetFigures> halt_budget; // when halting under --max-halted
+    std::optional<ProbeCommandFigures> probe_commands;   // when the link counts its commands
     // How the samples were taken, as the recording's header or the capture says it: shown
     // as they are, never interpreted.
     std::string method;
