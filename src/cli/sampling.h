@@ -25,6 +25,7 @@ struct SamplingOptions {
     std::string gdb;
     unsigned baud = 0;                                     // --gdb DEVICE: the line's speed (0: 115200)
     std::string openocd;
+    std::string stlink;                                    // --stlink HOST[:PORT] (an stlink-server) or usb[:SERIAL]
     std::string mode;
     std::string qmp;
     std::string pace = "wall";
@@ -45,13 +46,13 @@ struct SamplingOptions {
     QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 
-// Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
+// Adds --gdb, --openocd, --stlink, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
 // --qmp, --seed, --max-halted, --stacks and --stack-bytes, bound to `options`.
 void add_sampling_options(boost::program_options::options_description& description, SamplingOptions& options);
 
 // The options above but --gdb: those that mean nothing when no sampling is done.
 const std::vector<std::string>& sampling_option_names();
-// One link (--gdb, --openocd or --qemu), and the options that go only with another one or its
+// One link (--gdb, --openocd, --stlink or --qemu), and the options that go only with another one or its
 // value (--jitter with --shape uniform, --qmp with --pace icount, not --duration with --qemu...).
 // The values themselves make_sample_source checks; neither touches the link.
 void check_sampling_options(const CommandLine& line, const SamplingOptions& options);
