@@ -8,16 +8,6 @@
 namespace mcuprof::sources {
 namespace {
 
-using cortex_m::c_debugen;
-using cortex_m::c_halt;
-using cortex_m::dbgkey;
-using cortex_m::dfsr;
-using cortex_m::dfsr_halted;
-using cortex_m::dhcsr;
-using cortex_m::dhcsr_kept_controls;
-using cortex_m::s_halt;
-using cortex_m::s_sleep;
-
 // The halting target behind an ST-Link.
 class StlinkHaltingTarget : public HaltingTarget {
 public:
@@ -46,17 +36,18 @@ public:
     // as found, to leave its HALTED bit as it was (our halt requests set it: C1.6.1).
     void start(TargetEvents& events) override
     {
-        const uint32_t found = link_->read_debug_register(dhcsr);
-        dfsr_found_ = link_->read_debug_register(dfsr);
-        if (found & s_halt) {
-            link_->write_debug_register(dhcsr, dbgkey | (found & dhcsr_kept_controls & ~c_halt) | c_debugen);
+        const uint32_t found = link_->read_debug_register(cortex_m::dhcsr);
+        dfsr_found_ = link_->read_debug_register(cortex_m::dfsr);
+        if (found & cortex_m::s_halt) {
+            const uint32_t controls = (found & cortex_m::dhcsr_kept_controls) | cortex_m::c_debugen;
+            link_->write_debug_register(cortex_m::dhcsr, cortex_m::dbgkey | controls);
             events.event("resume", "the core was halted; resumed to sample it running");
         }
     }
     void resume() override
     {
         if (halted_by_us_)
-            link_->write_debug_register(dhcsr, dhcsr_resume_);
+            link_->write_debug_register(cortex_m::dhcsr, dhcsr_resume_);
         halted_by_us_ = false;
     }
     Halt halt_and_read(const HaltRequest& request) override
@@ -64,8 +55,8 @@ public:
         Halt halt;
         // DHCSR first (ARMv7-M ARM, C1.6.2): a core halted already (a breakpoint, a debugger
         // sharing the probe) is someone else's, and S_SLEEP is known only before our halt wakes it.
-        const uint32_t found = link_->read_debug_register(dhcsr);
-        if (found & s_halt) {
+        const uint32_t found = link_->read_debug_register(cortex_m::dhcsr);
+        if (found & cortex_m::s_halt) {
             halted_by_other_ = true;
             halt.ran_until = halt.stopped = Clock::now();
             halt.ended = TargetEnd{false, "the core was found halted by someone else (DHCSR " + hex32(found) +
@@ -74,14 +65,14 @@ public:
         }
         // C_DEBUGEN set with C_HALT: a halt request is ignored without it (C1.6.2); the other
         // controls as found, and as found again to resume.
-        const uint32_t controls = (found & dhcsr_kept_controls) | c_debugen;
-        dhcsr_resume_ = dbgkey | controls;
+        const uint32_t controls = (found & cortex_m::dhcsr_kept_controls) | cortex_m::c_debugen;
+        dhcsr_resume_ = cortex_m::dbgkey | controls;
         halt.ran_until = Clock::now();
-        link_->write_debug_register(dhcsr, dbgkey | controls | c_halt);
+        link_->write_debug_register(cortex_m::dhcsr, cortex_m::dbgkey | controls | cortex_m::c_halt);
         halt.stopped = Clock::now();
         halted_by_us_ = halted_once_ = true;
         halt.state = read_halt_state(request);
-        halt.state.asleep.push_back((found & s_sleep) != 0);
+        halt.state.asleep.push_back((found & cortex_m::s_sleep) != 0);
         if (!request.stay_halted) {
             resume();
             halt.running = true;
@@ -118,7 +109,7 @@ public:
     bool reaches_target() override
     {
         try {
-            link_->read_debug_register(dhcsr);
+            link_->read_debug_register(cortex_m::dhcsr);
             return true;
         } catch (const transport::Error&) {
             return false;
@@ -133,15 +124,16 @@ public:
                 commands_before_ += link_->commands();
                 link_.reset();
                 link_ = connect();
-                if (halted_once_ && !halted_by_other_ && (link_->read_debug_register(dhcsr) & s_halt)) {
-                    link_->write_debug_register(dhcsr, dhcsr_resume_);
+                const uint32_t now = link_->read_debug_register(cortex_m::dhcsr);
+                if (halted_once_ && !halted_by_other_ && (now & cortex_m::s_halt)) {
+                    link_->write_debug_register(cortex_m::dhcsr, dhcsr_resume_);
                     events.event("resume", "the core was left halted by a sample cut short; resumed");
                 }
                 halted_by_us_ = false;
             }
             resume();
-            if (halted_once_ && !halted_by_other_ && !(dfsr_found_ & dfsr_halted))
-                link_->write_debug_register(dfsr, dfsr_halted);   // write one to clear (C1.6.1)
+            if (halted_once_ && !halted_by_other_ && !(dfsr_found_ & cortex_m::dfsr_halted))
+                link_->write_debug_register(cortex_m::dfsr, cortex_m::dfsr_halted);   // write one to clear (C1.6.1)
             if (halted_by_other_)
                 events.event("left-halted", "the core was halted by someone else; left halted");
             link_->close();
@@ -182,7 +174,7 @@ private:
     std::unique_ptr<stlink::StlinkLink> link_;
     stlink::Version version_;
     uint64_t commands_before_ = 0;   // the commands of links lost before this one
-    uint32_t dhcsr_resume_ = dbgkey | c_debugen;
+    uint32_t dhcsr_resume_ = cortex_m::dbgkey | cortex_m::c_debugen;
     uint32_t dfsr_found_ = 0;
     bool halted_by_us_ = false;      // a halt of ours awaits its resume
     bool halted_once_ = false;
