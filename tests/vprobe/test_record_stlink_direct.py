@@ -14,6 +14,10 @@ Checked, PC-only and with --stacks, each ended by --samples:
 - the core left running: DHCSR read through the server after each recording (S_HALT clear),
   the guest running as the vprobe leaves.
 
+And a fault: the server gone in the middle of a --stacks recording (the vprobe killed): the
+recording ends by itself with exit code 3 and one line saying the link was lost, and every
+sample it said it recorded is in its file.
+
 A raw stlink-server client (test_stlink_clients.RawStlinkClient) stays connected meanwhile, so
 that the vprobe, which ends when its last client goes, serves both recordings; it reads DHCSR.
 Ports are chosen at run time; every process started here is stopped on every path.
@@ -30,7 +34,6 @@ import threading
 import unittest
 from pathlib import Path
 
-import fwtest
 import openocd_record_suite as suite
 import qemu_runner
 from openocd_rig import CLI, ELF, UNIFORM_COST_NS, guest_running, require, stop_process
@@ -154,6 +157,40 @@ class RecordThroughStlinkCommands(unittest.TestCase):
                 self.assertFalse(dhcsr & S_HALT, f"DHCSR {dhcsr:#010x} after --stlink {name}")
         self.assertEqual(self.vprobe_code, 0, "".join(self.vprobe_log))
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
+
+
+class ServerGoneMidRun(unittest.TestCase):
+    def test_samples_kept_link_lost_exit_3(self):
+        require(("arm-none-eabi-nm",), (CLI, ELF))
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-gone-"))
+        qemu = vprobe = record = None
+        try:
+            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
+            vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{qemu.gdb_port}", "--stlink-port", "0",
+                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+            match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", vprobe.stderr.readline())
+            self.assertIsNotNone(match)
+            rec = work / "gone.rec"
+            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{match.group(1)}", "--stacks",
+                            "--samples", "10000000", "--elf", str(ELF), "-o", str(rec)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            suite.wait_for_samples(record, rec, 20)
+            vprobe.kill()
+            vprobe.wait(timeout=10)
+            out, err = record.communicate(timeout=120)
+            self.assertEqual(record.returncode, 3, err)
+            self.assertIn("mcuprof record: stopped early, the link was lost: stlink-server", err)
+            said = int(re.search(r"the (\d+) samples recorded are in", err).group(1))
+            self.assertGreaterEqual(said, 20)
+            self.assertEqual(suite.report_json(rec)["samples"], said)
+        finally:
+            if record is not None and record.poll() is None:
+                record.kill()
+                record.communicate()
+            stop_process(vprobe)
+            if qemu is not None:
+                qemu.stop()
 
 
 if __name__ == "__main__":
