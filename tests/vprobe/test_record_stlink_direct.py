@@ -16,7 +16,10 @@ Checked, PC-only and with --stacks, each ended by --samples:
 
 And a fault: the server gone in the middle of a --stacks recording (the vprobe killed): the
 recording ends by itself with exit code 3 and one line saying the link was lost, and every
-sample it said it recorded is in its file.
+sample it said it recorded is in its file. And someone else's halt: another client of the
+server halts the core in the middle of a recording; the next sample finds it halted, leaves it
+so (DHCSR still S_HALT) and ends the recording (the client halts again until then: a halt that
+lands inside one of the recording's own is undone by its resume, which no link can tell).
 
 A raw stlink-server client (test_stlink_clients.RawStlinkClient) stays connected meanwhile, so
 that the vprobe, which ends when its last client goes, serves both recordings; it reads DHCSR.
@@ -26,11 +29,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from pathlib import Path
 
@@ -111,6 +116,7 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         stop_process(cls.vprobe)
         if cls.qemu is not None:
             cls.qemu.stop()
+        shutil.rmtree(cls.work, ignore_errors=True)
 
     def connection_counts(self) -> dict[int, int]:
         log = "".join(self.vprobe_log)
@@ -159,7 +165,52 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
 
 
-class ServerGoneMidRun(unittest.TestCase):
+class FaultsMidRun(unittest.TestCase):
+    def test_someone_elses_halt_is_left_alone(self):
+        require(("arm-none-eabi-nm",), (CLI, ELF))
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-other-"))
+        qemu = vprobe = record = raw = None
+        try:
+            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
+            vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{qemu.gdb_port}", "--stlink-port", "0",
+                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+            match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", vprobe.stderr.readline())
+            self.assertIsNotNone(match)
+            threading.Thread(target=lambda: vprobe.stderr.read(), daemon=True).start()
+            port = int(match.group(1))
+            raw = RawStlinkClient(port)
+            rec = work / "other.rec"
+            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--samples", "10000000",
+                            "--elf", str(ELF), "-o", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+            suite.wait_for_samples(record, rec, 20)
+            # A halt that lands inside one of the recording's own halts is undone by its resume
+            # (DHCSR reads the same either way: no link can tell): halted again until it is seen.
+            deadline = time.monotonic() + 60
+            while record.poll() is None and time.monotonic() < deadline:
+                raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
+                time.sleep(0.05)
+            out, err = record.communicate(timeout=120)
+            self.assertEqual(record.returncode, 0, err)
+            self.assertIn("the core was found halted by someone else", err)
+            self.assertTrue(read_dhcsr(raw) & S_HALT, "the other client's halt was undone")
+            raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
+            self.assertFalse(read_dhcsr(raw) & S_HALT)
+        finally:
+            if record is not None and record.poll() is None:
+                record.kill()
+                record.communicate()
+            if raw is not None:
+                try:
+                    raw.close()
+                except (OSError, AssertionError):
+                    pass
+            stop_process(vprobe)
+            if qemu is not None:
+                qemu.stop()
+            shutil.rmtree(work, ignore_errors=True)
+
     def test_samples_kept_link_lost_exit_3(self):
         require(("arm-none-eabi-nm",), (CLI, ELF))
         work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-gone-"))
@@ -191,6 +242,7 @@ class ServerGoneMidRun(unittest.TestCase):
             stop_process(vprobe)
             if qemu is not None:
                 qemu.stop()
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
