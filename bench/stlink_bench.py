@@ -12,6 +12,10 @@ default). For each latency:
                  core's debug registers (DHCSR C_HALT, pc lr sp xPSR by DCRSR/DCRDR, DHCSR again)
   halt-stacks    the same with --stacks: also r7 and a stack window read in that script, further
                  stack reads while halted, then the resume
+  stlink         mcuprof record --stlink --interval 1ns: no OpenOCD in the way, mcuprof's own ST-Link
+                 commands through the same stlink-server (READDEBUGREG DHCSR, WRITEDEBUGREG C_HALT,
+                 READALLREGS, WRITEDEBUGREG to resume), OpenOCD's background polling off meanwhile
+  stlink-stacks  the same with --stacks: one READMEM_32BIT of the window from the new SP too
   halt-openocd   OpenOCD's own `halt; get_reg {pc lr sp xPSR}; resume` per sample in a Tcl loop
                  (mcuprof's halt mode before; run by this script, polling on as it comes)
   halt-budget    the same with --max-halted 25: the halted share held under 25 % (a quarter of
@@ -133,11 +137,28 @@ def measured(rig, run):
 
 
 def mcuprof_record(cli, elf, rig, mode, samples, work, *options):
+    return record_run(cli, elf, rig, samples, work / f"{mode}.rec",
+                      ("--openocd", f"127.0.0.1:{rig.tcl_port}", "--mode", mode, *options))
+
+
+def stlink_record(cli, elf, rig, samples, work, *options):
+    """mcuprof's own ST-Link commands through the vprobe's server, beside OpenOCD (its polling
+    off: it would find our halts and run its debug entry)."""
+    return record_run(cli, elf, rig, samples, work / "stlink.rec",
+                      ("--stlink", f"127.0.0.1:{rig.bitbang_port}", *options), polling_off=True)
+
+
+def record_run(cli, elf, rig, samples, rec, link_options, polling_off=False):
     def run():
-        rec = work / f"{mode}.rec"
-        command = [str(cli), "record", "--openocd", f"127.0.0.1:{rig.tcl_port}", "--mode", mode, "--interval", "1ns",
-                   "--samples", str(samples), *options, "--elf", str(elf), "-o", str(rec), "--format", "json"]
-        r = subprocess.run(command, capture_output=True, text=True)
+        command = [str(cli), "record", *link_options, "--interval", "1ns", "--samples", str(samples),
+                   "--elf", str(elf), "-o", str(rec), "--format", "json"]
+        if polling_off:
+            rig.tcl.run("poll off")
+        try:
+            r = subprocess.run(command, capture_output=True, text=True)
+        finally:
+            if polling_off:
+                rig.tcl.run("poll on")
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(command)}: {r.stderr}")
         sampler = json.loads(r.stdout)["sampler"]
@@ -238,13 +259,14 @@ def main():
     parser.add_argument("--transport", default="dapdirect_swd", choices=("dapdirect_swd", "hla_swd"))
     parser.add_argument("--pcsr-samples", type=int, default=8192)
     parser.add_argument("--halt-samples", type=int, default=100)
+    parser.add_argument("--stlink-samples", type=int, default=1000)
     parser.add_argument("--profile-seconds", type=int, default=2)
     parser.add_argument("--profile-calls", type=int, default=1,
                         help="`profile` calls per run, one after the other (3 x `profile 10` against 30000 samples: "
                              "the same number of calls as mcuprof makes)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--methods",
-                        default="profile,halt,halt-stacks,halt-openocd,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
+                        default="profile,halt,halt-stacks,stlink,stlink-stacks,halt-openocd,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
                         help="which to run (profile always runs: it is the reference)")
     parser.add_argument("--account", action="store_true",
                         help="instead: the USB commands of one `profile 0` and one long `profile` call, by kind")
@@ -272,6 +294,8 @@ def main():
                 "profile": lambda: openocd_profile(rig, args.profile_seconds, rig.work, args.profile_calls),
                 "halt": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work),
                 "halt-stacks": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work, "--stacks"),
+                "stlink": lambda: stlink_record(cli, elf, rig, args.stlink_samples, rig.work),
+                "stlink-stacks": lambda: stlink_record(cli, elf, rig, args.stlink_samples, rig.work, "--stacks"),
                 "halt-openocd": lambda: openocd_halt_loop(rig, max(10, args.halt_samples // 10)),
                 "pcsr": lambda: mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work),
                 "halt-budget": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples // 4, rig.work,

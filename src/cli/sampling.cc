@@ -18,6 +18,7 @@
 #include "mcuprof/sampler/rtos_awareness.h"
 #include "mcuprof/inputs/recording.h"
 #include "mcuprof/sampler/rsp_sampler.h"
+#include "mcuprof/sampler/stlink_sampler.h"
 #include "mcuprof/link/tcp_connection.h"
 #include "mcuprof/profile/profile.h"
 #include "mcuprof/sampler/watched_variable.h"
@@ -27,6 +28,24 @@
 namespace po = boost::program_options;
 
 namespace mcuprof::cli {
+namespace {
+
+// --stlink HOST[:PORT]: ST's stlink-server, 7184 (its default port) when no port is given.
+transport::Endpoint stlink_endpoint(const std::string& text)
+{
+    if (text == "usb" || text.rfind("usb:", 0) == 0)
+        throw UsageError("--stlink usb: the ST-Link's own USB transport (libusb-1.0) is not in this mcuprof yet; "
+                         "run ST's stlink-server and give --stlink HOST[:PORT]");
+    const bool bare_host = !text.empty() && text.find(':') == std::string::npos &&
+                           text.find_first_not_of("0123456789") != std::string::npos;
+    try {
+        return transport::Endpoint::parse(bare_host ? text + ":7184" : text, "--stlink");
+    } catch (const transport::Error&) {
+        throw UsageError("--stlink takes HOST[:PORT] (an stlink-server, port 7184 by default), not '" + text + "'");
+    }
+}
+
+} // namespace
 
 void add_sampling_options(po::options_description& description, SamplingOptions& o)
 {
@@ -40,6 +59,9 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
         ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"),
          "OpenOCD's Tcl RPC port (6666 by default): sample through OpenOCD instead of GDB (--mode)")
+        ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]"),
+         "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server: "
+         "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks")
         ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
                                                          "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
@@ -73,7 +95,7 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
 
 const std::vector<std::string>& sampling_option_names()
 {
-    static const std::vector<std::string> names{"openocd", "mode",  "batch", "pcsr-read", "samples",
+    static const std::vector<std::string> names{"openocd", "stlink", "mode",  "batch", "pcsr-read", "samples",
                                                 "duration", "interval", "shape", "jitter", "pace",
                                                 "qmp",      "seed",  "stacks", "stack-bytes", "max-halted",
                                                 "qemu",     "qemu-arg", "instructions", "census", "truth-plugin",
@@ -146,7 +168,7 @@ sources::PacingOptions pacing_options(const SamplingOptions& o)
 LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptions& o, const std::string& by)
 {
     const bool qemu = !o.qemu.machine.empty();
-    line.require_one_of({"gdb", "openocd", "qemu"});
+    line.require_one_of({"gdb", "openocd", "stlink", "qemu"});
     line.not_with({"duration"}, qemu, "--qemu MACHINE, which ends by instructions: use --samples or --instructions");
     line.not_with({"qmp"}, qemu, "--qemu MACHINE, which reads the replay's count over the gdbstub");
     if (o.pace != "wall" && o.pace != "icount")
@@ -154,7 +176,7 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
     line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
-    if (!o.openocd.empty() && o.pace != "wall")
+    if ((!o.openocd.empty() || !o.stlink.empty()) && o.pace != "wall")
         throw UsageError("--pace icount goes with --gdb");
     if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
         throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
@@ -179,6 +201,9 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     } else if (!o.openocd.empty()) {
         s.link = LiveSampling::Link::openocd;
         s.openocd = openocd_endpoint(o.openocd);   // a usage error now, not at the link
+    } else if (!o.stlink.empty()) {
+        s.link = LiveSampling::Link::stlink;
+        s.stlink = stlink_endpoint(o.stlink);
     } else {
         s.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
     }
@@ -272,6 +297,13 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const LiveSampling& s,
                 (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon"))
                     .string();
         return std::make_unique<sources::OpenocdSampler>(tcl);
+    }
+    if (s.link == LiveSampling::Link::stlink) {
+        sources::StlinkSamplerOptions stlink;
+        stlink.server = s.stlink;
+        stlink.pacing = s.pacing;
+        stlink.extras = extras;
+        return std::make_unique<sources::StlinkSampler>(stlink);
     }
     sources::RspSamplerOptions gdb;
     gdb.gdb = s.gdb;

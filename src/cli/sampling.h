@@ -28,6 +28,7 @@ struct SamplingOptions {
     std::string gdb;
     unsigned baud = 0;                                     // --gdb DEVICE: the line's speed (0: 115200)
     std::string openocd;
+    std::string stlink;                                    // --stlink HOST[:PORT] (an stlink-server) or usb[:SERIAL]
     std::string mode;
     std::string qmp;
     std::string pace = "wall";
@@ -49,10 +50,11 @@ struct SamplingOptions {
 // The sampling options typed, every value checked (check_sampling_options): what
 // make_sample_source builds the sampler from, before any image or link is opened.
 struct LiveSampling {
-    enum class Link { gdb, openocd, qemu };
+    enum class Link { gdb, openocd, stlink, qemu };
     Link link = Link::gdb;
     transport::LinkAddress gdb;              // Link::gdb: TCP or a serial line
     transport::Endpoint openocd;             // Link::openocd: its Tcl port
+    transport::Endpoint stlink;              // Link::stlink: the stlink-server
     QemuOptions qemu;                        // Link::qemu: the run mcuprof records and replays
     sources::PacingOptions pacing;           // wall, icount (--qemu's replay too) or pcsr, and its waits
     bool interval_given = false;             // --interval; --qemu without it spreads the samples over the run
@@ -66,13 +68,13 @@ struct LiveSampling {
     sources::SamplingPlan plan(uint64_t default_samples) const;
 };
 
-// Adds --gdb, --openocd, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
+// Adds --gdb, --openocd, --stlink, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
 // --qmp, --seed, --max-halted, --stacks and --stack-bytes, bound to `options`.
 void add_sampling_options(boost::program_options::options_description& description, SamplingOptions& options);
 
 // The options above but --gdb: those that mean nothing when no sampling is done.
 const std::vector<std::string>& sampling_option_names();
-// One link (--gdb, --openocd or --qemu), the options that go only with another one or its
+// One link (--gdb, --openocd, --stlink or --qemu), the options that go only with another one or its
 // value (--jitter with --shape uniform, --qmp with --pace icount, not --duration with --qemu,
 // --by var:NAME, the grouping `by`, not with --mode pcsr), and every value, typed. Throws
 // UsageError; touches neither an image nor the link.

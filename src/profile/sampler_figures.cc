@@ -112,6 +112,9 @@ nlohmann::json to_json(const SamplerFigures& f)
         if (p.unused_reads)
             out["pcsr"]["unused_reads"] = *p.unused_reads;
     }
+    if (f.probe_commands)
+        out["probe_commands"] = {{"commands", f.probe_commands->commands},
+                                 {"per_sample", f.probe_commands->per_sample}};
     if (f.stacks)
         out["stacks"] = {{"mean_depth", f.stacks->mean_depth},
                          {"extra_round_trips_per_sample", f.stacks->extra_round_trips_per_sample},
@@ -164,6 +167,10 @@ SamplerFigures sampler_figures_from_json(const nlohmann::json& s, const std::str
         if (p.contains("unused_reads"))
             pcsr.unused_reads = read.count(p, "unused_reads");
         f.pcsr = pcsr;
+    }
+    if (s.contains("probe_commands")) {
+        const nlohmann::json& p = read.object(s, "probe_commands");
+        f.probe_commands = ProbeCommandFigures{read.count(p, "commands"), read.number(p, "per_sample")};
     }
     if (s.contains("stacks")) {
         const nlohmann::json& st = read.object(s, "stacks");

@@ -67,6 +67,8 @@ std::string describe_method(const SamplerFigures& s)
     if (s.swo)
         out += printf_string(", the DWT's PC sample every %u cycles of %.0f Hz over SWO at %.0f Hz", s.swo->period_cycles,
                              s.swo->cpu_hz, s.swo->swo_hz);
+    if (s.probe_commands)
+        out += printf_string(", %.2f USB commands a sample", s.probe_commands->per_sample);
     if (s.pcsr) {
         out += printf_string(", DWT_PCSR read %llu times per round trip (p50 %.0f us, p99 %.0f us), ",
                              static_cast<unsigned long long>(s.pcsr->batch), s.pcsr->round_trip_us.p50,

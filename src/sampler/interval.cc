@@ -43,6 +43,8 @@ core::SamplerFigures SamplerStats::figures() const
                                    percentiles(pcsr->round_trip_us), pcsr->unused_reads};
     f.stacks = stacks;
     f.halt_budget = halt_budget;
+    if (probe_commands)
+        f.probe_commands = core::ProbeCommandFigures{*probe_commands, samples ? double(*probe_commands) / samples : 0.0};
     return f;
 }
 

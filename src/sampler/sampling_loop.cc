@@ -54,11 +54,13 @@ public:
                     by_wall_clock();   // no DWT_PCSR: halts instead (the target said so)
                 break;
             }
+            count_probe_commands();
             // The target runs while the link checks that it does.
             if (!stats_.target_exited)
                 target_.leave_running(sink_, false);
         } catch (const transport::Error& e) {
             // The server refused a command: the link is up, unless the server has lost the target.
+            count_probe_commands();
             const bool refused = target_.link_survives(e);
             if (refused && target_.reaches_target()) {
                 stats_.end_reason = target_.server() + " reported an error: " + e.what();
@@ -154,6 +156,14 @@ private:
             return false;
         std::this_thread::sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(wait));
         return true;
+    }
+
+    // The link's commands from the target's start for sampling to the last sample's resume:
+    // the samples' own cost, not the firmware check's or the end's.
+    void count_probe_commands()
+    {
+        if (const auto commands = target_.probe_commands(); commands && probe_commands_before_)
+            stats_.probe_commands = *commands - *probe_commands_before_;
     }
 
     void running_from(Clock::time_point t)
@@ -279,6 +289,7 @@ private:
     {
         if (!running_) {
             target_.start(sink_);
+            probe_commands_before_ = target_.probe_commands();
             running_from(Clock::now());
         }
         while (!done()) {
@@ -449,6 +460,7 @@ private:
     uint64_t memory_reads_ = 0;
     uint64_t frames_ = 0;
     double longest_halt_ = 0;        // seconds, --max-halted's figures
+    std::optional<uint64_t> probe_commands_before_;   // the link's count when sampling began
     double longest_mean_wait_ = 0;
 };
 

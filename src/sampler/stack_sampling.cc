@@ -99,9 +99,12 @@ void StackReader::add_to(HaltRequest& request) const
 {
     request.all_registers = true;
     request.stay_halted = true;
-    if (auto guess = window_guess())
+    if (auto guess = window_guess()) {
+        request.stack_guess = request.memory.size();
         request.memory.push_back(*guess);
+    }
     request.other_cores_stack_bytes = options_.window_bytes;
+    request.stack_bytes = options_.window_bytes;
     request.stack_top = options_.unwinder->initial_stack_pointer();
 }
 
@@ -120,9 +123,12 @@ UnwoundHalt StackReader::unwind(HaltState& state, HaltingTarget& target)
         const uint64_t end = uint64_t(guess->first) + bytes.size();
         const auto top = options_.unwinder->initial_stack_pointer();
         covered = sp >= guess->first && (end >= uint64_t(sp) + options_.window_bytes || (top && end >= *top));
-        memory.add(guess->first, std::move(bytes));
+        // Left empty by a link that read the window from the new SP (stack_window, below):
+        // not memory the target refused.
+        if (!bytes.empty() || !state.stack_window)
+            memory.add(guess->first, std::move(bytes));
     }
-    // Another core's window, read from its own SP with its registers.
+    // Another core's window, or this one's, read from its own SP with its registers.
     if (state.stack_window && !state.stack_window->bytes.empty()) {
         const uint32_t start = state.stack_window->address;
         const uint64_t end = uint64_t(start) + state.stack_window->bytes.size();

@@ -13,7 +13,7 @@ namespace {
 template <class Enum>
 using Names = std::initializer_list<std::pair<Enum, const char*>>;
 
-const Names<LinkKind> link_kinds = {{LinkKind::gdb, "gdb"}, {LinkKind::openocd, "openocd"}, {LinkKind::qemu, "qemu"}};
+const Names<LinkKind> link_kinds = {{LinkKind::gdb, "gdb"}, {LinkKind::openocd, "openocd"}, {LinkKind::qemu, "qemu"}, {LinkKind::stlink, "stlink"}};
 const Names<SampleMethod> methods = {
     {SampleMethod::halt, "halt"}, {SampleMethod::pcsr, "pcsr"}, {SampleMethod::swo, "swo"}};
 const Names<PacingClock> clocks = {{PacingClock::wall, "wall"}, {PacingClock::icount, "icount"}};
@@ -137,6 +137,8 @@ void put_link(nlohmann::json& j, const RunHeader::Link& link)
         j["source"] = text_of(*link.source, link_kinds);
     put(j, "gdb", link.gdb);
     put(j, "openocd", link.openocd);
+    put(j, "stlink", link.stlink);
+    put(j, "stlink_probe", link.stlink_probe);
     if (link.server_is_qemu)
         j["server"] = "qemu";
     put(j, "target", link.target);
@@ -162,6 +164,8 @@ RunHeader::Link link_of(const nlohmann::json& j)
     link.source = enum_at(j, "source", link_kinds);
     link.gdb = text_at(j, "gdb");
     link.openocd = text_at(j, "openocd");
+    link.stlink = text_at(j, "stlink");
+    link.stlink_probe = text_at(j, "stlink_probe");
     link.server_is_qemu = text_at(j, "server") == "qemu";
     link.target = text_at(j, "target");
     link.targets = count_at(j, "targets");

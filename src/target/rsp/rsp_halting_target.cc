@@ -222,7 +222,7 @@ public:
         std::vector<std::string> none;
         for (size_t core = 1; core < threads_.size(); ++core)
             state.other_cores.push_back(
-                read_core(threads_[core], HaltRequest{request.all_registers, {}, true, 0, {}}, none));
+                read_core(threads_[core], HaltRequest{request.all_registers, {}, true, 0, {}, {}, 0}, none));
         return state;
     }
     // Described by the server: read by name; otherwise (QEMU 7.2) through the MRS stub.

@@ -18,7 +18,7 @@
 
 namespace mcuprof::sources {
 
-enum class LinkKind { gdb, openocd, qemu };   // "source": qemu is a QEMU that --qemu started and replays
+enum class LinkKind { gdb, openocd, qemu, stlink };   // "source": qemu is a QEMU that --qemu started and replays
 // "method": a halt, a DWT_PCSR read of the running core, or the DWT's own periodic PC sample
 // sent over SWO (ARMv7-M ARM C1.8.6, DWT_CTRL.PCSAMPLENA).
 enum class SampleMethod { halt, pcsr, swo };
@@ -64,11 +64,13 @@ struct RunHeader {
         std::optional<LinkKind> source;
         std::optional<std::string> gdb;       // the GDB server's address as given
         std::optional<std::string> openocd;   // OpenOCD's Tcl port as given
+        std::optional<std::string> stlink;    // the stlink-server's address as given (--stlink)
+        std::optional<std::string> stlink_probe;   // which ST-Link, its firmware, through what
         bool server_is_qemu = false;          // "server": the GDB server is QEMU's gdbstub
         std::optional<std::string> target;    // OpenOCD's current target, the one sampled
         std::optional<uint64_t> targets;      // how many targets OpenOCD has
         std::optional<std::string> target_selection;   // which of OpenOCD's targets, and how
-        std::optional<std::string> round_trip;         // what one Tcl round trip does
+        std::optional<std::string> round_trip;         // what one round trip (Tcl eval, sample of USB commands) does
         std::vector<Core> cores;                       // a multi-core target; empty for one core
         std::optional<CoreStops> core_stops;           // a multi-core target
     };

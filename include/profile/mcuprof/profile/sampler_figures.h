@@ -60,6 +60,13 @@ struct SwoFigures {
     double swo_hz = 0;            // the SWO pin's bit rate
 };
 
+// A link that counts the commands it sends the probe (an ST-Link's USB commands, each one bus
+// round trip): the sampler's cost in the probe's own unit.
+struct ProbeCommandFigures {
+    uint64_t commands = 0;        // from the first sample's wait to the end
+    double per_sample = 0;
+};
+
 struct SamplerFigures {
     uint64_t samples = 0;
     double wall_seconds = 0;
@@ -73,6 +80,7 @@ struct SamplerFigures {
     std::optional<StackFigures> stacks;           // when stacks were unwound
     std::optional<HaltBudgetFigures> halt_budget; // when halting under --max-halted
     std::optional<SwoFigures> swo;                // the DWT's own samples over SWO
+    std::optional<ProbeCommandFigures> probe_commands;   // when the link counts its commands
     // How the samples were taken, as the recording's header or the capture says it: shown
     // as they are, never interpreted.
     std::string method;

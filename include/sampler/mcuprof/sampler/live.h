@@ -65,6 +65,7 @@ struct SamplerStats {
     bool link_lost = false;
     std::optional<core::StackFigures> stacks;   // when stacks were unwound
     std::optional<core::HaltBudgetFigures> halt_budget;   // when halting under --max-halted
+    std::optional<uint64_t> probe_commands;   // the link's commands to the probe, where it counts them
 
     double rate() const { return wall_seconds > 0 ? samples / wall_seconds : 0; }
     double duty() const { return wall_seconds > 0 ? running_seconds / wall_seconds : 0; }

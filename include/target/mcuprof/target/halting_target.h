@@ -65,6 +65,13 @@ struct HaltRequest {
     // from that core's own SP, this many bytes (0: none), ending at `stack_top` when it is near.
     uint32_t other_cores_stack_bytes = 0;
     std::optional<uint32_t> stack_top;
+    // The stack reader's guess of the window (the last halt's SP), when it sent one: its index
+    // in `memory`. A link that reads the registers before memory in the halt (an ST-Link's
+    // READALLREGS, then a block read) reads the window from the new SP instead, this many
+    // bytes (ending at `stack_top` when near), into HaltState::stack_window, and leaves the
+    // guess's entry empty.
+    std::optional<size_t> stack_guess;
+    uint32_t stack_bytes = 0;
 };
 
 // Target memory read at a halt: its address and bytes (empty where the target refused it).
@@ -178,6 +185,9 @@ public:
     // After a command the server refused: whether it still reaches the target (false: the
     // link between the server and its probe, or the probe and the target, is gone).
     virtual bool reaches_target() { return true; }
+    // The commands the link has sent the probe since it was made, where it counts them (an
+    // ST-Link's USB commands, each one bus round trip): the sampler's cost on that link.
+    virtual std::optional<uint64_t> probe_commands() const { return std::nullopt; }
 };
 
 // OpenOCD's targets (`target names`) besides `current`, each with its type as `cget -type`

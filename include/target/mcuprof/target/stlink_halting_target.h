@@ -1,0 +1,24 @@
+#pragma once
+// The halting target over an ST-Link's own commands (StlinkHaltingTarget,
+// stlink_halting_target.cc; the commands: stlink_link.h). A sample is DHCSR read (someone
+// else's halt is left alone, and S_SLEEP is known before the halt wakes the core), the halt
+// (DHCSR C_HALT), READALLREGS (every core register in one command), with stacks one block
+// read of the window from the new SP, and the resume (DHCSR as found): 4 USB commands, 5 with
+// stacks (docs/live.md, "ST-Link commands").
+#include <chrono>
+#include <memory>
+
+#include "mcuprof/link/tcp_connection.h"
+#include "mcuprof/target/halting_target.h"
+
+namespace mcuprof::sources {
+
+struct StlinkTargetOptions {
+    transport::Endpoint server;   // ST's stlink-server (or the vprobe's)
+    transport::Duration timeout = std::chrono::seconds(3);
+};
+
+// Connects, opens the probe (shared) and enters SWD; throws transport::Error.
+std::unique_ptr<HaltingTarget> make_stlink_halting_target(const StlinkTargetOptions& options);
+
+} // namespace mcuprof::sources

@@ -1,0 +1,135 @@
+#pragma once
+// The ST-Link's own USB commands, spoken by the host (StlinkLink, stlink_link.cc): the 16-byte
+// commands ST's firmware takes and the replies it gives, as OpenOCD's src/jtag/drivers/stlink_usb.c
+// and the stlink-org tools document them. One object over any transport that carries a USB
+// command and its reply: ST's stlink-server over TCP (make_stlink_server_transport), or the
+// probe's USB endpoints. It counts the commands, each one USB round trip on a real probe: the
+// measure of a sampler's cost on this link (docs/live.md, "ST-Link commands").
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "mcuprof/link/byte_stream.h"
+#include "mcuprof/link/tcp_connection.h"
+
+namespace mcuprof::sources::stlink {
+
+// Command bytes (stlink_usb.c's STLINK_* names; ST's firmware defines them).
+constexpr uint8_t get_version = 0xF1;
+constexpr uint8_t debug_command = 0xF2;
+constexpr uint8_t dfu_command = 0xF3;
+constexpr uint8_t get_current_mode = 0xF5;
+constexpr uint8_t get_version_ex = 0xFB;   // STLINK-V3: the version fields one byte each
+// DEBUG_COMMAND sub-commands (debug API v2; V3's API v3 keeps them).
+constexpr uint8_t readmem_32bit = 0x07;
+constexpr uint8_t enter = 0x30;
+constexpr uint8_t read_register = 0x33;
+constexpr uint8_t write_debug_register = 0x35;
+constexpr uint8_t read_debug_register = 0x36;
+constexpr uint8_t read_all_registers = 0x3A;
+constexpr uint8_t last_rw_status2 = 0x3E;
+constexpr uint8_t dfu_exit = 0x07;             // DFU_COMMAND's "leave DFU mode"
+constexpr uint8_t enter_swd_no_reset = 0xA3;   // ENTER's argument: SWD, the target not reset
+
+// Status bytes (the first byte of most debug replies).
+constexpr uint8_t status_ok = 0x80;
+constexpr uint8_t status_fault = 0x81;
+constexpr uint8_t status_swd_ap_wait = 0x10;   // the AP answered WAIT: the firmware asks again when told
+constexpr uint8_t status_swd_dp_wait = 0x14;
+
+// GET_CURRENT_MODE.
+constexpr uint8_t mode_dfu = 0x00;
+constexpr uint8_t mode_mass = 0x01;
+constexpr uint8_t mode_debug = 0x02;
+
+// READALLREGS (API v2): the status word, then DCRSR REGSELs 0-20, one word each (r0-r15,
+// xPSR, MSP, PSP, REGSEL 19 reserved, REGSEL 20 CONTROL/FAULTMASK/BASEPRI/PRIMASK): 88 bytes.
+constexpr unsigned all_registers_count = 21;
+constexpr uint32_t all_registers_reply_length = 4 + 4 * all_registers_count;
+// One READMEM_32BIT stays inside a 1 KiB block: the MEM-AP's TAR auto-increments within
+// 1 KiB only (ADIv5, C2.2.2), and stlink_usb.c splits its 32-bit reads at those blocks.
+constexpr uint32_t tar_block = 1024;
+
+using Command = std::array<uint8_t, 16>;
+
+// Carries one USB command to the probe and its reply back. Throws transport::Error.
+class Transport {
+public:
+    virtual ~Transport() = default;
+    // `command`, then `data_out` (to the probe); returns the `reply_length` bytes the probe sends back.
+    virtual std::string transfer(const Command& command, std::string_view data_out, uint32_t reply_length) = 0;
+    // How errors name the far end ("stlink-server 127.0.0.1:7184").
+    virtual const std::string& peer() const = 0;
+    // Which probe this is, in words (its serial, whether someone else holds it), for the header.
+    virtual std::string device() const = 0;
+    // Done with the probe: the other programs sharing it go on. Never throws.
+    virtual void close() = 0;
+};
+
+// ST's stlink-server (TCP, port 7184 by default): opens the first ST-Link it lists, shared
+// with whatever else uses it. Throws transport::Error (connect when nothing listens; protocol
+// when it lists no probe, or one another program holds exclusively).
+std::unique_ptr<Transport> make_stlink_server_transport(const transport::Endpoint& server, transport::Duration timeout);
+// The same over a stream already open (the unit tests' scripted server).
+std::unique_ptr<Transport> make_stlink_server_transport(std::unique_ptr<transport::ByteStream> stream,
+                                                        transport::Duration timeout);
+
+// The firmware's versions (GET_VERSION, and GET_VERSION_EX on a V3).
+struct Version {
+    unsigned stlink = 0;   // 1, 2 or 3
+    unsigned jtag = 0;     // the debug firmware's version ("V2J37": 37)
+    uint16_t vid = 0;
+    uint16_t pid = 0;
+    std::string text() const;   // "V3J7 (0483:374E)"
+};
+
+// One core's registers as READALLREGS gives them (REGSEL order).
+struct AllRegisters {
+    std::array<uint32_t, all_registers_count> words{};
+};
+
+class StlinkLink {
+public:
+    explicit StlinkLink(std::unique_ptr<Transport> transport);
+
+    // GET_VERSION (+ GET_VERSION_EX); throws transport::Error (protocol) for a probe too old for
+    // READALLREGS (API v1: an ST-Link/V1, or a V2 below J11).
+    Version read_version();
+    // Into SWD debug mode unless already there (another client of the server may have entered):
+    // GET_CURRENT_MODE, leaving DFU mode, then ENTER SWD.
+    void enter_swd();
+
+    // One word of the debug registers or memory, through the MEM-AP (READDEBUGREG: its own status).
+    uint32_t read_debug_register(uint32_t address);
+    void write_debug_register(uint32_t address, uint32_t value);
+    // Every core register of a halted core in one command; a running core fails (its DCRSR
+    // transfers never set S_REGRDY: ARMv7-M ARM C1.6.3).
+    AllRegisters read_all_registers();
+    // Words of memory in one READMEM_32BIT each up to the next 1 KiB block (length and address
+    // multiples of 4). The reply has no status: `check` asks GETLASTRWSTATUS2 after each, and
+    // then an empty result is memory the target refused (a bus fault).
+    std::string read_memory(uint32_t address, uint32_t length, bool check);
+
+    uint64_t commands() const { return commands_; }
+    const std::string& peer() const { return transport_->peer(); }
+    std::string device() const { return transport_->device(); }
+    void close() { transport_->close(); }
+
+    // The 16-byte commands, for the tests and the transports' own framing tests.
+    static Command debug(uint8_t sub, uint32_t address = 0, uint32_t value_or_length = 0, bool length16 = false);
+
+private:
+    std::string transfer(const Command& command, uint32_t reply_length, std::string_view data_out = {});
+    // A debug command whose reply starts with a status byte: retried on WAIT, thrown otherwise.
+    std::string checked(const Command& command, uint32_t reply_length, const char* what);
+
+    std::unique_ptr<Transport> transport_;
+    uint64_t commands_ = 0;
+};
+
+// A status byte in words ("0x81 (fault)").
+std::string describe_status(uint8_t status);
+
+} // namespace mcuprof::sources::stlink

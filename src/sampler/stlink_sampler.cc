@@ -1,0 +1,13 @@
+#include "mcuprof/sampler/stlink_sampler.h"
+
+#include "mcuprof/target/stlink_halting_target.h"
+
+namespace mcuprof::sources {
+
+StlinkSampler::StlinkSampler(const StlinkSamplerOptions& options)
+    : LiveSampler(make_stlink_halting_target({options.server, options.timeout}), options.pacing, options.extras,
+                  options.timeout)
+{
+}
+
+} // namespace mcuprof::sources

@@ -1,0 +1,249 @@
+"""`mcuprof record --stlink`: the sampler speaks the ST-Link's own commands to `mcuprof vprobe
+--stlink-port --latency 1ms` (stlink-server's protocol, 1 ms a USB command as an ST-Link/V2 on
+full-speed USB costs), with no OpenOCD in between; QEMU runs mixed_forever_m4 at uniform cost
+with the truth plugin.
+
+Checked, PC-only and with --stacks, each ended by --samples:
+- the cost: the recording's own count of USB commands a sample is at most 4 (5 with --stacks),
+  and the vprobe's count for the recording's connection (printed per connection as it exits)
+  is that count plus a setup of a few dozen commands (connect, firmware check, the end), never
+  fewer: the two counters agree;
+- the shares: every function of 5 % or more within 4 standard errors of the time census of the
+  recording's own window, held between the census and the census less its stalls
+  (fwtest.beyond_se's stall_free), as every halting path through the rig is;
+- the core left running: DHCSR read through the server after each recording (S_HALT clear),
+  the guest running as the vprobe leaves.
+
+And a fault: the server gone in the middle of a --stacks recording (the vprobe killed): the
+recording ends by itself with exit code 3 and one line saying the link was lost, and every
+sample it said it recorded is in its file. And someone else's halt: another client of the
+server halts the core in the middle of a recording; the next sample finds it halted, leaves it
+so (DHCSR still S_HALT) and ends the recording (the client halts again until then: a halt that
+lands inside one of the recording's own is undone by its resume, which no link can tell).
+
+A raw stlink-server client (test_stlink_clients.RawStlinkClient) stays connected meanwhile, so
+that the vprobe, which ends when its last client goes, serves both recordings; it reads DHCSR.
+Ports are chosen at run time; every process started here is stopped on every path.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+import openocd_record_suite as suite
+import qemu_runner
+from openocd_rig import CLI, ELF, UNIFORM_COST_NS, guest_running, require, stop_process
+from spawn import spawn
+from test_stlink_clients import RawStlinkClient
+
+DHCSR = 0xE000EDF0
+S_HALT = 1 << 17
+SAMPLES = 200
+# Connecting, the firmware check, the vprobe signature, the start and the end: what the vprobe
+# counts of a recording's connection beyond its samples (measured: a few dozen).
+SETUP_COMMANDS = 100
+RUNS = {"pc": ((), 4.0), "stacks": (("--stacks",), 5.0)}
+
+
+def read_dhcsr(raw: RawStlinkClient) -> int:
+    """READDEBUGREG (0xF2 0x36): the status word, then the value."""
+    reply = raw.usb(struct.pack("<BBI", 0xF2, 0x36, DHCSR), 8)
+    assert reply[0] == 0x80, f"READDEBUGREG status {reply[0]:#x}"
+    return struct.unpack_from("<I", reply, 4)[0]
+
+
+class RecordThroughStlinkCommands(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require(("arm-none-eabi-nm",), (CLI, ELF))
+        cls.work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-direct-"))
+        cls.qemu = cls.vprobe = cls.raw = None
+        cls.vprobe_log = []
+        try:
+            cls._run()
+        finally:
+            cls._stop()
+
+    @classmethod
+    def _run(cls):
+        cls.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, truth=cls.work / "truth.txt",
+                                       uniform_cost_ns=UNIFORM_COST_NS, icount_shift=0, uart=None,
+                                       timeout=600).start()
+        cls.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{cls.qemu.gdb_port}", "--stlink-port", "0",
+                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        first = cls.vprobe.stderr.readline()
+        cls.vprobe_log.append(first)
+        match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", first)
+        if not match:
+            raise AssertionError(f"vprobe did not start: {first!r}")
+        port = int(match.group(1))
+        reader = threading.Thread(target=lambda: cls.vprobe_log.extend(cls.vprobe.stderr), daemon=True)
+        reader.start()
+        cls.raw = RawStlinkClient(port)
+        cls.results, cls.windows, cls.stall_free, cls.dhcsr = {}, {}, {}, {}
+        for name, (options, _) in RUNS.items():
+            rec = cls.work / f"{name}.rec"
+            command = [str(CLI), "record", "--stlink", f"127.0.0.1:{port}", *options, "--samples", str(SAMPLES),
+                       *suite.HALT_INTERVAL, "--elf", str(ELF), "-o", str(rec), "--format", "json"]
+            cls.results[name], cls.windows[name], cls.stall_free[name] = suite.windowed(cls, command, timeout=600)
+            cls.dhcsr[name] = read_dhcsr(cls.raw)
+            print(f"\nrecord --stlink {' '.join(options)}: {cls.results[name].stderr.strip().splitlines()[-1:]}",
+                  file=sys.stderr)
+        cls.raw.close()
+        cls.raw = None
+        cls.vprobe_code = cls.vprobe.wait(timeout=30)
+        reader.join(timeout=5)
+        cls.guest_running = guest_running(cls.qemu)
+        cls.qemu.stop()
+
+    @classmethod
+    def _stop(cls):
+        if cls.raw is not None:
+            try:
+                cls.raw.close()
+            except (OSError, AssertionError):
+                pass
+        stop_process(cls.vprobe)
+        if cls.qemu is not None:
+            cls.qemu.stop()
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def connection_counts(self) -> dict[int, int]:
+        log = "".join(self.vprobe_log)
+        by_connection = re.search(r"USB commands by connection: (.*)", log)
+        self.assertIsNotNone(by_connection, log)
+        return {int(k): int(v) for k, v in re.findall(r"connection (\d+): (\d+)", by_connection.group(1))}
+
+    def report(self, name: str) -> dict:
+        r = self.results[name]
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_commands_per_sample(self):
+        counts = self.connection_counts()
+        # Connection 1 is the raw client's, opened first; each recording opened its own after it.
+        recorded = [counts[c] for c in sorted(counts) if c != 1]
+        self.assertEqual(len(recorded), len(RUNS), counts)
+        for (name, (_, bound)), vprobe_count in zip(RUNS.items(), recorded):
+            with self.subTest(run=name):
+                figures = self.report(name)["sampler"]["probe_commands"]
+                self.assertLessEqual(figures["per_sample"], bound, figures)
+                self.assertAlmostEqual(figures["per_sample"], figures["commands"] / SAMPLES, places=6)
+                self.assertIn(f"{figures['per_sample']:.2f} USB commands a sample", self.results[name].stderr)
+                setup = vprobe_count - figures["commands"]
+                self.assertGreaterEqual(setup, 0, (vprobe_count, figures))
+                self.assertLessEqual(setup, SETUP_COMMANDS, (vprobe_count, figures))
+                print(f"\n--stlink {name}: {figures['per_sample']:.2f} USB commands a sample "
+                      f"(vprobe: {vprobe_count} for {SAMPLES} samples, {setup} of them setup)", file=sys.stderr)
+
+    def test_shares_within_the_window(self):
+        for name in RUNS:
+            with self.subTest(run=name):
+                observed = suite.observed_shares(self, self.report(name), SAMPLES, self.windows[name])
+                suite.halt_profile_checks(self, observed, self.windows[name], SAMPLES, self.stall_free[name])
+
+    def test_stacks_unwound(self):
+        doc = self.report("stacks")
+        self.assertIn("stacks", doc["sampler"])
+        self.assertGreater(doc["sampler"]["stacks"]["mean_depth"], 0.5, doc["sampler"]["stacks"])
+
+    def test_core_left_running(self):
+        for name, dhcsr in self.dhcsr.items():
+            with self.subTest(run=name):
+                self.assertFalse(dhcsr & S_HALT, f"DHCSR {dhcsr:#010x} after --stlink {name}")
+        self.assertEqual(self.vprobe_code, 0, "".join(self.vprobe_log))
+        self.assertTrue(self.guest_running, "the guest is not running after the recordings")
+
+
+class FaultsMidRun(unittest.TestCase):
+    def test_someone_elses_halt_is_left_alone(self):
+        require(("arm-none-eabi-nm",), (CLI, ELF))
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-other-"))
+        qemu = vprobe = record = raw = None
+        try:
+            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
+            vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{qemu.gdb_port}", "--stlink-port", "0",
+                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+            match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", vprobe.stderr.readline())
+            self.assertIsNotNone(match)
+            threading.Thread(target=lambda: vprobe.stderr.read(), daemon=True).start()
+            port = int(match.group(1))
+            raw = RawStlinkClient(port)
+            rec = work / "other.rec"
+            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--samples", "10000000",
+                            "--elf", str(ELF), "-o", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+            suite.wait_for_samples(record, rec, 20)
+            # A halt that lands inside one of the recording's own halts is undone by its resume
+            # (DHCSR reads the same either way: no link can tell): halted again until it is seen.
+            deadline = time.monotonic() + 60
+            while record.poll() is None and time.monotonic() < deadline:
+                raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
+                time.sleep(0.05)
+            out, err = record.communicate(timeout=120)
+            self.assertEqual(record.returncode, 0, err)
+            self.assertIn("the core was found halted by someone else", err)
+            self.assertTrue(read_dhcsr(raw) & S_HALT, "the other client's halt was undone")
+            raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
+            self.assertFalse(read_dhcsr(raw) & S_HALT)
+        finally:
+            if record is not None and record.poll() is None:
+                record.kill()
+                record.communicate()
+            if raw is not None:
+                try:
+                    raw.close()
+                except (OSError, AssertionError):
+                    pass
+            stop_process(vprobe)
+            if qemu is not None:
+                qemu.stop()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def test_samples_kept_link_lost_exit_3(self):
+        require(("arm-none-eabi-nm",), (CLI, ELF))
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-gone-"))
+        qemu = vprobe = record = None
+        try:
+            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
+            vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{qemu.gdb_port}", "--stlink-port", "0",
+                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+            match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", vprobe.stderr.readline())
+            self.assertIsNotNone(match)
+            rec = work / "gone.rec"
+            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{match.group(1)}", "--stacks",
+                            "--samples", "10000000", "--elf", str(ELF), "-o", str(rec)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            suite.wait_for_samples(record, rec, 20)
+            vprobe.kill()
+            vprobe.wait(timeout=10)
+            out, err = record.communicate(timeout=120)
+            self.assertEqual(record.returncode, 3, err)
+            self.assertIn("mcuprof record: stopped early, the link was lost: stlink-server", err)
+            said = int(re.search(r"the (\d+) samples recorded are in", err).group(1))
+            self.assertGreaterEqual(said, 20)
+            self.assertEqual(suite.report_json(rec)["samples"], said)
+        finally:
+            if record is not None and record.poll() is None:
+                record.kill()
+                record.communicate()
+            stop_process(vprobe)
+            if qemu is not None:
+                qemu.stop()
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
