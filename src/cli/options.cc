@@ -224,16 +224,23 @@ double parse_count(const std::string& text, const std::string& option)
     throw UsageError(option + " takes a count (20000, 20k, 1M), not '" + text + "'");
 }
 
-transport::Endpoint openocd_endpoint(const std::string& text)
+transport::Endpoint server_endpoint(const std::string& text, const std::string& option, uint16_t default_port,
+                                    const std::string& what)
 {
     // A bare host name ("localhost"): not all digits (a bare number is a port) and no colon.
     const bool bare_host = !text.empty() && text.find(':') == std::string::npos &&
                            text.find_first_not_of("0123456789") != std::string::npos;
+    const std::string port = std::to_string(default_port);
     try {
-        return transport::Endpoint::parse(bare_host ? text + ":6666" : text, "--openocd");
+        return transport::Endpoint::parse(bare_host ? text + ":" + port : text, option);
     } catch (const transport::Error&) {
-        throw UsageError("--openocd takes HOST[:PORT] (the port 6666 by default), not '" + text + "'");
+        throw UsageError(option + " takes HOST[:PORT] (" + what + "port " + port + " by default), not '" + text + "'");
     }
+}
+
+transport::Endpoint openocd_endpoint(const std::string& text)
+{
+    return server_endpoint(text, "--openocd", 6666, "the ");
 }
 
 } // namespace mcuprof::cli

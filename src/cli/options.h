@@ -74,6 +74,10 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 // --openocd HOST[:PORT]: OpenOCD's Tcl RPC port, 6666 (OpenOCD's default tcl_port) when no
 // port is given. Anything else is a usage error.
 transport::Endpoint openocd_endpoint(const std::string& text);
+// HOST[:PORT] of a server `option` names, `default_port` for a bare host; `what` begins the
+// default's words in the usage error ("the ", "an stlink-server, ").
+transport::Endpoint server_endpoint(const std::string& text, const std::string& option, uint16_t default_port,
+                                    const std::string& what);
 
 // An option's value read as a whole number, 0 or more, into `target`: Boost would read
 // "-3" into an unsigned type as a huge number.

@@ -36,13 +36,7 @@ transport::Endpoint stlink_endpoint(const std::string& text)
     if (text == "usb" || text.rfind("usb:", 0) == 0)
         throw UsageError("--stlink usb: the ST-Link's own USB transport (libusb-1.0) is not in this mcuprof yet; "
                          "run ST's stlink-server and give --stlink HOST[:PORT]");
-    const bool bare_host = !text.empty() && text.find(':') == std::string::npos &&
-                           text.find_first_not_of("0123456789") != std::string::npos;
-    try {
-        return transport::Endpoint::parse(bare_host ? text + ":7184" : text, "--stlink");
-    } catch (const transport::Error&) {
-        throw UsageError("--stlink takes HOST[:PORT] (an stlink-server, port 7184 by default), not '" + text + "'");
-    }
+    return server_endpoint(text, "--stlink", 7184, "an stlink-server, ");
 }
 
 } // namespace
