@@ -2,8 +2,8 @@
 a chip OpenOCD has a target/NAME.cfg for, QEMU runs an image, `mcuprof vprobe --chip NAME` shows
 that chip on its debug port, and the real OpenOCD runs the stock script unchanged behind a stock
 interface: `-f interface/stlink.cfg -c "hla_stlink_backend tcp PORT"` (an ST-Link's high-level
-commands) and `-f interface/stlink-dap.cfg -c "st-link backend tcp PORT"` with dapdirect_swd
-(OpenOCD's own ADIv5 code), or OpenOCD's remote_bitbang driver on JTAG where the script cannot work
+commands) and `-f interface/stlink-dap.cfg -c "st-link backend tcp PORT"` (dapdirect_swd, which
+OpenOCD selects by itself: its own ADIv5 code), or OpenOCD's remote_bitbang driver on JTAG where the script cannot work
 through an ST-Link's high-level commands (stellaris, below). Each run checks: init examined the
 target (no UNEXPECTED idcode, no failed examination; the DPIDR or TAP IDCODE OpenOCD logs is the
 chip's), `halt` halts it, the PC OpenOCD reads equals the PC QEMU itself reports at that halt (its
@@ -143,10 +143,8 @@ class StockTargets(unittest.TestCase):
         port = match.group(1)
         if probe == "hla":
             interface = ["-f", "interface/stlink.cfg", "-c", f"hla_stlink_backend tcp {port}"]
-        elif probe == "dap":
-            # The st-link driver offers dapdirect_jtag first, and the vprobe's ST-Link has SWD only.
-            interface = ["-f", "interface/stlink-dap.cfg", "-c", f"st-link backend tcp {port}",
-                         "-c", "transport select dapdirect_swd"]
+        elif probe == "dap":   # OpenOCD picks dapdirect_swd by itself
+            interface = ["-f", "interface/stlink-dap.cfg", "-c", f"st-link backend tcp {port}"]
         else:   # OpenOCD has no interface script for remote_bitbang: its driver's own commands (the
             # stock script's swj-dp.tcl picks JTAG, the first transport the driver offers)
             interface = ["-c", "adapter driver remote_bitbang", "-c", f"remote_bitbang port {port}"]
