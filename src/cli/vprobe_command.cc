@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "mcuprof/link/rsp_client.h"
+#include "mcuprof/vprobe/chip.h"
 #include "mcuprof/vprobe/error.h"
 #include "mcuprof/vprobe/pc_file.h"
 #include "mcuprof/vprobe/rsp_target.h"
@@ -26,7 +27,7 @@ namespace {
 
 const char* const vprobe_usage =
     "usage: mcuprof vprobe --gdb HOST:PORT|DEVICE (--port N | --stlink-port N)\n"
-    "                      [--latency DURATION] [--pc-file PATH]\n\n"
+    "                      [--chip NAME] [--latency DURATION] [--pc-file PATH]\n\n"
     "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers\n"
     "of the core behind the GDB server, so the real OpenOCD debugs and profiles it as\n"
     "a board on a probe.\n"
@@ -40,6 +41,10 @@ const char* const vprobe_usage =
     "or its dapdirect_swd transport (OpenOCD drives the DAP; profile reads fastest):\n"
     "    openocd -c \"set STLINK_TRANSPORT dapdirect_swd\" \\\n"
     "        -f configs/openocd/qemu-stlink.cfg -c \"st-link backend tcp N\" -c init\n"
+    "--chip NAME shows the debugger the part QEMU's machine models, as OpenOCD's\n"
+    "target/NAME.cfg expects it (its DP's IDs, the ID registers its scripts read):\n"
+    "    openocd -f interface/stlink.cfg -c \"hla_stlink_backend tcp N\" \\\n"
+    "        -f target/nrf51.cfg -c init\n"
     "The st-link server takes several clients at once (two OpenOCDs, OpenOCD and a\n"
     "sampler), as ST's stlink-server does.\n"
     "It ends when OpenOCD (the last client) quits or disconnects, or on Ctrl-C;\n"
@@ -55,6 +60,7 @@ struct VprobeOptions {
     std::chrono::nanoseconds latency{0};
     bool no_pcsr = false;
     std::string pc_file;
+    const vprobe::Chip* chip = &vprobe::generic_chip();
 };
 
 // Parses and checks every option before the GDB server is contacted. False when --help
@@ -65,6 +71,10 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
     int port = -1;
     int stlink_port = -1;
     std::string latency = "0";
+    std::string chip;
+    const std::string chip_help = "show the part QEMU's machine models as OpenOCD's target/NAME.cfg expects it: its "
+                                  "DP's IDCODE/DPIDR and the ID registers its scripts read (" +
+                                  vprobe::chip_names() + "; default: a generic Cortex-M3/M4 DP)";
     line.options()
         ("gdb", po::value(&o.gdb)->value_name("HOST:PORT|DEVICE"), "the target: a GDB remote server (QEMU -gdb tcp::PORT), "
                                                                    "or a serial device or pty")
@@ -73,6 +83,7 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
                                                      "free one, printed)")
         ("stlink-port", po::value(&stlink_port)->value_name("N"),
          "serve the stlink-server protocol (an STLINK-V3 on SWD) on this TCP port instead (0: a free one, printed)")
+        ("chip", po::value(&chip)->value_name("NAME"), chip_help.c_str())
         ("listen", po::value(&o.listen)->value_name("ADDRESS"), "the address to listen on (default 127.0.0.1)")
         ("latency", po::value(&latency)->value_name("DURATION"),
          "answer each request this long after it arrived, as a USB probe does (1ms: ST-LINK/V2 at full speed, "
@@ -94,6 +105,14 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
         throw UsageError(std::string(o.stlink ? "--stlink-port" : "--port") + " takes 0 to 65535");
     else
         o.port = static_cast<uint16_t>(chosen);
+    if (line.given("chip")) {
+        o.chip = vprobe::find_chip(chip);
+        if (o.chip == nullptr)
+            throw UsageError("--chip takes one of " + vprobe::chip_names() + ", not '" + chip + "'");
+        if (!o.stlink && !o.chip->jtag_idcode)
+            throw UsageError("--chip " + chip + ": the " + std::string(o.chip->part) +
+                             " has no JTAG port (SWD only), which --port serves; use --stlink-port");
+    }
     o.latency = latency == "0" ? std::chrono::nanoseconds(0) : parse_duration(latency, "--latency");
     if (line.given("pc-file") && o.no_pcsr)
         throw UsageError("--pc-file answers DWT_PCSR, which --no-pcsr removes: give one of them");
@@ -153,6 +172,40 @@ void print_counters(vprobe::VirtualProbe& probe, vprobe::RspTarget& target,
     }
 }
 
+// --pc-file: the truth plugin's PC file, one slot per core, as DWT_PCSR's source; none without it.
+std::unique_ptr<vprobe::PcFile> open_pc_file(const VprobeOptions& o, unsigned cores,
+                                             vprobe::CortexMDebug::Options& cortex)
+{
+    if (o.pc_file.empty())
+        return nullptr;
+    std::unique_ptr<vprobe::PcFile> pc_file;
+    try {
+        pc_file = std::make_unique<vprobe::PcFile>(o.pc_file);
+    } catch (const std::runtime_error& e) {
+        throw UsageError(e.what());
+    }
+    if (pc_file->cores() < cores)
+        throw UsageError("--pc-file " + o.pc_file + " has " + std::to_string(pc_file->cores()) +
+                         " vCPU slots, the target " + std::to_string(cores) + " cores");
+    cortex.running_pc = [file = pc_file.get()](unsigned core) { return file->pc(core); };
+    return pc_file;
+}
+
+// The first line on stderr: where the probe listens (the rigs read the port from it), the
+// target, each core's AP, the PCSR source and the chip.
+void print_listening(const VprobeOptions& o, unsigned port, const std::string& peer, unsigned cores)
+{
+    std::string aps;
+    if (cores > 1)
+        for (unsigned core = 0; core < cores; ++core)
+            aps += (core ? ", " : "; ") + std::string("core ") + std::to_string(core) + " on AP" + std::to_string(core);
+    const std::string pcsr = o.pc_file.empty() ? std::string() : "; DWT_PCSR from " + o.pc_file;
+    const std::string chip =
+        o.chip->name.empty() ? std::string() : "; chip " + std::string(o.chip->name) + " (" + std::string(o.chip->part) + ")";
+    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s%s%s%s\n", o.stlink ? "st-link" : "remote_bitbang",
+                 o.listen.c_str(), port, peer.c_str(), aps.c_str(), pcsr.c_str(), chip.c_str());
+}
+
 } // namespace
 
 int vprobe_command(const Arguments& args)
@@ -179,22 +232,11 @@ int vprobe_command(const Arguments& args)
 
     vprobe::CortexMDebug::Options cortex;
     cortex.pcsr = !o.no_pcsr;
-    std::unique_ptr<vprobe::PcFile> pc_file;
-    if (!o.pc_file.empty()) {
-        try {
-            pc_file = std::make_unique<vprobe::PcFile>(o.pc_file);
-        } catch (const std::runtime_error& e) {
-            throw UsageError(e.what());
-        }
-        if (pc_file->cores() < cores)
-            throw UsageError("--pc-file " + o.pc_file + " has " + std::to_string(pc_file->cores()) +
-                             " vCPU slots, the target " + std::to_string(cores) + " cores");
-        cortex.running_pc = [file = pc_file.get()](unsigned core) { return file->pc(core); };
-    }
+    std::unique_ptr<vprobe::PcFile> pc_file = open_pc_file(o, cores, cortex);
     std::vector<vprobe::DebugTarget*> core_targets;
     for (unsigned core = 0; core < cores; ++core)
         core_targets.push_back(&target.core(core));
-    vprobe::VirtualProbe probe(core_targets, cortex);
+    vprobe::VirtualProbe probe(core_targets, cortex, *o.chip);
     std::unique_ptr<vprobe::RemoteBitbangServer> bitbang;
     std::unique_ptr<vprobe::StlinkServer> stlink_server;
     vprobe::ProbeServer* server = nullptr;
@@ -206,13 +248,7 @@ int vprobe_command(const Arguments& args)
         server = bitbang.get();
     }
     server->reply_latency = o.latency;
-    std::string aps;
-    if (cores > 1)
-        for (unsigned core = 0; core < cores; ++core)
-            aps += (core ? ", " : "; ") + std::string("core ") + std::to_string(core) + " on AP" + std::to_string(core);
-    std::fprintf(stderr, "mcuprof vprobe: %s on %s:%u, target %s%s%s\n", o.stlink ? "st-link" : "remote_bitbang",
-                 o.listen.c_str(), server->port(), rsp.peer().c_str(), aps.c_str(),
-                 pc_file ? ("; DWT_PCSR from " + o.pc_file).c_str() : "");
+    print_listening(o, server->port(), rsp.peer(), cores);
     server->on_idle = [&target] { target.idle(); };
     target.on_gone = [](const std::string& reason) {
         std::fprintf(stderr, "mcuprof vprobe: %s; its core answers nothing now (OpenOCD sees a dead board)\n",

@@ -1,3 +1,7 @@
+// The bus behind the MEM-AP of CortexMDebug: which addresses the probe simulates (the SCS
+// debug registers, DWT, FPB, ITM, the ROM table and CoreSight IDs) and what they answer, the
+// FPB comparators and software breakpoints, and everything else passed to the target's memory.
+// DHCSR run control is run_control.cc, the DCRSR/DCRDR transfers core_register_transfer.cc.
 #include "mcuprof/vprobe/cortex_m_debug.h"
 
 #include <cmath>
@@ -41,44 +45,6 @@ void add_breakpoints(uint32_t comparator, std::set<uint32_t>& into)
         into.insert(word + 2);
 }
 
-std::string core_register_name(uint32_t regsel)
-{
-    static const char* const names[] = {"r0", "r1", "r2",  "r3",  "r4", "r5", "r6", "r7",  "r8",
-                                        "r9", "r10", "r11", "r12", "sp", "lr", "pc", "xpsr"};
-    if (regsel <= regsel_xpsr)
-        return names[regsel];
-    if (regsel == regsel_fpscr)
-        return "fpscr";
-    return {};
-}
-
-// The special-purpose registers packed into REGSEL 20, most significant first.
-const char* const special_registers[] = {"control", "faultmask", "basepri", "primask"};
-
-// ARMv8-M's REGSEL values for the banked registers (DDI 0553, DCRSR): the stack pointers and
-// limits of either security state, and the special word (as REGSEL 20) of each, 0x22
-// Secure, 0x23 Non-secure. What GDB's secext feature calls them, and the current state's
-// own register of that name.
-struct BankedRegister {
-    uint32_t regsel;
-    const char* name;
-    bool secure;
-    const char* current;
-};
-constexpr BankedRegister banked_registers[] = {
-    {0x18, "msp_ns", false, "msp"},       {0x19, "psp_ns", false, "psp"},       {0x1A, "msp_s", true, "msp"},
-    {0x1B, "psp_s", true, "psp"},         {0x1C, "msplim_s", true, "msplim"},   {0x1D, "psplim_s", true, "psplim"},
-    {0x1E, "msplim_ns", false, "msplim"}, {0x1F, "psplim_ns", false, "psplim"},
-};
-constexpr uint32_t regsel_special_s = 0x22, regsel_special_ns = 0x23;
-
-// ARMv8-M Mainline cores QEMU has, all with the Security Extension (PARTNO in CPUID[15:4]):
-// Cortex-M33 0xD21, M55 0xD22, M85 0xD23, M35P 0xD31.
-bool mainline_with_security(uint32_t cpuid_value)
-{
-    const uint32_t part = (cpuid_value >> 4) & 0xFFFu;
-    return (cpuid_value >> 24) == 0x41u && (part == 0xD21u || part == 0xD22u || part == 0xD23u || part == 0xD31u);
-}
 
 // Whether the core's DWT has DWT_PCSR: ARMv6-M (CPUID.ARCHITECTURE 0xC, DDI 0419 C1.8.1) and
 // ARMv8-M Baseline (the Cortex-M23, PARTNO 0xD20; DDI 0553, "DWT_PCSR": Mainline only) have
@@ -103,7 +69,7 @@ double CortexMDebug::now() const
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// ---------------------------------------------------------------- run state
+// ---------------------------------------------------------------- the simulated registers
 
 bool CortexMDebug::is_simulated(uint32_t a)
 {
@@ -122,306 +88,6 @@ uint32_t CortexMDebug::cyccnt() const
         return cyccnt_base_;
     const double ticks = (now() - cyccnt_since_) * options_.core_clock_hz;
     return cyccnt_base_ + uint32_t(uint64_t(std::fmod(std::max(ticks, 0.0), 4294967296.0)));
-}
-
-void CortexMDebug::note_halted()
-{
-    cyccnt_base_ = cyccnt();
-    cyccnt_since_ = now();
-    halted_ = true;
-    cyccnt_counting_ = false;
-}
-
-void CortexMDebug::note_running()
-{
-    cyccnt_base_ = cyccnt();
-    cyccnt_since_ = now();
-    halted_ = false;
-    secure_current_ = false;
-    retired_since_read_ = true;
-    regrdy_ = false;
-    cyccnt_counting_ = (dwt_ctrl_ & dwt_cyccntena) && (demcr_ & trcena);
-}
-
-// Looks whether the target stopped by itself: only a breakpoint does that (the
-// comparators of the FPB are the only halting events given to it).
-bool CortexMDebug::refresh_halted()
-{
-    const bool halted = target_.poll_halted();
-    if (halted && !halted_) {
-        note_halted();
-        dfsr_ |= dfsr_bkpt;
-    } else if (!halted && halted_) {
-        note_running();
-    }
-    return halted_;
-}
-
-uint32_t CortexMDebug::read_dhcsr()
-{
-    const bool halted = refresh_halted();
-    uint32_t value = dhcsr_control_;
-    if (halted && (dhcsr_control_ & c_debugen))
-        value |= c_halt;   // set by the core on entry to Debug state
-    if (step_requested_)
-        value |= c_step;
-    if (regrdy_)
-        value |= s_regrdy;
-    if (halted)
-        value |= s_halt;
-    // S_RETIRE_ST and S_RESET_ST are sticky: set by the event, cleared by this read.
-    if (retired_since_read_ || !halted)
-        value |= s_retire_st;
-    if (reset_since_read_)
-        value |= s_reset_st;
-    retired_since_read_ = false;
-    reset_since_read_ = false;
-    return value;
-}
-
-void CortexMDebug::write_dhcsr(uint32_t value)
-{
-    // DDI 0403, DHCSR: a write without DBGKEY in [31:16] is ignored.
-    if ((value & 0xFFFF0000u) != dbgkey)
-        return;
-    const bool halted = refresh_halted();
-    const bool debugen = value & c_debugen;
-    if (!debugen) {
-        // Halting debug off: a halted core continues (a debugger that leaves clears
-        // C_DEBUGEN and expects the core to run).
-        dhcsr_control_ = 0;
-        step_requested_ = false;
-        if (halted) {
-            target_.resume();
-            note_running();
-        }
-        return;
-    }
-    // C_MASKINTS changes only while halted (DDI 0403, DHCSR).
-    const uint32_t maskints = halted ? (value & c_maskints) : (dhcsr_control_ & c_maskints);
-    dhcsr_control_ = c_debugen | maskints | (value & c_snapstall);
-    step_requested_ = (value & c_step) != 0;
-    if (halted) {
-        if (value & c_halt)
-            return;   // stays halted
-        if (step_requested_) {
-            // QEMU steps with interrupts masked, as C_MASKINTS asks; a step without it
-            // would take a pending interrupt first on silicon (see docs/vprobe.md).
-            target_.step();
-            retired_since_read_ = true;
-            regrdy_ = false;
-            dfsr_ |= dfsr_halted;
-            // The core is halted again; CYCCNT did not count the one instruction.
-            return;
-        }
-        target_.resume();
-        note_running();
-        return;
-    }
-    if (value & c_halt) {
-        target_.halt();
-        note_halted();
-        dfsr_ |= dfsr_halted;
-    }
-}
-
-// ---------------------------------------------------------------- core registers
-
-std::optional<uint32_t> CortexMDebug::read_core_register(uint32_t regsel)
-{
-    if (const std::string name = core_register_name(regsel); !name.empty()) {
-        if (auto v = target_.read_register(name))
-            return uint32_t(*v);
-        return std::nullopt;
-    }
-    if (regsel == regsel_msp || regsel == regsel_psp) {
-        // QEMU 7.2's gdbstub has no MSP or PSP (newer ones have them, then they are used):
-        // the target reads them by other means (RspTarget: a stub of MRS instructions), with
-        // CONTROL from the same halt, so SP is the one CONTROL.SPSEL and the mode select.
-        // Where it cannot, both read as the current SP, which is what a debugger shows as SP
-        // with CONTROL read as 0 (see docs/vprobe.md).
-        const char* name = regsel == regsel_msp ? "msp" : "psp";
-        if (auto v = read_special(name))
-            return *v;
-        if (auto v = target_.read_register("sp"))
-            return uint32_t(*v);
-        return std::nullopt;
-    }
-    if (regsel == regsel_special) {
-        uint32_t word = 0;
-        for (const char* name : special_registers) {
-            word <<= 8;
-            if (auto v = read_special(name))
-                word |= *v & 0xFF;
-        }
-        return word;
-    }
-    for (const BankedRegister& banked : banked_registers)
-        if (regsel == banked.regsel)
-            return has_security_extension() ? read_banked(banked.name, banked.secure, banked.current) : std::nullopt;
-    if ((regsel == regsel_special_s || regsel == regsel_special_ns) && has_security_extension()) {
-        const bool secure = regsel == regsel_special_s;
-        uint32_t word = 0;
-        for (const char* name : special_registers) {
-            word <<= 8;
-            if (auto v = read_banked(std::string(name) + (secure ? "_s" : "_ns"), secure, name))
-                word |= *v & 0xFF;
-        }
-        return word;
-    }
-    if (regsel >= regsel_s0 && regsel <= regsel_s31) {
-        // S(2n) and S(2n+1) are the low and high halves of D(n), as GDB's VFP feature has them.
-        const unsigned s = regsel - regsel_s0;
-        if (auto d = target_.read_register("d" + std::to_string(s / 2)))
-            return uint32_t(*d >> (32 * (s % 2)));
-        return std::nullopt;
-    }
-    return std::nullopt;   // reserved REGSEL values: UNPREDICTABLE, read as 0
-}
-
-void CortexMDebug::write_core_register(uint32_t regsel, uint32_t value)
-{
-    if (const std::string name = core_register_name(regsel); !name.empty()) {
-        target_.write_register(name, value);
-        return;
-    }
-    if (regsel == regsel_msp || regsel == regsel_psp) {
-        const char* name = regsel == regsel_msp ? "msp" : "psp";
-        if (!write_special(name, value) && regsel == regsel_msp && !read_special(name))
-            target_.write_register("sp", value);   // the SP that MSP reads as where there is no other
-        return;
-    }
-    if (regsel == regsel_special) {
-        // Only the bytes that change are written: on QEMU 7.2 each write is a stub run (an
-        // MSR; in Handler mode it ignores CONTROL.SPSEL, as the instruction does).
-        unsigned shift = 24;
-        for (const char* name : special_registers) {
-            const uint32_t byte = (value >> shift) & 0xFF;
-            if (read_special(name).value_or(0) != byte)
-                write_special(name, byte);
-            shift -= 8;
-        }
-        return;
-    }
-    if (regsel >= regsel_s0 && regsel <= regsel_s31) {
-        const unsigned s = regsel - regsel_s0;
-        const std::string d = "d" + std::to_string(s / 2);
-        if (auto old = target_.read_register(d)) {
-            const unsigned shift = 32 * (s % 2);
-            const uint64_t merged = (*old & ~(uint64_t(0xFFFFFFFF) << shift)) | (uint64_t(value) << shift);
-            target_.write_register(d, merged);
-        }
-    }
-}
-
-std::optional<uint32_t> CortexMDebug::read_special(const char* name)
-{
-    if (target_.has_register(name)) {
-        if (auto v = target_.read_register(name))
-            return uint32_t(*v);
-        return std::nullopt;
-    }
-    return target_.read_special_register(name);
-}
-
-std::optional<uint32_t> CortexMDebug::read_banked(const std::string& name, bool secure_bank, const char* current)
-{
-    if (target_.has_register(name)) {
-        if (auto v = target_.read_register(name))
-            return uint32_t(*v);
-        return std::nullopt;
-    }
-    const std::optional<bool> secure = security_state();
-    if (!secure)
-        return std::nullopt;
-    if (*secure == secure_bank)
-        return read_special(current);
-    // The Non-secure bank from the Secure state: MRS's _NS forms. The Secure bank cannot be
-    // reached from the Non-secure state (RAZ there).
-    return *secure ? target_.read_special_register(name) : std::nullopt;
-}
-
-bool CortexMDebug::has_security_extension()
-{
-    return target_.has_register("msp_s") || mainline_with_security(target_cpuid());
-}
-
-// Where the target describes both banks (QEMU 10's secext feature) and its current stack
-// pointers (m-system), the current state is the bank they match: MSP, else PSP, MSPLIM,
-// PSPLIM when the two banks hold the same value. Otherwise, or when all four agree, the
-// target's other means (QEMU 7.2: the TT stub).
-std::optional<bool> CortexMDebug::security_state()
-{
-    if (!halted_)
-        return secure_;
-    if (secure_current_)
-        return secure_;
-    secure_.reset();
-    for (const char* name : {"msp", "psp", "msplim", "psplim"}) {
-        const std::string s = std::string(name) + "_s", ns = std::string(name) + "_ns";
-        if (!target_.has_register(name) || !target_.has_register(s) || !target_.has_register(ns))
-            continue;
-        const auto now = target_.read_register(name), in_s = target_.read_register(s), in_ns = target_.read_register(ns);
-        if (now && in_s && in_ns && *in_s != *in_ns) {
-            secure_ = *now == *in_s;
-            break;
-        }
-    }
-    if (!secure_)
-        secure_ = target_.read_security_state();
-    secure_current_ = true;
-    return secure_;
-}
-
-bool CortexMDebug::write_special(const char* name, uint32_t value)
-{
-    if (target_.has_register(name))
-        return target_.write_register(name, value);
-    return target_.write_special_register(name, value);
-}
-
-void CortexMDebug::transfer_register(uint32_t request)
-{
-    // DDI 0403, DCRSR: a transfer outside Debug state is UNPREDICTABLE; here it does
-    // nothing and S_REGRDY stays 0, so a debugger times out instead of reading garbage.
-    if (!refresh_halted()) {
-        regrdy_ = false;
-        return;
-    }
-    const uint32_t regsel = request & dcrsr_regsel_mask;
-    if (request & dcrsr_regwnr)
-        write_core_register(regsel, dcrdr_);
-    else
-        dcrdr_ = read_core_register(regsel).value_or(0);
-    ++register_transfers_;
-    regrdy_ = true;   // the transfer completed before the next access can look
-}
-
-// ---------------------------------------------------------------- reset
-
-void CortexMDebug::reset(bool from_pin)
-{
-    // A local reset leaves the debug logic as it is (DDI 0403, "Debug and reset"): DHCSR's
-    // control bits, DEMCR, the FPB and the DWT keep their values. With VC_CORERESET the
-    // core halts before the first instruction (a vector catch).
-    const bool catch_reset = (dhcsr_control_ & c_debugen) && (demcr_ & vc_corereset);
-    target_.reset(catch_reset);
-    reset_since_read_ = true;
-    secure_current_ = false;
-    step_requested_ = false;
-    regrdy_ = false;
-    if (catch_reset) {
-        note_halted();
-        dfsr_ |= dfsr_vcatch;
-    } else {
-        note_running();
-    }
-    (void)from_pin;
-}
-
-void CortexMDebug::system_reset()
-{
-    reset(true);
 }
 
 // ---------------------------------------------------------------- breakpoints
@@ -475,6 +141,32 @@ uint32_t CortexMDebug::target_cpuid()
     return *cpuid_;
 }
 
+uint32_t CortexMDebug::read_pcsr()
+{
+    // DDI 0403, DWT_PCSR: the address of a recently executed instruction, 0xFFFFFFFF
+    // while the core is halted. From the emulator's published PC where there is one (no
+    // stop, as on silicon); otherwise each read is a brief halt of the target.
+    if (!options_.pcsr || !has_pcsr(target_cpuid()))
+        return 0;
+    if (refresh_halted())
+        return 0xFFFFFFFFu;
+    if (options_.running_pc) {
+        target_.let_run();   // a core held for memory accesses moves on, as on silicon
+        const std::optional<uint32_t> published = options_.running_pc(options_.core);
+        if (!published)
+            return 0xFFFFFFFFu;   // no instruction executed yet: nothing recent to give
+        ++pc_samples_;
+        return *published;
+    }
+    const std::optional<uint32_t> pc = target_.sample_pc();
+    if (!pc) {
+        refresh_halted();   // the core stopped by itself meanwhile (a breakpoint)
+        return 0xFFFFFFFFu;
+    }
+    ++pc_samples_;
+    return *pc;
+}
+
 std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
 {
     using namespace components;
@@ -499,30 +191,8 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
         return (security_state().value_or(false) ? dscsr_cds : 0) | dscsr_control_;
     case dwt_cyccnt:
         return cyccnt();
-    case dwt_pcsr: {
-        // DDI 0403, DWT_PCSR: the address of a recently executed instruction, 0xFFFFFFFF
-        // while the core is halted. From the emulator's published PC where there is one (no
-        // stop, as on silicon); otherwise each read is a brief halt of the target.
-        if (!options_.pcsr || !has_pcsr(target_cpuid()))
-            return 0;
-        if (refresh_halted())
-            return 0xFFFFFFFFu;
-        if (options_.running_pc) {
-            target_.let_run();   // a core held for memory accesses moves on, as on silicon
-            const std::optional<uint32_t> published = options_.running_pc(options_.core);
-            if (!published)
-                return 0xFFFFFFFFu;   // no instruction executed yet: nothing recent to give
-            ++pc_samples_;
-            return *published;
-        }
-        const std::optional<uint32_t> pc = target_.sample_pc();
-        if (!pc) {
-            refresh_halted();   // the core stopped by itself meanwhile (a breakpoint)
-            return 0xFFFFFFFFu;
-        }
-        ++pc_samples_;
-        return *pc;
-    }
+    case dwt_pcsr:
+        return read_pcsr();
     default:
         break;
     }
@@ -557,6 +227,38 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
         return 0;
     }
     return 0;
+}
+
+void CortexMDebug::write_component(uint32_t a, uint32_t value)
+{
+    using namespace components;
+    if (a >= fp_comp0 && a < fp_comp0 + 4 * fp_comp_.size()) {
+        fp_comp_[(a - fp_comp0) / 4] = value & 0xDFFFFFFDu;   // bits 29 and 1 are reserved
+        update_breakpoints();
+        return;
+    }
+    if (a >= dwt_comp0 && a < dwt_comp0 + 16 * dwt_comparators) {
+        const uint32_t offset = a - dwt_comp0;
+        const unsigned index = (offset / 16) * 3 + (offset & 0xF) / 4;
+        if ((offset & 0xF) == 0x4)
+            dwt_comparators_[index] = value & 0x1F;          // MASK: 5 bits
+        else if ((offset & 0xF) == 0x8)
+            dwt_comparators_[index] = value & 0x000FFDAFu;   // FUNCTION: MATCHED and LNK1ENA read-only
+        else if ((offset & 0xF) == 0x0)
+            dwt_comparators_[index] = value;
+        // Watchpoints are stored, not given to the target (see docs/vprobe.md).
+        return;
+    }
+    if (in_block(a, itm)) {
+        const uint32_t offset = a & 0xFFF;
+        if (offset == 0xE00)
+            itm_ter_ = value;
+        else if (offset == 0xE40)
+            itm_tpr_ = value & 0xF;
+        else if (offset == 0xE80)
+            itm_tcr_ = value & 0x00FF0F1Fu;
+        return;   // stimulus writes and the lock access register: accepted, no trace
+    }
 }
 
 bool CortexMDebug::write_simulated(uint32_t a, uint32_t value)
@@ -621,34 +323,10 @@ bool CortexMDebug::write_simulated(uint32_t a, uint32_t value)
     default:
         break;
     }
-    if (a >= fp_comp0 && a < fp_comp0 + 4 * fp_comp_.size()) {
-        fp_comp_[(a - fp_comp0) / 4] = value & 0xDFFFFFFDu;   // bits 29 and 1 are reserved
-        update_breakpoints();
-        return true;
-    }
-    if (a >= dwt_comp0 && a < dwt_comp0 + 16 * dwt_comparators) {
-        const uint32_t offset = a - dwt_comp0;
-        const unsigned index = (offset / 16) * 3 + (offset & 0xF) / 4;
-        if ((offset & 0xF) == 0x4)
-            dwt_comparators_[index] = value & 0x1F;          // MASK: 5 bits
-        else if ((offset & 0xF) == 0x8)
-            dwt_comparators_[index] = value & 0x000FFDAFu;   // FUNCTION: MATCHED and LNK1ENA read-only
-        else if ((offset & 0xF) == 0x0)
-            dwt_comparators_[index] = value;
-        // Watchpoints are stored, not given to the target (see docs/vprobe.md).
-        return true;
-    }
-    if (in_block(a, itm)) {
-        const uint32_t offset = a & 0xFFF;
-        if (offset == 0xE00)
-            itm_ter_ = value;
-        else if (offset == 0xE40)
-            itm_tpr_ = value & 0xF;
-        else if (offset == 0xE80)
-            itm_tcr_ = value & 0x00FF0F1Fu;
-        return true;   // stimulus writes and the lock access register: accepted, no trace
-    }
-    return true;   // read-only simulated registers (IDs, ROM table, CPUID, PCSR) ignore writes
+    // The comparators and the ITM take the write; the other simulated registers (IDs, ROM table,
+    // CPUID, PCSR) are read-only and ignore it.
+    write_component(a, value);
+    return true;
 }
 
 namespace {

@@ -4,7 +4,7 @@ namespace mcuprof::vprobe {
 
 using namespace jtag_dp;
 
-JtagDp::JtagDp(uint32_t idcode) : idcode_(idcode) {}
+JtagDp::JtagDp(uint32_t idcode, uint32_t dpidr) : idcode_(idcode), dpidr_(dpidr) {}
 
 unsigned JtagDp::dr_length(uint32_t instruction) const
 {
@@ -131,7 +131,7 @@ uint32_t JtagDp::swd_read_dp(uint8_t address) const
 {
     switch (address) {
     case dp_dpidr_abort:
-        return cortex_m_dpidr;
+        return dpidr_;
     case dp_rdbuff:
         return read_result_;   // ADIv5, SW-DP RDBUFF: the result of the last AP read
     default:

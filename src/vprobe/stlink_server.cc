@@ -322,66 +322,38 @@ void StlinkProbe::usb_command(uint32_t connection, const uint8_t* command, std::
     }
 }
 
+// Each JTAG/SWD command (0xF2 xx) of the debug API v2, as OpenOCD's stlink_usb.c sends it: the
+// status byte (reply[0], OK unless the handler says otherwise), then what the command answers.
 void StlinkProbe::perform_debug_command(const uint8_t* command, std::string_view data_out, std::string& reply)
 {
-    JtagDp& dp = probe_.dp();
-    const uint32_t address = le32(command + 2);
-    const uint32_t length = le16(command + 6);
-    const uint8_t apsel = command[8];
-    const uint32_t csw_high = le24(command + 9);
     reply.push_back(char(ok));
     switch (command[1]) {
     case enter:
-        // SWD only: an STLINK-V3 on JTAG would need a JTAG-DP's scans, not served here. The
-        // firmware connects as an SWD host does: it reads DPIDR and powers up the debug and
-        // system domains (CTRL/STAT CDBGPWRUPREQ, CSYSPWRUPREQ), which hla_swd never asks for.
-        debug_mode_ = command[2] == enter_swd_no_reset;
-        reply[0] = char(debug_mode_ ? ok : jtag_idcode_error);
-        if (debug_mode_) {
-            (void)dp.swd_read_dp(jtag_dp::dp_dpidr_abort);
-            dp.swd_write_dp(jtag_dp::dp_ctrl_stat, jtag_dp::cdbgpwrupreq | jtag_dp::csyspwrupreq);
-        }
+        enter_debug(command, reply);
         return;
     case exit_debug:
         debug_mode_ = false;
         reply.clear();
         return;
     case read_idcodes:
-        put32(reply, 4, dp.swd_read_dp(jtag_dp::dp_dpidr_abort));
+        put32(reply, 4, probe_.dp().swd_read_dp(jtag_dp::dp_dpidr_abort));
         return;
     case reset_system:
         // What the firmware does for a system reset: AIRCR.SYSRESETREQ (ARMv7-M, B3.2.6).
         if (!write_word(cortex_m::aircr, cortex_m::vectkey | cortex_m::sysresetreq))
             reply[0] = char(fault);
         return;
-    case read_register: {
-        // API v2: the status word, then the value (OpenOCD reads 8 bytes, the value at 4).
-        uint32_t value = 0;
-        reply[0] = char(read_core_register(command[2], value) ? ok : fault);
-        put32(reply, 4, value);
+    case read_register:
+    case write_register:
+        core_register_command(command, reply);
         return;
-    }
     case read_all_registers:
         read_all_core_registers(reply);
         return;
-    case write_register: {
-        uint32_t dhcsr = 0;
-        const bool done = write_word(cortex_m::dcrdr, le32(command + 3)) &&
-                          write_word(cortex_m::dcrsr, cortex_m::dcrsr_regwnr |
-                                                          (command[2] & cortex_m::dcrsr_regsel_mask)) &&
-                          read_word(cortex_m::dhcsr, dhcsr) && (dhcsr & cortex_m::s_regrdy);
-        reply[0] = char(done ? ok : fault);
-        return;
-    }
     case write_debug_register:
-        reply[0] = char(write_word(address, le32(command + 6)) ? ok : swd_ap_fault);
+    case read_debug_register:
+        debug_register_command(command, reply);
         return;
-    case read_debug_register: {
-        uint32_t value = 0;
-        reply[0] = char(read_word(address, value) ? ok : swd_ap_fault);
-        put32(reply, 4, value);
-        return;
-    }
     case last_rw_status:
     case last_rw_status2:
         reply[0] = char(last_rw_status_);
@@ -389,11 +361,7 @@ void StlinkProbe::perform_debug_command(const uint8_t* command, std::string_view
         put32(reply, 8, 0);
         return;
     case drive_nrst:
-        // 0: low (asserted), 1: high, 2: a pulse. The system resets as the line goes low.
-        if (command[2] == 0 || command[2] == 2)
-            probe_.reset(false, true);
-        if (command[2] == 1 || command[2] == 2)
-            probe_.reset(false, false);
+        drive_reset_line(command[2]);
         return;
     case start_trace_rx:
     case stop_trace_rx:
@@ -402,39 +370,117 @@ void StlinkProbe::perform_debug_command(const uint8_t* command, std::string_view
         reply = std::string(2, '\0');
         return;
     case read_dap_register:
-    case write_dap_register: {
-        const uint32_t port = le16(command + 2);
-        const uint8_t reg = uint8_t(le16(command + 4));
-        const bool read = command[1] == read_dap_register;
-        uint32_t value = read ? 0 : le32(command + 6);
-        if (port == debug_port) {
-            // Banked DP registers (DPBANKSEL, DPv1) other than bank 0 read 0.
-            if (read)
-                value = (reg & 0xF0) ? 0 : dp.swd_read_dp(reg & 0x0C);
-            else if (!(reg & 0xF0))
-                dp.swd_write_dp(reg & 0x0C, value);
-        } else if (port > 0xFF) {
-            reply[0] = char(bad_ap);
-        } else if (!(read ? ap_read(uint8_t(port), reg, value) : ap_write(uint8_t(port), reg, value))) {
-            reply[0] = char(swd_ap_fault);
-        }
-        if (read)
-            put32(reply, 4, value);
+    case write_dap_register:
+        dap_register_command(command, reply);
         return;
-    }
     case init_ap:
     case close_ap:
         return;
     case set_com_frequency:
+    case get_com_frequency:
+        com_frequency_command(command, reply);
+        return;
+    default:
+        if (!memory_command(command, data_out, reply))
+            reply[0] = char(fault);
+        return;
+    }
+}
+
+void StlinkProbe::enter_debug(const uint8_t* command, std::string& reply)
+{
+    // SWD only: an STLINK-V3 on JTAG would need a JTAG-DP's scans, not served here. The
+    // firmware connects as an SWD host does: it reads DPIDR and powers up the debug and
+    // system domains (CTRL/STAT CDBGPWRUPREQ, CSYSPWRUPREQ), which hla_swd never asks for.
+    JtagDp& dp = probe_.dp();
+    debug_mode_ = command[2] == enter_swd_no_reset;
+    reply[0] = char(debug_mode_ ? ok : jtag_idcode_error);
+    if (debug_mode_) {
+        (void)dp.swd_read_dp(jtag_dp::dp_dpidr_abort);
+        dp.swd_write_dp(jtag_dp::dp_ctrl_stat, jtag_dp::cdbgpwrupreq | jtag_dp::csyspwrupreq);
+    }
+}
+
+void StlinkProbe::core_register_command(const uint8_t* command, std::string& reply)
+{
+    if (command[1] == read_register) {
+        // API v2: the status word, then the value (OpenOCD reads 8 bytes, the value at 4).
+        uint32_t value = 0;
+        reply[0] = char(read_core_register(command[2], value) ? ok : fault);
+        put32(reply, 4, value);
+        return;
+    }
+    uint32_t dhcsr = 0;
+    const bool done = write_word(cortex_m::dcrdr, le32(command + 3)) &&
+                      write_word(cortex_m::dcrsr,
+                                 cortex_m::dcrsr_regwnr | (command[2] & cortex_m::dcrsr_regsel_mask)) &&
+                      read_word(cortex_m::dhcsr, dhcsr) && (dhcsr & cortex_m::s_regrdy);
+    reply[0] = char(done ? ok : fault);
+}
+
+void StlinkProbe::debug_register_command(const uint8_t* command, std::string& reply)
+{
+    const uint32_t address = le32(command + 2);
+    if (command[1] == write_debug_register) {
+        reply[0] = char(write_word(address, le32(command + 6)) ? ok : swd_ap_fault);
+        return;
+    }
+    uint32_t value = 0;
+    reply[0] = char(read_word(address, value) ? ok : swd_ap_fault);
+    put32(reply, 4, value);
+}
+
+void StlinkProbe::drive_reset_line(uint8_t level)
+{
+    // 0: low (asserted), 1: high, 2: a pulse. The system resets as the line goes low.
+    if (level == 0 || level == 2)
+        probe_.reset(false, true);
+    if (level == 1 || level == 2)
+        probe_.reset(false, false);
+}
+
+void StlinkProbe::dap_register_command(const uint8_t* command, std::string& reply)
+{
+    JtagDp& dp = probe_.dp();
+    const uint32_t port = le16(command + 2);
+    const uint8_t reg = uint8_t(le16(command + 4));
+    const bool read = command[1] == read_dap_register;
+    uint32_t value = read ? 0 : le32(command + 6);
+    if (port == debug_port) {
+        // Banked DP registers (DPBANKSEL, DPv1) other than bank 0 read 0.
+        if (read)
+            value = (reg & 0xF0) ? 0 : dp.swd_read_dp(reg & 0x0C);
+        else if (!(reg & 0xF0))
+            dp.swd_write_dp(reg & 0x0C, value);
+    } else if (port > 0xFF) {
+        reply[0] = char(bad_ap);
+    } else if (!(read ? ap_read(uint8_t(port), reg, value) : ap_write(uint8_t(port), reg, value))) {
+        reply[0] = char(swd_ap_fault);
+    }
+    if (read)
+        put32(reply, 4, value);
+}
+
+void StlinkProbe::com_frequency_command(const uint8_t* command, std::string& reply)
+{
+    if (command[1] == set_com_frequency) {
         com_frequency_khz_ = le32(command + 4);
         put32(reply, 4, com_frequency_khz_);
         return;
-    case get_com_frequency:
-        reply.resize(12, '\0');
-        reply[8] = char(swd_frequencies_khz.size());
-        for (const uint32_t khz : swd_frequencies_khz)
-            append32(reply, khz);
-        return;
+    }
+    reply.resize(12, '\0');
+    reply[8] = char(swd_frequencies_khz.size());
+    for (const uint32_t khz : swd_frequencies_khz)
+        append32(reply, khz);
+}
+
+bool StlinkProbe::memory_command(const uint8_t* command, std::string_view data_out, std::string& reply)
+{
+    const uint32_t address = le32(command + 2);
+    const uint32_t length = le16(command + 6);
+    const uint8_t apsel = command[8];
+    const uint32_t csw_high = le24(command + 9);
+    switch (command[1]) {
     case readmem_8bit:
     case readmem_16bit:
     case readmem_32bit:
@@ -442,7 +488,7 @@ void StlinkProbe::perform_debug_command(const uint8_t* command, std::string_view
         const unsigned size = command[1] == readmem_8bit ? 1 : command[1] == readmem_16bit ? 2 : 4;
         reply.clear();
         read_memory(apsel, csw_high, address, size, length, command[1] != readmem_32bit_no_increment, reply);
-        return;
+        return true;
     }
     case writemem_8bit:
     case writemem_16bit:
@@ -452,11 +498,10 @@ void StlinkProbe::perform_debug_command(const uint8_t* command, std::string_view
         reply.clear();
         write_memory(apsel, csw_high, address, size, data_out.substr(0, std::min<size_t>(length, data_out.size())),
                      command[1] != writemem_32bit_no_increment);
-        return;
+        return true;
     }
     default:
-        reply[0] = char(fault);
-        return;
+        return false;   // not a memory command
     }
 }
 

@@ -76,12 +76,18 @@ private:
     // sub-word writes.
     uint32_t peek(uint32_t word_address) const;
     static bool is_simulated(uint32_t word_address);
+    // DWT_PCSR: the running core's PC (a brief halt, or the emulator's published PC).
+    uint32_t read_pcsr();
+    // A write of an FPB or DWT comparator or an ITM register; other addresses are left alone.
+    void write_component(uint32_t word_address, uint32_t value);
 
+    // DHCSR run control (run_control.cc).
     bool refresh_halted();
     void note_halted();
     void note_running();
     uint32_t read_dhcsr();
     void write_dhcsr(uint32_t value);
+    // The DCRSR/DCRDR transfers (core_register_transfer.cc).
     void transfer_register(uint32_t dcrsr);
     std::optional<uint32_t> read_core_register(uint32_t regsel);
     void write_core_register(uint32_t regsel, uint32_t value);

@@ -78,7 +78,9 @@ public:
 
 class JtagDp : public JtagDevice {
 public:
-    explicit JtagDp(uint32_t idcode = jtag_dp::cortex_m_idcode);
+    // The JTAG TAP's IDCODE and the SW-DP's DPIDR: the part's (vprobe --chip), by default those
+    // of the Cortex-M3 r2 / M4 DP.
+    explicit JtagDp(uint32_t idcode = jtag_dp::cortex_m_idcode, uint32_t dpidr = jtag_dp::cortex_m_dpidr);
 
     void attach(uint8_t apsel, AccessPort& port) { ports_[apsel] = &port; }
 
@@ -118,6 +120,7 @@ private:
     bool access_ap(bool read, uint8_t a32, uint32_t value);
 
     uint32_t idcode_;
+    uint32_t dpidr_;
     std::array<AccessPort*, 256> ports_{};
     uint32_t ctrl_stat_ = 0;
     uint32_t select_ = 0;

@@ -144,6 +144,15 @@ public:
 
 private:
     void perform_debug_command(const uint8_t* command, std::string_view data_out, std::string& reply);
+    // The debug commands' handlers: each sets reply[0] (OK already) and what follows it.
+    void enter_debug(const uint8_t* command, std::string& reply);
+    void core_register_command(const uint8_t* command, std::string& reply);    // READREG, WRITEREG
+    void debug_register_command(const uint8_t* command, std::string& reply);   // READ/WRITEDEBUGREG
+    void drive_reset_line(uint8_t level);                                      // DRIVE_NRST
+    void dap_register_command(const uint8_t* command, std::string& reply);     // READ/WRITE_DAP_REG
+    void com_frequency_command(const uint8_t* command, std::string& reply);    // SET/GET_COM_FREQ
+    // READMEM_* and WRITEMEM_*; false when the command is none of them.
+    bool memory_command(const uint8_t* command, std::string_view data_out, std::string& reply);
     static std::string kind_of(const uint8_t* command);
 
     // The firmware's sequences of DP/AP transactions.
