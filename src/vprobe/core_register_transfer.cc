@@ -25,7 +25,7 @@ std::string core_register_name(uint32_t regsel)
 }
 
 // The special-purpose registers packed into REGSEL 20, most significant first.
-const char* const special_registers[] = {"control", "faultmask", "basepri", "primask"};
+const char* const special_register_names[] = {"control", "faultmask", "basepri", "primask"};
 
 // ARMv8-M's REGSEL values for the banked registers (DDI 0553, DCRSR): the stack pointers and
 // limits of either security state, and the special word (as REGSEL 20) of each, 0x22
@@ -76,7 +76,7 @@ std::optional<uint32_t> CortexMDebug::read_core_register(uint32_t regsel)
     }
     if (regsel == regsel_special) {
         uint32_t word = 0;
-        for (const char* name : special_registers) {
+        for (const char* name : special_register_names) {
             word <<= 8;
             if (auto v = read_special(name))
                 word |= *v & 0xFF;
@@ -89,7 +89,7 @@ std::optional<uint32_t> CortexMDebug::read_core_register(uint32_t regsel)
     if ((regsel == regsel_special_s || regsel == regsel_special_ns) && has_security_extension()) {
         const bool secure = regsel == regsel_special_s;
         uint32_t word = 0;
-        for (const char* name : special_registers) {
+        for (const char* name : special_register_names) {
             word <<= 8;
             if (auto v = read_banked(std::string(name) + (secure ? "_s" : "_ns"), secure, name))
                 word |= *v & 0xFF;
@@ -122,7 +122,7 @@ void CortexMDebug::write_core_register(uint32_t regsel, uint32_t value)
         // Only the bytes that change are written: on QEMU 7.2 each write is a stub run (an
         // MSR; in Handler mode it ignores CONTROL.SPSEL, as the instruction does).
         unsigned shift = 24;
-        for (const char* name : special_registers) {
+        for (const char* name : special_register_names) {
             const uint32_t byte = (value >> shift) & 0xFF;
             if (read_special(name).value_or(0) != byte)
                 write_special(name, byte);
