@@ -92,6 +92,49 @@ std::string tagged_name(const DWARFDie& die)
     }
 }
 
+// A base type (DW_TAG_base_type): its name, size and what its encoding says of its values.
+std::shared_ptr<const TypeLayout> base_type_layout(const DWARFDie& die)
+{
+    auto base = std::make_shared<TypeLayout>();
+    base->kind = TypeLayout::Kind::base;
+    base->name = name_of(die);
+    base->size = constant(die, dw::DW_AT_byte_size).value_or(0);
+    const uint64_t encoding = constant(die, dw::DW_AT_encoding).value_or(0);
+    base->is_signed = encoding == dw::DW_ATE_signed || encoding == dw::DW_ATE_signed_char;
+    base->is_float = encoding == dw::DW_ATE_float || encoding == dw::DW_ATE_complex_float ||
+                     encoding == dw::DW_ATE_decimal_float;
+    return base;
+}
+
+// An enumeration: its enumerators with a constant value, signed when one is negative.
+std::shared_ptr<const TypeLayout> enumeration_layout(const DWARFDie& die)
+{
+    auto enumeration = std::make_shared<TypeLayout>();
+    enumeration->kind = TypeLayout::Kind::enumeration;
+    enumeration->name = tagged_name(die);
+    enumeration->size = constant(die, dw::DW_AT_byte_size).value_or(0);
+    for (const DWARFDie& child : die.children()) {
+        if (child.getTag() != dw::DW_TAG_enumerator)
+            continue;
+        const auto value = child.find(dw::DW_AT_const_value);
+        const auto number = value ? value->getAsSignedConstant() : std::nullopt;
+        if (!number)
+            continue;
+        enumeration->enumerators.emplace_back(*number, name_of(child));
+        enumeration->is_signed = enumeration->is_signed || *number < 0;
+    }
+    return enumeration;
+}
+
+// Any other type: a name (the tag's when it has none) and a size, nothing inside.
+std::shared_ptr<const TypeLayout> other_type_layout(const DWARFDie& die)
+{
+    auto other = std::make_shared<TypeLayout>();
+    other->name = name_of(die).empty() ? std::string(dw::TagString(die.getTag())) : name_of(die);
+    other->size = constant(die, dw::DW_AT_byte_size).value_or(0);
+    return other;
+}
+
 } // namespace
 
 struct DataLayout::Impl {
@@ -205,32 +248,8 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::layout(const DWARFDie& die) 
         result = copy;
         break;
     }
-    case dw::DW_TAG_base_type:
-    case dw::DW_TAG_enumeration_type: {
-        auto base = std::make_shared<TypeLayout>();
-        base->kind = die.getTag() == dw::DW_TAG_base_type ? TypeLayout::Kind::base : TypeLayout::Kind::enumeration;
-        base->name = die.getTag() == dw::DW_TAG_base_type ? name_of(die) : tagged_name(die);
-        base->size = constant(die, dw::DW_AT_byte_size).value_or(0);
-        if (die.getTag() == dw::DW_TAG_base_type) {
-            const uint64_t encoding = constant(die, dw::DW_AT_encoding).value_or(0);
-            base->is_signed = encoding == dw::DW_ATE_signed || encoding == dw::DW_ATE_signed_char;
-            base->is_float = encoding == dw::DW_ATE_float || encoding == dw::DW_ATE_complex_float ||
-                             encoding == dw::DW_ATE_decimal_float;
-        } else {
-            for (const DWARFDie& child : die.children()) {
-                if (child.getTag() != dw::DW_TAG_enumerator)
-                    continue;
-                const auto value = child.find(dw::DW_AT_const_value);
-                const auto number = value ? value->getAsSignedConstant() : std::nullopt;
-                if (!number)
-                    continue;
-                base->enumerators.emplace_back(*number, name_of(child));
-                base->is_signed = base->is_signed || *number < 0;
-            }
-        }
-        result = base;
-        break;
-    }
+    case dw::DW_TAG_base_type: result = base_type_layout(die); break;
+    case dw::DW_TAG_enumeration_type: result = enumeration_layout(die); break;
     case dw::DW_TAG_pointer_type:
     case dw::DW_TAG_reference_type: {
         auto pointer = std::make_shared<TypeLayout>();
@@ -242,13 +261,7 @@ std::shared_ptr<const TypeLayout> DataLayout::Impl::layout(const DWARFDie& die) 
         break;
     }
     case dw::DW_TAG_array_type: result = array(die); break;
-    default: {
-        auto other = std::make_shared<TypeLayout>();
-        other->name = name_of(die).empty() ? std::string(dw::TagString(die.getTag())) : name_of(die);
-        other->size = constant(die, dw::DW_AT_byte_size).value_or(0);
-        result = other;
-        break;
-    }
+    default: result = other_type_layout(die); break;
     }
     in_progress.erase(offset);
     built[offset] = result;

@@ -28,6 +28,114 @@ struct Candidate {
     Binding binding;
 };
 
+using ElfFile = llvm::object::ELF32LEFile;
+using ElfSection = llvm::object::ELF32LE::Shdr;
+using ElfSymbol = llvm::object::ELF32LE::Sym;
+
+std::vector<CodeSection> code_sections_of(const Image& image)
+{
+    std::vector<CodeSection> code;
+    for (const Section& section : image.sections())
+        if (section.type == llvm::ELF::SHT_PROGBITS && section.executable() && section.size != 0)
+            code.push_back({section.name, section.address, section.size,
+                            std::vector<uint8_t>(section.bytes.begin(), section.bytes.end())});
+    return code;
+}
+
+// Firmware has no dynamic symbols, and they name nothing here; but LLVM's symbolizer reads
+// them for every symbol's flags, and drops (leaks) the error of a damaged one.
+void check_dynamic_symbols(const ElfFile& file, const ElfSection& section, const std::string& elf_path)
+{
+    if (auto dynamic = file.symbols(&section); !dynamic)
+        throw Error(elf_path, "dynamic symbol table", llvm::toString(dynamic.takeError()));
+}
+
+Binding binding_of(const ElfSymbol& symbol)
+{
+    if (symbol.getBinding() == llvm::ELF::STB_GLOBAL)
+        return Binding::global;
+    if (symbol.getBinding() == llvm::ELF::STB_WEAK)
+        return Binding::weak;
+    return Binding::local;
+}
+
+// Functions, data objects and untyped symbols defined in the image: the kinds that name an
+// address of its code or data.
+bool names_defined_address(const ElfSymbol& symbol)
+{
+    const unsigned type = symbol.getType();
+    return symbol.st_shndx != llvm::ELF::SHN_UNDEF &&
+           (type == llvm::ELF::STT_FUNC || type == llvm::ELF::STT_OBJECT || type == llvm::ELF::STT_NOTYPE);
+}
+
+// One SHT_SYMTAB section: its functions become candidates (locals with the file symbol that
+// precedes them), its other symbols data objects.
+void read_symbol_table(const ElfFile& file, const ElfSection& section, const std::string& elf_path,
+                       std::vector<Candidate>& candidates, std::map<std::string, DataSymbol>& objects)
+{
+    auto symbols = file.symbols(&section);
+    if (!symbols)
+        throw Error(elf_path, "symbol table", llvm::toString(symbols.takeError()));
+    auto strings = file.getStringTableForSymtab(section);
+    if (!strings)
+        throw Error(elf_path, "symbol table", llvm::toString(strings.takeError()));
+    std::string unit;   // ELF gABI: a file symbol precedes the local symbols of its file
+    for (const auto& symbol : *symbols) {
+        const unsigned type = symbol.getType();
+        if (type == llvm::ELF::STT_FILE) {
+            auto name = symbol.getName(*strings);
+            unit = name ? name->str() : std::string();
+            if (!name)
+                llvm::consumeError(name.takeError());
+            continue;
+        }
+        if (!names_defined_address(symbol))
+            continue;
+        auto name = symbol.getName(*strings);
+        if (!name) {
+            llvm::consumeError(name.takeError());
+            continue;
+        }
+        if (name->empty())
+            continue;
+        if (type != llvm::ELF::STT_FUNC) {
+            objects.emplace(name->str(), DataSymbol{static_cast<uint32_t>(symbol.st_value),
+                                                    static_cast<uint32_t>(symbol.st_size)});
+            continue;
+        }
+        const Binding binding = binding_of(symbol);
+        // Bit 0 of a Thumb function's address marks the instruction set, not a byte
+        // (ARM ELF ABI, "Symbol Values"): the code starts at the even address.
+        const uint32_t start = static_cast<uint32_t>(symbol.st_value) & ~1u;
+        Function function{start, static_cast<uint32_t>(symbol.st_size), demangle(name->str()), {}, name->str(),
+                          binding == Binding::local ? unit : std::string()};
+        candidates.push_back({std::move(function), binding});
+    }
+}
+
+// One function per start address; the strongest name wins, the rest become aliases.
+std::vector<Function> one_function_per_start(std::vector<Candidate>& candidates)
+{
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+        return std::make_tuple(a.function.start, -static_cast<int>(a.binding), -static_cast<int64_t>(a.function.size),
+                               a.function.name) <
+               std::make_tuple(b.function.start, -static_cast<int>(b.binding), -static_cast<int64_t>(b.function.size),
+                               b.function.name);
+    });
+    std::vector<Function> functions;
+    for (Candidate& c : candidates) {
+        if (!functions.empty() && functions.back().start == c.function.start) {
+            auto& aliases = functions.back().aliases;
+            if (c.function.name != functions.back().name &&
+                std::find(aliases.begin(), aliases.end(), c.function.name) == aliases.end())
+                aliases.push_back(c.function.name);
+            continue;
+        }
+        functions.push_back(std::move(c.function));
+    }
+    return functions;
+}
+
 } // namespace
 
 SymbolTable SymbolTable::parse(std::string_view image, const std::string& name)
@@ -52,83 +160,15 @@ SymbolTable SymbolTable::load(const Image& image)
 
     SymbolTable table;
     table.path_ = elf_path;
+    table.code_ = code_sections_of(image);
     std::vector<Candidate> candidates;
-    for (const Section& section : image.sections())
-        if (section.type == llvm::ELF::SHT_PROGBITS && section.executable() && section.size != 0)
-            table.code_.push_back({section.name, section.address, section.size,
-                                   std::vector<uint8_t>(section.bytes.begin(), section.bytes.end())});
     for (const auto& section : *sections) {
-        if (section.sh_type == llvm::ELF::SHT_DYNSYM) {
-            // Firmware has no dynamic symbols, and they name nothing here; but LLVM's symbolizer
-            // reads them for every symbol's flags, and drops (leaks) the error of a damaged one.
-            if (auto dynamic = file.symbols(&section); !dynamic)
-                throw Error(elf_path, "dynamic symbol table", llvm::toString(dynamic.takeError()));
-            continue;
-        }
-        if (section.sh_type != llvm::ELF::SHT_SYMTAB)
-            continue;
-        auto symbols = file.symbols(&section);
-        if (!symbols)
-            throw Error(elf_path, "symbol table", llvm::toString(symbols.takeError()));
-        auto strings = file.getStringTableForSymtab(section);
-        if (!strings)
-            throw Error(elf_path, "symbol table", llvm::toString(strings.takeError()));
-        std::string unit;   // ELF gABI: a file symbol precedes the local symbols of its file
-        for (const auto& symbol : *symbols) {
-            const unsigned type = symbol.getType();
-            if (type == llvm::ELF::STT_FILE) {
-                auto name = symbol.getName(*strings);
-                unit = name ? name->str() : std::string();
-                if (!name)
-                    llvm::consumeError(name.takeError());
-                continue;
-            }
-            if (symbol.st_shndx == llvm::ELF::SHN_UNDEF ||
-                (type != llvm::ELF::STT_FUNC && type != llvm::ELF::STT_OBJECT && type != llvm::ELF::STT_NOTYPE))
-                continue;
-            auto name = symbol.getName(*strings);
-            if (!name) {
-                llvm::consumeError(name.takeError());
-                continue;
-            }
-            if (name->empty())
-                continue;
-            if (type != llvm::ELF::STT_FUNC) {
-                table.objects_.emplace(name->str(), DataSymbol{static_cast<uint32_t>(symbol.st_value),
-                                                               static_cast<uint32_t>(symbol.st_size)});
-                continue;
-            }
-            Binding binding = Binding::local;
-            if (symbol.getBinding() == llvm::ELF::STB_GLOBAL)
-                binding = Binding::global;
-            else if (symbol.getBinding() == llvm::ELF::STB_WEAK)
-                binding = Binding::weak;
-            // Bit 0 of a Thumb function's address marks the instruction set, not a byte
-            // (ARM ELF ABI, "Symbol Values"): the code starts at the even address.
-            const uint32_t start = static_cast<uint32_t>(symbol.st_value) & ~1u;
-            Function function{start, static_cast<uint32_t>(symbol.st_size), demangle(name->str()), {}, name->str(),
-                              binding == Binding::local ? unit : std::string()};
-            candidates.push_back({std::move(function), binding});
-        }
+        if (section.sh_type == llvm::ELF::SHT_DYNSYM)
+            check_dynamic_symbols(file, section, elf_path);
+        else if (section.sh_type == llvm::ELF::SHT_SYMTAB)
+            read_symbol_table(file, section, elf_path, candidates, table.objects_);
     }
-
-    // One function per start address; the strongest name wins, the rest become aliases.
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-        return std::make_tuple(a.function.start, -static_cast<int>(a.binding), -static_cast<int64_t>(a.function.size),
-                               a.function.name) <
-               std::make_tuple(b.function.start, -static_cast<int>(b.binding), -static_cast<int64_t>(b.function.size),
-                               b.function.name);
-    });
-    for (Candidate& c : candidates) {
-        if (!table.functions_.empty() && table.functions_.back().start == c.function.start) {
-            auto& aliases = table.functions_.back().aliases;
-            if (c.function.name != table.functions_.back().name &&
-                std::find(aliases.begin(), aliases.end(), c.function.name) == aliases.end())
-                aliases.push_back(c.function.name);
-            continue;
-        }
-        table.functions_.push_back(std::move(c.function));
-    }
+    table.functions_ = one_function_per_start(candidates);
     label_functions(table.functions_);
     table.finish();
     return table;

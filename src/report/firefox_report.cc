@@ -140,108 +140,133 @@ private:
     json sources_ = json::object();
 };
 
-} // namespace
+// Each address's inline chain, looked up once: a profile samples the same few addresses over
+// and over, and each lookup reads the DWARF.
+class InlineChains {
+public:
+    explicit InlineChains(const ReportInput& input) : input_(input) {}
 
-std::string write_firefox(const ReportInput& input, std::ostream& out)
-{
-    const SampleSet& samples = input.samples;
-    if (samples.pcs.empty())
-        throw Error(samples.origin, "",
-                    "--format firefox needs samples in the order they were taken (a recording, an on-chip "
-                    "ring dump or an SWO capture); this input has counts or a histogram only");
-    const bool timed = samples.times_ns.size() == samples.pcs.size();
-
-    FirefoxTables tables;
-    std::map<uint32_t, std::vector<StackFrame>> frames_of;   // per address: its inline chain
-    auto frames = [&](uint32_t address) -> const std::vector<StackFrame>& {
-        auto it = frames_of.find(address);
-        if (it == frames_of.end())
-            it = frames_of.emplace(address, frames_at(address, input.symbols, input.locator)).first;
+    const std::vector<StackFrame>& at(uint32_t address)
+    {
+        auto it = chains_.find(address);
+        if (it == chains_.end())
+            it = chains_.emplace(address, frames_at(address, input_.symbols, input_.locator)).first;
         return it->second;
-    };
-    // One thread per RTOS task when the samples are tagged (the profiler shows each as a
-    // track), by exception one per exception (Thread mode, each handler), else one "firmware"
-    // thread; on a multi-core chip one per core, and per task or exception within it ("core 1:
-    // motor"). Each holds its samples in the order taken.
-    const bool by_exception = input.profile.by == Grouping::exception && !samples.exceptions.empty();
-    struct Thread {
-        std::string name;
-        json stack = json::array();
-        json time = json::array();
-    };
-    std::vector<Thread> threads;
-    std::map<std::pair<uint32_t, uint32_t>, size_t> thread_of;   // (core, tag) -> thread
-    const bool by_core = is_multicore(samples);
-    auto thread_for = [&](size_t i) -> Thread& {
-        const uint32_t tag = by_exception ? samples.exceptions[i] : samples.tags.empty() ? 0 : samples.tags[i];
-        const uint32_t core = samples.cores.empty() ? 0 : samples.cores[i];
-        auto [it, added] = thread_of.emplace(std::pair{core, tag}, threads.size());
-        if (added && by_exception) {
-            auto named = input.profile.exception_rows.find(tag);
-            const std::string exception = named != input.profile.exception_rows.end() ? named->second : std::to_string(tag);
-            threads.push_back({by_core ? core_name(samples, core) + ": " + exception : exception});
-        } else if (added) {
-            // Named as the task rows name it: tag 0 is no task unless the source named it.
-            auto named = samples.tag_names.find(tag);
-            const std::string task = named != samples.tag_names.end() ? named->second
-                                     : tag == 0                       ? std::string(untagged_task_name)
-                                                                      : hex32(tag);
-            const std::string core_part = by_core ? core_name(samples, core) : "";
-            threads.push_back({samples.tags.empty() ? (by_core ? core_part : "firmware")
-                               : by_core            ? core_part + ": " + task
-                                                    : task});
-        }
-        return threads[it->second];
-    };
-    double end = 0;
-    // The chains' core and task roots are this format's threads; the other roots are frames.
-    const SampleChains chain_of(samples, input.profile);
+    }
+
+private:
+    const ReportInput& input_;
+    std::map<uint32_t, std::vector<StackFrame>> chains_;
+};
+
+// One profiler thread: its name and its samples in the order taken.
+struct FirefoxThread {
+    std::string name;
+    json stack = json::array();
+    json time = json::array();
+};
+
+// The samples' threads: one per RTOS task when the samples are tagged (the profiler shows each
+// as a track), by exception one per exception (Thread mode, each handler), else one "firmware"
+// thread; on a multi-core chip one per core, and per task or exception within it ("core 1:
+// motor"). Threads come in the order their first samples do.
+class FirefoxThreads {
+public:
+    explicit FirefoxThreads(const ReportInput& input)
+        : input_(input), samples_(input.samples),
+          by_exception_(input.profile.by == Grouping::exception && !input.samples.exceptions.empty()),
+          by_core_(is_multicore(input.samples))
+    {
+    }
+
+    FirefoxThread& of_sample(size_t i)
+    {
+        const uint32_t tag = by_exception_ ? samples_.exceptions[i] : samples_.tags.empty() ? 0 : samples_.tags[i];
+        const uint32_t core = samples_.cores.empty() ? 0 : samples_.cores[i];
+        auto [it, added] = thread_of_.emplace(std::pair{core, tag}, threads_.size());
+        if (added)
+            threads_.push_back({by_exception_ ? exception_thread_name(core, tag) : task_thread_name(core, tag)});
+        return threads_[it->second];
+    }
+
+    std::vector<FirefoxThread>& all() { return threads_; }
+
+private:
+    std::string exception_thread_name(uint32_t core, uint32_t exception_number) const
+    {
+        auto named = input_.profile.exception_rows.find(exception_number);
+        const std::string exception =
+            named != input_.profile.exception_rows.end() ? named->second : std::to_string(exception_number);
+        return by_core_ ? core_name(samples_, core) + ": " + exception : exception;
+    }
+
+    // Named as the task rows name it: tag 0 is no task unless the source named it.
+    std::string task_thread_name(uint32_t core, uint32_t tag) const
+    {
+        auto named = samples_.tag_names.find(tag);
+        const std::string task = named != samples_.tag_names.end() ? named->second
+                                 : tag == 0                        ? std::string(untagged_task_name)
+                                                                   : hex32(tag);
+        const std::string core_part = by_core_ ? core_name(samples_, core) : "";
+        return samples_.tags.empty() ? (by_core_ ? core_part : "firmware")
+               : by_core_            ? core_part + ": " + task
+                                     : task;
+    }
+
+    const ReportInput& input_;
+    const SampleSet& samples_;
+    const bool by_exception_;
+    const bool by_core_;
+    std::vector<FirefoxThread> threads_;
+    std::map<std::pair<uint32_t, uint32_t>, size_t> thread_of_;   // (core, tag) -> thread
+};
+
+// The stack node of one sample's chain. The chains' core and task roots are this format's
+// threads; the other roots (truncated, from the secure side) are frames above the addresses'.
+std::optional<size_t> sample_stack(FirefoxTables& tables, InlineChains& inline_chains, const AddressChain& chain)
+{
     auto root = [&](std::optional<size_t> node, const char* name) {
         StackFrame mark;
         mark.function = name;
         return tables.stack(node, mark, 0);
     };
-    for (size_t i = 0; i < samples.pcs.size(); ++i) {
-        const AddressChain chain = chain_of(i);
-        std::optional<size_t> node;
-        if (chain.truncated)
-            node = root(node, truncated_frame_name);
-        if (chain.from_secure)
-            node = root(node, secure_frame_name);
-        for (uint32_t address : chain.addresses) {
-            int depth = 0;   // the outermost function at the address is 0, each inlined one deeper
-            for (const StackFrame& f : frames(address))
-                node = tables.stack(node, f, f.inlined ? ++depth : (depth = 0));
-        }
-        // Milliseconds from the start; without recorded times, the sample's index.
-        end = timed ? double(samples.times_ns[i]) / 1e6 : double(i);
-        Thread& thread = thread_for(i);
-        thread.stack.push_back(*node);
-        thread.time.push_back(end);
+    std::optional<size_t> node;
+    if (chain.truncated)
+        node = root(node, truncated_frame_name);
+    if (chain.from_secure)
+        node = root(node, secure_frame_name);
+    for (uint32_t address : chain.addresses) {
+        int depth = 0;   // the outermost function at the address is 0, each inlined one deeper
+        for (const StackFrame& f : inline_chains.at(address))
+            node = tables.stack(node, f, f.inlined ? ++depth : (depth = 0));
     }
-    const double interval = samples.pcs.size() > 1 ? end / double(samples.pcs.size() - 1) : 1.0;
+    return node;
+}
 
-    json thread_list = json::array();
-    for (size_t t = 0; t < threads.size(); ++t) {
-        const size_t length = threads[t].stack.size();
-        thread_list.push_back({
-            {"processType", "default"},
-            {"processStartupTime", 0},
-            {"processShutdownTime", end},
-            {"registerTime", 0},
-            {"unregisterTime", nullptr},
-            {"pausedRanges", json::array()},
-            {"name", threads[t].name},
-            {"isMainThread", t == 0},
-            {"pid", "0"},   // one process: the firmware
-            {"tid", t},
-            {"samples", {{"stack", std::move(threads[t].stack)}, {"time", std::move(threads[t].time)},
-                         {"weight", nullptr}, {"weightType", "samples"}, {"length", length}}},
-            {"markers", {{"data", json::array()}, {"name", json::array()}, {"startTime", json::array()},
-                         {"endTime", json::array()}, {"phase", json::array()}, {"category", json::array()},
-                         {"length", 0}}},
-        });
-    }
+json thread_json(FirefoxThread& thread, size_t tid, double end)
+{
+    const size_t length = thread.stack.size();
+    return {
+        {"processType", "default"},
+        {"processStartupTime", 0},
+        {"processShutdownTime", end},
+        {"registerTime", 0},
+        {"unregisterTime", nullptr},
+        {"pausedRanges", json::array()},
+        {"name", thread.name},
+        {"isMainThread", tid == 0},
+        {"pid", "0"},   // one process: the firmware
+        {"tid", tid},
+        {"samples", {{"stack", std::move(thread.stack)}, {"time", std::move(thread.time)},
+                     {"weight", nullptr}, {"weightType", "samples"}, {"length", length}}},
+        {"markers", {{"data", json::array()}, {"name", json::array()}, {"startTime", json::array()},
+                     {"endTime", json::array()}, {"phase", json::array()}, {"category", json::array()},
+                     {"length", 0}}},
+    };
+}
+
+json profile_meta(const SampleSet& samples, bool timed, double interval, double end)
+{
     json meta = {
         {"interval", interval},
         {"startTime", 0},
@@ -263,10 +288,12 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
         meta["extra"] = {{{"label", "mcuprof"},
                           {"entries", {{{"label", "time"}, {"format", "string"},
                                         {"value", "this input has no sample times: one sample per ms"}}}}}};
-    const json profile = {{"meta", meta}, {"libs", json::array()}, {"shared", tables.shared()},
-                          {"threads", thread_list}};
-    out << profile.dump() << '\n';
+    return meta;
+}
 
+// The note for the samples the format has no place for, or "".
+std::string samples_left_out_note(const SampleSet& samples)
+{
     uint64_t without_address = samples.outside_buckets;
     for (const auto& [name, count] : samples.without_address)
         without_address += count;
@@ -274,6 +301,41 @@ std::string write_firefox(const ReportInput& input, std::ostream& out)
         return std::to_string(without_address) +
                " samples without an address (such as SWO sleep packets) have no place in time and are left out";
     return {};
+}
+
+} // namespace
+
+std::string write_firefox(const ReportInput& input, std::ostream& out)
+{
+    const SampleSet& samples = input.samples;
+    if (samples.pcs.empty())
+        throw Error(samples.origin, "",
+                    "--format firefox needs samples in the order they were taken (a recording, an on-chip "
+                    "ring dump or an SWO capture); this input has counts or a histogram only");
+    const bool timed = samples.times_ns.size() == samples.pcs.size();
+
+    FirefoxTables tables;
+    InlineChains inline_chains(input);
+    FirefoxThreads threads(input);
+    double end = 0;
+    const SampleChains chain_of(samples, input.profile);
+    for (size_t i = 0; i < samples.pcs.size(); ++i) {
+        const std::optional<size_t> node = sample_stack(tables, inline_chains, chain_of(i));
+        // Milliseconds from the start; without recorded times, the sample's index.
+        end = timed ? double(samples.times_ns[i]) / 1e6 : double(i);
+        FirefoxThread& thread = threads.of_sample(i);
+        thread.stack.push_back(*node);
+        thread.time.push_back(end);
+    }
+    const double interval = samples.pcs.size() > 1 ? end / double(samples.pcs.size() - 1) : 1.0;
+
+    json thread_list = json::array();
+    for (size_t t = 0; t < threads.all().size(); ++t)
+        thread_list.push_back(thread_json(threads.all()[t], t, end));
+    const json profile = {{"meta", profile_meta(samples, timed, interval, end)}, {"libs", json::array()},
+                          {"shared", tables.shared()}, {"threads", thread_list}};
+    out << profile.dump() << '\n';
+    return samples_left_out_note(samples);
 }
 
 } // namespace mcuprof::core

@@ -70,6 +70,141 @@ struct StubRun {
     unsigned steps = 0;
 };
 
+std::string general_register(unsigned i)
+{
+    return "r" + std::to_string(i);
+}
+
+// Where the stub goes and what it is.
+struct StubPlace {
+    uint32_t address = 0;
+    uint32_t size = 0;
+    std::string code;   // the instructions' bytes, then the two "B ."
+};
+
+StubPlace place_stub(uint32_t address, const std::vector<uint32_t>& instructions)
+{
+    StubPlace place;
+    place.address = address;
+    place.size = 4 * uint32_t(instructions.size()) + 4;
+    for (uint32_t instruction : instructions)
+        for (uint32_t halfword : {instruction >> 16, instruction & 0xFFFF})
+            place.code += {char(halfword), char(halfword >> 8)};
+    place.code += {char(0xFE), char(0xE7), char(0xFE), char(0xE7)};
+    return place;
+}
+
+// What the first round trip found and left, for the steps and the last round trip.
+struct StubSetup {
+    std::vector<std::optional<uint32_t>> original;   // r0 .. r(touched - 1) before the stub
+    std::string saved;           // the bytes the stub's took the place of
+    bool read_back = false;      // `saved` holds them all
+    bool code_written = false;   // the stub's bytes were written (its 'M' answered OK)
+    bool ready = false;          // every register known and every write OK: the steps may run
+};
+
+// Round trip 1: the registers it will change that the caller does not hold and the bytes
+// there (read first, the server answers in order), then the code, the inputs, PC (and xPSR
+// without IT state).
+StubSetup set_up_stub(RspClient& gdb, const HaltedCore& halted, const StubPlace& place,
+                      const std::vector<uint32_t>& inputs, unsigned touched)
+{
+    const std::string address = hex_number(place.address), length = hex_number(place.size);
+    StubSetup setup;
+    setup.original.resize(touched);
+    std::vector<unsigned> unknown;   // the registers read first, in the order of their replies
+    std::vector<std::string> packets;
+    for (unsigned i = 0; i < touched; ++i) {
+        setup.original[i] = i < halted.r.size() ? halted.r[i] : std::nullopt;
+        if (!setup.original[i]) {
+            unknown.push_back(i);
+            packets.push_back(read_packet(gdb, general_register(i)));
+        }
+    }
+    const size_t bytes_reply = packets.size();
+    packets.push_back("m" + address + "," + length);
+    packets.push_back("M" + address + "," + length + ":" + rsp::to_hex(place.code));
+    for (unsigned i = 0; i < inputs.size(); ++i)
+        packets.push_back(write_packet(gdb, general_register(i), inputs[i]));
+    packets.push_back(write_packet(gdb, "pc", place.address));
+    if ((halted.xpsr & it_bits) != 0)
+        packets.push_back(write_packet(gdb, "xpsr", halted.xpsr & ~it_bits));
+    const std::vector<std::string> replies = gdb.request_all(packets);
+    for (size_t i = 0; i < unknown.size(); ++i)
+        setup.original[unknown[i]] = rsp::le32_from_hex(replies[i]);
+    const bool have_originals = std::find(setup.original.begin(), setup.original.end(), std::nullopt) ==
+                                setup.original.end();
+    const std::string& saved_hex = replies[bytes_reply];
+    setup.read_back = !saved_hex.empty() && saved_hex[0] != 'E' && rsp::from_hex(saved_hex, setup.saved) &&
+                      setup.saved.size() == place.size;
+    setup.code_written = replies[bytes_reply + 1] == "OK";
+    setup.ready = setup.read_back && have_originals;
+    for (size_t i = bytes_reply + 1; i < replies.size(); ++i)
+        setup.ready = setup.ready && replies[i] == "OK";
+    return setup;
+}
+
+// One step per instruction; returns the steps taken. QEMU 7.2 sometimes runs two instructions
+// for one step (measured: about 1 step in 1500): the later steps then run a "B .", changing
+// nothing.
+unsigned step_stub(RspClient& gdb, size_t instructions)
+{
+    unsigned steps = 0;
+    for (size_t i = 0; i < instructions; ++i) {
+        ++steps;
+        if (gdb.step().kind != StopReply::Kind::signal)
+            throw Error(Error::Kind::closed, gdb.peer(), "special register stub", "the target ended during a single step");
+    }
+    return steps;
+}
+
+// Last round trip: the outputs and PC read (when the stub ran: replies 0 .. outputs); the
+// bytes, the registers, PC, xPSR put back. Throws if a write back failed.
+std::vector<std::string> restore_after_stub(RspClient& gdb, const HaltedCore& halted, const StubPlace& place,
+                                            const StubSetup& setup, unsigned outputs)
+{
+    std::vector<std::string> restore;
+    if (setup.ready) {
+        for (unsigned i = 0; i < outputs; ++i)
+            restore.push_back(read_packet(gdb, general_register(i)));
+        restore.push_back(read_packet(gdb, "pc"));
+    }
+    const size_t first_write = restore.size();
+    if (setup.read_back && setup.code_written)
+        restore.push_back("M" + hex_number(place.address) + "," + hex_number(place.size) + ":" +
+                          rsp::to_hex(setup.saved));
+    for (unsigned i = 0; i < setup.original.size(); ++i)
+        if (setup.original[i])
+            restore.push_back(write_packet(gdb, general_register(i), *setup.original[i]));
+    restore.push_back(write_packet(gdb, "pc", halted.pc));
+    restore.push_back(write_packet(gdb, "xpsr", halted.xpsr));
+    const std::vector<std::string> restored = gdb.request_all(restore);
+    for (size_t i = first_write; i < restored.size(); ++i)
+        if (restored[i] != "OK")
+            throw Error(Error::Kind::protocol, gdb.peer(), "special register stub",
+                        "could not restore the target after the stub ('" + restored[i].substr(0, 20) + "')");
+    return restored;
+}
+
+// The run's outputs from the last round trip's replies, if every instruction ran: PC stands
+// past the last (the branches keep it there).
+StubRun stub_outputs(const std::vector<std::string>& restored, const StubPlace& place, size_t instructions,
+                     unsigned outputs, unsigned steps)
+{
+    StubRun run;
+    run.steps = steps;
+    if (rsp::le32_from_hex(restored[outputs]) != place.address + 4 * instructions)
+        return run;
+    for (unsigned i = 0; i < outputs; ++i) {
+        const std::optional<uint32_t> v = rsp::le32_from_hex(restored[i]);
+        if (!v)
+            return StubRun{false, {}, run.steps};
+        run.outputs.push_back(*v);
+    }
+    run.ran = true;
+    return run;
+}
+
 // Runs `instructions` (32-bit Thumb, one step each), followed by twice "B ." (A7.7.12, T2:
 // E7FE, a branch to itself), in the free stack just below SP, with r0, r1, ... set to
 // `inputs` before; reads r0 .. r(outputs - 1) after; puts back the bytes, every register it
@@ -87,97 +222,22 @@ StubRun run_stub(RspClient& gdb, const HaltedCore& halted, const std::vector<uin
     const uint32_t sp = halted.sp & ~3u;
     if (sp < size)
         return run;
-    const uint32_t stub = sp - size;
-    std::string code;
-    for (uint32_t instruction : instructions)
-        for (uint32_t halfword : {instruction >> 16, instruction & 0xFFFF})
-            code += {char(halfword), char(halfword >> 8)};
-    code += {char(0xFE), char(0xE7), char(0xFE), char(0xE7)};
+    const StubPlace place = place_stub(sp - size, instructions);
     const unsigned touched = unsigned(std::max(inputs.size(), size_t(outputs)));
-    auto r = [](unsigned i) { return "r" + std::to_string(i); };
 
-    // Round trip 1: the registers it will change that the caller does not hold and the bytes
-    // there (read first, the server answers in order), then the code, the inputs, PC (and
-    // xPSR without IT state).
-    const std::string address = hex_number(stub), length = hex_number(size);
-    std::vector<std::optional<uint32_t>> original(touched);
-    std::vector<unsigned> unknown;   // the registers read first, in the order of their replies
-    std::vector<std::string> setup;
-    for (unsigned i = 0; i < touched; ++i) {
-        original[i] = i < halted.r.size() ? halted.r[i] : std::nullopt;
-        if (!original[i]) {
-            unknown.push_back(i);
-            setup.push_back(read_packet(gdb, r(i)));
-        }
-    }
-    const size_t bytes_reply = setup.size();
-    setup.push_back("m" + address + "," + length);
-    setup.push_back("M" + address + "," + length + ":" + rsp::to_hex(code));
-    for (unsigned i = 0; i < inputs.size(); ++i)
-        setup.push_back(write_packet(gdb, r(i), inputs[i]));
-    setup.push_back(write_packet(gdb, "pc", stub));
-    if ((halted.xpsr & it_bits) != 0)
-        setup.push_back(write_packet(gdb, "xpsr", halted.xpsr & ~it_bits));
-    const std::vector<std::string> replies = gdb.request_all(setup);
-    for (size_t i = 0; i < unknown.size(); ++i)
-        original[unknown[i]] = rsp::le32_from_hex(replies[i]);
-    const auto missing = std::find(original.begin(), original.end(), std::nullopt);
-    const bool have_originals = missing == original.end();
-    std::string saved;
-    const std::string& saved_hex = replies[bytes_reply];
-    const bool read_back = !saved_hex.empty() && saved_hex[0] != 'E' && rsp::from_hex(saved_hex, saved) &&
-                           saved.size() == size;
-    bool ready = read_back && have_originals;
-    for (size_t i = bytes_reply + 1; i < replies.size(); ++i)
-        ready = ready && replies[i] == "OK";
-
-    // One step per instruction. QEMU 7.2 sometimes runs two instructions for one step
-    // (measured: about 1 step in 1500): the later steps then run a "B .", changing nothing.
-    if (ready)
-        for (size_t i = 0; i < instructions.size(); ++i) {
-            ++run.steps;
-            if (gdb.step().kind != StopReply::Kind::signal)
-                throw Error(Error::Kind::closed, gdb.peer(), "special register stub", "the target ended during a single step");
-        }
-
-    // Last round trip: the outputs and PC read; the bytes, the registers, PC, xPSR put back.
-    std::vector<std::string> restore;
-    if (ready) {
-        for (unsigned i = 0; i < outputs; ++i)
-            restore.push_back(read_packet(gdb, r(i)));
-        restore.push_back(read_packet(gdb, "pc"));
-    }
-    const size_t first_write = restore.size();
-    if (read_back && replies[bytes_reply + 1] == "OK")
-        restore.push_back("M" + address + "," + length + ":" + rsp::to_hex(saved));
-    for (unsigned i = 0; i < touched; ++i)
-        if (original[i])
-            restore.push_back(write_packet(gdb, r(i), *original[i]));
-    restore.push_back(write_packet(gdb, "pc", halted.pc));
-    restore.push_back(write_packet(gdb, "xpsr", halted.xpsr));
-    const std::vector<std::string> restored = gdb.request_all(restore);
-    for (size_t i = first_write; i < restored.size(); ++i)
-        if (restored[i] != "OK")
-            throw Error(Error::Kind::protocol, gdb.peer(), "special register stub",
-                        "could not restore the target after the stub ('" + restored[i].substr(0, 20) + "')");
+    const StubSetup setup = set_up_stub(gdb, halted, place, inputs, touched);
+    if (setup.ready)
+        run.steps = step_stub(gdb, instructions.size());
+    const std::vector<std::string> restored = restore_after_stub(gdb, halted, place, setup, outputs);
     // Nothing ran; the bytes, PC and xPSR are back (an input register it could not read first
     // keeps the input).
-    if (!have_originals)
+    const auto missing = std::find(setup.original.begin(), setup.original.end(), std::nullopt);
+    if (missing != setup.original.end())
         throw Error(Error::Kind::protocol, gdb.peer(), "special register stub",
-                    "could not read " + r(unsigned(missing - original.begin())));
-    if (!ready)
+                    "could not read " + general_register(unsigned(missing - setup.original.begin())));
+    if (!setup.ready)
         return run;
-    // Every instruction ran when PC stands past the last (the branches keep it there).
-    if (rsp::le32_from_hex(restored[outputs]) != stub + 4 * instructions.size())
-        return run;
-    for (unsigned i = 0; i < outputs; ++i) {
-        const std::optional<uint32_t> v = rsp::le32_from_hex(restored[i]);
-        if (!v)
-            return StubRun{false, {}, run.steps};
-        run.outputs.push_back(*v);
-    }
-    run.ran = true;
-    return run;
+    return stub_outputs(restored, place, instructions.size(), outputs, run.steps);
 }
 
 bool is_stack_pointer(SpecialRegister which)

@@ -134,6 +134,7 @@ private:
     static constexpr size_t batch_size = 1024;
 
     size_t decode_at(const uint8_t* bytes, size_t available, uint64_t offset, ItmPacket& packet);
+    size_t decode_continued(const uint8_t* bytes, size_t available, uint64_t offset, ItmPacket& packet);
     ItmPacket decode_source(uint8_t header, size_t size, uint32_t value) const;
     void emit(const ItmPacket& packet, ItmPacketSink& sink);
     void flush(ItmPacketSink& sink);
