@@ -8,12 +8,6 @@
 namespace mcuprof::sources::stlink {
 namespace {
 
-uint32_t le16(const std::string& s, size_t at)
-{
-    return uint32_t(uint8_t(s[at])) | uint32_t(uint8_t(s[at + 1])) << 8;
-}
-uint32_t le32(const std::string& s, size_t at) { return le16(s, at) | le16(s, at + 2) << 16; }
-
 void put32(Command& c, size_t at, uint32_t value)
 {
     for (size_t i = 0; i < 4; ++i)

@@ -30,13 +30,6 @@ void put32(std::string& s, size_t at, uint32_t value)
     for (size_t i = 0; i < 4; ++i)
         s[at + i] = char(uint8_t(value >> (8 * i)));
 }
-uint32_t le32(const std::string& s, size_t at)
-{
-    uint32_t v = 0;
-    for (size_t i = 0; i < 4; ++i)
-        v |= uint32_t(uint8_t(s[at + i])) << (8 * i);
-    return v;
-}
 
 class ServerTransport : public Transport {
 public:

@@ -16,6 +16,16 @@
 
 namespace mcuprof::sources::stlink {
 
+// The probe's and the server's words are little-endian: the 16- and 32-bit values at `at`.
+inline uint32_t le16(const std::string& s, size_t at)
+{
+    return uint32_t(uint8_t(s[at])) | uint32_t(uint8_t(s[at + 1])) << 8;
+}
+inline uint32_t le32(const std::string& s, size_t at)
+{
+    return le16(s, at) | le16(s, at + 2) << 16;
+}
+
 // Command bytes (stlink_usb.c's STLINK_* names; ST's firmware defines them).
 constexpr uint8_t get_version = 0xF1;
 constexpr uint8_t debug_command = 0xF2;
