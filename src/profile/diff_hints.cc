@@ -1,5 +1,5 @@
 // The classic traps of comparing samplers, each recognised from the data of a diff. The
-// traps and the seed's measurements are in docs/method.md.
+// traps and the measurements behind them are in docs/method.md.
 #include <cstdio>
 #include <set>
 
@@ -12,7 +12,7 @@ namespace {
 
 // CPS (ARMv7-M ARM A7.7.24, encoding T1): 1011 0110 011 im(0) 0 A I F; cpsie i = 0xB662.
 constexpr uint16_t cpsie_i = 0xB662;
-// "Tiny": a few instructions, like the seed's irq_on (cpsie i; bx lr).
+// "Tiny": a few instructions, like an irq_on of `cpsie i; bx lr`.
 constexpr uint32_t tiny_function_bytes = 16;
 // A row is concentrated when a side caught it at under this fraction of the addresses the
 // other side saw in it, with at least this many samples per address the other side saw.

@@ -31,7 +31,7 @@ std::optional<LockstepFinding> detect_lockstep(std::span<const uint32_t> pcs, si
     finding.chance_fraction = chance;
     if (frequency.size() == 1) {
         // Every sample on one instruction: an idle loop, or lockstep with a period that
-        // is an exact multiple of the program's (the seed's 100 % for one function).
+        // is an exact multiple of the program's (100 % for one function).
         // The samples cannot tell which; the caller says so.
         finding.period = 1;
         finding.match_fraction = 1.0;

@@ -4,8 +4,7 @@
 // When the sampling period and the program's loop share a common divisor, the sampler
 // visits only a few points of the loop and then goes round them again: the address
 // sequence repeats with a short period, and whatever lies between those points is never
-// seen (the seed's example: 186 points of a 5022-instruction loop, repeating every 186
-// samples). Independent samples repeat only by chance: two samples `p` apart are equal
+// seen (186 points of a 5022-instruction loop, say, repeating every 186 samples). Independent samples repeat only by chance: two samples `p` apart are equal
 // with probability sum(q_a^2) over the address shares q_a. A lag at which nearly all
 // samples match, far above that chance level, is lockstep.
 #include <cstddef>

@@ -14,7 +14,7 @@
 
 namespace mcuprof::core {
 
-// The seed's table (percent, samples, name) with a standard-error column, after a
+// The table (percent, samples, name) with a standard-error column, after a
 // header with the sample count and the warnings. max_rows 0: every row.
 void write_text(const Profile& profile, std::ostream& out, size_t max_rows = 0);
 
