@@ -54,6 +54,19 @@ SETUP_COMMANDS = 100
 RUNS = {"pc": ((), 4.0), "stacks": (("--stacks",), 5.0)}
 
 
+def start_stlink_vprobe(gdb_port: int):
+    """`mcuprof vprobe --stlink-port 0 --latency 1ms` in front of QEMU's gdbstub: the process, the
+    stlink-server port it chose and its first stderr line (the caller reads the rest)."""
+    vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--stlink-port", "0", "--latency", "1ms"],
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = vprobe.stderr.readline()
+    match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", first)
+    if not match:
+        stop_process(vprobe)
+        raise AssertionError(f"vprobe did not start: {first!r}")
+    return vprobe, int(match.group(1)), first
+
+
 def read_dhcsr(raw: RawStlinkClient) -> int:
     """READDEBUGREG (0xF2 0x36): the status word, then the value."""
     reply = raw.usb(struct.pack("<BBI", 0xF2, 0x36, DHCSR), 8)
@@ -78,15 +91,8 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         cls.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, truth=cls.work / "truth.txt",
                                        uniform_cost_ns=UNIFORM_COST_NS, icount_shift=0, uart=None,
                                        timeout=600).start()
-        cls.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{cls.qemu.gdb_port}", "--stlink-port", "0",
-                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
-        first = cls.vprobe.stderr.readline()
+        cls.vprobe, port, first = start_stlink_vprobe(cls.qemu.gdb_port)
         cls.vprobe_log.append(first)
-        match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", first)
-        if not match:
-            raise AssertionError(f"vprobe did not start: {first!r}")
-        port = int(match.group(1))
         reader = threading.Thread(target=lambda: cls.vprobe_log.extend(cls.vprobe.stderr), daemon=True)
         reader.start()
         cls.raw = RawStlinkClient(port)
@@ -172,13 +178,8 @@ class FaultsMidRun(unittest.TestCase):
         qemu = vprobe = record = raw = None
         try:
             qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
-            vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{qemu.gdb_port}", "--stlink-port", "0",
-                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
-            match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", vprobe.stderr.readline())
-            self.assertIsNotNone(match)
+            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port)
             threading.Thread(target=lambda: vprobe.stderr.read(), daemon=True).start()
-            port = int(match.group(1))
             raw = RawStlinkClient(port)
             rec = work / "other.rec"
             record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--samples", "10000000",
@@ -217,13 +218,9 @@ class FaultsMidRun(unittest.TestCase):
         qemu = vprobe = record = None
         try:
             qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
-            vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{qemu.gdb_port}", "--stlink-port", "0",
-                            "--latency", "1ms"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
-            match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", vprobe.stderr.readline())
-            self.assertIsNotNone(match)
+            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port)
             rec = work / "gone.rec"
-            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{match.group(1)}", "--stacks",
+            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--stacks",
                             "--samples", "10000000", "--elf", str(ELF), "-o", str(rec)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             suite.wait_for_samples(record, rec, 20)
