@@ -1,5 +1,7 @@
 #include "sampling.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -39,6 +41,44 @@ transport::Endpoint stlink_endpoint(const std::string& text)
     return server_endpoint(text, "--stlink", 7184, "an stlink-server, ");
 }
 
+// --chip NAME: the name of one of OpenOCD's target scripts, target/NAME.cfg.
+std::string chip_name(const std::string& text)
+{
+    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    if (!plain)
+        throw UsageError("--chip takes the name of one of OpenOCD's target scripts, as stm32f4x for "
+                         "target/stm32f4x.cfg, not '" + text + "' (docs/boards.md lists the families)");
+    return text;
+}
+
+// --probe stlink|cmsis-dap|jlink|stlink-server[:HOST][:PORT].
+sources::OpenocdProbe probe_kind(const std::string& text)
+{
+    using Kind = sources::OpenocdProbe::Kind;
+    sources::OpenocdProbe probe;
+    static const std::map<std::string, Kind> usb{{"stlink", Kind::stlink}, {"cmsis-dap", Kind::cmsis_dap},
+                                                 {"jlink", Kind::jlink}};
+    if (const auto kind = usb.find(text); kind != usb.end()) {
+        probe.kind = kind->second;
+        return probe;
+    }
+    const std::string server = "stlink-server";
+    if (text.rfind(server, 0) != 0 || (text.size() > server.size() && text[server.size()] != ':'))
+        throw UsageError("--probe takes stlink, cmsis-dap, jlink or stlink-server[:HOST][:PORT], not '" + text + "'");
+    probe.kind = Kind::stlink_server;
+    const std::string rest = text.size() > server.size() ? text.substr(server.size() + 1) : "";
+    const transport::Endpoint at = rest.empty() ? transport::Endpoint{"127.0.0.1", 7184}
+                                                : server_endpoint(rest, "--probe stlink-server:", 7184, "ST's stlink-server, ");
+    // OpenOCD 0.12's st-link TCP backend connects to 127.0.0.1 only (stlink_usb.c, stlink_tcp_open).
+    if (at.host != "127.0.0.1" && at.host != "localhost")
+        throw UsageError("--probe stlink-server: OpenOCD reaches an stlink-server on this machine only (127.0.0.1), "
+                         "not '" + at.host + "'; for a server elsewhere, sample it directly: --stlink " + at.text());
+    probe.server_port = at.port;
+    return probe;
+}
+
 } // namespace
 
 void add_sampling_options(po::options_description& description, SamplingOptions& o)
@@ -56,7 +96,12 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]"),
          "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server: "
          "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks")
-        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
+        ("chip", po::value(&o.chip)->value_name("NAME"),
+         "start OpenOCD with its target/NAME.cfg (stm32f4x, nrf52, rp2040, ...; docs/boards.md) and --probe, sample "
+         "over it, stop it at the end")
+        ("probe", po::value(&o.probe)->value_name("PROBE"),
+         "--chip: stlink, cmsis-dap, jlink, or stlink-server[:PORT] (ST's shared server on this machine, or the vprobe)")
+        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd, --chip: halt (halt, read pc lr sp xPSR, resume; one round "
                                                          "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
         ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
@@ -89,7 +134,7 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
 
 const std::vector<std::string>& sampling_option_names()
 {
-    static const std::vector<std::string> names{"openocd", "stlink", "mode",  "batch", "pcsr-read", "samples",
+    static const std::vector<std::string> names{"openocd", "stlink", "chip", "probe", "mode",  "batch", "pcsr-read", "samples",
                                                 "duration", "interval", "shape", "jitter", "pace",
                                                 "qmp",      "seed",  "stacks", "stack-bytes", "max-halted",
                                                 "qemu",     "qemu-arg", "instructions", "census", "truth-plugin",
@@ -162,19 +207,23 @@ sources::PacingOptions pacing_options(const SamplingOptions& o)
 LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptions& o, const std::string& by)
 {
     const bool qemu = !o.qemu.machine.empty();
-    line.require_one_of({"gdb", "openocd", "stlink", "qemu"});
+    line.require_one_of({"gdb", "openocd", "stlink", "chip", "qemu"});
     line.not_with({"duration"}, qemu, "--qemu MACHINE, which ends by instructions: use --samples or --instructions");
     line.not_with({"qmp"}, qemu, "--qemu MACHINE, which reads the replay's count over the gdbstub");
     if (o.pace != "wall" && o.pace != "icount")
         throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
-    line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
-    if ((!o.openocd.empty() || !o.stlink.empty()) && o.pace != "wall")
+    const bool openocd = !o.openocd.empty() || !o.chip.empty();
+    line.only_with({"mode"}, openocd, "--openocd or --chip");
+    line.only_with({"probe"}, !o.chip.empty(), "--chip NAME");
+    if (!o.chip.empty() && o.probe.empty())
+        throw UsageError("--chip " + o.chip + " needs --probe: stlink, cmsis-dap, jlink or stlink-server[:PORT]");
+    if ((openocd || !o.stlink.empty()) && o.pace != "wall")
         throw UsageError("--pace icount goes with --gdb");
     if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
         throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
-    line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST[:PORT] --mode pcsr");
+    line.only_with({"batch"}, o.mode == "pcsr", "--mode pcsr");
     if (!o.pcsr_read.empty() && !((o.pcsr_read == "read_memory" || o.pcsr_read == "profile") && o.mode == "pcsr"))
         throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
@@ -195,6 +244,13 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     } else if (!o.openocd.empty()) {
         s.link = LiveSampling::Link::openocd;
         s.openocd = openocd_endpoint(o.openocd);   // a usage error now, not at the link
+    } else if (!o.chip.empty()) {
+        s.link = LiveSampling::Link::openocd;
+        s.openocd_launch.emplace();
+        s.openocd_launch->chip = chip_name(o.chip);
+        s.openocd_launch->probe = probe_kind(o.probe);
+        if (const std::optional<std::string> missing = sources::missing_target_script(*s.openocd_launch))
+            throw UsageError(*missing);
     } else if (!o.stlink.empty()) {
         s.link = LiveSampling::Link::stlink;
         s.stlink = stlink_endpoint(o.stlink);
@@ -290,7 +346,13 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const LiveSampling& s,
             tcl.pcsr_profile_gmon =
                 (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon"))
                     .string();
-        return std::make_unique<sources::OpenocdSampler>(tcl);
+        if (!s.openocd_launch)
+            return std::make_unique<sources::OpenocdSampler>(tcl);
+        return sources::start_openocd_for_sampling(*s.openocd_launch, [&tcl](const transport::Endpoint& at) {
+            sources::OpenocdSamplerOptions started = tcl;
+            started.tcl = at;
+            return std::make_unique<sources::OpenocdSampler>(started);
+        });
     }
     if (s.link == LiveSampling::Link::stlink) {
         sources::StlinkSamplerOptions stlink;
