@@ -24,32 +24,32 @@ using Clock = std::chrono::steady_clock;
 // The families users bring, by OpenOCD 0.12's target script (docs/boards.md has the table with
 // each probe). Cores from the vendors' reference manuals.
 const std::vector<ChipFacts> chips = {
-    {"stm32f0x", "STM32F0", "Cortex-M0", true, ""},
-    {"stm32f1x", "STM32F1", "Cortex-M3", false, ""},
-    {"stm32f2x", "STM32F2", "Cortex-M3", false, ""},
-    {"stm32f3x", "STM32F3", "Cortex-M4", false, ""},
-    {"stm32f4x", "STM32F4", "Cortex-M4", false, ""},
-    {"stm32f7x", "STM32F7", "Cortex-M7", false, ""},
-    {"stm32g0x", "STM32G0", "Cortex-M0+", true, ""},
-    {"stm32g4x", "STM32G4", "Cortex-M4", false, ""},
-    {"stm32h7x", "STM32H7", "Cortex-M7", false,
+    {"stm32f0x", "STM32F0", "Cortex-M0", ""},
+    {"stm32f1x", "STM32F1", "Cortex-M3", ""},
+    {"stm32f2x", "STM32F2", "Cortex-M3", ""},
+    {"stm32f3x", "STM32F3", "Cortex-M4", ""},
+    {"stm32f4x", "STM32F4", "Cortex-M4", ""},
+    {"stm32f7x", "STM32F7", "Cortex-M7", ""},
+    {"stm32g0x", "STM32G0", "Cortex-M0+", ""},
+    {"stm32g4x", "STM32G4", "Cortex-M4", ""},
+    {"stm32h7x", "STM32H7", "Cortex-M7",
      "the dual-core parts (H745/H755/H747/H757) add a Cortex-M4 as a second target when DUAL_CORE is set "
      "(-c \"set DUAL_CORE 1\" through --openocd, configs/openocd/stm32h745-stlink.cfg)"},
-    {"stm32l0", "STM32L0", "Cortex-M0+", true, ""},
-    {"stm32l1", "STM32L1", "Cortex-M3", false, ""},
-    {"stm32l4x", "STM32L4", "Cortex-M4", false, ""},
-    {"stm32l5x", "STM32L5", "Cortex-M33", false, ""},
-    {"stm32u5x", "STM32U5", "Cortex-M33", false, ""},
-    {"stm32wbx", "STM32WB", "Cortex-M4", false, "the radio's Cortex-M0+ is not reachable from the debug port"},
-    {"stm32wlx", "STM32WL", "Cortex-M4", false, ""},
-    {"nrf51", "nRF51", "Cortex-M0", true, ""},
-    {"nrf52", "nRF52", "Cortex-M4", false, ""},
-    {"rp2040", "RP2040", "Cortex-M0+", true,
+    {"stm32l0", "STM32L0", "Cortex-M0+", ""},
+    {"stm32l1", "STM32L1", "Cortex-M3", ""},
+    {"stm32l4x", "STM32L4", "Cortex-M4", ""},
+    {"stm32l5x", "STM32L5", "Cortex-M33", ""},
+    {"stm32u5x", "STM32U5", "Cortex-M33", ""},
+    {"stm32wbx", "STM32WB", "Cortex-M4", "the radio's Cortex-M0+ is not reachable from the debug port"},
+    {"stm32wlx", "STM32WL", "Cortex-M4", ""},
+    {"nrf51", "nRF51", "Cortex-M0", ""},
+    {"nrf52", "nRF52", "Cortex-M4", ""},
+    {"rp2040", "RP2040", "Cortex-M0+",
      "two cores on a multidrop SWD bus (SWD v2): a CMSIS-DAP probe (the Raspberry Pi Debug Probe) reaches it, "
      "an ST-Link's firmware does not"},
-    {"at91samdXX", "SAMD21", "Cortex-M0+", true, ""},
-    {"atsame5x", "SAMD51/SAME5x", "Cortex-M4", false, ""},
-    {"stellaris", "Stellaris/Tiva C", "Cortex-M3/M4", false,
+    {"at91samdXX", "SAMD21", "Cortex-M0+", ""},
+    {"atsame5x", "SAMD51/SAME5x", "Cortex-M4", ""},
+    {"stellaris", "Stellaris/Tiva C", "Cortex-M3/M4",
      "through an ST-Link's high-level commands (--probe stlink) the script's expected SWD ID is compared "
      "exactly and a Cortex-M3 r1 part fails it; CMSIS-DAP and J-Link are not affected"},
 };
@@ -309,6 +309,8 @@ std::string openocd_failure(const std::string& log_text, const OpenocdLaunch& la
                    "disables the debug pins or sleeps deeply)";
     else if (has("cannot run "))
         message += " (install OpenOCD: Debian's openocd package, or name it in $MCUPROF_OPENOCD)";
+    if (const ChipFacts* facts = chip_facts(launch.chip); facts != nullptr && !facts->note.empty())
+        message += "; " + std::string(facts->family) + ": " + std::string(facts->note);
     return message;
 }
 

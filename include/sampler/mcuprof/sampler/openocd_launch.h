@@ -38,11 +38,7 @@ struct ChipFacts {
     std::string_view script;    // target/SCRIPT.cfg
     std::string_view family;    // "STM32F4", "nRF52"
     std::string_view core;      // "Cortex-M4"
-    // DWT_PCSR: ARMv7-M and ARMv8-M Mainline cores have it with their DWT; on ARMv6-M it is
-    // there exactly when the chip includes the DWT (Arm DDI 0432C 6.1.3, Cortex-M0; DDI 0484C
-    // 7.1.3, Cortex-M0+), which the vendor chooses.
-    bool pcsr_optional = false;
-    std::string_view note;      // what else a user should know (probes that cannot reach it, cores)
+    std::string_view note;      // what a user should know when OpenOCD fails there (probes, cores)
 };
 
 // The families in the table; nullptr for a script it does not have (OpenOCD may still have it).
