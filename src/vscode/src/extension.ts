@@ -30,6 +30,11 @@ function config() {
   return vscode.workspace.getConfiguration('mcuprof');
 }
 
+/** mcuprof.chip and mcuprof.probe: the chip and probe where the launch configuration has none. */
+function chipSettings() {
+  return { chip: config().get<string>('chip', '') || undefined, probe: config().get<string>('probe', '') || undefined };
+}
+
 function folder(): string {
   return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
 }
@@ -133,7 +138,7 @@ function stamp(): string {
 async function record() {
   const c = launchConfig();
   const file = path.join(recordingsDir(), `${path.basename(c.executable!, '.elf')}-${stamp()}.rec`);
-  const args = ['record', ...sourceArgs(c), '--samples', String(config().get<number>('samples', 5000)), '-o', file];
+  const args = ['record', ...sourceArgs(c, chipSettings()), '--samples', String(config().get<number>('samples', 5000)), '-o', file];
   if (config().get<boolean>('stacks', true)) args.push('--stacks');
   await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'mcuprof: recording' }, async () => {
     await run(args);
@@ -177,7 +182,7 @@ async function topStart() {
   if (live) return;
   const c = launchConfig();
   const file = path.join(recordingsDir(), `live-${stamp()}.rec`);
-  const args = ['top', ...sourceArgs(c), '-o', file];
+  const args = ['top', ...sourceArgs(c, chipSettings()), '-o', file];
   if (config().get<boolean>('stacks', true)) args.push('--stacks');
   const exe = config().get<string>('path', 'mcuprof');
   output.appendLine(`$ ${exe} ${args.join(' ')}`);
