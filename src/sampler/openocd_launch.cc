@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -142,7 +143,72 @@ private:
     bool keep_log_ = false;
 };
 
+// A sysfs attribute's first line ("0483"), empty when absent.
+std::string attribute(const fs::path& file)
+{
+    std::ifstream in(file);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+// Whether the USB device in sysfs folder `device` is a probe of that kind: ST's vendor ID
+// 0x0483 with an ST-LINK product ID (the ones interface/stlink.cfg lists, and the V3PWR's),
+// SEGGER's 0x1366, or a product string naming CMSIS-DAP (the CMSIS-DAP specification requires it).
+bool is_probe(const fs::path& device, OpenocdProbe::Kind kind)
+{
+    const std::string vendor = attribute(device / "idVendor");
+    const std::string product = attribute(device / "idProduct");
+    switch (kind) {
+    case OpenocdProbe::Kind::stlink: {
+        static const std::vector<std::string> stlinks{"3744", "3748", "374b", "374d", "374e", "374f",
+                                                      "3752", "3753", "3754", "3757"};
+        return vendor == "0483" && std::find(stlinks.begin(), stlinks.end(), product) != stlinks.end();
+    }
+    case OpenocdProbe::Kind::jlink:
+        return vendor == "1366";
+    case OpenocdProbe::Kind::cmsis_dap:
+        return attribute(device / "product").find("CMSIS-DAP") != std::string::npos;
+    case OpenocdProbe::Kind::stlink_server:
+        return false;
+    }
+    return false;
+}
+
 } // namespace
+
+std::vector<std::string> usb_probe_holders(OpenocdProbe::Kind probe, const std::string& sys_root,
+                                           const std::string& proc_root)
+{
+    std::vector<std::string> nodes;
+    std::error_code error;
+    for (const fs::directory_entry& device : fs::directory_iterator(fs::path(sys_root) / "bus/usb/devices", error)) {
+        if (!is_probe(device.path(), probe))
+            continue;
+        char node[32];
+        std::snprintf(node, sizeof node, "/dev/bus/usb/%03d/%03d", std::atoi(attribute(device.path() / "busnum").c_str()),
+                      std::atoi(attribute(device.path() / "devnum").c_str()));
+        nodes.push_back(node);
+    }
+    std::vector<std::string> holders;
+    if (nodes.empty())
+        return holders;
+    const std::string self = std::to_string(::getpid());
+    for (const fs::directory_entry& process : fs::directory_iterator(proc_root, error)) {
+        const std::string pid = process.path().filename().string();
+        if (pid.find_first_not_of("0123456789") != std::string::npos || pid == self)
+            continue;
+        std::error_code unreadable;   // another user's process: its descriptors are not ours to see
+        for (const fs::directory_entry& fd : fs::directory_iterator(process.path() / "fd", unreadable)) {
+            const fs::path target = fs::read_symlink(fd.path(), unreadable);
+            if (!unreadable && std::find(nodes.begin(), nodes.end(), target.string()) != nodes.end()) {
+                holders.push_back(attribute(process.path() / "comm") + " (pid " + pid + ")");
+                break;
+            }
+        }
+    }
+    return holders;
+}
 
 std::string OpenocdProbe::text() const
 {
@@ -309,6 +375,8 @@ std::string openocd_failure(const std::string& log_text, const OpenocdLaunch& la
                    "disables the debug pins or sleeps deeply)";
     else if (has("cannot run "))
         message += " (install OpenOCD: Debian's openocd package, or name it in $MCUPROF_OPENOCD)";
+    if (const std::vector<std::string> holders = usb_probe_holders(launch.probe.kind); !holders.empty())
+        message += "; the probe is open in " + joined(holders, ", ");
     if (const ChipFacts* facts = chip_facts(launch.chip); facts != nullptr && !facts->note.empty())
         message += "; " + std::string(facts->family) + ": " + std::string(facts->note);
     return message;

@@ -2,6 +2,10 @@
 // installed OpenOCD, and OpenOCD's errors as the user reads them. The process itself, against
 // the real OpenOCD and the vprobe, is tests/vprobe/test_chip_probe.py.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -101,4 +105,41 @@ TEST_CASE("openocd_failure: OpenOCD's errors on one line, with the hint their wo
     CHECK(rp.find("RP2040: two cores on a multidrop SWD bus") != std::string::npos);
     CHECK(openocd_failure("Info : nothing\n", launch_of("stm32f4x", OpenocdProbe::Kind::jlink)) ==
           "it said nothing that names an error");
+}
+
+TEST_CASE("usb_probe_holders: the processes with the probe's device node open, as in a sysfs and a procfs")
+{
+    namespace fs = std::filesystem;
+    const fs::path root = fs::temp_directory_path() / ("mcuprof-usb-holders-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    auto write = [](const fs::path& file, const std::string& text) {
+        fs::create_directories(file.parent_path());
+        std::ofstream(file) << text << '\n';
+    };
+    // An ST-LINK/V2-1 on bus 1 device 7, a keyboard on bus 1 device 3.
+    write(root / "sys/bus/usb/devices/1-2/idVendor", "0483");
+    write(root / "sys/bus/usb/devices/1-2/idProduct", "374b");
+    write(root / "sys/bus/usb/devices/1-2/busnum", "1");
+    write(root / "sys/bus/usb/devices/1-2/devnum", "7");
+    write(root / "sys/bus/usb/devices/1-3/idVendor", "046d");
+    write(root / "sys/bus/usb/devices/1-3/idProduct", "c31c");
+    write(root / "sys/bus/usb/devices/1-3/busnum", "1");
+    write(root / "sys/bus/usb/devices/1-3/devnum", "3");
+    // openocd holds the ST-Link, Xorg the keyboard, a shell nothing.
+    write(root / "proc/812/comm", "openocd");
+    fs::create_directories(root / "proc/812/fd");
+    fs::create_symlink("/dev/bus/usb/001/007", root / "proc/812/fd/9");
+    write(root / "proc/900/comm", "Xorg");
+    fs::create_directories(root / "proc/900/fd");
+    fs::create_symlink("/dev/bus/usb/001/003", root / "proc/900/fd/4");
+    write(root / "proc/901/comm", "bash");
+    fs::create_directories(root / "proc/901/fd");
+    fs::create_symlink("/dev/pts/1", root / "proc/901/fd/0");
+    write(root / "proc/self/comm", "not a process");
+
+    const auto sys = (root / "sys").string(), proc = (root / "proc").string();
+    CHECK(usb_probe_holders(OpenocdProbe::Kind::stlink, sys, proc) == std::vector<std::string>{"openocd (pid 812)"});
+    CHECK(usb_probe_holders(OpenocdProbe::Kind::jlink, sys, proc).empty());   // no SEGGER device
+    CHECK(usb_probe_holders(OpenocdProbe::Kind::stlink_server, sys, proc).empty());
+    fs::remove_all(root);
 }

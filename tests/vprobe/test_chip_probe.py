@@ -18,7 +18,7 @@ the guest running: --chip nrf51 against a vprobe showing an STM32F4 (OpenOCD's U
 idcode); --chip stellaris over an ST-Link's high-level commands, which compare the SW-DP's ID
 with the script's exactly and fail on the real Cortex-M3 r1 part as here. And mcuprof killed
 (SIGKILL) mid-run takes its OpenOCD with it (PR_SET_PDEATHSIG); stopped with SIGINT it ends
-the recording cleanly and stops OpenOCD. Ports are chosen at run time; every process started
+the recording cleanly and stops OpenOCD. `top` takes the same pair. Ports are chosen at run time; every process started
 is stopped on every path.
 """
 from __future__ import annotations
@@ -227,6 +227,22 @@ class ChipProbe(unittest.TestCase):
 
     def test_nrf51_microbit(self):
         self.run_chip("nrf51")
+
+    def test_top_takes_the_same_pair(self):
+        elf = FW_DIR / "mixed_forever_m4.elf"
+        with self.qemu(elf, "netduinoplus2") as q:
+            q.wait_listening(q.gdb_port)
+            port = self.start_vprobe(q, "stm32f4x")
+            rec = self.work / "top.rec"
+            run = subprocess.run([str(CLI), "top", "--chip", "stm32f4x", "--probe", f"stlink-server:{port}",
+                                  "--samples", "200", "--elf", str(elf), "-o", str(rec)],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assert_left_clean(q, port)
+        shown = json.loads(subprocess.run([str(CLI), "report", str(rec), "--format", "json"], capture_output=True,
+                                          text=True, check=True).stdout)
+        self.assertEqual(shown["samples"], 200)
+        self.assertEqual(run_header.read_header(rec)["openocd_run"]["chip"], "stm32f4x")
 
     def refused(self, shown: str, asked: str, machine: str, elf: Path, words: str) -> None:
         with self.qemu(elf, machine) as q:

@@ -75,6 +75,13 @@ std::unique_ptr<SampleSource> start_openocd_for_sampling(
     const OpenocdLaunch& launch,
     const std::function<std::unique_ptr<SampleSource>(const transport::Endpoint& tcl)>& connect);
 
+// The programs that hold the probe's USB device open, "openocd (pid 812)", found as lsof would:
+// the probe's devices under SYS/bus/usb/devices (the ST-Link's and SEGGER's vendor and product
+// IDs, a CMSIS-DAP's product string), their nodes /dev/bus/usb/BBB/DDD among the descriptors in
+// PROC/PID/fd of every other process. Empty when none is seen (the holder may be another user's).
+std::vector<std::string> usb_probe_holders(OpenocdProbe::Kind probe, const std::string& sys_root = "/sys",
+                                           const std::string& proc_root = "/proc");
+
 // The lines of an OpenOCD log that say what went wrong ("Error: ..." and its warnings of an
 // unexpected ID), joined on one line, with a hint where the words are known ones.
 std::string openocd_failure(const std::string& log_text, const OpenocdLaunch& launch);
