@@ -36,7 +36,7 @@ from pathlib import Path
 import fwtest
 import qemu_runner
 import run_header
-from openocd_rig import CLI, FW_DIR, OPENOCD, guest_running, require, stop_process
+from openocd_rig import CLI, FW_DIR, OPENOCD, assemble_image, guest_running, qemu_machines, require, stop_process
 from spawn import spawn
 
 SAMPLES = 300
@@ -90,18 +90,8 @@ long_leaf:
 """
 
 
-def machines() -> set[str]:
-    listing = subprocess.run([qemu_runner.QEMU, "-M", "help"], capture_output=True, text=True, check=True).stdout
-    return {line.split()[0] for line in listing.splitlines()[1:] if line.strip()}
 
 
-def assemble_loop(work: Path, flash: int, cpu: str) -> Path:
-    source, obj, elf = work / "loop.s", work / "loop.o", work / "loop.elf"
-    source.write_text(LOOP_SOURCE)
-    subprocess.run(["arm-none-eabi-as", f"-mcpu={cpu}", "-o", str(obj), str(source)], check=True)
-    subprocess.run(["arm-none-eabi-ld", "-Ttext", hex(flash + 0x40), "--section-start", f".vectors={flash:#x}",
-                    "-e", "loop", "-o", str(elf), str(obj)], check=True)
-    return elf
 
 
 def openocds_on(port: int) -> list[int]:
@@ -181,10 +171,10 @@ class ChipProbe(unittest.TestCase):
 
     def run_chip(self, chip: str):
         machine, image, flash, cpu = CASES[chip]
-        if machine not in machines():
+        if machine not in qemu_machines(qemu_runner.QEMU):
             self.skipTest(f"{qemu_runner.QEMU} ({'.'.join(map(str, qemu_runner.qemu_version()))}) has no "
                           f"machine {machine}: --chip {chip} cannot be tried here")
-        elf = FW_DIR / image if image else assemble_loop(self.work, flash, cpu)
+        elf = FW_DIR / image if image else assemble_image(self.work, LOOP_SOURCE, flash, cpu)
         with self.qemu(elf, machine) as q:
             q.wait_listening(q.gdb_port)
             direct = self.record(["--gdb", f"127.0.0.1:{q.gdb_port}"], elf, "direct.rec")
@@ -263,9 +253,9 @@ class ChipProbe(unittest.TestCase):
                      "UNEXPECTED idcode: 0x2ba01477")
 
     def test_stellaris_over_the_high_level_commands_is_refused(self):
-        if "lm3s6965evb" not in machines():
+        if "lm3s6965evb" not in qemu_machines(qemu_runner.QEMU):
             self.skipTest("no lm3s6965evb machine in this QEMU")
-        self.refused("stellaris", "stellaris", "lm3s6965evb", assemble_loop(self.work, 0, "cortex-m3"),
+        self.refused("stellaris", "stellaris", "lm3s6965evb", assemble_image(self.work, LOOP_SOURCE, 0, "cortex-m3"),
                      "another part's ID")
 
     def interrupted(self, how: signal.Signals) -> None:
