@@ -32,12 +32,19 @@ namespace po = boost::program_options;
 namespace mcuprof::cli {
 namespace {
 
+// --stlink usb[:SERIAL]: the probe itself on USB; its serial, empty for the first one found.
+std::optional<std::string> stlink_usb_serial(const std::string& text)
+{
+    if (text == "usb")
+        return std::string();
+    if (text.rfind("usb:", 0) == 0 && text.size() > 4)
+        return text.substr(4);
+    return std::nullopt;
+}
+
 // --stlink HOST[:PORT]: ST's stlink-server, 7184 (its default port) when no port is given.
 transport::Endpoint stlink_endpoint(const std::string& text)
 {
-    if (text == "usb" || text.rfind("usb:", 0) == 0)
-        throw UsageError("--stlink usb: the ST-Link's own USB transport (libusb-1.0) is not in this mcuprof yet; "
-                         "run ST's stlink-server and give --stlink HOST[:PORT]");
     return server_endpoint(text, "--stlink", 7184, "an stlink-server, ");
 }
 
@@ -93,8 +100,9 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
         ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"),
          "OpenOCD's Tcl RPC port (6666 by default): sample through OpenOCD instead of GDB (--mode)")
-        ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]"),
-         "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server: "
+        ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]|usb[:SERIAL]"),
+         "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server, or "
+         "on USB itself (libusb; the first ST-Link, or the one with that serial): "
          "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks")
         ("chip", po::value(&o.chip)->value_name("NAME"),
          "start OpenOCD with its target/NAME.cfg (stm32f4x, nrf52, rp2040, ...; docs/boards.md) and --probe, sample "
@@ -253,7 +261,9 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
             throw UsageError(*missing);
     } else if (!o.stlink.empty()) {
         s.link = LiveSampling::Link::stlink;
-        s.stlink = stlink_endpoint(o.stlink);
+        s.stlink_usb = stlink_usb_serial(o.stlink);
+        if (!s.stlink_usb)
+            s.stlink = stlink_endpoint(o.stlink);
     } else {
         s.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
     }
@@ -357,6 +367,7 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const LiveSampling& s,
     if (s.link == LiveSampling::Link::stlink) {
         sources::StlinkSamplerOptions stlink;
         stlink.server = s.stlink;
+        stlink.usb_serial = s.stlink_usb;
         stlink.pacing = s.pacing;
         stlink.extras = extras;
         return std::make_unique<sources::StlinkSampler>(stlink);

@@ -59,6 +59,7 @@ struct LiveSampling {
     transport::Endpoint openocd;             // Link::openocd: its Tcl port (unless mcuprof starts it)
     std::optional<sources::OpenocdLaunch> openocd_launch;   // Link::openocd, --chip/--probe: the OpenOCD to start
     transport::Endpoint stlink;              // Link::stlink: the stlink-server
+    std::optional<std::string> stlink_usb;   // Link::stlink, --stlink usb[:SERIAL]: the probe on USB (its serial)
     QemuOptions qemu;                        // Link::qemu: the run mcuprof records and replays
     sources::PacingOptions pacing;           // wall, icount (--qemu's replay too) or pcsr, and its waits
     bool interval_given = false;             // --interval; --qemu without it spreads the samples over the run

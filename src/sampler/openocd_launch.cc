@@ -14,7 +14,9 @@
 
 #include "mcuprof/inputs/error.h"
 #include "mcuprof/link/error.h"
+#include "mcuprof/link/usb_holders.h"
 #include "mcuprof/sampler/child_process.h"
+#include "mcuprof/target/stlink_link.h"
 
 namespace mcuprof::sources {
 namespace {
@@ -153,18 +155,15 @@ std::string attribute(const fs::path& file)
 }
 
 // Whether the USB device in sysfs folder `device` is a probe of that kind: ST's vendor ID
-// 0x0483 with an ST-LINK product ID (the ones interface/stlink.cfg lists, and the V3PWR's),
+// 0x0483 with an ST-LINK product ID (stlink_usb_endpoints knows them),
 // SEGGER's 0x1366, or a product string naming CMSIS-DAP (the CMSIS-DAP specification requires it).
 bool is_probe(const fs::path& device, OpenocdProbe::Kind kind)
 {
     const std::string vendor = attribute(device / "idVendor");
     const std::string product = attribute(device / "idProduct");
     switch (kind) {
-    case OpenocdProbe::Kind::stlink: {
-        static const std::vector<std::string> stlinks{"3744", "3748", "374b", "374d", "374e", "374f",
-                                                      "3752", "3753", "3754", "3757"};
-        return vendor == "0483" && std::find(stlinks.begin(), stlinks.end(), product) != stlinks.end();
-    }
+    case OpenocdProbe::Kind::stlink:
+        return vendor == "0483" && stlink::stlink_usb_endpoints(uint16_t(std::strtoul(product.c_str(), nullptr, 16)));
     case OpenocdProbe::Kind::jlink:
         return vendor == "1366";
     case OpenocdProbe::Kind::cmsis_dap:
@@ -190,24 +189,7 @@ std::vector<std::string> usb_probe_holders(OpenocdProbe::Kind probe, const std::
                       std::atoi(attribute(device.path() / "devnum").c_str()));
         nodes.push_back(node);
     }
-    std::vector<std::string> holders;
-    if (nodes.empty())
-        return holders;
-    const std::string self = std::to_string(::getpid());
-    for (const fs::directory_entry& process : fs::directory_iterator(proc_root, error)) {
-        const std::string pid = process.path().filename().string();
-        if (pid.find_first_not_of("0123456789") != std::string::npos || pid == self)
-            continue;
-        std::error_code unreadable;   // another user's process: its descriptors are not ours to see
-        for (const fs::directory_entry& fd : fs::directory_iterator(process.path() / "fd", unreadable)) {
-            const fs::path target = fs::read_symlink(fd.path(), unreadable);
-            if (!unreadable && std::find(nodes.begin(), nodes.end(), target.string()) != nodes.end()) {
-                holders.push_back(attribute(process.path() / "comm") + " (pid " + pid + ")");
-                break;
-            }
-        }
-    }
-    return holders;
+    return transport::processes_holding(nodes, proc_root);
 }
 
 std::string OpenocdProbe::text() const

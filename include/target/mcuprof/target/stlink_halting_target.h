@@ -7,6 +7,8 @@
 // stacks (docs/live.md, "ST-Link commands").
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "mcuprof/link/tcp_connection.h"
 #include "mcuprof/target/halting_target.h"
@@ -16,6 +18,8 @@ namespace mcuprof::sources {
 struct StlinkTargetOptions {
     transport::Endpoint server;   // ST's stlink-server (or the vprobe's)
     transport::Duration timeout = std::chrono::seconds(3);
+    // --stlink usb[:SERIAL]: the probe itself through libusb-1.0 (the serial, empty for the first).
+    std::optional<std::string> usb_serial;
 };
 
 // Connects, opens the probe (shared) and enters SWD; throws transport::Error.
