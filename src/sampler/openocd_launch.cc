@@ -14,6 +14,7 @@
 
 #include "mcuprof/inputs/error.h"
 #include "mcuprof/link/error.h"
+#include "mcuprof/link/tcp_connection.h"
 #include "mcuprof/link/usb_holders.h"
 #include "mcuprof/sampler/child_process.h"
 #include "mcuprof/target/stlink_link.h"
@@ -96,55 +97,6 @@ std::string log_path_for_run()
     return (fs::temp_directory_path() / ("mcuprof-openocd-" + std::to_string(::getpid()) + ".log")).string();
 }
 
-// OpenOCD, the sampler on its Tcl port; OpenOCD stops when this goes, its log kept only after
-// a run that did not end well.
-class OpenocdRunSource : public SampleSource {
-public:
-    OpenocdRunSource(std::unique_ptr<ChildProcess> openocd, std::unique_ptr<SampleSource> sampler,
-                     RunHeader::OpenocdRun run)
-        : openocd_(std::move(openocd)), sampler_(std::move(sampler)), run_(std::move(run))
-    {
-    }
-    ~OpenocdRunSource() override
-    {
-        sampler_.reset();   // the sampler leaves the core running and closes its connection first
-        openocd_->stop(std::chrono::seconds(5));
-        if (!keep_log_) {
-            std::error_code ignored;
-            fs::remove(openocd_->log_path(), ignored);
-        }
-    }
-
-    RunHeader run_header() const override
-    {
-        RunHeader h = sampler_->run_header();
-        h.openocd_run = run_;
-        return h;
-    }
-
-    SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) override
-    {
-        try {
-            SamplerStats stats = sampler_->run(sink, plan, stop);
-            if (stats.link_lost) {
-                keep_log_ = true;
-                stats.end_reason += openocd_->running() ? "" : " (OpenOCD " + openocd_->how_it_ended() + ")";
-                stats.end_reason += "; OpenOCD's log: " + openocd_->log_path();
-            }
-            return stats;
-        } catch (...) {
-            keep_log_ = true;
-            throw;
-        }
-    }
-
-private:
-    std::unique_ptr<ChildProcess> openocd_;
-    std::unique_ptr<SampleSource> sampler_;
-    RunHeader::OpenocdRun run_;
-    bool keep_log_ = false;
-};
-
 // A sysfs attribute's first line ("0483"), empty when absent.
 std::string attribute(const fs::path& file)
 {
@@ -173,6 +125,44 @@ bool is_probe(const fs::path& device, OpenocdProbe::Kind kind)
     }
     return false;
 }
+
+// OpenOCD mcuprof started, the sampler on its Tcl port; OpenOCD stops when this goes.
+class OpenocdRunSource : public SampleSource {
+public:
+    OpenocdRunSource(std::unique_ptr<StartedOpenocd> openocd, std::unique_ptr<SampleSource> sampler)
+        : openocd_(std::move(openocd)), sampler_(std::move(sampler))
+    {
+    }
+    ~OpenocdRunSource() override
+    {
+        sampler_.reset();   // the sampler leaves the core running and closes its connection first
+        openocd_.reset();
+    }
+
+    RunHeader run_header() const override
+    {
+        RunHeader h = sampler_->run_header();
+        h.openocd_run = openocd_->run();
+        return h;
+    }
+
+    SamplerStats run(SampleSink& sink, const SamplingPlan& plan, const std::atomic<bool>& stop) override
+    {
+        try {
+            SamplerStats stats = sampler_->run(sink, plan, stop);
+            if (stats.link_lost)
+                stats.end_reason = openocd_->explain(stats.end_reason);
+            return stats;
+        } catch (...) {
+            openocd_->keep_log();
+            throw;
+        }
+    }
+
+private:
+    std::unique_ptr<StartedOpenocd> openocd_;
+    std::unique_ptr<SampleSource> sampler_;
+};
 
 } // namespace
 
@@ -364,48 +354,66 @@ std::string openocd_failure(const std::string& log_text, const OpenocdLaunch& la
     return message;
 }
 
+StartedOpenocd::StartedOpenocd(const OpenocdLaunch& launch) : launch_(launch), log_(log_path_for_run())
+{
+    for (int attempt = 1;; ++attempt) {
+        const uint16_t port = free_loopback_port("openocd tcl");
+        const std::vector<std::string> command = openocd_command(launch, port);
+        process_ = std::make_unique<ChildProcess>(command, log_);
+        run_ = RunHeader::OpenocdRun{launch.chip, launch.probe.text(), joined(command, " ")};
+        tcl_.port = port;
+        // OpenOCD opens its Tcl port once `init` has examined the target; with a real probe that
+        // can take seconds (a slow SWD clock, a flash probe), on a loaded machine longer still.
+        const Clock::time_point deadline = Clock::now() + std::chrono::seconds(60);
+        while (process_->running()) {
+            try {
+                transport::TcpConnection(tcl_, std::chrono::seconds(1), "openocd tcl");
+                return;   // listening (the connection closes again at once)
+            } catch (const transport::Error&) {
+            }
+            if (Clock::now() >= deadline) {
+                keep_log();
+                throw Error(launch.program, "--chip " + launch.chip,
+                            "OpenOCD did not open its Tcl port within 60 s; its log: " + log_);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        const std::string said = read_text(log_);
+        if (said.find("couldn't bind tcl to socket") != std::string::npos && attempt < 3)
+            continue;   // the port was taken between free_loopback_port and OpenOCD's bind
+        keep_log();
+        throw Error(launch.program, "--chip " + launch.chip + " --probe " + launch.probe.text(),
+                    "OpenOCD " + process_->how_it_ended() + ": " + openocd_failure(said, launch) + "; its log: " + log_);
+    }
+}
+
+StartedOpenocd::~StartedOpenocd()
+{
+    process_->stop(std::chrono::seconds(5));
+    if (!keep_log_) {
+        std::error_code ignored;
+        fs::remove(log_, ignored);
+    }
+}
+
+std::string StartedOpenocd::explain(const std::string& problem)
+{
+    keep_log();
+    const std::string ended = process_->running() ? "" : " (OpenOCD " + process_->how_it_ended() + ")";
+    return problem + ended + "; OpenOCD: " + openocd_failure(read_text(log_), launch_) + "; its log: " + log_;
+}
+
 std::unique_ptr<SampleSource> start_openocd_for_sampling(
     const OpenocdLaunch& launch,
     const std::function<std::unique_ptr<SampleSource>(const transport::Endpoint& tcl)>& connect)
 {
-    const std::string log = log_path_for_run();
-    for (int attempt = 1;; ++attempt) {
-        const uint16_t port = free_loopback_port("openocd tcl");
-        const std::vector<std::string> command = openocd_command(launch, port);
-        auto openocd = std::make_unique<ChildProcess>(command, log);
-        RunHeader::OpenocdRun run{launch.chip, launch.probe.text(), joined(command, " ")};
-        transport::Endpoint tcl;
-        tcl.port = port;
-        // OpenOCD opens its Tcl port once `init` has examined the target; with a real probe that
-        // can take seconds (a slow SWD clock, a flash probe), on a loaded machine longer still.
-        const Clock::time_point deadline = Clock::now() + std::chrono::seconds(60);
-        std::unique_ptr<SampleSource> sampler;
-        while (!sampler) {
-            try {
-                sampler = connect(tcl);
-                break;
-            } catch (const transport::Error& e) {
-                if (e.kind() != transport::Error::Kind::connect) {
-                    // Up, but the target is not usable (not examined, neither running nor halted).
-                    throw Error(launch.program, "--chip " + launch.chip,
-                                std::string(e.what()) + "; OpenOCD: " + openocd_failure(read_text(log), launch) +
-                                    "; its log: " + log);
-                }
-            }
-            if (!openocd->running())
-                break;
-            if (Clock::now() >= deadline)
-                throw Error(launch.program, "--chip " + launch.chip,
-                            "OpenOCD did not open its Tcl port within 60 s; its log: " + log);
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        if (sampler)
-            return std::make_unique<OpenocdRunSource>(std::move(openocd), std::move(sampler), std::move(run));
-        const std::string said = read_text(log);
-        if (said.find("couldn't bind tcl to socket") != std::string::npos && attempt < 3)
-            continue;   // the port was taken between free_loopback_port and OpenOCD's bind
-        throw Error(launch.program, "--chip " + launch.chip + " --probe " + launch.probe.text(),
-                    "OpenOCD " + openocd->how_it_ended() + ": " + openocd_failure(said, launch) + "; its log: " + log);
+    auto openocd = std::make_unique<StartedOpenocd>(launch);
+    try {
+        std::unique_ptr<SampleSource> sampler = connect(openocd->tcl());
+        return std::make_unique<OpenocdRunSource>(std::move(openocd), std::move(sampler));
+    } catch (const transport::Error& e) {
+        // Up, but the target is not usable (not examined, neither running nor halted).
+        throw Error(launch.program, "--chip " + launch.chip, openocd->explain(e.what()));
     }
 }
 

@@ -18,7 +18,7 @@ the guest running: --chip nrf51 against a vprobe showing an STM32F4 (OpenOCD's U
 idcode); --chip stellaris over an ST-Link's high-level commands, which compare the SW-DP's ID
 with the script's exactly and fail on the real Cortex-M3 r1 part as here. And mcuprof killed
 (SIGKILL) mid-run takes its OpenOCD with it (PR_SET_PDEATHSIG); stopped with SIGINT it ends
-the recording cleanly and stops OpenOCD. `top` takes the same pair. Ports are chosen at run time; every process started
+the recording cleanly and stops OpenOCD. `top` and `swo` take the same pair. Ports are chosen at run time; every process started
 is stopped on every path.
 """
 from __future__ import annotations
@@ -144,8 +144,12 @@ class ChipProbe(unittest.TestCase):
         return int(match.group(1))
 
     def record(self, link: list[str], elf: Path, name: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-        command = [str(CLI), "record", *link, "--samples", str(SAMPLES), "--interval", INTERVAL, "--seed", "7",
-                   *extra, "--elf", str(elf), "-o", str(self.work / name), "--format", "json"]
+        return self.record_like(["record", *link, "--samples", str(SAMPLES), "--interval", INTERVAL, "--seed", "7",
+                                 *extra, "--elf", str(elf), "-o", str(self.work / name), "--format", "json"])
+
+    def record_like(self, arguments: list[str]) -> subprocess.CompletedProcess:
+        """mcuprof ARGUMENTS to its end, in a session of its own (it dies with the test)."""
+        command = [str(CLI), *arguments]
         process = spawn(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.last_pid = process.pid
         try:
@@ -233,6 +237,24 @@ class ChipProbe(unittest.TestCase):
                                           text=True, check=True).stdout)
         self.assertEqual(shown["samples"], 200)
         self.assertEqual(run_header.read_header(rec)["openocd_run"]["chip"], "stm32f4x")
+
+    def test_swo_takes_the_same_pair(self):
+        """`swo --chip --probe` sets the DWT and ITM up through the OpenOCD it started and fails
+        where `swo --openocd` fails in front of the vprobe (QEMU has no TPIU: OpenOCD's `tpiu
+        enable` refuses, test_swo_openocd.py), in one line naming OpenOCD's log; OpenOCD is gone."""
+        elf = FW_DIR / "mixed_forever_m4.elf"
+        with self.qemu(elf, "netduinoplus2") as q:
+            q.wait_listening(q.gdb_port)
+            port = self.start_vprobe(q, "stm32f4x")
+            run = self.record_like(["swo", "--chip", "stm32f4x", "--probe", f"stlink-server:{port}", "--elf", str(elf),
+                                    "--cpu-hz", "168M", "--duration", "1s"])
+            self.assertEqual(run.returncode, 2, run.stderr)
+            last = run.stderr.strip().splitlines()[-1]
+            self.assertRegex(last, r"tpiu enable: OpenOCD cannot start the SWO capture: .*DEMCR 0x01000000.*"
+                                   r"; its log: \S+$")
+            self.assertIn(f"its log: {openocd_log(self.last_pid)}", last)
+            openocd_log(self.last_pid).unlink()
+            self.assert_left_clean(q, port)
 
     def refused(self, shown: str, asked: str, machine: str, elf: Path, words: str) -> None:
         with self.qemu(elf, machine) as q:

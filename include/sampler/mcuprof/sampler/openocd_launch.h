@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mcuprof/link/tcp_connection.h"
+#include "mcuprof/sampler/child_process.h"
 #include "mcuprof/sampler/live.h"
 
 namespace mcuprof::sources {
@@ -66,11 +67,38 @@ std::optional<std::string> missing_target_script(const OpenocdLaunch& launch);
 // OpenOCD's command line for the launch, its Tcl port on `tcl_port`.
 std::vector<std::string> openocd_command(const OpenocdLaunch& launch, uint16_t tcl_port);
 
-// Starts OpenOCD, waits for its Tcl port and calls `connect` with it (again while the port is
-// not open yet); the source returned owns OpenOCD and stops it when it goes, and its header
-// names the command line. OpenOCD's own errors (no probe, another chip, a probe held by another
-// program) throw sources::Error with its words, a hint, and the log's name; the log is removed
-// after a run that ended well and kept otherwise.
+// An OpenOCD mcuprof started, up and listening on its Tcl port. The destructor stops it and
+// removes its log, unless the log was kept (keep_log, explain): after a run that did not end well.
+class StartedOpenocd {
+public:
+    // Starts OpenOCD and waits for its Tcl port (up to 60 s; a port taken meanwhile is tried
+    // again with another). OpenOCD's own errors (no probe, another chip, a probe held by
+    // another program) throw sources::Error with its words, a hint, and the log's name.
+    explicit StartedOpenocd(const OpenocdLaunch& launch);
+    ~StartedOpenocd();
+    StartedOpenocd(const StartedOpenocd&) = delete;
+    StartedOpenocd& operator=(const StartedOpenocd&) = delete;
+
+    const transport::Endpoint& tcl() const { return tcl_; }
+    // For the recording's header: the chip, the probe, the command line.
+    const RunHeader::OpenocdRun& run() const { return run_; }
+    void keep_log() { keep_log_ = true; }
+    // `problem` (the link's, while OpenOCD ran) with OpenOCD's words from its log and the log's
+    // name, which is then kept.
+    std::string explain(const std::string& problem);
+
+private:
+    OpenocdLaunch launch_;
+    std::string log_;
+    std::unique_ptr<ChildProcess> process_;
+    RunHeader::OpenocdRun run_;
+    transport::Endpoint tcl_;
+    bool keep_log_ = false;
+};
+
+// Starts OpenOCD (StartedOpenocd) and calls `connect` with its Tcl port; the source returned
+// owns OpenOCD and stops it when it goes, and its header names the command line. A link error
+// from `connect` throws sources::Error with OpenOCD's words.
 std::unique_ptr<SampleSource> start_openocd_for_sampling(
     const OpenocdLaunch& launch,
     const std::function<std::unique_ptr<SampleSource>(const transport::Endpoint& tcl)>& connect);
