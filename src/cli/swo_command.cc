@@ -33,9 +33,9 @@ const char* const swo_usage =
     "-pin-freq, -output), profiles the stream until --duration, --samples or Ctrl-C,\n"
     "then turns the sampling off and prints the profile on standard output. With -o,\n"
     "every sample is written to FILE as it comes, a recording that mcuprof report,\n"
-    "diff and the editor read like any other. --chip and --probe start OpenOCD with its\n"
-    "target/NAME.cfg and the probe's interface script, and stop it at the end\n"
-    "(docs/boards.md).";
+    "diff and the editor read like any other. --chip and --probe start OpenOCD\n"
+    "with its target/NAME.cfg and the probe's interface script, and stop it at\n"
+    "the end (docs/boards.md).";
 
 struct SwoCommandOptions {
     ReportOptions report;       // the profile printed at the end (to standard output)
