@@ -43,7 +43,7 @@ transport::Endpoint stlink_endpoint(const std::string& text)
 
 void add_sampling_options(po::options_description& description, SamplingOptions& o)
 {
-    static const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip, 1 to 10000 (default " +
+    static const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip (--stlink: per USB command, up to 1024 each), 1 to 10000 (default " +
                                           std::to_string(sources::PacingOptions{}.batch) +
                                           "); the random wait goes between batches";
     description.add_options()
@@ -55,9 +55,10 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
          "OpenOCD's Tcl RPC port (6666 by default): sample through OpenOCD instead of GDB (--mode)")
         ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]"),
          "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server: "
-         "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks")
-        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd: halt (halt, read pc lr sp xPSR, resume; one round "
-                                                         "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
+         "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks (--mode)")
+        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd, --stlink: halt (halt, read pc lr sp xPSR, resume; "
+                                                         "one round trip per sample) or pcsr (DWT_PCSR read while the "
+                                                         "core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
         ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
          "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, each "
@@ -169,12 +170,13 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
         throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
-    line.only_with({"mode"}, !o.openocd.empty(), "--openocd");
+    line.only_with({"mode"}, !o.openocd.empty() || !o.stlink.empty(), "--openocd or --stlink");
     if ((!o.openocd.empty() || !o.stlink.empty()) && o.pace != "wall")
         throw UsageError("--pace icount goes with --gdb");
     if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
         throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
-    line.only_with({"batch"}, o.mode == "pcsr", "--openocd HOST[:PORT] --mode pcsr");
+    line.only_with({"batch"}, o.mode == "pcsr", "--mode pcsr");
+    line.only_with({"pcsr-read"}, !o.openocd.empty(), "--openocd (OpenOCD's own commands)");
     if (!o.pcsr_read.empty() && !((o.pcsr_read == "read_memory" || o.pcsr_read == "profile") && o.mode == "pcsr"))
         throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,

@@ -3,14 +3,19 @@
 full-speed USB costs), with no OpenOCD in between; QEMU runs mixed_forever_m4 at uniform cost
 with the truth plugin.
 
-Checked, PC-only and with --stacks, each ended by --samples:
+Checked, PC-only, with --stacks and DWT_PCSR (--mode pcsr), each ended by --samples:
 - the cost: the recording's own count of USB commands a sample is at most 4 (5 with --stacks),
   and the vprobe's count for the recording's connection (printed per connection as it exits)
   is that count plus a setup of a few dozen commands (connect, firmware check, the end), never
   fewer: the two counters agree;
 - the shares: every function of 5 % or more within 4 standard errors of the time census of the
   recording's own window, held between the census and the census less its stalls
-  (fwtest.beyond_se's stall_free), as every halting path through the rig is;
+  (fwtest.beyond_se's stall_free), as every halting path through the rig is; DWT_PCSR's
+  shares within 4 of the report's own burst standard errors, every function of 1 % or more
+  (openocd_record_suite.pcsr_profile_checks, the bound of the OpenOCD PCSR tests);
+- DWT_PCSR's cost: one READMEM_32BIT_NO_ADDR_INC a batch, so the recording's count is the
+  number of batches (its samples over --batch, rounded up) and its summary prints that over
+  the samples; no read found the core halted; the batches are the report's bursts;
 - the core left running: DHCSR read through the server after each recording (S_HALT clear),
   the guest running as the vprobe leaves.
 
@@ -28,6 +33,7 @@ Ports are chosen at run time; every process started here is stopped on every pat
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import struct
@@ -51,7 +57,12 @@ SAMPLES = 200
 # Connecting, the firmware check, the vprobe signature, the start and the end: what the vprobe
 # counts of a recording's connection beyond its samples (measured: a few dozen).
 SETUP_COMMANDS = 100
-RUNS = {"pc": ((), 4.0), "stacks": (("--stacks",), 5.0)}
+# name: the options, the samples, and the most USB commands a halting sample may take (None:
+# DWT_PCSR batches, one command each).
+RUNS = {"pc": ((*suite.HALT_INTERVAL,), SAMPLES, 4.0),
+        "stacks": (("--stacks", *suite.HALT_INTERVAL), SAMPLES, 5.0),
+        "pcsr": (("--mode", "pcsr", "--batch", str(suite.PCSR_BATCH), *suite.PCSR_INTERVAL), suite.SAMPLES["pcsr"],
+                 None)}
 
 
 def start_stlink_vprobe(gdb_port: int):
@@ -97,10 +108,10 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         reader.start()
         cls.raw = RawStlinkClient(port)
         cls.results, cls.windows, cls.stall_free, cls.dhcsr = {}, {}, {}, {}
-        for name, (options, _) in RUNS.items():
+        for name, (options, samples, _) in RUNS.items():
             rec = cls.work / f"{name}.rec"
-            command = [str(CLI), "record", "--stlink", f"127.0.0.1:{port}", *options, "--samples", str(SAMPLES),
-                       *suite.HALT_INTERVAL, "--elf", str(ELF), "-o", str(rec), "--format", "json"]
+            command = [str(CLI), "record", "--stlink", f"127.0.0.1:{port}", *options, "--samples", str(samples),
+                       "--elf", str(ELF), "-o", str(rec), "--format", "json"]
             cls.results[name], cls.windows[name], cls.stall_free[name] = suite.windowed(cls, command, timeout=600)
             cls.dhcsr[name] = read_dhcsr(cls.raw)
             print(f"\nrecord --stlink {' '.join(options)}: {cls.results[name].stderr.strip().splitlines()[-1:]}",
@@ -140,23 +151,42 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         # Connection 1 is the raw client's, opened first; each recording opened its own after it.
         recorded = [counts[c] for c in sorted(counts) if c != 1]
         self.assertEqual(len(recorded), len(RUNS), counts)
-        for (name, (_, bound)), vprobe_count in zip(RUNS.items(), recorded):
+        for (name, (_, samples, bound)), vprobe_count in zip(RUNS.items(), recorded):
             with self.subTest(run=name):
                 figures = self.report(name)["sampler"]["probe_commands"]
-                self.assertLessEqual(figures["per_sample"], bound, figures)
-                self.assertAlmostEqual(figures["per_sample"], figures["commands"] / SAMPLES, places=6)
+                if bound is None:
+                    self.assertEqual(figures["commands"], math.ceil(samples / suite.PCSR_BATCH), figures)
+                else:
+                    self.assertLessEqual(figures["per_sample"], bound, figures)
+                self.assertAlmostEqual(figures["per_sample"], figures["commands"] / samples, places=6)
                 self.assertIn(f"{figures['per_sample']:.2f} USB commands a sample", self.results[name].stderr)
                 setup = vprobe_count - figures["commands"]
                 self.assertGreaterEqual(setup, 0, (vprobe_count, figures))
                 self.assertLessEqual(setup, SETUP_COMMANDS, (vprobe_count, figures))
-                print(f"\n--stlink {name}: {figures['per_sample']:.2f} USB commands a sample "
-                      f"(vprobe: {vprobe_count} for {SAMPLES} samples, {setup} of them setup)", file=sys.stderr)
+                print(f"\n--stlink {name}: {figures['per_sample']:.3f} USB commands a sample "
+                      f"(vprobe: {vprobe_count} for {samples} samples, {setup} of them setup)", file=sys.stderr)
 
     def test_shares_within_the_window(self):
-        for name in RUNS:
+        for name, (_, samples, bound) in RUNS.items():
             with self.subTest(run=name):
-                observed = suite.observed_shares(self, self.report(name), SAMPLES, self.windows[name])
-                suite.halt_profile_checks(self, observed, self.windows[name], SAMPLES, self.stall_free[name])
+                report = self.report(name)
+                observed = suite.observed_shares(self, report, samples, self.windows[name])
+                if bound is None:
+                    suite.pcsr_profile_checks(self, report, samples, suite.PCSR_BATCH, self.windows[name],
+                                              self.stall_free[name])
+                else:
+                    suite.halt_profile_checks(self, observed, self.windows[name], samples, self.stall_free[name])
+
+    def test_pcsr_batches_never_halt(self):
+        # DWT_PCSR is read while the core runs: the summary tells batches, not halts; no read
+        # found the core halted (nobody else halted it), every read is a sample.
+        samples = RUNS["pcsr"][1]
+        self.assertIn(f"DWT_PCSR read {suite.PCSR_BATCH} times per round trip", self.results["pcsr"].stderr)
+        sampler = self.report("pcsr")["sampler"]
+        self.assertNotIn("halt_latency_us", sampler)
+        self.assertEqual(sampler["pcsr"]["halted_reads"], 0)
+        self.assertEqual(sampler["pcsr"]["reads"], samples)
+        self.assertEqual(sampler["pcsr"]["batches"], math.ceil(samples / suite.PCSR_BATCH))
 
     def test_stacks_unwound(self):
         doc = self.report("stacks")

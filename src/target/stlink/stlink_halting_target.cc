@@ -22,10 +22,16 @@ public:
         link.source = LinkKind::stlink;
         link.stlink = options_.server.text();
         link.stlink_probe = link_->device() + ", firmware " + version_.text();
-        link.round_trip = "USB commands per sample: READDEBUGREG DHCSR (someone else's halt, S_SLEEP), WRITEDEBUGREG "
-                          "DHCSR C_HALT, READALLREGS (r0-r15, xPSR, MSP, PSP, CONTROL), with stacks one READMEM_32BIT "
-                          "of the window from the new SP, then further windows as frames need, WRITEDEBUGREG DHCSR "
-                          "as found to resume";
+        link.round_trip =
+            options_.pcsr ? std::string(version_.reads_one_address()
+                                            ? "USB commands per batch: one READMEM_32BIT_NO_ADDR_INC of DWT_PCSR, up to "
+                                              "1024 reads, the core never halted"
+                                            : "USB commands per sample: READDEBUGREG DWT_PCSR (this firmware has no "
+                                              "READMEM_32BIT_NO_ADDR_INC), the core never halted")
+                          : "USB commands per sample: READDEBUGREG DHCSR (someone else's halt, S_SLEEP), WRITEDEBUGREG "
+                            "DHCSR C_HALT, READALLREGS (r0-r15, xPSR, MSP, PSP, CONTROL), with stacks one READMEM_32BIT "
+                            "of the window from the new SP, then further windows as frames need, WRITEDEBUGREG DHCSR "
+                            "as found to resume";
         return link;
     }
     std::string server() const override { return "the ST-Link"; }
@@ -103,6 +109,31 @@ public:
         const std::string words = link_->read_memory(first, words_end - first, true);
         return words.empty() ? words : words.substr(address - first, length);
     }
+    // DEMCR.TRCENA and the check that DWT_PCSR is there, as every link makes them (set_up_pcsr),
+    // through READDEBUGREG/WRITEDEBUGREG, which carry their own status.
+    bool enable_pcsr(TargetEvents& events) override
+    {
+        const DebugWordAccess core{"the ST-Link's core",
+                                   [this](uint32_t address) { return link_->read_debug_register(address); },
+                                   [this](uint32_t address, uint32_t value) {
+                                       link_->write_debug_register(address, value);
+                                   }};
+        return set_up_pcsr(events, {core}, [this] {
+                   return std::vector<uint32_t>{link_->read_debug_register(cortex_m::dwt_pcsr)};
+               }).has_value();
+    }
+    // A batch: the running core's PC `count` times (ARMv7-M ARM, C1.8.4: 0xFFFFFFFF while it is
+    // halted, which the loop drops), as many to a USB command as the firmware allows.
+    std::vector<uint32_t> read_pcsr(unsigned count) override
+    {
+        if (version_.reads_one_address())
+            return link_->read_word_repeatedly(cortex_m::dwt_pcsr, count);
+        std::vector<uint32_t> reads;
+        for (unsigned i = 0; i < count; ++i)
+            reads.push_back(link_->read_debug_register(cortex_m::dwt_pcsr));
+        return reads;
+    }
+
     // A status the probe answered is the probe's refusal: the link is up.
     bool link_survives(const transport::Error& e) const override { return e.kind() == transport::Error::Kind::protocol; }
     // DHCSR answers whenever the debug port does (C1.6.2).

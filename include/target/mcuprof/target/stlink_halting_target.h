@@ -4,7 +4,8 @@
 // else's halt is left alone, and S_SLEEP is known before the halt wakes the core), the halt
 // (DHCSR C_HALT), READALLREGS (every core register in one command), with stacks one block
 // read of the window from the new SP, and the resume (DHCSR as found): 4 USB commands, 5 with
-// stacks (docs/live.md, "ST-Link commands").
+// stacks (docs/live.md, "ST-Link commands"). DWT_PCSR sampling reads the running core's PC
+// instead, a batch in one READMEM_32BIT_NO_ADDR_INC (READDEBUGREG each on older firmware).
 #include <chrono>
 #include <memory>
 
@@ -16,6 +17,7 @@ namespace mcuprof::sources {
 struct StlinkTargetOptions {
     transport::Endpoint server;   // ST's stlink-server (or the vprobe's)
     transport::Duration timeout = std::chrono::seconds(3);
+    bool pcsr = false;            // DWT_PCSR batches (--mode pcsr): only what the header says
 };
 
 // Connects, opens the probe (shared) and enters SWD; throws transport::Error.
