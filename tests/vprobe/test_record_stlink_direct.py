@@ -19,7 +19,12 @@ Checked, PC-only, with --stacks and DWT_PCSR (--mode pcsr), each ended by --samp
 - the core left running: DHCSR read through the server after each recording (S_HALT clear),
   the guest running as the vprobe leaves.
 
-And a fault: the server gone in the middle of a --stacks recording (the vprobe killed): the
+And `top --stlink` once on the same rig (halting, ended by --samples): its last table is its
+samples file's profile, and that profile holds as the recordings' do.
+
+And the faults: a part that does not allow halting debug (vprobe --no-halt): the recording's
+first halt does not take, one line says why, exit code 2, the core runs on, and --mode pcsr
+still samples it. The server gone in the middle of a --stacks recording (the vprobe killed): the
 recording ends by itself with exit code 3 and one line saying the link was lost, and every
 sample it said it recorded is in its file. And someone else's halt: another client of the
 server halts the core in the middle of a recording; the next sample finds it halted, leaves it
@@ -65,10 +70,11 @@ RUNS = {"pc": ((*suite.HALT_INTERVAL,), SAMPLES, 4.0),
                  None)}
 
 
-def start_stlink_vprobe(gdb_port: int):
-    """`mcuprof vprobe --stlink-port 0 --latency 1ms` in front of QEMU's gdbstub: the process, the
-    stlink-server port it chose and its first stderr line (the caller reads the rest)."""
-    vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--stlink-port", "0", "--latency", "1ms"],
+def start_stlink_vprobe(gdb_port: int, *options: str):
+    """`mcuprof vprobe --stlink-port 0 --latency 1ms` (and `options`) in front of QEMU's gdbstub: the
+    process, the stlink-server port it chose and its first stderr line (the caller reads the rest)."""
+    vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--stlink-port", "0", "--latency", "1ms",
+                    *options],
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first = vprobe.stderr.readline()
     match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", first)
@@ -116,6 +122,13 @@ class RecordThroughStlinkCommands(unittest.TestCase):
             cls.dhcsr[name] = read_dhcsr(cls.raw)
             print(f"\nrecord --stlink {' '.join(options)}: {cls.results[name].stderr.strip().splitlines()[-1:]}",
                   file=sys.stderr)
+        # top through the same server (the record command's sources, a fourth connection): plain tables.
+        top_rec = cls.work / "top.rec"
+        cls.top, cls.windows["top"], cls.stall_free["top"] = suite.windowed(
+            cls, [str(CLI), "top", "--stlink", f"127.0.0.1:{port}", "--samples", str(SAMPLES), *suite.HALT_INTERVAL,
+                  "--refresh", "200ms", "--rows", "0", "--elf", str(ELF), "-o", str(top_rec)], timeout=600)
+        cls.dhcsr["top"] = read_dhcsr(cls.raw)
+        cls.top_report = suite.report_json(top_rec) if cls.top.returncode == 0 else None
         cls.raw.close()
         cls.raw = None
         cls.vprobe_code = cls.vprobe.wait(timeout=30)
@@ -148,9 +161,10 @@ class RecordThroughStlinkCommands(unittest.TestCase):
 
     def test_commands_per_sample(self):
         counts = self.connection_counts()
-        # Connection 1 is the raw client's, opened first; each recording opened its own after it.
+        # Connection 1 is the raw client's, opened first; each recording opened its own after it,
+        # and top the last.
         recorded = [counts[c] for c in sorted(counts) if c != 1]
-        self.assertEqual(len(recorded), len(RUNS), counts)
+        self.assertEqual(len(recorded), len(RUNS) + 1, counts)
         for (name, (_, samples, bound)), vprobe_count in zip(RUNS.items(), recorded):
             with self.subTest(run=name):
                 figures = self.report(name)["sampler"]["probe_commands"]
@@ -187,6 +201,25 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         self.assertEqual(sampler["pcsr"]["halted_reads"], 0)
         self.assertEqual(sampler["pcsr"]["reads"], samples)
         self.assertEqual(sampler["pcsr"]["batches"], math.ceil(samples / suite.PCSR_BATCH))
+
+    def test_top_through_the_stlink(self):
+        # top's last table is its samples file's profile (the shares report prints, to the 0.1 top
+        # shows), and that profile holds as every halting recording does. Their errors differ
+        # by design: top's tally is binomial, report's takes batches of consecutive wall-clock
+        # halts (docs/live.md), so only the shares are compared.
+        self.assertEqual(self.top.returncode, 0, self.top.stderr)
+        last = [l for l in self.top.stdout.splitlines() if l.startswith("top ")][-1]
+        self.assertIn(f"(end: sample count reached): {SAMPLES} samples", last)
+        shown = {}
+        for line in self.top.stdout.split(last)[1].strip().splitlines()[1:]:
+            pct, se, _, name = line.split(None, 3)
+            shown[name] = (float(pct), float(se))
+        reported = {row["name"]: (row["percent"], row["stderr"]) for row in self.top_report["functions"]}
+        self.assertEqual(set(shown), {name for name, (pct, _) in reported.items() if pct > 0}, (shown, reported))
+        for name, (pct, _) in shown.items():
+            self.assertAlmostEqual(pct, reported[name][0], delta=0.051, msg=f"{name}: top {pct}, report {reported[name]}")
+        observed = suite.observed_shares(self, self.top_report, SAMPLES, self.windows["top"])
+        suite.halt_profile_checks(self, observed, self.windows["top"], SAMPLES, self.stall_free["top"])
 
     def test_stacks_unwound(self):
         doc = self.report("stacks")
@@ -232,6 +265,45 @@ class FaultsMidRun(unittest.TestCase):
             if record is not None and record.poll() is None:
                 record.kill()
                 record.communicate()
+            if raw is not None:
+                try:
+                    raw.close()
+                except (OSError, AssertionError):
+                    pass
+            stop_process(vprobe)
+            if qemu is not None:
+                qemu.stop()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def test_a_core_that_will_not_halt(self):
+        # A part that does not allow halting debug (vprobe --no-halt: C_DEBUGEN RAZ/WI): the
+        # first sample's halt does not take, so the recording ends with one line saying why and
+        # exit code 2 (nothing recorded), the core running as it was; DWT_PCSR, which needs no
+        # halt, still samples it.
+        require(("arm-none-eabi-nm",), (CLI, ELF))
+        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-nohalt-"))
+        qemu = vprobe = raw = None
+        try:
+            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
+            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port, "--no-halt")
+            threading.Thread(target=lambda: vprobe.stderr.read(), daemon=True).start()
+            raw = RawStlinkClient(port)
+            rec = work / "nohalt.rec"
+            r = subprocess.run([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--samples", "10",
+                                "--elf", str(ELF), "-o", str(rec)], capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            last = r.stderr.strip().splitlines()[-1]
+            self.assertTrue(last.startswith("mcuprof record: "), last)
+            self.assertIn("the core did not halt", last)
+            self.assertIn("C_DEBUGEN reads 0, so this part does not allow halting debug", last)
+            self.assertFalse(read_dhcsr(raw) & S_HALT)
+            self.assertTrue(guest_running(qemu), "the guest is not running after the refused halt")
+            p = subprocess.run([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--mode", "pcsr", "--samples",
+                                "32", "--elf", str(ELF), "-o", str(work / "pcsr.rec")], capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(suite.report_json(work / "pcsr.rec")["samples"], 32)
+        finally:
             if raw is not None:
                 try:
                     raw.close()

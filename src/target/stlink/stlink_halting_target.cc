@@ -77,7 +77,14 @@ public:
         link_->write_debug_register(cortex_m::dhcsr, cortex_m::dbgkey | controls | cortex_m::c_halt);
         halt.stopped = Clock::now();
         halted_by_us_ = halted_once_ = true;
-        halt.state = read_halt_state(request);
+        try {
+            halt.state = read_halt_state(request);
+        } catch (const transport::Error& e) {
+            if (e.kind() != transport::Error::Kind::protocol)
+                throw;
+            not_halted_check();   // READALLREGS fails on a running core: say why it runs
+            throw;
+        }
         halt.state.asleep.push_back((found & cortex_m::s_sleep) != 0);
         if (!request.stay_halted) {
             resume();
@@ -199,6 +206,24 @@ private:
         if (end > window.address)
             window.bytes = link_->read_memory(window.address, uint32_t(end - window.address), false);
         return window;
+    }
+
+    // After a halt request whose registers could not be read: a core still running did not
+    // halt. C_DEBUGEN reading 0 after we set it means the part does not allow halting debug
+    // (RAZ/WI then: ARMv8-M ARM, DDI 0553, DHCSR; a secured part's debug authentication);
+    // otherwise the halt did not take (the core held in reset, locked up, its clock off).
+    void not_halted_check()
+    {
+        const uint32_t now = link_->read_debug_register(cortex_m::dhcsr);
+        if (now & cortex_m::s_halt)
+            return;
+        halted_by_us_ = false;   // nothing of ours to resume
+        throw transport::Error(transport::Error::Kind::protocol, peer(), "halt",
+                               "the core did not halt (DHCSR " + hex32(now) + " after C_HALT" +
+                                   ((now & cortex_m::c_debugen)
+                                        ? "; held in reset, locked up or without a clock?)"
+                                        : ": C_DEBUGEN reads 0, so this part does not allow halting debug); "
+                                          "--mode pcsr samples the PC without halting"));
     }
 
     StlinkTargetOptions options_;
