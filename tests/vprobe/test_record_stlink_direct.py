@@ -37,6 +37,7 @@ Ports are chosen at run time; every process started here is stopped on every pat
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -47,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 from pathlib import Path
 
@@ -82,6 +84,20 @@ def start_stlink_vprobe(gdb_port: int, *options: str):
         stop_process(vprobe)
         raise AssertionError(f"vprobe did not start: {first!r}")
     return vprobe, int(match.group(1)), first
+
+
+def stop_stlink_rig(rig) -> None:
+    """Stops what a rig (its attributes raw, vprobe, qemu, each possibly None, and work) started:
+    the raw client closed, the vprobe and QEMU stopped, the work folder removed."""
+    if rig.raw is not None:
+        try:
+            rig.raw.close()
+        except (OSError, AssertionError):
+            pass
+    stop_process(rig.vprobe)
+    if rig.qemu is not None:
+        rig.qemu.stop()
+    shutil.rmtree(rig.work, ignore_errors=True)
 
 
 def read_dhcsr(raw: RawStlinkClient) -> int:
@@ -138,15 +154,7 @@ class RecordThroughStlinkCommands(unittest.TestCase):
 
     @classmethod
     def _stop(cls):
-        if cls.raw is not None:
-            try:
-                cls.raw.close()
-            except (OSError, AssertionError):
-                pass
-        stop_process(cls.vprobe)
-        if cls.qemu is not None:
-            cls.qemu.stop()
-        shutil.rmtree(cls.work, ignore_errors=True)
+        stop_stlink_rig(cls)
 
     def connection_counts(self) -> dict[int, int]:
         log = "".join(self.vprobe_log)
@@ -234,114 +242,89 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
 
 
+@contextlib.contextmanager
+def fault_rig(prefix: str, *vprobe_options: str, raw_client: bool = True):
+    """A rig of its own for one fault: QEMU running ELF, the vprobe (start_stlink_vprobe with
+    `vprobe_options`, its stderr drained), a raw client of its server when asked, a work folder;
+    yielded as one object (qemu, vprobe, port, raw, work, and `record`, a recording the test may
+    start); every process stopped and the folder removed afterwards, on every path."""
+    require(("arm-none-eabi-nm",), (CLI, ELF))
+    rig = types.SimpleNamespace(qemu=None, vprobe=None, port=None, raw=None, record=None,
+                                work=Path(tempfile.mkdtemp(prefix=prefix)))
+    try:
+        rig.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
+        rig.vprobe, rig.port, _ = start_stlink_vprobe(rig.qemu.gdb_port, *vprobe_options)
+        threading.Thread(target=lambda: rig.vprobe.stderr.read(), daemon=True).start()
+        if raw_client:
+            rig.raw = RawStlinkClient(rig.port)
+        yield rig
+    finally:
+        if rig.record is not None and rig.record.poll() is None:
+            rig.record.kill()
+            rig.record.communicate()
+        stop_stlink_rig(rig)
+
+
+def spawn_record(rig, *options: str, rec: Path):
+    """record --stlink on the rig's server, until killed or ended (--samples 10000000)."""
+    rig.record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{rig.port}", *options, "--samples", "10000000",
+                        "--elf", str(ELF), "-o", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return rig.record
+
+
 class FaultsMidRun(unittest.TestCase):
     def test_someone_elses_halt_is_left_alone(self):
-        require(("arm-none-eabi-nm",), (CLI, ELF))
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-other-"))
-        qemu = vprobe = record = raw = None
-        try:
-            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
-            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port)
-            threading.Thread(target=lambda: vprobe.stderr.read(), daemon=True).start()
-            raw = RawStlinkClient(port)
-            rec = work / "other.rec"
-            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--samples", "10000000",
-                            "--elf", str(ELF), "-o", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+        with fault_rig("mcuprof-record-stlink-other-") as rig:
+            rec = rig.work / "other.rec"
+            record = spawn_record(rig, rec=rec)
             suite.wait_for_samples(record, rec, 20)
             # A halt that lands inside one of the recording's own halts is undone by its resume
             # (DHCSR reads the same either way: no link can tell): halted again until it is seen.
             deadline = time.monotonic() + 60
             while record.poll() is None and time.monotonic() < deadline:
-                raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
+                rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
                 time.sleep(0.05)
             out, err = record.communicate(timeout=120)
             self.assertEqual(record.returncode, 0, err)
             self.assertIn("the core was found halted by someone else", err)
-            self.assertTrue(read_dhcsr(raw) & S_HALT, "the other client's halt was undone")
-            raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
-            self.assertFalse(read_dhcsr(raw) & S_HALT)
-        finally:
-            if record is not None and record.poll() is None:
-                record.kill()
-                record.communicate()
-            if raw is not None:
-                try:
-                    raw.close()
-                except (OSError, AssertionError):
-                    pass
-            stop_process(vprobe)
-            if qemu is not None:
-                qemu.stop()
-            shutil.rmtree(work, ignore_errors=True)
+            self.assertTrue(read_dhcsr(rig.raw) & S_HALT, "the other client's halt was undone")
+            rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
+            self.assertFalse(read_dhcsr(rig.raw) & S_HALT)
 
     def test_a_core_that_will_not_halt(self):
         # A part that does not allow halting debug (vprobe --no-halt: C_DEBUGEN RAZ/WI): the
         # first sample's halt does not take, so the recording ends with one line saying why and
         # exit code 2 (nothing recorded), the core running as it was; DWT_PCSR, which needs no
         # halt, still samples it.
-        require(("arm-none-eabi-nm",), (CLI, ELF))
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-nohalt-"))
-        qemu = vprobe = raw = None
-        try:
-            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
-            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port, "--no-halt")
-            threading.Thread(target=lambda: vprobe.stderr.read(), daemon=True).start()
-            raw = RawStlinkClient(port)
-            rec = work / "nohalt.rec"
-            r = subprocess.run([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--samples", "10",
-                                "--elf", str(ELF), "-o", str(rec)], capture_output=True, text=True, timeout=120)
+        with fault_rig("mcuprof-record-stlink-nohalt-", "--no-halt") as rig:
+            server = ("--stlink", f"127.0.0.1:{rig.port}", "--elf", str(ELF))
+            r = subprocess.run([str(CLI), "record", *server, "--samples", "10", "-o", str(rig.work / "nohalt.rec")],
+                               capture_output=True, text=True, timeout=120)
             self.assertEqual(r.returncode, 2, r.stderr)
             last = r.stderr.strip().splitlines()[-1]
             self.assertTrue(last.startswith("mcuprof record: "), last)
             self.assertIn("the core did not halt", last)
             self.assertIn("C_DEBUGEN reads 0, so this part does not allow halting debug", last)
-            self.assertFalse(read_dhcsr(raw) & S_HALT)
-            self.assertTrue(guest_running(qemu), "the guest is not running after the refused halt")
-            p = subprocess.run([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--mode", "pcsr", "--samples",
-                                "32", "--elf", str(ELF), "-o", str(work / "pcsr.rec")], capture_output=True,
-                               text=True, timeout=120)
+            self.assertFalse(read_dhcsr(rig.raw) & S_HALT)
+            self.assertTrue(guest_running(rig.qemu), "the guest is not running after the refused halt")
+            p = subprocess.run([str(CLI), "record", *server, "--mode", "pcsr", "--samples", "32",
+                                "-o", str(rig.work / "pcsr.rec")], capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertEqual(suite.report_json(work / "pcsr.rec")["samples"], 32)
-        finally:
-            if raw is not None:
-                try:
-                    raw.close()
-                except (OSError, AssertionError):
-                    pass
-            stop_process(vprobe)
-            if qemu is not None:
-                qemu.stop()
-            shutil.rmtree(work, ignore_errors=True)
+            self.assertEqual(suite.report_json(rig.work / "pcsr.rec")["samples"], 32)
 
     def test_samples_kept_link_lost_exit_3(self):
-        require(("arm-none-eabi-nm",), (CLI, ELF))
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-gone-"))
-        qemu = vprobe = record = None
-        try:
-            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
-            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port)
-            rec = work / "gone.rec"
-            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--stacks",
-                            "--samples", "10000000", "--elf", str(ELF), "-o", str(rec)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with fault_rig("mcuprof-record-stlink-gone-", raw_client=False) as rig:
+            rec = rig.work / "gone.rec"
+            record = spawn_record(rig, "--stacks", rec=rec)
             suite.wait_for_samples(record, rec, 20)
-            vprobe.kill()
-            vprobe.wait(timeout=10)
+            rig.vprobe.kill()
+            rig.vprobe.wait(timeout=10)
             out, err = record.communicate(timeout=120)
             self.assertEqual(record.returncode, 3, err)
             self.assertIn("mcuprof record: stopped early, the link was lost: stlink-server", err)
             said = int(re.search(r"the (\d+) samples recorded are in", err).group(1))
             self.assertGreaterEqual(said, 20)
             self.assertEqual(suite.report_json(rec)["samples"], said)
-        finally:
-            if record is not None and record.poll() is None:
-                record.kill()
-                record.communicate()
-            stop_process(vprobe)
-            if qemu is not None:
-                qemu.stop()
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
