@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libboost-dev libboost-program-options-dev nlohmann-json3-dev doctest-dev
+  # libusb-1.0: the ST-Link's own USB transport (record --stlink usb)
+  libusb-1.0-0-dev
   # libiberty-dev: c++filt's demangler (src/image/demangle.cc)
   libiberty-dev
   # libncurses-dev: the terminfo library LLVM links (libtinfo-dev is only a transitional name for it on

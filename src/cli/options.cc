@@ -1,6 +1,8 @@
 #include "options.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <cmath>
 #include <iostream>
 #include <sstream>
@@ -241,6 +243,54 @@ transport::Endpoint server_endpoint(const std::string& text, const std::string& 
 transport::Endpoint openocd_endpoint(const std::string& text)
 {
     return server_endpoint(text, "--openocd", 6666, "the ");
+}
+
+// --chip NAME: the name of one of OpenOCD's target scripts, target/NAME.cfg.
+static std::string chip_name(const std::string& text)
+{
+    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    if (!plain)
+        throw UsageError("--chip takes the name of one of OpenOCD's target scripts, as stm32f4x for "
+                         "target/stm32f4x.cfg, not '" + text + "' (docs/boards.md lists the families)");
+    return text;
+}
+
+// --probe stlink|cmsis-dap|jlink|stlink-server[:HOST][:PORT].
+static sources::OpenocdProbe probe_kind(const std::string& text)
+{
+    using Kind = sources::OpenocdProbe::Kind;
+    sources::OpenocdProbe probe;
+    static const std::map<std::string, Kind> usb{{"stlink", Kind::stlink}, {"cmsis-dap", Kind::cmsis_dap},
+                                                 {"jlink", Kind::jlink}};
+    if (const auto kind = usb.find(text); kind != usb.end()) {
+        probe.kind = kind->second;
+        return probe;
+    }
+    const std::string server = "stlink-server";
+    if (text.rfind(server, 0) != 0 || (text.size() > server.size() && text[server.size()] != ':'))
+        throw UsageError("--probe takes stlink, cmsis-dap, jlink or stlink-server[:HOST][:PORT], not '" + text + "'");
+    probe.kind = Kind::stlink_server;
+    const std::string rest = text.size() > server.size() ? text.substr(server.size() + 1) : "";
+    const transport::Endpoint at = rest.empty() ? transport::Endpoint{"127.0.0.1", 7184}
+                                                : server_endpoint(rest, "--probe stlink-server:", 7184, "ST's stlink-server, ");
+    // OpenOCD 0.12's st-link TCP backend connects to 127.0.0.1 only (stlink_usb.c, stlink_tcp_open).
+    if (at.host != "127.0.0.1" && at.host != "localhost")
+        throw UsageError("--probe stlink-server: OpenOCD reaches an stlink-server on this machine only (127.0.0.1), "
+                         "not '" + at.host + "'; for a server elsewhere, sample it directly: --stlink " + at.text());
+    probe.server_port = at.port;
+    return probe;
+}
+
+sources::OpenocdLaunch openocd_launch_of(const std::string& chip, const std::string& probe)
+{
+    sources::OpenocdLaunch launch;
+    launch.chip = chip_name(chip);
+    launch.probe = probe_kind(probe);
+    if (const std::optional<std::string> missing = sources::missing_target_script(launch))
+        throw UsageError(*missing);
+    return launch;
 }
 
 } // namespace mcuprof::cli

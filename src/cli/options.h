@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "mcuprof/link/tcp_connection.h"
+#include "mcuprof/sampler/openocd_launch.h"
 #include "interrupt.h"
 
 namespace mcuprof::cli {
@@ -74,6 +75,11 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 // --openocd HOST[:PORT]: OpenOCD's Tcl RPC port, 6666 (OpenOCD's default tcl_port) when no
 // port is given. Anything else is a usage error.
 transport::Endpoint openocd_endpoint(const std::string& text);
+
+// --chip NAME --probe PROBE: the OpenOCD mcuprof starts (docs/boards.md), every value checked:
+// NAME a target script the installed OpenOCD has, PROBE stlink, cmsis-dap, jlink or
+// stlink-server[:HOST][:PORT] on this machine. Throws UsageError.
+sources::OpenocdLaunch openocd_launch_of(const std::string& chip, const std::string& probe);
 // HOST[:PORT] of a server `option` names, `default_port` for a bare host; `what` begins the
 // default's words in the usage error ("the ", "an stlink-server, ").
 transport::Endpoint server_endpoint(const std::string& text, const std::string& option, uint16_t default_port,

@@ -1,5 +1,7 @@
 #include "sampling.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,12 +32,19 @@ namespace po = boost::program_options;
 namespace mcuprof::cli {
 namespace {
 
+// --stlink usb[:SERIAL]: the probe itself on USB; its serial, empty for the first one found.
+std::optional<std::string> stlink_usb_serial(const std::string& text)
+{
+    if (text == "usb")
+        return std::string();
+    if (text.rfind("usb:", 0) == 0 && text.size() > 4)
+        return text.substr(4);
+    return std::nullopt;
+}
+
 // --stlink HOST[:PORT]: ST's stlink-server, 7184 (its default port) when no port is given.
 transport::Endpoint stlink_endpoint(const std::string& text)
 {
-    if (text == "usb" || text.rfind("usb:", 0) == 0)
-        throw UsageError("--stlink usb: the ST-Link's own USB transport (libusb-1.0) is not in this mcuprof yet; "
-                         "run ST's stlink-server and give --stlink HOST[:PORT]");
     return server_endpoint(text, "--stlink", 7184, "an stlink-server, ");
 }
 
@@ -53,12 +62,18 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("baud", po::value(&o.baud)->value_name("N"), "--gdb DEVICE: the serial line's speed (default 115200)")
         ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"),
          "OpenOCD's Tcl RPC port (6666 by default): sample through OpenOCD instead of GDB (--mode)")
-        ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]"),
-         "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server: "
+        ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]|usb[:SERIAL]"),
+         "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server, or "
+         "on USB itself (libusb; the first ST-Link, or the one with that serial): "
          "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks (--mode)")
-        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd, --stlink: halt (halt, read pc lr sp xPSR, resume; "
-                                                         "one round trip per sample) or pcsr (DWT_PCSR read while the "
-                                                         "core runs)")
+        ("chip", po::value(&o.chip)->value_name("NAME"),
+         "start OpenOCD with its target/NAME.cfg (stm32f4x, nrf52, rp2040, ...; docs/boards.md) and --probe, sample "
+         "over it, stop it at the end")
+        ("probe", po::value(&o.probe)->value_name("PROBE"),
+         "--chip: stlink, cmsis-dap, jlink, or stlink-server[:PORT] (ST's shared server on this machine, or the vprobe)")
+        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd, --chip, --stlink: halt (halt, read pc lr sp xPSR, "
+                                                         "resume; one round trip per sample) or pcsr (DWT_PCSR read "
+                                                         "while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
         ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
          "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, each "
@@ -90,7 +105,7 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
 
 const std::vector<std::string>& sampling_option_names()
 {
-    static const std::vector<std::string> names{"openocd", "stlink", "mode",  "batch", "pcsr-read", "samples",
+    static const std::vector<std::string> names{"openocd", "stlink", "chip", "probe", "mode",  "batch", "pcsr-read", "samples",
                                                 "duration", "interval", "shape", "jitter", "pace",
                                                 "qmp",      "seed",  "stacks", "stack-bytes", "max-halted",
                                                 "qemu",     "qemu-arg", "instructions", "census", "truth-plugin",
@@ -163,20 +178,24 @@ sources::PacingOptions pacing_options(const SamplingOptions& o)
 LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptions& o, const std::string& by)
 {
     const bool qemu = !o.qemu.machine.empty();
-    line.require_one_of({"gdb", "openocd", "stlink", "qemu"});
+    line.require_one_of({"gdb", "openocd", "stlink", "chip", "qemu"});
     line.not_with({"duration"}, qemu, "--qemu MACHINE, which ends by instructions: use --samples or --instructions");
     line.not_with({"qmp"}, qemu, "--qemu MACHINE, which reads the replay's count over the gdbstub");
     if (o.pace != "wall" && o.pace != "icount")
         throw UsageError("--pace takes wall or icount, not '" + o.pace + "'");
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
-    line.only_with({"mode"}, !o.openocd.empty() || !o.stlink.empty(), "--openocd or --stlink");
-    if ((!o.openocd.empty() || !o.stlink.empty()) && o.pace != "wall")
+    const bool openocd = !o.openocd.empty() || !o.chip.empty();
+    line.only_with({"mode"}, openocd || !o.stlink.empty(), "--openocd, --chip or --stlink");
+    line.only_with({"probe"}, !o.chip.empty(), "--chip NAME");
+    if (!o.chip.empty() && o.probe.empty())
+        throw UsageError("--chip " + o.chip + " needs --probe: stlink, cmsis-dap, jlink or stlink-server[:PORT]");
+    if ((openocd || !o.stlink.empty()) && o.pace != "wall")
         throw UsageError("--pace icount goes with --gdb");
     if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
         throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
     line.only_with({"batch"}, o.mode == "pcsr", "--mode pcsr");
-    line.only_with({"pcsr-read"}, !o.openocd.empty(), "--openocd (OpenOCD's own commands)");
+    line.only_with({"pcsr-read"}, openocd, "--openocd or --chip (OpenOCD's own commands)");
     if (!o.pcsr_read.empty() && !((o.pcsr_read == "read_memory" || o.pcsr_read == "profile") && o.mode == "pcsr"))
         throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
@@ -197,9 +216,14 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     } else if (!o.openocd.empty()) {
         s.link = LiveSampling::Link::openocd;
         s.openocd = openocd_endpoint(o.openocd);   // a usage error now, not at the link
+    } else if (!o.chip.empty()) {
+        s.link = LiveSampling::Link::openocd;
+        s.openocd_launch = openocd_launch_of(o.chip, o.probe);
     } else if (!o.stlink.empty()) {
         s.link = LiveSampling::Link::stlink;
-        s.stlink = stlink_endpoint(o.stlink);
+        s.stlink_usb = stlink_usb_serial(o.stlink);
+        if (!s.stlink_usb)
+            s.stlink = stlink_endpoint(o.stlink);
     } else {
         s.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
     }
@@ -292,11 +316,18 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const LiveSampling& s,
             tcl.pcsr_profile_gmon =
                 (std::filesystem::temp_directory_path() / ("mcuprof-pcsr-" + std::to_string(::getpid()) + ".gmon"))
                     .string();
-        return std::make_unique<sources::OpenocdSampler>(tcl);
+        if (!s.openocd_launch)
+            return std::make_unique<sources::OpenocdSampler>(tcl);
+        return sources::start_openocd_for_sampling(*s.openocd_launch, [&tcl](const transport::Endpoint& at) {
+            sources::OpenocdSamplerOptions started = tcl;
+            started.tcl = at;
+            return std::make_unique<sources::OpenocdSampler>(started);
+        });
     }
     if (s.link == LiveSampling::Link::stlink) {
         sources::StlinkSamplerOptions stlink;
         stlink.server = s.stlink;
+        stlink.usb_serial = s.stlink_usb;
         stlink.pacing = s.pacing;
         stlink.extras = extras;
         return std::make_unique<sources::StlinkSampler>(stlink);

@@ -17,6 +17,7 @@
 #include "mcuprof/link/link.h"
 #include "mcuprof/sampler/sampling_loop.h"
 #include "mcuprof/sampler/live.h"
+#include "mcuprof/sampler/openocd_launch.h"
 #include "mcuprof/sampler/watched_variable.h"
 #include "interrupt.h"
 #include "options.h"
@@ -29,6 +30,8 @@ struct SamplingOptions {
     unsigned baud = 0;                                     // --gdb DEVICE: the line's speed (0: 115200)
     std::string openocd;
     std::string stlink;                                    // --stlink HOST[:PORT] (an stlink-server) or usb[:SERIAL]
+    std::string chip;                                      // --chip NAME: OpenOCD's target/NAME.cfg, started by mcuprof
+    std::string probe;                                     // --probe: the probe that OpenOCD drives
     std::string mode;
     std::string qmp;
     std::string pace = "wall";
@@ -53,8 +56,10 @@ struct LiveSampling {
     enum class Link { gdb, openocd, stlink, qemu };
     Link link = Link::gdb;
     transport::LinkAddress gdb;              // Link::gdb: TCP or a serial line
-    transport::Endpoint openocd;             // Link::openocd: its Tcl port
+    transport::Endpoint openocd;             // Link::openocd: its Tcl port (unless mcuprof starts it)
+    std::optional<sources::OpenocdLaunch> openocd_launch;   // Link::openocd, --chip/--probe: the OpenOCD to start
     transport::Endpoint stlink;              // Link::stlink: the stlink-server
+    std::optional<std::string> stlink_usb;   // Link::stlink, --stlink usb[:SERIAL]: the probe on USB (its serial)
     QemuOptions qemu;                        // Link::qemu: the run mcuprof records and replays
     sources::PacingOptions pacing;           // wall, icount (--qemu's replay too) or pcsr, and its waits
     bool interval_given = false;             // --interval; --qemu without it spreads the samples over the run
@@ -68,13 +73,13 @@ struct LiveSampling {
     sources::SamplingPlan plan(uint64_t default_samples) const;
 };
 
-// Adds --gdb, --openocd, --stlink, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
+// Adds --gdb, --openocd, --stlink, --chip, --probe, --mode, --samples, --duration, --interval, --shape, --jitter, --pace,
 // --qmp, --seed, --max-halted, --stacks and --stack-bytes, bound to `options`.
 void add_sampling_options(boost::program_options::options_description& description, SamplingOptions& options);
 
 // The options above but --gdb: those that mean nothing when no sampling is done.
 const std::vector<std::string>& sampling_option_names();
-// One link (--gdb, --openocd, --stlink or --qemu), the options that go only with another one or its
+// One link (--gdb, --openocd, --stlink, --chip with --probe, or --qemu), the options that go only with another one or its
 // value (--jitter with --shape uniform, --qmp with --pace icount, not --duration with --qemu,
 // --by var:NAME, the grouping `by`, not with --mode pcsr), and every value, typed. Throws
 // UsageError; touches neither an image nor the link.

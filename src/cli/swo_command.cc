@@ -24,8 +24,8 @@ namespace mcuprof::cli {
 namespace {
 
 const char* const swo_usage =
-    "usage: mcuprof swo --openocd HOST[:PORT] --elf ELF --cpu-hz F [--swo-hz F]\n"
-    "                   [--rate R] [-o FILE] [options]\n\n"
+    "usage: mcuprof swo (--openocd HOST[:PORT] | --chip NAME --probe PROBE) --elf ELF\n"
+    "                   --cpu-hz F [--swo-hz F] [--rate R] [-o FILE] [options]\n\n"
     "Turns on the DWT's periodic PC sampling over SWO with no firmware change: writes\n"
     "DEMCR.TRCENA, the ITM (unlocked, ITMENA, SYNCENA, DWTENA, TraceBusID 1) and\n"
     "DWT_CTRL (CYCTAP and POSTPRESET for the rate, CYCCNTENA, PCSAMPLENA) through\n"
@@ -33,12 +33,16 @@ const char* const swo_usage =
     "-pin-freq, -output), profiles the stream until --duration, --samples or Ctrl-C,\n"
     "then turns the sampling off and prints the profile on standard output. With -o,\n"
     "every sample is written to FILE as it comes, a recording that mcuprof report,\n"
-    "diff and the editor read like any other.";
+    "diff and the editor read like any other. --chip and --probe start OpenOCD with its\n"
+    "target/NAME.cfg and the probe's interface script, and stop it at the end\n"
+    "(docs/boards.md).";
 
 struct SwoCommandOptions {
     ReportOptions report;       // the profile printed at the end (to standard output)
     std::string recording;      // -o
     std::string openocd;
+    std::string chip, probe;
+    std::optional<sources::OpenocdLaunch> launch;   // --chip/--probe: the OpenOCD mcuprof starts
     sources::SwoSetupOptions setup;
     std::string rate_text;
     std::string duration;
@@ -54,7 +58,9 @@ bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
     std::string cpu_hz, swo_hz = "2M";
     o.setup.output = ":3443";
     line.options()
-        ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"), "OpenOCD's Tcl port (required; 6666 by default)")
+        ("openocd", po::value(&o.openocd)->value_name("HOST[:PORT]"), "OpenOCD's Tcl port (6666 by default)")
+        ("chip", po::value(&o.chip)->value_name("NAME"), "instead: start OpenOCD with its target/NAME.cfg and --probe")
+        ("probe", po::value(&o.probe)->value_name("PROBE"), "--chip: stlink, cmsis-dap, jlink or stlink-server[:PORT]")
         ("cpu-hz", po::value(&cpu_hz)->value_name("F"), "the core clock, TRACECLKIN (required): sets the "
                                                         "sampling period and the SWO baud divider (168M)")
         ("swo-hz", po::value(&swo_hz)->value_name("F")->default_value("2M"), "the SWO pin's bit rate")
@@ -76,8 +82,12 @@ bool parse_swo_options(const Arguments& args, SwoCommandOptions& o)
     add_report_options(line, o.report, choices);
     if (!line.parse(args))
         return false;
-    line.require("openocd", "OpenOCD's Tcl port");
-    openocd_endpoint(o.openocd);   // a usage error now, not at the link
+    line.require_one_of({"openocd", "chip"});
+    line.only_with({"probe"}, !o.chip.empty(), "--chip NAME");
+    if (!o.chip.empty())
+        o.launch = openocd_launch_of(o.chip, o.probe);
+    else
+        openocd_endpoint(o.openocd);   // a usage error now, not at the link
     line.require("cpu-hz", "the core clock sets the sampling period and the SWO baud rate");
     line.require("elf", "the ELF of the firmware that runs");
     if (o.setup.output.empty())
@@ -145,17 +155,10 @@ sources::RunHeader swo_header(const transport::Endpoint& openocd, const sources:
     return h;
 }
 
-} // namespace
-
-int swo_command(const Arguments& args)
+// Sets up SWO over OpenOCD's Tcl port at `endpoint`, captures, tears down; the profile printed.
+int swo_through(SwoCommandOptions& o, const core::ImageSet& images, double rate, const transport::Endpoint& endpoint,
+                const sources::RunHeader::OpenocdRun* started)
 {
-    SwoCommandOptions o;
-    if (!parse_swo_options(args, o))
-        return 0;
-    const core::ImageSet images = open_images(o.report);
-    images.symbols();   // a wrong ELF before OpenOCD is touched
-    const double rate = choose_rate(o);
-    const transport::Endpoint endpoint = openocd_endpoint(o.openocd);
     transport::TclClient tcl(endpoint, {});
     const sources::SwoSetupResult done = sources::set_up_swo(tcl, o.setup);
     std::fprintf(stderr, "mcuprof swo: DEMCR 0x%08x, ITM_TCR 0x%08x, DWT_CTRL 0x%08x; %s capturing to %s\n",
@@ -186,7 +189,10 @@ int swo_command(const Arguments& args)
             captured = sources::read_swo(o.report.input, swo);
             figures.samples = captured.pcs.size();
         } else {
-            sources::RecordingWriter writer(o.recording, swo_header(endpoint, done, o, rate, images));
+            sources::RunHeader header = swo_header(endpoint, done, o, rate, images);
+            if (started != nullptr)
+                header.openocd_run = *started;
+            sources::RecordingWriter writer(o.recording, header);
             const std::unique_ptr<sources::ByteSource> stream = sources::open_byte_source(o.report.input);
             const auto start = std::chrono::steady_clock::now();
             const sources::SwoRecorded recorded = sources::record_swo(*stream, swo, 1 / rate, writer);
@@ -216,6 +222,27 @@ int swo_command(const Arguments& args)
     o.report.input = o.recording;
     write_profile(sources::to_samples(sources::read_recording(o.recording), std::nullopt), o.report, images);
     return 0;
+}
+
+} // namespace
+
+int swo_command(const Arguments& args)
+{
+    SwoCommandOptions o;
+    if (!parse_swo_options(args, o))
+        return 0;
+    const core::ImageSet images = open_images(o.report);
+    images.symbols();   // a wrong ELF before OpenOCD is touched
+    const double rate = choose_rate(o);
+    if (!o.launch)
+        return swo_through(o, images, rate, openocd_endpoint(o.openocd), nullptr);
+    // --chip: OpenOCD started here, stopped when this ends; its words and log name an error.
+    sources::StartedOpenocd started(*o.launch);
+    try {
+        return swo_through(o, images, rate, started.tcl(), &started.run());
+    } catch (const mcuprof::Error& e) {
+        throw sources::Error(o.launch->program, "--chip " + o.launch->chip, started.explain(e.what()));
+    }
 }
 
 } // namespace mcuprof::cli

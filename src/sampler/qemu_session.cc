@@ -31,26 +31,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-// A TCP port that was free a moment ago: bind port 0 on the loopback, read it, close. Another
-// process may take it before QEMU binds it; QEMU then exits at once saying so, and the caller
-// tries again with a new port.
 uint16_t free_port()
 {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        throw Error("qemu", "gdbstub port", std::string("cannot open a socket: ") + std::strerror(errno));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    uint16_t port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
-        port = ntohs(address.sin_port);
-    ::close(fd);
-    if (port == 0)
-        throw Error("qemu", "gdbstub port", "no free TCP port on 127.0.0.1");
-    return port;
+    return free_loopback_port("qemu gdbstub");
 }
 
 bool port_was_busy(const QemuProcess& qemu)
@@ -177,102 +160,12 @@ std::string QemuLaunch::default_program()
     return program != nullptr && *program != '\0' ? program : "qemu-system-arm";
 }
 
-QemuProcess::QemuProcess(const std::vector<std::string>& args, const std::string& stderr_path)
-    : stderr_path_(stderr_path)
-{
-    // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
-    std::vector<char*> argv;
-    for (const std::string& a : args)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (err < 0 || null < 0)
-        throw Error(stderr_path, "", std::string("cannot create QEMU's log: ") + std::strerror(errno));
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-        ::setpgid(0, 0);                      // a terminal's Ctrl-C goes to mcuprof alone
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);   // mcuprof killed: QEMU goes too
-        if (::getppid() != parent)
-            ::_exit(127);
-        ::dup2(null, STDIN_FILENO);
-        ::dup2(null, STDOUT_FILENO);
-        ::dup2(err, STDERR_FILENO);
-        ::execvp(argv[0], argv.data());
-        const char* why = std::strerror(errno);
-        const char prefix[] = "cannot run ";
-        (void)!::write(STDERR_FILENO, prefix, sizeof prefix - 1);
-        (void)!::write(STDERR_FILENO, argv[0], std::strlen(argv[0]));
-        (void)!::write(STDERR_FILENO, ": ", 2);
-        (void)!::write(STDERR_FILENO, why, std::strlen(why));
-        ::_exit(127);
-    }
-    const int fork_errno = errno;
-    ::close(err);
-    ::close(null);
-    if (pid_ < 0)
-        throw Error(args[0], "", std::string("cannot start: ") + std::strerror(fork_errno));
-}
-
-QemuProcess::~QemuProcess()
-{
-    stop(std::chrono::seconds(5));
-}
-
-bool QemuProcess::running()
-{
-    if (status_ || pid_ <= 0)
-        return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        status_ = status;
-        return false;
-    }
-    return true;
-}
-
-bool QemuProcess::wait(std::chrono::milliseconds timeout)
-{
-    const Clock::time_point deadline = Clock::now() + timeout;
-    while (running()) {
-        if (Clock::now() >= deadline)
-            return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
-}
-
-void QemuProcess::stop(std::chrono::milliseconds grace)
-{
-    if (!running())
-        return;
-    if (grace.count() > 0) {
-        ::kill(pid_, SIGTERM);
-        if (wait(grace))
-            return;
-    }
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    if (::waitpid(pid_, &status, 0) == pid_)
-        status_ = status;
-}
-
-std::string QemuProcess::how_it_ended() const
-{
-    if (!status_)
-        return "still runs";
-    if (WIFEXITED(*status_))
-        return "exited with status " + std::to_string(WEXITSTATUS(*status_));
-    return "was killed by signal " + std::to_string(WTERMSIG(*status_));
-}
-
 std::string QemuProcess::stderr_text() const
 {
     // QEMU's "qemu: fatal: ..." (a CPU lockup, say) is followed by a dump of every register,
     // dozens of lines that say nothing to the user: the text keeps what comes before the
     // dump ("R00=" starts it, target/arm/cpu.c's arm_cpu_dump_state).
-    std::ifstream in(stderr_path_);
+    std::ifstream in(log_path());
     std::string text, line;
     bool lockup = false;
     while (std::getline(in, line)) {

@@ -1,6 +1,6 @@
 // Drives the VS Code that code-server serves, in the Chromium test_editor.py started, through
 // Playwright (over the DevTools port). Usage: node drive.js PLAN.json; prints what it saw, as
-// JSON, on its last line of standard output. The plan: {cdp, url, file, lines, shots, function}.
+// JSON, on its last line of standard output. The plan: {cdp, url, file, lines, shots, function, recordings, board}.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -126,10 +126,21 @@ async function hover(page, n) {
     // the second recording done: the status names its file (the status already named the first
     // one, and the file exists from the recording's start, so neither alone says it has ended; a
     // diff run before its end is overwritten by its heat when it ends)
-    await palette(page, '>mcuprof: Record Now');
+    // The second one with the launch configuration plan.board names, chosen in the quick pick.
+    if (plan.board) {
+      await palette(page, '>mcuprof: Record With Launch Configuration');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: plan.board }).first().waitFor({ timeout: 15000 });
+      const input = page.locator(INPUT);
+      await input.fill(plan.board);
+      await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: plan.board }).first().waitFor({ timeout: 15000 });
+      await page.keyboard.press('Enter');
+    } else {
+      await palette(page, '>mcuprof: Record Now');
+    }
     for (let i = 0; i < 900 && recordings().length < 2; i++) await page.waitForTimeout(100);
     const [a, b] = recordings();
     await page.locator('.statusbar-item', { hasText: `mcuprof: ${path.basename(b)}, ` }).first().waitFor({ timeout: 90000 });
+    step('second recording');
     seen.diffed = [a, b];
     await palette(page, '>mcuprof: Diff Two Recordings');
     for (const [file, title] of [[a, 'recording A'], [b, 'recording B']]) {

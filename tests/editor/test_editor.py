@@ -1,6 +1,11 @@
 """The VS Code extension (src/vscode) in a real VS Code: code-server from the npm registry, in
 Debian's Chromium, driven by Playwright (drive.js). The editor opens firmware-ref's source, the
-extension's Record command records calltree_forever_m4 under `mcuprof record --qemu` (twice, for a diff), runs `top` live, and what the
+extension's Record command records calltree_forever_m4 under `mcuprof record --qemu`, then
+through a Cortex-Debug OpenOCD configuration (configFiles interface/stlink.cfg and
+target/stm32f4x.cfg, the ST-Link's TCP backend in openOCDLaunchCommands) with which mcuprof
+starts OpenOCD itself (`record --chip stm32f4x --probe stlink-server:PORT`) in front of
+`mcuprof vprobe --chip stm32f4x` and a QEMU running the same image (the two recordings are then
+diffed), runs `top` live, and what the
 editor shows is checked against mcuprof's own JSON of that recording: each hot line's label in
 the gutter (share and standard error), its hover (the inline chain, the inclusive share), the
 profile view's function table (its rows, its sorting), the flame graph in it, and a click on a
@@ -23,6 +28,8 @@ import time
 import unittest
 import urllib.request
 
+import qemu_runner
+import run_header
 from qemu_runner import free_port
 from spawn import spawn
 
@@ -105,10 +112,13 @@ class EditorTest(unittest.TestCase):
             self.assertTrue(os.path.exists(f), f"{f} is missing: make build makes it")
         self.tmp = tempfile.mkdtemp(prefix="mcuprof-editor-")
         self.processes: list[subprocess.Popen] = []
+        self.qemu = None
         self.logs: list[str] = []
         os.makedirs(os.path.join(self.tmp, "shots"))
 
     def tearDown(self):
+        if self.qemu is not None:
+            self.qemu.close()
         for p in reversed(self.processes):
             if p.poll() is None:
                 try:
@@ -132,6 +142,19 @@ class EditorTest(unittest.TestCase):
     def _outcome_failed(self) -> bool:
         result = getattr(self._outcome, "result", None)
         return bool(result and (result.failures or result.errors))
+
+    def start_board(self) -> int:
+        """QEMU running the image on netduinoplus2 (an STM32F405) behind `mcuprof vprobe --chip
+        stm32f4x --stlink-port`: the board the OpenOCD configuration reaches. Its st-link port."""
+        self.qemu = qemu_runner.QemuRun(self.elf, "netduinoplus2", gdb=True, uart=None, timeout=900).start()
+        self.qemu.wait_listening(self.qemu.gdb_port)
+        self.start([self.cli, "vprobe", "--gdb", f"127.0.0.1:{self.qemu.gdb_port}", "--stlink-port", "0",
+                    "--chip", "stm32f4x"], "vprobe.log")
+        def port():
+            with open(os.path.join(self.tmp, "vprobe.log")) as f:
+                found = re.search(r"st-link on 127\.0\.0\.1:(\d+)", f.read())
+            return int(found.group(1)) if found else None
+        return wait_for("the vprobe's st-link port", port, 60)
 
     def start(self, args, log_name, env=None):
         log = os.path.join(self.tmp, log_name)
@@ -160,18 +183,25 @@ class EditorTest(unittest.TestCase):
         # the user's settings: where mcuprof is, and a launch configuration as Cortex-Debug's
         # with the QEMU machine (launch.json's own place is the workspace; the user's settings
         # keep firmware-ref's source untouched)
+        # and a second, Cortex-Debug's for a board on an ST-Link (here the vprobe's stlink-server)
+        stlink_port = self.start_board()
         os.makedirs(os.path.join(user_data, "User"), exist_ok=True)
+        settings = {
+            "mcuprof.path": self.cli, "mcuprof.recordingsDir": recordings,
+            "mcuprof.samples": 3000, "mcuprof.stacks": True,
+            "workbench.startupEditor": "none", "security.workspace.trust.enabled": False,
+            "telemetry.telemetryLevel": "off", "workbench.tips.enabled": False,
+            "git.openRepositoryInParentFolders": "never",
+            "launch": {"version": "0.2.0", "configurations": [{
+                "name": "calltree in QEMU", "type": "cortex-debug", "request": "launch",
+                "servertype": "qemu", "machine": "netduinoplus2", "executable": self.elf}, {
+                "name": "calltree on the board", "type": "cortex-debug", "request": "launch",
+                "servertype": "openocd", "executable": self.elf,
+                "configFiles": ["interface/stlink.cfg", "target/stm32f4x.cfg"],
+                "openOCDLaunchCommands": [f"hla_stlink_backend tcp {stlink_port}"]}]},
+        }
         with open(os.path.join(user_data, "User", "settings.json"), "w") as f:
-            json.dump({
-                "mcuprof.path": self.cli, "mcuprof.recordingsDir": recordings,
-                "mcuprof.samples": 3000, "mcuprof.stacks": True,
-                "workbench.startupEditor": "none", "security.workspace.trust.enabled": False,
-                "telemetry.telemetryLevel": "off", "workbench.tips.enabled": False,
-                "git.openRepositoryInParentFolders": "never",
-                "launch": {"version": "0.2.0", "configurations": [{
-                    "name": "calltree in QEMU", "type": "cortex-debug", "request": "launch",
-                    "servertype": "qemu", "machine": "netduinoplus2", "executable": self.elf}]},
-            }, f)
+            json.dump(settings, f)
         port, cdp = free_port(), free_port()
         self.start([sys.executable, "-c", GUARD, str(os.getpid()), "node", entry, "--auth", "none",
                     "--bind-addr", f"127.0.0.1:{port}", "--user-data-dir", user_data,
@@ -188,7 +218,8 @@ class EditorTest(unittest.TestCase):
 
         shots = os.path.join(self.tmp, "shots")
         plan = {"cdp": cdp, "url": f"http://127.0.0.1:{port}/?folder={SOURCE}", "file": FILE,
-                "lines": [], "shots": shots, "function": "", "recordings": recordings}
+                "lines": [], "shots": shots, "function": "", "recordings": recordings,
+                "board": "calltree on the board"}
         # the lines to check: the hottest of FILE in a short recording made here (the image
         # spends its time in the same few lines every run), and line 1, which has no samples
         expected_lines = self.hot_lines_guess()
@@ -209,6 +240,12 @@ class EditorTest(unittest.TestCase):
         recs = sorted(os.path.join(recordings, r) for r in os.listdir(recordings)
                       if r.endswith(".rec") and not r.startswith("live-"))
         self.assertEqual(len(recs), 2, recs)   # Record Now, twice: the second for the diff
+        # the second through the board configuration: mcuprof started OpenOCD with its scripts
+        board = run_header.read_header(recs[1])
+        self.assertEqual(board.get("openocd_run", {}).get("chip"), "stm32f4x", board)
+        self.assertEqual(board["openocd_run"]["probe"], f"stlink-server:127.0.0.1:{stlink_port}")
+        self.assertIn("-f interface/stlink.cfg", board["openocd_run"]["command"])
+        self.assertNotIn("openocd_run", run_header.read_header(recs[0]))
         by_line = json.loads(subprocess.check_output([self.cli, "report", recs[0], "--by", "line", "--format", "json"]))
         by_function = json.loads(subprocess.check_output([self.cli, "report", recs[0], "--format", "json"]))
         self.assertIn(f"{by_line['samples']} samples", seen["status"])

@@ -258,6 +258,23 @@ def beyond_se(observed: dict[str, float], truth: dict[str, float], n: int, *, mi
     return bad
 
 
+def apart_by_se(a: dict[str, int], b: dict[str, int], n: int, *, min_share: float, z: float = 4.0) -> list[tuple]:
+    """Names whose shares in two independent profiles of `n` samples each (counts by name)
+    differ by more than `z` combined standard errors at their pooled share, as
+    [(name, a %, b %, z-score)] for names whose pooled share is at least `min_share`; [] when
+    all agree."""
+    bad = []
+    for name in set(a) | set(b):
+        pa, pb = a.get(name, 0) / n, b.get(name, 0) / n
+        pooled = (pa + pb) / 2
+        if pooled < min_share:
+            continue
+        score = (pa - pb) / math.sqrt(2 * pooled * (1 - pooled) / n) if 0 < pooled < 1 else 0.0
+        if abs(score) > z:
+            bad.append((name, round(100 * pa, 2), round(100 * pb, 2), round(score, 2)))
+    return bad
+
+
 def stall_free_census(census: dict[str, int], stalls: dict[str, int]) -> dict[str, int]:
     """A time census by name less its stalls (qemu_runner.snapshot_stalls(), by the same names):
     the reference of a sampler that found none of them; beyond_se's `stall_free`, as fractions()."""

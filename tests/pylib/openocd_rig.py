@@ -384,3 +384,20 @@ def guest_running(qemu: qemu_runner.QemuRun) -> bool:
     (A new GDB client is no oracle: QEMU 7.2 tells it unasked that a running guest stopped,
     QEMU 10 stops the guest silently and says nothing until asked.)"""
     return bool(qemu.qmp("query-status")["running"])
+
+
+def qemu_machines(qemu: str) -> set[str]:
+    """The machines `qemu -M help` lists."""
+    listing = subprocess.run([qemu, "-M", "help"], capture_output=True, text=True, check=True).stdout
+    return {line.split()[0] for line in listing.splitlines()[1:] if line.strip()}
+
+
+def assemble_image(work: Path, source: str, flash: int, cpu: str) -> Path:
+    """An ELF of the assembly `source` (a .vectors section, then .text) for `cpu`, its vector
+    table at `flash` and its code 0x40 bytes after."""
+    source_file, obj, elf = work / "loop.s", work / "loop.o", work / "loop.elf"
+    source_file.write_text(source)
+    subprocess.run(["arm-none-eabi-as", f"-mcpu={cpu}", "-o", str(obj), str(source_file)], check=True)
+    subprocess.run(["arm-none-eabi-ld", "-Ttext", hex(flash + 0x40), "--section-start", f".vectors={flash:#x}",
+                    "-e", "loop", "-o", str(elf), str(obj)], check=True)
+    return elf

@@ -285,3 +285,104 @@ TEST_CASE("ST-Link: ENTER SWD unless in debug mode already")
     CHECK(f.script.empty());
     CHECK(f.link->commands() == 3);
 }
+
+namespace {
+
+// A probe's bulk endpoints that expect these transfers, in order: (endpoint, bytes) written by
+// the host, or (endpoint, bytes) the probe answers with on an IN endpoint.
+struct Transfer {
+    uint8_t endpoint;
+    std::string bytes;
+};
+
+class ScriptedBulk : public UsbBulk {
+public:
+    explicit ScriptedBulk(std::deque<Transfer>& script) : script_(script) {}
+    void write(uint8_t endpoint, std::string_view bytes) override
+    {
+        REQUIRE_FALSE(script_.empty());
+        CHECK(int(endpoint) == int(script_.front().endpoint));
+        CHECK(std::string(bytes) == script_.front().bytes);
+        script_.pop_front();
+    }
+    std::string read(uint8_t endpoint, uint32_t length) override
+    {
+        REQUIRE_FALSE(script_.empty());
+        CHECK(int(endpoint) == int(script_.front().endpoint));
+        CHECK(length == script_.front().bytes.size());
+        std::string reply = script_.front().bytes;
+        script_.pop_front();
+        return reply;
+    }
+    const std::string& peer() const override { return peer_; }
+    std::string device() const override { return "0483:374B serial 066DFF on USB /dev/bus/usb/001/007"; }
+    void close() override { closed = true; }
+    bool closed = false;
+
+private:
+    std::deque<Transfer>& script_;
+    std::string peer_ = "ST-Link on USB /dev/bus/usb/001/007";
+};
+
+// The 16 command bytes as the probe receives them: the listed ones, then zeros.
+std::string command16(std::string_view listed)
+{
+    std::string c = hex(listed);
+    c.resize(16, '\0');
+    return c;
+}
+
+} // namespace
+
+TEST_CASE("ST-Link on USB: each command one bulk OUT of 16 bytes, data to the probe a second, the reply one bulk IN")
+{
+    REQUIRE(stlink_usb_endpoints(0x374B));   // a V2-1: commands to EP 1 OUT, replies from EP 1 IN
+    const UsbEndpoints v21 = *stlink_usb_endpoints(0x374B);
+    CHECK((int(v21.command_out) == 0x01 && int(v21.reply_in) == 0x81));
+    std::deque<Transfer> script{
+        // READDEBUGREG DHCSR: status word and value come back in one IN transfer of 8 bytes.
+        {0x01, command16("F2 36 F0ED00E0")}, {0x81, hex("80000000 03000300")},
+        // WRITEDEBUGREG: address and value inside the command; the 2-byte status back.
+        {0x01, command16("F2 35 F0ED00E0 03005FA0")}, {0x81, hex("8000")},
+        // READALLREGS: 88 bytes.
+        {0x01, command16("F2 3A")}, {0x81, hex("80000000") + std::string(84, '\x11')},
+    };
+    auto bulk = std::make_unique<ScriptedBulk>(script);
+    ScriptedBulk* probe = bulk.get();
+    StlinkLink link(make_stlink_usb_transport(std::move(bulk), v21));
+    CHECK(link.read_debug_register(0xE000EDF0) == 0x00030003);
+    link.write_debug_register(0xE000EDF0, 0xA05F0003);
+    CHECK(link.read_all_registers().words[0] == 0x11111111);
+    CHECK(script.empty());
+    CHECK(link.commands() == 3);
+    CHECK(link.peer() == "ST-Link on USB /dev/bus/usb/001/007");
+    link.close();
+    CHECK(probe->closed);
+}
+
+TEST_CASE("ST-Link on USB: the endpoints by product ID")
+{
+    const auto v2 = stlink_usb_endpoints(0x3748);   // ST-LINK/V2: commands to EP 2 OUT
+    REQUIRE(v2);
+    CHECK((int(v2->command_out) == 0x02 && int(v2->reply_in) == 0x81));
+    for (uint16_t v3 : {0x374E, 0x374F, 0x3753, 0x3754, 0x3757})
+        CHECK(int(stlink_usb_endpoints(v3)->command_out) == 0x01);
+    CHECK_FALSE(stlink_usb_endpoints(0x3744));   // ST-LINK/V1: no READALLREGS, not taken
+    CHECK_FALSE(stlink_usb_endpoints(0xDF11));   // ST's DFU bootloader
+}
+
+TEST_CASE("ST-Link on USB: none on this machine's bus is one connect error naming what was looked for")
+{
+    // This machine has no ST-Link (nor USB in a container): the error says what it looked for.
+    try {
+        open_stlink_usb("NO-SUCH-SERIAL", std::chrono::seconds(1));
+        FAIL("opened an ST-Link that is not there");
+    } catch (const transport::Error& e) {
+        CHECK(e.kind() == transport::Error::Kind::connect);
+        const std::string said = e.what();
+        const bool named = said.find("no ST-Link on USB") != std::string::npos ||
+                           said.find("libusb_init") != std::string::npos ||
+                           said.find("NO-SUCH-SERIAL") != std::string::npos;
+        CHECK_MESSAGE(named, said);
+    }
+}

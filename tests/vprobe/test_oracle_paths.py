@@ -108,16 +108,7 @@ def worst_z(observed: dict[str, int], truth: dict[str, int]) -> tuple:
 def apart_by_4_se(a: dict[str, int], b: dict[str, int]) -> list[tuple]:
     """Functions whose shares in two independent profiles of SAMPLES samples each differ by
     more than Z combined standard errors (pooled share): (name, a %, b %, z)."""
-    bad = []
-    for name in set(a) | set(b):
-        pa, pb = a.get(name, 0) / SAMPLES, b.get(name, 0) / SAMPLES
-        pooled = (pa + pb) / 2
-        if pooled < MIN_SHARE:
-            continue
-        z = (pa - pb) / math.sqrt(2 * pooled * (1 - pooled) / SAMPLES)
-        if abs(z) > Z:
-            bad.append((name, round(100 * pa, 2), round(100 * pb, 2), round(z, 2)))
-    return bad
+    return fwtest.apart_by_se(a, b, SAMPLES, min_share=MIN_SHARE, z=Z)
 
 
 def record_command(link: list[str], rec: Path) -> list[str]:

@@ -30,8 +30,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import qemu_runner
-from openocd_rig import (CLI, FW_DIR, OPENOCD, TclRpc, elf_functions, guest_running, require, stop_rig,
-                         wait_first_poll, wait_port)
+from openocd_rig import (CLI, FW_DIR, OPENOCD, TclRpc, assemble_image, elf_functions, guest_running, qemu_machines,
+                         require, stop_rig, wait_first_poll, wait_port)
 from spawn import spawn
 
 # chip (target/NAME.cfg): QEMU machine, the probes to try ("hla": interface/stlink.cfg, an ST-Link's
@@ -80,18 +80,8 @@ loop:
 """
 
 
-def machines(qemu: str) -> set[str]:
-    listing = subprocess.run([qemu, "-M", "help"], capture_output=True, text=True, check=True).stdout
-    return {line.split()[0] for line in listing.splitlines()[1:] if line.strip()}
 
 
-def assemble_loop(work: Path, flash: int) -> Path:
-    source, obj, elf = work / "loop.s", work / "loop.o", work / "loop.elf"
-    source.write_text(LOOP_SOURCE)
-    subprocess.run(["arm-none-eabi-as", "-mcpu=cortex-m0", "-o", str(obj), str(source)], check=True)
-    subprocess.run(["arm-none-eabi-ld", "-Ttext", hex(flash + 0x40), "--section-start", f".vectors={flash:#x}",
-                    "-e", "loop", "-o", str(elf), str(obj)], check=True)
-    return elf
 
 
 def qemu_pc(qemu: qemu_runner.QemuRun) -> int:
@@ -108,7 +98,7 @@ class StockTargets(unittest.TestCase):
     def setUp(self):
         require(["arm-none-eabi-as", "arm-none-eabi-ld", "arm-none-eabi-nm", OPENOCD, qemu_runner.QEMU],
                 [CLI, FW_DIR / "mixed_forever_m4.elf", FW_DIR / "arch_forever_microbit.elf"])
-        self.machines = machines(qemu_runner.QEMU)
+        self.machines = qemu_machines(qemu_runner.QEMU)
 
     def run_chip(self, chip: str):
         machine, probes, image, flash, dp_id, id_registers, flash_size = CASES[chip]
@@ -121,7 +111,7 @@ class StockTargets(unittest.TestCase):
                                       openocd_log=None, cpus_before=None, rig_stopped=False, vprobe_log=[],
                                       work=Path(tempfile.mkdtemp(prefix=f"mcuprof-stock-{chip}-")))
                 try:
-                    elf = FW_DIR / image if image else assemble_loop(rig.work, flash)
+                    elf = FW_DIR / image if image else assemble_image(rig.work, LOOP_SOURCE, flash, "cortex-m0")
                     self.start(rig, chip, machine, probe, elf)
                     self.check(rig, chip, probe, elf, dp_id, id_registers, flash_size)
                 finally:

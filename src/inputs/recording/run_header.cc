@@ -247,6 +247,16 @@ RunHeader::QemuRun qemu_run_of(const nlohmann::json& j)
             count_at(j, "instructions"),        flag_at(j, "exited"),                text_at(j, "run_end").value_or("")};
 }
 
+nlohmann::json to_json(const RunHeader::OpenocdRun& o)
+{
+    return {{"chip", o.chip}, {"probe", o.probe}, {"command", o.command}};
+}
+
+RunHeader::OpenocdRun openocd_run_of(const nlohmann::json& j)
+{
+    return {text_at(j, "chip").value_or(""), text_at(j, "probe").value_or(""), text_at(j, "command").value_or("")};
+}
+
 } // namespace
 
 const char* to_string(LinkKind kind)
@@ -289,6 +299,8 @@ nlohmann::json to_json(const RunHeader& h)
         j["variable"] = to_json(*h.variable);
     if (h.qemu)
         j["qemu"] = to_json(*h.qemu);
+    if (h.openocd_run)
+        j["openocd_run"] = to_json(*h.openocd_run);
     if (!h.images.empty())
         j.update(to_json(h.images.front()));
     if (h.images.size() > 1) {
@@ -320,6 +332,8 @@ RunHeader run_header_from_json(const nlohmann::json& j)
         h.variable = variable_of(*variable);
     if (const nlohmann::json* qemu = member(j, "qemu"); qemu != nullptr && qemu->is_object())
         h.qemu = qemu_run_of(*qemu);
+    if (const nlohmann::json* run = member(j, "openocd_run"); run != nullptr && run->is_object())
+        h.openocd_run = openocd_run_of(*run);
     // Recordings before the absolute path and the identity have "elf" alone, and the oldest none.
     if (member(j, "elf") != nullptr || member(j, "elf_path") != nullptr || member(j, "elf_identity") != nullptr)
         h.images.push_back(image_of(j));

@@ -20,7 +20,8 @@ public:
     {
         RunHeader::Link link;
         link.source = LinkKind::stlink;
-        link.stlink = options_.server.text();
+        link.stlink = options_.usb_serial ? "usb" + (options_.usb_serial->empty() ? "" : ":" + *options_.usb_serial)
+                                          : options_.server.text();
         link.stlink_probe = link_->device() + ", firmware " + version_.text();
         link.round_trip =
             options_.pcsr ? std::string(version_.reads_one_address()
@@ -35,7 +36,10 @@ public:
         return link;
     }
     std::string server() const override { return "the ST-Link"; }
-    std::string peer() const override { return link_ ? link_->peer() : "stlink-server " + options_.server.text(); }
+    std::string peer() const override
+    {
+        return link_ ? link_->peer() : options_.usb_serial ? "ST-Link on USB" : "stlink-server " + options_.server.text();
+    }
     std::optional<uint64_t> probe_commands() const override { return commands_before_ + (link_ ? link_->commands() : 0); }
 
     // A core found halted at the start is resumed, as on OpenOCD's Tcl port, with an event; DFSR
@@ -184,7 +188,8 @@ private:
     std::unique_ptr<stlink::StlinkLink> connect()
     {
         auto link = std::make_unique<stlink::StlinkLink>(
-            stlink::make_stlink_server_transport(options_.server, options_.timeout));
+            options_.usb_serial ? stlink::open_stlink_usb(*options_.usb_serial, options_.timeout)
+                                : stlink::make_stlink_server_transport(options_.server, options_.timeout));
         version_ = link->read_version();
         link->enter_swd();
         return link;

@@ -30,6 +30,11 @@ function config() {
   return vscode.workspace.getConfiguration('mcuprof');
 }
 
+/** mcuprof.chip and mcuprof.probe: the chip and probe where the launch configuration has none. */
+function chipSettings() {
+  return { chip: config().get<string>('chip', '') || undefined, probe: config().get<string>('probe', '') || undefined };
+}
+
 function folder(): string {
   return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
 }
@@ -113,12 +118,15 @@ function recordingsDir(): string {
   return dir;
 }
 
-/** The launch.json configuration to record with: mcuprof.launchConfiguration, else the first
- *  that names an executable. */
-function launchConfig(): LaunchConfig {
-  const all = vscode.workspace.getConfiguration('launch').get<LaunchConfig[]>('configurations', []);
-  const want = config().get<string>('launchConfiguration', '');
-  const c = all.find(x => (want ? x.name === want : !!x.executable));
+function launchConfigs(): LaunchConfig[] {
+  return vscode.workspace.getConfiguration('launch').get<LaunchConfig[]>('configurations', []);
+}
+
+/** The launch.json configuration to record with: `name`, else mcuprof.launchConfiguration, else
+ *  the first that names an executable. */
+function launchConfig(name?: string): LaunchConfig {
+  const want = name ?? config().get<string>('launchConfiguration', '');
+  const c = launchConfigs().find(x => (want ? x.name === want : !!x.executable));
   if (!c) throw new Error(want ? `no launch configuration named ${want}` : 'no launch configuration names an executable (the ELF)');
   const f = folder();
   const copy: LaunchConfig = JSON.parse(JSON.stringify(c));
@@ -130,16 +138,24 @@ function stamp(): string {
   return new Date().toISOString().replace(/[:.]/g, '-');
 }
 
-async function record() {
-  const c = launchConfig();
+async function record(name?: string) {
+  const c = launchConfig(typeof name === 'string' ? name : undefined);
   const file = path.join(recordingsDir(), `${path.basename(c.executable!, '.elf')}-${stamp()}.rec`);
-  const args = ['record', ...sourceArgs(c), '--samples', String(config().get<number>('samples', 5000)), '-o', file];
+  const args = ['record', ...sourceArgs(c, chipSettings()), '--samples', String(config().get<number>('samples', 5000)), '-o', file];
   if (config().get<boolean>('stacks', true)) args.push('--stacks');
   await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'mcuprof: recording' }, async () => {
     await run(args);
     show(await loadRecording(file));
   });
   output.appendLine(`recorded ${file}`);
+}
+
+/** Record with a launch configuration chosen from those that name an executable. */
+async function recordWith() {
+  const names = launchConfigs().filter(c => !!c.executable && !!c.name).map(c => c.name!);
+  if (names.length === 0) throw new Error('no launch configuration names an executable (the ELF)');
+  const name = await vscode.window.showQuickPick(names, { title: 'mcuprof: record with the launch configuration' });
+  if (name) await record(name);
 }
 
 async function pick(title: string): Promise<string | undefined> {
@@ -177,7 +193,7 @@ async function topStart() {
   if (live) return;
   const c = launchConfig();
   const file = path.join(recordingsDir(), `live-${stamp()}.rec`);
-  const args = ['top', ...sourceArgs(c), '-o', file];
+  const args = ['top', ...sourceArgs(c, chipSettings()), '-o', file];
   if (config().get<boolean>('stacks', true)) args.push('--stacks');
   const exe = config().get<string>('path', 'mcuprof');
   output.appendLine(`$ ${exe} ${args.join(' ')}`);
@@ -249,7 +265,8 @@ export function activate(context: vscode.ExtensionContext) {
   makeDecorationTypes();
   const cmd = (name: string, f: (...a: any[]) => Promise<void> | void) =>
     context.subscriptions.push(vscode.commands.registerCommand(name, guarded(f)));
-  cmd('mcuprof.record', record);
+  cmd('mcuprof.record', () => record());
+  cmd('mcuprof.recordWith', recordWith);
   cmd('mcuprof.open', open);
   cmd('mcuprof.diff', diff);
   cmd('mcuprof.topStart', topStart);

@@ -180,25 +180,85 @@ export function intensity(h: LineHeat, hottest: number): number {
 }
 
 /** The arguments of `mcuprof record`/`top` from a launch.json configuration (Cortex-Debug's
- *  fields: executable, servertype, machine; and an `mcuprof` object of our own). */
+ *  fields: executable, servertype, machine, device, configFiles, openOCDLaunchCommands; and an
+ *  `mcuprof` object of our own), with the chip and probe of the settings where the
+ *  configuration names neither. */
 export interface LaunchConfig {
   name?: string;
   type?: string;
   executable?: string;
   servertype?: string;
   machine?: string;
-  mcuprof?: { qemu?: string; openocd?: string; gdb?: string; mode?: string; args?: string[] };
+  device?: string;
+  configFiles?: string[];
+  openOCDLaunchCommands?: string[];
+  openOCDPreConfigLaunchCommands?: string[];
+  mcuprof?: { qemu?: string; openocd?: string; gdb?: string; chip?: string; probe?: string; mode?: string; args?: string[] };
 }
 
-export function sourceArgs(c: LaunchConfig): string[] {
+/** The settings mcuprof.chip and mcuprof.probe: used where the configuration names none. */
+export interface ChipSettings {
+  chip?: string;
+  probe?: string;
+}
+
+// OpenOCD's interface scripts by the --probe that gives them (docs/boards.md).
+const interfaceProbes: [RegExp, string][] = [
+  [/^interface\/stlink(-v2|-v2-1|-dap)?\.cfg$/, 'stlink'],
+  [/^interface\/cmsis-dap\.cfg$/, 'cmsis-dap'],
+  [/^interface\/jlink\.cfg$/, 'jlink'],
+];
+
+// Cortex-Debug's `device` (the part number) to OpenOCD's target script, by family prefix.
+const deviceChips: [RegExp, string][] = [
+  [/^stm32f0/, 'stm32f0x'], [/^stm32f1/, 'stm32f1x'], [/^stm32f2/, 'stm32f2x'], [/^stm32f3/, 'stm32f3x'],
+  [/^stm32f4/, 'stm32f4x'], [/^stm32f7/, 'stm32f7x'], [/^stm32g0/, 'stm32g0x'], [/^stm32g4/, 'stm32g4x'],
+  [/^stm32h7/, 'stm32h7x'], [/^stm32l0/, 'stm32l0'], [/^stm32l1/, 'stm32l1'], [/^stm32l4/, 'stm32l4x'],
+  [/^stm32l5/, 'stm32l5x'], [/^stm32u5/, 'stm32u5x'], [/^stm32wb/, 'stm32wbx'], [/^stm32wl/, 'stm32wlx'],
+  [/^nrf51/, 'nrf51'], [/^nrf52/, 'nrf52'], [/^rp2040/, 'rp2040'], [/^(at)?samd2/, 'at91samdXX'],
+  [/^(at)?sam(d5|e5)/, 'atsame5x'], [/^(lm3s|lm4f|tm4c)/, 'stellaris'],
+];
+
+/** The chip and probe OpenOCD would be started with for a Cortex-Debug OpenOCD configuration:
+ *  target/NAME.cfg and interface/NAME.cfg of configFiles (else the device's family), an st-link
+ *  TCP backend in its OpenOCD commands as stlink-server:PORT. */
+export function chipAndProbe(c: LaunchConfig, settings: ChipSettings = {}): { chip?: string; probe?: string } {
+  const files = (c.configFiles ?? []).map(f => f.replace(/^.*?\b(interface|target)\//, '$1/'));
+  let chip = c.mcuprof?.chip;
+  let probe = c.mcuprof?.probe;
+  for (const f of files) {
+    const target = /^target\/([A-Za-z0-9_-]+)\.cfg$/.exec(f);
+    if (target && !chip) chip = target[1];
+    for (const [pattern, name] of interfaceProbes) if (pattern.test(f) && !probe) probe = name;
+  }
+  const commands = [...(c.openOCDPreConfigLaunchCommands ?? []), ...(c.openOCDLaunchCommands ?? [])];
+  for (const command of commands) {
+    const tcp = /^\s*(?:hla_stlink_backend|st-link backend)\s+tcp\s+(\d+)\s*$/.exec(command);
+    if (tcp && (!probe || probe === 'stlink')) probe = `stlink-server:${tcp[1]}`;
+  }
+  if (!chip && c.device) {
+    const device = c.device.toLowerCase();
+    chip = deviceChips.find(([pattern]) => pattern.test(device))?.[1];
+  }
+  return { chip: chip ?? settings.chip, probe: probe ?? settings.probe };
+}
+
+export function sourceArgs(c: LaunchConfig, settings: ChipSettings = {}): string[] {
   const m = c.mcuprof ?? {};
   if (!c.executable) throw new Error(`the launch configuration ${c.name ?? ''} names no executable (the ELF)`);
+  const mode = ['--mode', m.mode ?? 'halt'];
   let args: string[];
-  if (m.openocd) args = ['--openocd', m.openocd, '--mode', m.mode ?? 'halt'];
+  if (m.openocd) args = ['--openocd', m.openocd, ...mode];
   else if (m.gdb) args = ['--gdb', m.gdb];
   else if (m.qemu || c.servertype === 'qemu') args = ['--qemu', m.qemu ?? c.machine ?? 'netduinoplus2'];
-  else if (c.servertype === 'openocd') args = ['--openocd', 'localhost:6666', '--mode', m.mode ?? 'halt'];
-  else throw new Error(`the launch configuration ${c.name ?? ''} says neither servertype qemu or openocd nor mcuprof.qemu, .openocd or .gdb`);
+  else if (c.servertype === 'openocd' || m.chip) {
+    // mcuprof starts OpenOCD itself with the configuration's chip and probe (record --chip --probe).
+    const { chip, probe } = chipAndProbe(c, settings);
+    if (!chip || !probe)
+      throw new Error(`the launch configuration ${c.name ?? ''} names no ${chip ? 'probe' : 'chip'}: give configFiles ` +
+        `["interface/stlink.cfg", "target/stm32f4x.cfg"], or the settings mcuprof.chip and mcuprof.probe (docs/boards.md)`);
+    args = ['--chip', chip, '--probe', probe, ...mode];
+  } else throw new Error(`the launch configuration ${c.name ?? ''} says neither servertype qemu or openocd nor mcuprof.qemu, .openocd, .chip or .gdb`);
   return [...args, '--elf', c.executable, ...(m.args ?? [])];
 }
 

@@ -1,7 +1,7 @@
 // Unit tests of the extension's own logic (src/heat.ts, src/view.ts): no VS Code here.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, runHeader, sourceArgs, splitLocation } from '../src/heat';
+import { chipAndProbe, recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, runHeader, sourceArgs, splitLocation } from '../src/heat';
 import type { RunHeader } from '../src/run_header';
 import { functionRows } from '../src/view';
 
@@ -75,6 +75,31 @@ test('record arguments from a launch configuration', () => {
     ['--gdb', 'localhost:3333', '--elf', 'fw.elf', '--interval', '2ms']);
   assert.throws(() => sourceArgs({ servertype: 'qemu' }), /no executable/);
   assert.throws(() => sourceArgs({ executable: 'fw.elf', servertype: 'jlink' }), /neither/);
+});
+
+test('an OpenOCD configuration of Cortex-Debug: mcuprof starts OpenOCD with its chip and probe', () => {
+  const elf = ['--elf', 'fw.elf'];
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'openocd',
+                                configFiles: ['interface/stlink.cfg', 'target/stm32f4x.cfg'] }),
+    ['--chip', 'stm32f4x', '--probe', 'stlink', '--mode', 'halt', ...elf]);
+  // A path to OpenOCD's scripts folder, a probe's TCP backend, a mode of our own.
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'openocd', mcuprof: { mode: 'pcsr' },
+                                configFiles: ['/usr/share/openocd/scripts/interface/stlink-v2-1.cfg', 'target/nrf52.cfg'],
+                                openOCDLaunchCommands: ['hla_stlink_backend tcp 7190'] }),
+    ['--chip', 'nrf52', '--probe', 'stlink-server:7190', '--mode', 'pcsr', ...elf]);
+  // A board file names no target script: the device's family, the settings' probe.
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'openocd', device: 'STM32L476RG',
+                                configFiles: ['board/st_nucleo_l4.cfg'] }, { probe: 'jlink' }),
+    ['--chip', 'stm32l4x', '--probe', 'jlink', '--mode', 'halt', ...elf]);
+  assert.deepEqual(chipAndProbe({ device: 'ATSAMD21G18A', configFiles: ['interface/cmsis-dap.cfg'] }),
+    { chip: 'at91samdXX', probe: 'cmsis-dap' });
+  // The configuration's own chip beats the settings'.
+  assert.deepEqual(chipAndProbe({ configFiles: ['target/rp2040.cfg'] }, { chip: 'stm32f4x', probe: 'cmsis-dap' }),
+    { chip: 'rp2040', probe: 'cmsis-dap' });
+  assert.throws(() => sourceArgs({ executable: 'fw.elf', servertype: 'openocd', configFiles: ['target/stm32f4x.cfg'] }),
+    /names no probe/);
+  assert.throws(() => sourceArgs({ executable: 'fw.elf', servertype: 'openocd', configFiles: ['board/x.cfg'] }),
+    /names no chip/);
 });
 
 test('the function table escapes names and keeps locations for click-to-source', () => {

@@ -95,6 +95,12 @@ struct RunHeader {
         bool exited = false;   // the firmware ended the run: `instructions` is the whole run's
         std::string run_end;
     };
+    // --chip/--probe: the OpenOCD mcuprof started for the run, and stopped after it.
+    struct OpenocdRun {
+        std::string chip;      // target/CHIP.cfg
+        std::string probe;     // --probe, as OpenocdProbe::text spells it
+        std::string command;   // its command line
+    };
     // One image the target ran.
     struct Image {
         std::string elf;        // its path as given
@@ -111,6 +117,7 @@ struct RunHeader {
     std::optional<std::string> bias;    // the warning every report shows (kind emulator-bias)
     std::optional<RecordedVariable> variable;
     std::optional<QemuRun> qemu;
+    std::optional<OpenocdRun> openocd_run;
     // The main image first ("elf", "elf_path", "elf_identity"), then the others ("more_elves").
     std::vector<Image> images;
     std::optional<int64_t> started;     // Unix seconds

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "mcuprof/sampler/child_process.h"
 #include "mcuprof/sampler/live.h"
 #include "mcuprof/link/tcp_connection.h"
 
@@ -37,33 +38,13 @@ struct QemuLaunch {
     static std::string default_program();
 };
 
-// One QEMU process: its command line, its standard error (kept in a file, quoted in errors)
-// and its end. The destructor stops it (SIGTERM, then SIGKILL) and reaps it.
-class QemuProcess {
+// One QEMU process, its standard error kept in a file that errors quote.
+class QemuProcess : public ChildProcess {
 public:
-    QemuProcess(const std::vector<std::string>& args, const std::string& stderr_path);
-    ~QemuProcess();
-    QemuProcess(const QemuProcess&) = delete;
-    QemuProcess& operator=(const QemuProcess&) = delete;
-
-    // Whether it still runs (reaps it when it ended).
-    bool running();
-    // Waits for it to end by itself, up to `timeout`; false when it still runs.
-    bool wait(std::chrono::milliseconds timeout);
-    // SIGTERM (QEMU shuts down: the plugin writes its counts, a log is closed), SIGKILL
-    // after `grace`; reaped either way.
-    void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
-    // "exited with status 1" / "killed by signal 9" once it ended.
-    std::string how_it_ended() const;
+    using ChildProcess::ChildProcess;
     // QEMU's standard error on one line (the last 400 characters), without the register
     // dump that follows a fatal error, with a hint when the core locked up.
     std::string stderr_text() const;
-    int pid() const { return pid_; }
-
-private:
-    int pid_ = -1;
-    std::optional<int> status_;
-    std::string stderr_path_;
 };
 
 // What the recorded run was.

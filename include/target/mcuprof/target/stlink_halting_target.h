@@ -8,6 +8,8 @@
 // instead, a batch in one READMEM_32BIT_NO_ADDR_INC (READDEBUGREG each on older firmware).
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "mcuprof/link/tcp_connection.h"
 #include "mcuprof/target/halting_target.h"
@@ -17,6 +19,8 @@ namespace mcuprof::sources {
 struct StlinkTargetOptions {
     transport::Endpoint server;   // ST's stlink-server (or the vprobe's)
     transport::Duration timeout = std::chrono::seconds(3);
+    // --stlink usb[:SERIAL]: the probe itself through libusb-1.0 (the serial, empty for the first).
+    std::optional<std::string> usb_serial;
     bool pcsr = false;            // DWT_PCSR batches (--mode pcsr): only what the header says
 };
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,6 +91,39 @@ std::unique_ptr<Transport> make_stlink_server_transport(const transport::Endpoin
 // The same over a stream already open (the unit tests' scripted server).
 std::unique_ptr<Transport> make_stlink_server_transport(std::unique_ptr<transport::ByteStream> stream,
                                                         transport::Duration timeout);
+
+// The probe's own USB side: bulk transfers on its endpoints (libusb-1.0 on a real probe; a
+// script in the framing tests). Throws transport::Error.
+class UsbBulk {
+public:
+    virtual ~UsbBulk() = default;
+    virtual void write(uint8_t endpoint, std::string_view bytes) = 0;
+    // Exactly `length` bytes from the IN endpoint (the probe sends each reply whole).
+    virtual std::string read(uint8_t endpoint, uint32_t length) = 0;
+    virtual const std::string& peer() const = 0;   // "ST-Link on USB bus 1 device 7"
+    virtual std::string device() const = 0;        // serial, VID:PID, bus and device
+    virtual void close() = 0;                      // releases the interface; never throws
+};
+
+// Which bulk endpoints an ST-Link's product ID uses (stlink_usb.c: the ST-LINK/V2 sends commands
+// to EP 2 OUT; the V2-1 and every V3 to EP 1 OUT; replies come from EP 1 IN on all).
+struct UsbEndpoints {
+    uint8_t command_out = 0x01;
+    uint8_t reply_in = 0x81;
+};
+// The ST-Links by product ID (VID 0x0483): V2 0x3748, V2-1 0x374B/0x3752, V3 0x374E/0x374F/
+// 0x3753/0x3754/0x3757 (the IDs OpenOCD 0.12's interface/stlink.cfg lists, and the V3PWR);
+// nothing for another product.
+std::optional<UsbEndpoints> stlink_usb_endpoints(uint16_t product_id);
+
+// One USB command on the probe's endpoints: the 16 command bytes in one bulk OUT transfer,
+// the data to the probe (a memory write's) in a second, then the reply in one bulk IN transfer.
+std::unique_ptr<Transport> make_stlink_usb_transport(std::unique_ptr<UsbBulk> bulk, UsbEndpoints endpoints);
+// The first ST-Link on USB whose serial is `serial` (any, when empty), through libusb-1.0:
+// opened and its interface 0 claimed. Throws transport::Error (connect) naming what it found:
+// no ST-Link, no permission to it (the udev rules), or one held by another program (named
+// where its process is visible: processes_holding).
+std::unique_ptr<Transport> open_stlink_usb(const std::string& serial, transport::Duration timeout);
 
 // The firmware's versions (GET_VERSION, and GET_VERSION_EX on a V3).
 struct Version {
