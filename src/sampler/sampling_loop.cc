@@ -566,7 +566,8 @@ RunHeader LiveSampler::run_header() const
     if (behind_vprobe_) {
         h.probe = "mcuprof vprobe";
         if (pacing_.pacing != Pacing::icount)
-            h.bias = std::string(vprobe_bias_prefix) + emulator_bias_warning;
+            h.bias = std::string(h.link.source == LinkKind::stlink ? vprobe_stlink_bias_prefix : vprobe_bias_prefix) +
+                     emulator_bias_warning;
     }
     if (extras_.variable)
         h.variable = *extras_.variable;

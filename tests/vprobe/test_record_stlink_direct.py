@@ -229,6 +229,14 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         observed = suite.observed_shares(self, self.top_report, SAMPLES, self.windows["top"])
         suite.halt_profile_checks(self, observed, self.windows["top"], SAMPLES, self.stall_free["top"])
 
+    def test_the_virtual_probe_is_known_and_its_bias_warned_of(self):
+        # The vprobe's signature reaches the header through the ST-Link's own reads too: every
+        # recording warns of QEMU's wall clock, naming the ST-Link (no OpenOCD in between).
+        for name in RUNS:
+            with self.subTest(run=name):
+                self.assertIn("mcuprof record: warning: the ST-Link is mcuprof's virtual probe", self.results[name].stderr)
+                self.assertIn("emulator-bias", [w["kind"] for w in self.report(name)["warnings"]])
+
     def test_stacks_unwound(self):
         doc = self.report("stacks")
         self.assertIn("stacks", doc["sampler"])
