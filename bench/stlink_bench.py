@@ -16,6 +16,9 @@ default). For each latency:
                  commands through the same stlink-server (READDEBUGREG DHCSR, WRITEDEBUGREG C_HALT,
                  READALLREGS, WRITEDEBUGREG to resume), OpenOCD's background polling off meanwhile
   stlink-stacks  the same with --stacks: one READMEM_32BIT of the window from the new SP too
+  stlink-pcsr    mcuprof record --stlink --mode pcsr --interval 1ns: DWT_PCSR while the core runs,
+                 each batch of 16 (the default --batch) one READMEM_32BIT_NO_ADDR_INC
+  stlink-pcsr-1024  the same with --batch 1024, the most one such command reads here
   halt-openocd   OpenOCD's own `halt; get_reg {pc lr sp xPSR}; resume` per sample in a Tcl loop
                  (mcuprof's halt mode before; run by this script, polling on as it comes)
   halt-budget    the same with --max-halted 25: the halted share held under 25 % (a quarter of
@@ -53,6 +56,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+import qemu_runner  # noqa: E402
 import openocd_rig as rig_support  # noqa: E402
 import openocd_bench  # noqa: E402
 from openocd_bench import Rig, median  # noqa: E402
@@ -265,8 +269,13 @@ def main():
                         help="`profile` calls per run, one after the other (3 x `profile 10` against 30000 samples: "
                              "the same number of calls as mcuprof makes)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--shared-cpus", action="store_true",
+                        help="QEMU on every CPU with the vprobe and the readers, its vCPU thread at their "
+                             "priority (the figures before 2026-12-07's second table): the guest then takes the "
+                             "probe's CPU after each resume (the vprobe waited ~5 ms for it), and QEMU's stop waits "
+                             "out the guest's time slice")
     parser.add_argument("--methods",
-                        default="profile,halt,halt-stacks,stlink,stlink-stacks,halt-openocd,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
+                        default="profile,halt,halt-stacks,stlink,stlink-stacks,stlink-pcsr,stlink-pcsr-1024,halt-openocd,halt-budget,pcsr,pcsr-plain,pcsr-profile,apreg",
                         help="which to run (profile always runs: it is the reference)")
     parser.add_argument("--account", action="store_true",
                         help="instead: the USB commands of one `profile 0` and one long `profile` call, by kind")
@@ -285,7 +294,11 @@ def main():
         rig.work = Path(tempfile.mkdtemp(prefix="mcuprof-stlink-bench-"))
         results = {m: [] for m in methods}
         try:
-            rig_support.start_rig(rig, elf, vprobe_options=("--latency", latency))
+            # By default QEMU on a CPU of its own, its vCPU thread below its gdbstub's thread
+            # (openocd_rig.start_rig's apart and guest_below): a probe's commands wait for no host
+            # scheduler, so neither may the model's.
+            rig_support.start_rig(rig, elf, vprobe_options=("--latency", latency), apart=not args.shared_cpus,
+                                  guest_below=not args.shared_cpus)
             if args.account:
                 print(f"probe latency {latency}, {args.transport}:")
                 account_profile(rig, args.profile_seconds)
@@ -296,6 +309,9 @@ def main():
                 "halt-stacks": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples, rig.work, "--stacks"),
                 "stlink": lambda: stlink_record(cli, elf, rig, args.stlink_samples, rig.work),
                 "stlink-stacks": lambda: stlink_record(cli, elf, rig, args.stlink_samples, rig.work, "--stacks"),
+                "stlink-pcsr": lambda: stlink_record(cli, elf, rig, args.pcsr_samples, rig.work, "--mode", "pcsr"),
+                "stlink-pcsr-1024": lambda: stlink_record(cli, elf, rig, args.pcsr_samples, rig.work, "--mode", "pcsr",
+                                                          "--batch", "1024"),
                 "halt-openocd": lambda: openocd_halt_loop(rig, max(10, args.halt_samples // 10)),
                 "pcsr": lambda: mcuprof_record(cli, elf, rig, "pcsr", args.pcsr_samples, rig.work),
                 "halt-budget": lambda: mcuprof_record(cli, elf, rig, "halt", args.halt_samples // 4, rig.work,
@@ -324,8 +340,10 @@ def main():
                 table[latency][method] = {k: median([r[k] for r in rows]) for k in rows[0]}
                 table[latency][method]["paired"] = paired
 
-    print(f"sampling through an ST-Link ({args.transport}) over mcuprof vprobe --stlink-port (QEMU 7.2, "
-          f"mixed_forever_m4), OpenOCD 0.12, median of {args.runs} runs; profile: {args.profile_calls} x "
+    qemu = subprocess.run([qemu_runner.QEMU, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    print(f"sampling through an ST-Link ({args.transport}) over mcuprof vprobe --stlink-port ({qemu}, "
+          f"{'CPUs shared' if args.shared_cpus else 'QEMU apart, its guest below it'}, mixed_forever_m4), "
+          f"OpenOCD 0.12, median of {args.runs} runs; profile: {args.profile_calls} x "
           f"`profile {args.profile_seconds}`; {args.pcsr_samples} PCSR samples")
     for latency, rows in table.items():
         base = rows["profile"]["rate"] if "profile" in rows else float("nan")

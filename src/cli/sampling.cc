@@ -52,7 +52,7 @@ transport::Endpoint stlink_endpoint(const std::string& text)
 
 void add_sampling_options(po::options_description& description, SamplingOptions& o)
 {
-    static const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip, 1 to 10000 (default " +
+    static const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip (--stlink: per USB command, up to 1024 each), 1 to 10000 (default " +
                                           std::to_string(sources::PacingOptions{}.batch) +
                                           "); the random wait goes between batches";
     description.add_options()
@@ -65,14 +65,15 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("stlink", po::value(&o.stlink)->value_name("HOST[:PORT]|usb[:SERIAL]"),
          "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server, or "
          "on USB itself (libusb; the first ST-Link, or the one with that serial): "
-         "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks")
+         "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks (--mode)")
         ("chip", po::value(&o.chip)->value_name("NAME"),
          "start OpenOCD with its target/NAME.cfg (stm32f4x, nrf52, rp2040, ...; docs/boards.md) and --probe, sample "
          "over it, stop it at the end")
         ("probe", po::value(&o.probe)->value_name("PROBE"),
          "--chip: stlink, cmsis-dap, jlink, or stlink-server[:PORT] (ST's shared server on this machine, or the vprobe)")
-        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd, --chip: halt (halt, read pc lr sp xPSR, resume; one round "
-                                                         "trip per sample) or pcsr (DWT_PCSR read while the core runs)")
+        ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd, --chip, --stlink: halt (halt, read pc lr sp xPSR, "
+                                                         "resume; one round trip per sample) or pcsr (DWT_PCSR read "
+                                                         "while the core runs)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
         ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
          "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, each "
@@ -185,7 +186,7 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     line.only_with({"qmp"}, o.pace == "icount", "--pace icount");
     line.only_with({"baud"}, !o.gdb.empty(), "--gdb DEVICE");
     const bool openocd = !o.openocd.empty() || !o.chip.empty();
-    line.only_with({"mode"}, openocd, "--openocd or --chip");
+    line.only_with({"mode"}, openocd || !o.stlink.empty(), "--openocd, --chip or --stlink");
     line.only_with({"probe"}, !o.chip.empty(), "--chip NAME");
     if (!o.chip.empty() && o.probe.empty())
         throw UsageError("--chip " + o.chip + " needs --probe: stlink, cmsis-dap, jlink or stlink-server[:PORT]");
@@ -194,6 +195,7 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
         throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
     line.only_with({"batch"}, o.mode == "pcsr", "--mode pcsr");
+    line.only_with({"pcsr-read"}, openocd, "--openocd or --chip (OpenOCD's own commands)");
     if (!o.pcsr_read.empty() && !((o.pcsr_read == "read_memory" || o.pcsr_read == "profile") && o.mode == "pcsr"))
         throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
     line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,

@@ -27,7 +27,8 @@ namespace {
 
 const char* const vprobe_usage =
     "usage: mcuprof vprobe --gdb HOST:PORT|DEVICE (--port N | --stlink-port N)\n"
-    "                      [--chip NAME] [--latency DURATION] [--pc-file PATH]\n\n"
+    "                      [--chip NAME] [--latency DURATION] [--pc-file PATH]\n"
+    "                      [--no-pcsr] [--no-halt]\n\n"
     "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers\n"
     "of the core behind the GDB server, so the real OpenOCD debugs and profiles it as\n"
     "a board on a probe.\n"
@@ -59,6 +60,7 @@ struct VprobeOptions {
     uint16_t port = 0;
     std::chrono::nanoseconds latency{0};
     bool no_pcsr = false;
+    bool no_halt = false;
     std::string pc_file;
     const vprobe::Chip* chip = &vprobe::generic_chip();
 };
@@ -89,6 +91,8 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
          "answer each request this long after it arrived, as a USB probe does (1ms: ST-LINK/V2 at full speed, "
          "125us: STLINK-V3 at high speed; default 0)")
         ("no-pcsr", po::bool_switch(&o.no_pcsr), "model a core without DWT_PCSR (reads 0, as on a Cortex-M0/M0+)")
+        ("no-halt", po::bool_switch(&o.no_halt), "model a part that does not allow halting debug (DHCSR.C_DEBUGEN "
+                                                 "reads 0, a halt request is ignored; memory still answers)")
         ("pc-file", po::value(&o.pc_file)->value_name("PATH"),
          "answer DWT_PCSR from the truth plugin's PC file (QEMU -plugin libtruth.so,pcfile=PATH) without halting "
          "the target, as silicon does; without it each read is a brief halt of QEMU");
@@ -232,6 +236,7 @@ int vprobe_command(const Arguments& args)
 
     vprobe::CortexMDebug::Options cortex;
     cortex.pcsr = !o.no_pcsr;
+    cortex.halting = !o.no_halt;
     std::unique_ptr<vprobe::PcFile> pc_file = open_pc_file(o, cores, cortex);
     std::vector<vprobe::DebugTarget*> core_targets;
     for (unsigned core = 0; core < cores; ++core)

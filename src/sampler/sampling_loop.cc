@@ -388,7 +388,9 @@ private:
     {
         target_.start(sink_);
         running_from(Clock::now());
-        if (!target_.enable_pcsr(sink_))
+        const bool enabled = target_.enable_pcsr(sink_);
+        probe_commands_before_ = target_.probe_commands();   // the batches' own (or the fallback's halts)
+        if (!enabled)
             return false;
         const unsigned batch = std::max(1u, pacing_.batch);
         stats_.pcsr = PcsrStats{batch, 0, 0, {}, std::nullopt};
@@ -564,7 +566,8 @@ RunHeader LiveSampler::run_header() const
     if (behind_vprobe_) {
         h.probe = "mcuprof vprobe";
         if (pacing_.pacing != Pacing::icount)
-            h.bias = std::string(vprobe_bias_prefix) + emulator_bias_warning;
+            h.bias = std::string(h.link.source == LinkKind::stlink ? vprobe_stlink_bias_prefix : vprobe_bias_prefix) +
+                     emulator_bias_warning;
     }
     if (extras_.variable)
         h.variable = *extras_.variable;

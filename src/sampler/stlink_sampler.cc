@@ -5,7 +5,9 @@
 namespace mcuprof::sources {
 
 StlinkSampler::StlinkSampler(const StlinkSamplerOptions& options)
-    : LiveSampler(make_stlink_halting_target({options.server, options.timeout, options.usb_serial}), options.pacing, options.extras,
+    : LiveSampler(make_stlink_halting_target(
+                      {options.server, options.timeout, options.usb_serial, options.pacing.pacing == Pacing::pcsr}),
+                  options.pacing, options.extras,
                   options.timeout)
 {
 }

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "mcuprof/cortex_m.h"
 #include "mcuprof/link/error.h"
 
 namespace mcuprof::sources {
@@ -31,6 +32,24 @@ std::vector<uint32_t> HaltingTarget::read_pcsr(unsigned)
 }
 
 void HaltingTarget::account_pcsr(PcsrStats&) const {}
+
+std::optional<std::vector<uint32_t>> set_up_pcsr(TargetEvents& events, const std::vector<DebugWordAccess>& cores,
+                                                 const std::function<std::vector<uint32_t>()>& first_round)
+{
+    for (const DebugWordAccess& core : cores) {
+        const uint32_t value = core.read(cortex_m::demcr);
+        if (!(value & cortex_m::trcena))
+            core.write(cortex_m::demcr, value | cortex_m::trcena);
+    }
+    std::vector<uint32_t> round = first_round();
+    for (size_t i = 0; i < cores.size(); ++i)
+        if (round.size() <= i || round[i] == 0) {
+            events.event("fallback", "DWT_PCSR reads 0 on " + cores[i].core +
+                                       " (not implemented): sampling in halt mode instead");
+            return std::nullopt;
+        }
+    return round;
+}
 
 std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,
                                              const std::function<std::string(const std::string&)>& type_of)

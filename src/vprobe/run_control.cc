@@ -69,6 +69,8 @@ void CortexMDebug::write_dhcsr(uint32_t value)
     if ((value & 0xFFFF0000u) != dbgkey)
         return;
     const bool halted = refresh_halted();
+    if (!options_.halting)
+        value &= ~c_debugen;   // RAZ/WI: the write is one that turns halting debug off
     const bool debugen = value & c_debugen;
     if (!debugen) {
         // Halting debug off: a halted core continues (a debugger that leaves clears

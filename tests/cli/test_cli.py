@@ -206,7 +206,7 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(run("report", dump), 1, "--elf")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--by", "colour"), 1, "colour")
         self.assert_one_line_error(run("report", dump, "--elf", self.elf, "--bogus"), 1, "bogus")
-        # record --batch: only with --openocd --mode pcsr, a whole number from 1 to 10000.
+        # record --batch: only with --mode pcsr (--openocd or --stlink), a whole number from 1 to 10000.
         ocd = ("record", "--openocd", "127.0.0.1:1", "--elf", self.elf, "-o", "x.bin")
         self.assert_one_line_error(run(*ocd, "--mode", "halt", "--batch", "8"), 1, "--batch goes with")
         for bad in ("0", "2.5", "20000"):

@@ -104,6 +104,28 @@ def halt_profile_checks(test: unittest.TestCase, observed: dict[str, float], tru
                                       stall_free=None if stall_free is None else shares(stall_free)), [])
 
 
+def pcsr_profile_checks(test: unittest.TestCase, doc: dict, samples: int, batch: int, truth_counts: dict[str, int],
+                        stall_free: dict[str, int]) -> None:
+    """A DWT_PCSR profile (the JSON report `doc` of `samples` reads in batches of `batch`)
+    against the census of its window. The reads of a batch are correlated (the core barely runs
+    between them), so the report's standard errors come from the spread between the batches
+    (docs/live.md, "Error bars of correlated reads"), and every function of the window's truth
+    of 1 % or more holds within Z of them. The batches are separated by random waits. The truth
+    is the interval between the window's time census and that census less its stalls: each read
+    is a halt that waits out a stall of QEMU's vCPU thread and then lands once (windowed();
+    tests/vprobe/test_stall_census.py)."""
+    test.assertEqual(doc["errors"]["method"], "bursts")
+    test.assertEqual(doc["errors"]["bursts"], math.ceil(samples / batch))
+    truth = shares(truth_counts)
+    print(f"\npcsr: errors {doc['errors']}", file=sys.stderr)
+    # The standard errors: the binomial one at the true share times the report's own ratio
+    # for that row (its burst error over its binomial one); a row it lacks, its largest.
+    observed = {row["name"]: row["percent"] / 100 for row in doc["functions"]}
+    ratios, largest = fwtest.burst_ratios(doc)
+    test.assertEqual(fwtest.beyond_se(observed, truth, doc["samples"], min_share=0.01, z=Z, ratios=ratios,
+                                      default_ratio=largest, stall_free=shares(stall_free)), [])
+
+
 def observed_shares(test: unittest.TestCase, report: dict, samples: int, truth_counts: dict[str, int]):
     """The shares of a JSON report of `samples` samples, each PC inside a function of the ELF."""
     test.assertEqual(report["samples"], samples)
@@ -270,26 +292,10 @@ class RecordThroughOpenOCD(unittest.TestCase):
         halt_profile_checks(self, self.profile("halt"), self.windows["halt"], SAMPLES["halt"], self.stall_free["halt"])
 
     def test_pcsr_mode_within_4_of_its_own_standard_errors(self):
-        # The reads of a batch are correlated (the core barely runs between them), so the
-        # report's standard errors come from the spread between the batches (docs/live.md,
-        # "Error bars of correlated reads"), and every function of the window's truth holds
-        # within Z of them. The batches are separated by random waits. The truth is the interval
-        # between the window's time census and that census less its stalls: each read is a halt
-        # that waits out a stall of QEMU's vCPU thread and then lands once (windowed();
-        # tests/vprobe/test_stall_census.py).
         r, _, _ = self.results["pcsr"]
-        doc = json.loads(r.stdout)
         self.profile("pcsr")   # every read in a function of the ELF
-        self.assertEqual(doc["errors"]["method"], "bursts")
-        self.assertEqual(doc["errors"]["bursts"], math.ceil(SAMPLES["pcsr"] / PCSR_BATCH))
-        truth = shares(self.windows["pcsr"])
-        print(f"\npcsr: errors {doc['errors']}", file=sys.stderr)
-        # The standard errors: the binomial one at the true share times the report's own ratio
-        # for that row (its burst error over its binomial one); a row it lacks, its largest.
-        observed = {row["name"]: row["percent"] / 100 for row in doc["functions"]}
-        ratios, largest = fwtest.burst_ratios(doc)
-        self.assertEqual(fwtest.beyond_se(observed, truth, doc["samples"], min_share=0.01, z=Z, ratios=ratios,
-                                          default_ratio=largest, stall_free=shares(self.stall_free["pcsr"])), [])
+        pcsr_profile_checks(self, json.loads(r.stdout), SAMPLES["pcsr"], PCSR_BATCH, self.windows["pcsr"],
+                            self.stall_free["pcsr"])
 
     def test_the_virtual_probe_is_known_and_its_bias_warned_of(self):
         # The vprobe's two words in the ROM table (mcuprof/vprobe_signature.h) come through

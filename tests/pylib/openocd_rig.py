@@ -171,10 +171,28 @@ def pin_process(pid: int, cpus: set[int]) -> None:
             pass   # a thread that ended meanwhile
 
 
+def guest_threads_below(pid: int) -> list[str]:
+    """QEMU's vCPU threads (named "CPU n/TCG", or "ALL CPUs/TCG" for the round-robin thread of
+    -icount, where QEMU runs with -name debug-threads=on) at nice 19, below its main thread,
+    which answers the gdbstub; returns their names. On one CPU with it, a vCPU thread at the
+    same priority keeps a halt request waiting for the rest of its time slice."""
+    names = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            if name.endswith("/TCG"):
+                os.setpriority(os.PRIO_PROCESS, int(tid), 19)
+                names.append(name)
+        except (ProcessLookupError, FileNotFoundError):
+            pass   # a thread that ended meanwhile
+    return names
+
+
 def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = False,
               vprobe_options: tuple[str, ...] = (), openocd_gdb: bool = False,
               uniform_cost_ns: int | None = None, openocd_commands: tuple[str, ...] = (),
-              icount_shift: int | None = 0, pc_file: bool = False, apart: bool = False) -> None:
+              icount_shift: int | None = 0, pc_file: bool = False, apart: bool = False,
+              guest_below: bool = False) -> None:
     """QEMU running `elf` (halted at first, then let run by the vprobe; -singlestep and the
     truth plugin writing `truth` when asked), `mcuprof vprobe` in front of its gdbstub, and
     OpenOCD on the vprobe, on ports chosen now; `uniform_cost_ns`: the truth plugin's
@@ -204,7 +222,11 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     `apart`: QEMU on one CPU, the reading side (this process and what it starts next: the
     vprobe, OpenOCD, a recording) on the others (cpus_apart()), so that QEMU's own threads never
     take the reader's CPU at the guest's timer events (docs/vprobe.md, "Reads apart from QEMU");
-    this process's CPUs are given back by stop_rig."""
+    this process's CPUs are given back by stop_rig.
+
+    `guest_below` (with `apart`): QEMU's vCPU threads below its main thread
+    (guest_threads_below), so that on QEMU's CPU a halt or a register read is served at once
+    rather than after the guest's time slice, as a probe's halt waits for no host scheduler."""
     rig.qemu = rig.vprobe = rig.openocd = rig.tcl = rig.openocd_log = None
     rig.cpus_before = None
     rig.vprobe_log = []
@@ -216,12 +238,15 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
             truth = rig.work / "truth-pc-file.txt"
         rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,
                                        uniform_cost_ns=uniform_cost_ns, icount_shift=icount_shift, uart=None,
-                                       pc_file=pc_file, timeout=600).start()
+                                       pc_file=pc_file, timeout=600,
+                                       extra_args=("-name", "debug-threads=on") if guest_below else ()).start()
         if apart:
             qemu_cpus, reader_cpus = cpus_apart()
             rig.cpus_before = os.sched_getaffinity(0)
             pin_process(rig.qemu.proc.pid, qemu_cpus)   # before its guest runs (-S): every thread it has
             os.sched_setaffinity(0, reader_cpus)        # inherited by what is started from here on
+        if guest_below and not guest_threads_below(rig.qemu.proc.pid):
+            raise AssertionError("QEMU named no vCPU thread (-name debug-threads=on)")
         pc_options = ("--pc-file", str(rig.qemu.pc_file)) if pc_file else ()
         rig.vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{rig.qemu.gdb_port}",
                             "--stlink-port" if stlink else "--port", "0", *pc_options, *vprobe_options],

@@ -220,6 +220,36 @@ TEST_CASE("ST-Link: READMEM_32BIT stays inside a 1 KiB block; GETLASTRWSTATUS2 w
     CHECK(f.script.empty());
 }
 
+TEST_CASE("ST-Link: one word read again and again, READMEM_32BIT_NO_ADDR_INC of up to 1024 words")
+{
+    Fixture f(opening());
+    // DWT_PCSR (0xE000101C) three times: one command of 12 bytes, the words in order.
+    f.then(usb("F2 54 1C1000E0 0C00", 1, 12), hex("01000000 10000008 14000008 FFFFFFFF"));
+    CHECK(f.link->read_word_repeatedly(0xE000101C, 3) == std::vector<uint32_t>{0x08000010, 0x08000014, 0xFFFFFFFF});
+    CHECK(f.link->commands() == 1);
+    // 1025 reads: 1024 in the first command (4096 bytes), the last in a second.
+    std::string words;
+    for (uint32_t i = 0; i < 1024; ++i)
+        words += hex("00010008");
+    f.then(usb("F2 54 1C1000E0 0010", 1, 4096), hex("01000000") + words);
+    f.then(usb("F2 54 1C1000E0 0400", 1, 4), hex("01000000 04010008"));
+    const std::vector<uint32_t> reads = f.link->read_word_repeatedly(0xE000101C, 1025);
+    REQUIRE(reads.size() == 1025);
+    CHECK(reads.front() == 0x08000100);
+    CHECK(reads.back() == 0x08000104);
+    CHECK(f.link->commands() == 3);
+    CHECK(f.script.empty());
+}
+
+TEST_CASE("ST-Link: which firmware reads one address again (READMEM_32BIT_NO_ADDR_INC)")
+{
+    // stlink_usb.c's STLINK_F_HAS_MEM_RD_NO_INC: a V2 from J32, a V3 from J2.
+    CHECK_FALSE(Version{2, 31, 0, 0}.reads_one_address());
+    CHECK(Version{2, 32, 0, 0}.reads_one_address());
+    CHECK_FALSE(Version{3, 1, 0, 0}.reads_one_address());
+    CHECK(Version{3, 2, 0, 0}.reads_one_address());
+}
+
 TEST_CASE("ST-Link: the versions, and a probe too old for READALLREGS")
 {
     {

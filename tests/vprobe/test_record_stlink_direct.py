@@ -3,18 +3,28 @@
 full-speed USB costs), with no OpenOCD in between; QEMU runs mixed_forever_m4 at uniform cost
 with the truth plugin.
 
-Checked, PC-only and with --stacks, each ended by --samples:
+Checked, PC-only, with --stacks and DWT_PCSR (--mode pcsr), each ended by --samples:
 - the cost: the recording's own count of USB commands a sample is at most 4 (5 with --stacks),
   and the vprobe's count for the recording's connection (printed per connection as it exits)
   is that count plus a setup of a few dozen commands (connect, firmware check, the end), never
   fewer: the two counters agree;
 - the shares: every function of 5 % or more within 4 standard errors of the time census of the
   recording's own window, held between the census and the census less its stalls
-  (fwtest.beyond_se's stall_free), as every halting path through the rig is;
+  (fwtest.beyond_se's stall_free), as every halting path through the rig is; DWT_PCSR's
+  shares within 4 of the report's own burst standard errors, every function of 1 % or more
+  (openocd_record_suite.pcsr_profile_checks, the bound of the OpenOCD PCSR tests);
+- DWT_PCSR's cost: one READMEM_32BIT_NO_ADDR_INC a batch, so the recording's count is the
+  number of batches (its samples over --batch, rounded up) and its summary prints that over
+  the samples; no read found the core halted; the batches are the report's bursts;
 - the core left running: DHCSR read through the server after each recording (S_HALT clear),
   the guest running as the vprobe leaves.
 
-And a fault: the server gone in the middle of a --stacks recording (the vprobe killed): the
+And `top --stlink` once on the same rig (halting, ended by --samples): its last table is its
+samples file's profile, and that profile holds as the recordings' do.
+
+And the faults: a part that does not allow halting debug (vprobe --no-halt): the recording's
+first halt does not take, one line says why, exit code 2, the core runs on, and --mode pcsr
+still samples it. The server gone in the middle of a --stacks recording (the vprobe killed): the
 recording ends by itself with exit code 3 and one line saying the link was lost, and every
 sample it said it recorded is in its file. And someone else's halt: another client of the
 server halts the core in the middle of a recording; the next sample finds it halted, leaves it
@@ -27,7 +37,9 @@ Ports are chosen at run time; every process started here is stopped on every pat
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import re
 import shutil
 import struct
@@ -36,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 from pathlib import Path
 
@@ -51,13 +64,19 @@ SAMPLES = 200
 # Connecting, the firmware check, the vprobe signature, the start and the end: what the vprobe
 # counts of a recording's connection beyond its samples (measured: a few dozen).
 SETUP_COMMANDS = 100
-RUNS = {"pc": ((), 4.0), "stacks": (("--stacks",), 5.0)}
+# name: the options, the samples, and the most USB commands a halting sample may take (None:
+# DWT_PCSR batches, one command each).
+RUNS = {"pc": ((*suite.HALT_INTERVAL,), SAMPLES, 4.0),
+        "stacks": (("--stacks", *suite.HALT_INTERVAL), SAMPLES, 5.0),
+        "pcsr": (("--mode", "pcsr", "--batch", str(suite.PCSR_BATCH), *suite.PCSR_INTERVAL), suite.SAMPLES["pcsr"],
+                 None)}
 
 
-def start_stlink_vprobe(gdb_port: int):
-    """`mcuprof vprobe --stlink-port 0 --latency 1ms` in front of QEMU's gdbstub: the process, the
-    stlink-server port it chose and its first stderr line (the caller reads the rest)."""
-    vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--stlink-port", "0", "--latency", "1ms"],
+def start_stlink_vprobe(gdb_port: int, *options: str):
+    """`mcuprof vprobe --stlink-port 0 --latency 1ms` (and `options`) in front of QEMU's gdbstub: the
+    process, the stlink-server port it chose and its first stderr line (the caller reads the rest)."""
+    vprobe = spawn([str(CLI), "vprobe", "--gdb", f"127.0.0.1:{gdb_port}", "--stlink-port", "0", "--latency", "1ms",
+                    *options],
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first = vprobe.stderr.readline()
     match = re.search(r"st-link on 127\.0\.0\.1:(\d+)", first)
@@ -65,6 +84,20 @@ def start_stlink_vprobe(gdb_port: int):
         stop_process(vprobe)
         raise AssertionError(f"vprobe did not start: {first!r}")
     return vprobe, int(match.group(1)), first
+
+
+def stop_stlink_rig(rig) -> None:
+    """Stops what a rig (its attributes raw, vprobe, qemu, each possibly None, and work) started:
+    the raw client closed, the vprobe and QEMU stopped, the work folder removed."""
+    if rig.raw is not None:
+        try:
+            rig.raw.close()
+        except (OSError, AssertionError):
+            pass
+    stop_process(rig.vprobe)
+    if rig.qemu is not None:
+        rig.qemu.stop()
+    shutil.rmtree(rig.work, ignore_errors=True)
 
 
 def read_dhcsr(raw: RawStlinkClient) -> int:
@@ -97,14 +130,21 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         reader.start()
         cls.raw = RawStlinkClient(port)
         cls.results, cls.windows, cls.stall_free, cls.dhcsr = {}, {}, {}, {}
-        for name, (options, _) in RUNS.items():
+        for name, (options, samples, _) in RUNS.items():
             rec = cls.work / f"{name}.rec"
-            command = [str(CLI), "record", "--stlink", f"127.0.0.1:{port}", *options, "--samples", str(SAMPLES),
-                       *suite.HALT_INTERVAL, "--elf", str(ELF), "-o", str(rec), "--format", "json"]
+            command = [str(CLI), "record", "--stlink", f"127.0.0.1:{port}", *options, "--samples", str(samples),
+                       "--elf", str(ELF), "-o", str(rec), "--format", "json"]
             cls.results[name], cls.windows[name], cls.stall_free[name] = suite.windowed(cls, command, timeout=600)
             cls.dhcsr[name] = read_dhcsr(cls.raw)
             print(f"\nrecord --stlink {' '.join(options)}: {cls.results[name].stderr.strip().splitlines()[-1:]}",
                   file=sys.stderr)
+        # top through the same server (the record command's sources, a fourth connection): plain tables.
+        top_rec = cls.work / "top.rec"
+        cls.top, cls.windows["top"], cls.stall_free["top"] = suite.windowed(
+            cls, [str(CLI), "top", "--stlink", f"127.0.0.1:{port}", "--samples", str(SAMPLES), *suite.HALT_INTERVAL,
+                  "--refresh", "200ms", "--rows", "0", "--elf", str(ELF), "-o", str(top_rec)], timeout=600)
+        cls.dhcsr["top"] = read_dhcsr(cls.raw)
+        cls.top_report = suite.report_json(top_rec) if cls.top.returncode == 0 else None
         cls.raw.close()
         cls.raw = None
         cls.vprobe_code = cls.vprobe.wait(timeout=30)
@@ -114,15 +154,7 @@ class RecordThroughStlinkCommands(unittest.TestCase):
 
     @classmethod
     def _stop(cls):
-        if cls.raw is not None:
-            try:
-                cls.raw.close()
-            except (OSError, AssertionError):
-                pass
-        stop_process(cls.vprobe)
-        if cls.qemu is not None:
-            cls.qemu.stop()
-        shutil.rmtree(cls.work, ignore_errors=True)
+        stop_stlink_rig(cls)
 
     def connection_counts(self) -> dict[int, int]:
         log = "".join(self.vprobe_log)
@@ -137,26 +169,73 @@ class RecordThroughStlinkCommands(unittest.TestCase):
 
     def test_commands_per_sample(self):
         counts = self.connection_counts()
-        # Connection 1 is the raw client's, opened first; each recording opened its own after it.
+        # Connection 1 is the raw client's, opened first; each recording opened its own after it,
+        # and top the last.
         recorded = [counts[c] for c in sorted(counts) if c != 1]
-        self.assertEqual(len(recorded), len(RUNS), counts)
-        for (name, (_, bound)), vprobe_count in zip(RUNS.items(), recorded):
+        self.assertEqual(len(recorded), len(RUNS) + 1, counts)
+        for (name, (_, samples, bound)), vprobe_count in zip(RUNS.items(), recorded):
             with self.subTest(run=name):
                 figures = self.report(name)["sampler"]["probe_commands"]
-                self.assertLessEqual(figures["per_sample"], bound, figures)
-                self.assertAlmostEqual(figures["per_sample"], figures["commands"] / SAMPLES, places=6)
+                if bound is None:
+                    self.assertEqual(figures["commands"], math.ceil(samples / suite.PCSR_BATCH), figures)
+                else:
+                    self.assertLessEqual(figures["per_sample"], bound, figures)
+                self.assertAlmostEqual(figures["per_sample"], figures["commands"] / samples, places=6)
                 self.assertIn(f"{figures['per_sample']:.2f} USB commands a sample", self.results[name].stderr)
                 setup = vprobe_count - figures["commands"]
                 self.assertGreaterEqual(setup, 0, (vprobe_count, figures))
                 self.assertLessEqual(setup, SETUP_COMMANDS, (vprobe_count, figures))
-                print(f"\n--stlink {name}: {figures['per_sample']:.2f} USB commands a sample "
-                      f"(vprobe: {vprobe_count} for {SAMPLES} samples, {setup} of them setup)", file=sys.stderr)
+                print(f"\n--stlink {name}: {figures['per_sample']:.3f} USB commands a sample "
+                      f"(vprobe: {vprobe_count} for {samples} samples, {setup} of them setup)", file=sys.stderr)
 
     def test_shares_within_the_window(self):
+        for name, (_, samples, bound) in RUNS.items():
+            with self.subTest(run=name):
+                report = self.report(name)
+                observed = suite.observed_shares(self, report, samples, self.windows[name])
+                if bound is None:
+                    suite.pcsr_profile_checks(self, report, samples, suite.PCSR_BATCH, self.windows[name],
+                                              self.stall_free[name])
+                else:
+                    suite.halt_profile_checks(self, observed, self.windows[name], samples, self.stall_free[name])
+
+    def test_pcsr_batches_never_halt(self):
+        # DWT_PCSR is read while the core runs: the summary tells batches, not halts; no read
+        # found the core halted (nobody else halted it), every read is a sample.
+        samples = RUNS["pcsr"][1]
+        self.assertIn(f"DWT_PCSR read {suite.PCSR_BATCH} times per round trip", self.results["pcsr"].stderr)
+        sampler = self.report("pcsr")["sampler"]
+        self.assertNotIn("halt_latency_us", sampler)
+        self.assertEqual(sampler["pcsr"]["halted_reads"], 0)
+        self.assertEqual(sampler["pcsr"]["reads"], samples)
+        self.assertEqual(sampler["pcsr"]["batches"], math.ceil(samples / suite.PCSR_BATCH))
+
+    def test_top_through_the_stlink(self):
+        # top's last table is its samples file's profile (the shares report prints, to the 0.1 top
+        # shows), and that profile holds as every halting recording does. Their errors differ
+        # by design: top's tally is binomial, report's takes batches of consecutive wall-clock
+        # halts (docs/live.md), so only the shares are compared.
+        self.assertEqual(self.top.returncode, 0, self.top.stderr)
+        last = [l for l in self.top.stdout.splitlines() if l.startswith("top ")][-1]
+        self.assertIn(f"(end: sample count reached): {SAMPLES} samples", last)
+        shown = {}
+        for line in self.top.stdout.split(last)[1].strip().splitlines()[1:]:
+            pct, se, _, name = line.split(None, 3)
+            shown[name] = (float(pct), float(se))
+        reported = {row["name"]: (row["percent"], row["stderr"]) for row in self.top_report["functions"]}
+        self.assertEqual(set(shown), {name for name, (pct, _) in reported.items() if pct > 0}, (shown, reported))
+        for name, (pct, _) in shown.items():
+            self.assertAlmostEqual(pct, reported[name][0], delta=0.051, msg=f"{name}: top {pct}, report {reported[name]}")
+        observed = suite.observed_shares(self, self.top_report, SAMPLES, self.windows["top"])
+        suite.halt_profile_checks(self, observed, self.windows["top"], SAMPLES, self.stall_free["top"])
+
+    def test_the_virtual_probe_is_known_and_its_bias_warned_of(self):
+        # The vprobe's signature reaches the header through the ST-Link's own reads too: every
+        # recording warns of QEMU's wall clock, naming the ST-Link (no OpenOCD in between).
         for name in RUNS:
             with self.subTest(run=name):
-                observed = suite.observed_shares(self, self.report(name), SAMPLES, self.windows[name])
-                suite.halt_profile_checks(self, observed, self.windows[name], SAMPLES, self.stall_free[name])
+                self.assertIn("mcuprof record: warning: the ST-Link is mcuprof's virtual probe", self.results[name].stderr)
+                self.assertIn("emulator-bias", [w["kind"] for w in self.report(name)["warnings"]])
 
     def test_stacks_unwound(self):
         doc = self.report("stacks")
@@ -171,75 +250,89 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         self.assertTrue(self.guest_running, "the guest is not running after the recordings")
 
 
+@contextlib.contextmanager
+def fault_rig(prefix: str, *vprobe_options: str, raw_client: bool = True):
+    """A rig of its own for one fault: QEMU running ELF, the vprobe (start_stlink_vprobe with
+    `vprobe_options`, its stderr drained), a raw client of its server when asked, a work folder;
+    yielded as one object (qemu, vprobe, port, raw, work, and `record`, a recording the test may
+    start); every process stopped and the folder removed afterwards, on every path."""
+    require(("arm-none-eabi-nm",), (CLI, ELF))
+    rig = types.SimpleNamespace(qemu=None, vprobe=None, port=None, raw=None, record=None,
+                                work=Path(tempfile.mkdtemp(prefix=prefix)))
+    try:
+        rig.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
+        rig.vprobe, rig.port, _ = start_stlink_vprobe(rig.qemu.gdb_port, *vprobe_options)
+        threading.Thread(target=lambda: rig.vprobe.stderr.read(), daemon=True).start()
+        if raw_client:
+            rig.raw = RawStlinkClient(rig.port)
+        yield rig
+    finally:
+        if rig.record is not None and rig.record.poll() is None:
+            rig.record.kill()
+            rig.record.communicate()
+        stop_stlink_rig(rig)
+
+
+def spawn_record(rig, *options: str, rec: Path):
+    """record --stlink on the rig's server, until killed or ended (--samples 10000000)."""
+    rig.record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{rig.port}", *options, "--samples", "10000000",
+                        "--elf", str(ELF), "-o", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return rig.record
+
+
 class FaultsMidRun(unittest.TestCase):
     def test_someone_elses_halt_is_left_alone(self):
-        require(("arm-none-eabi-nm",), (CLI, ELF))
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-other-"))
-        qemu = vprobe = record = raw = None
-        try:
-            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
-            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port)
-            threading.Thread(target=lambda: vprobe.stderr.read(), daemon=True).start()
-            raw = RawStlinkClient(port)
-            rec = work / "other.rec"
-            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--samples", "10000000",
-                            "--elf", str(ELF), "-o", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+        with fault_rig("mcuprof-record-stlink-other-") as rig:
+            rec = rig.work / "other.rec"
+            record = spawn_record(rig, rec=rec)
             suite.wait_for_samples(record, rec, 20)
             # A halt that lands inside one of the recording's own halts is undone by its resume
             # (DHCSR reads the same either way: no link can tell): halted again until it is seen.
             deadline = time.monotonic() + 60
             while record.poll() is None and time.monotonic() < deadline:
-                raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
+                rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
                 time.sleep(0.05)
             out, err = record.communicate(timeout=120)
             self.assertEqual(record.returncode, 0, err)
             self.assertIn("the core was found halted by someone else", err)
-            self.assertTrue(read_dhcsr(raw) & S_HALT, "the other client's halt was undone")
-            raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
-            self.assertFalse(read_dhcsr(raw) & S_HALT)
-        finally:
-            if record is not None and record.poll() is None:
-                record.kill()
-                record.communicate()
-            if raw is not None:
-                try:
-                    raw.close()
-                except (OSError, AssertionError):
-                    pass
-            stop_process(vprobe)
-            if qemu is not None:
-                qemu.stop()
-            shutil.rmtree(work, ignore_errors=True)
+            self.assertTrue(read_dhcsr(rig.raw) & S_HALT, "the other client's halt was undone")
+            rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
+            self.assertFalse(read_dhcsr(rig.raw) & S_HALT)
+
+    def test_a_core_that_will_not_halt(self):
+        # A part that does not allow halting debug (vprobe --no-halt: C_DEBUGEN RAZ/WI): the
+        # first sample's halt does not take, so the recording ends with one line saying why and
+        # exit code 2 (nothing recorded), the core running as it was; DWT_PCSR, which needs no
+        # halt, still samples it.
+        with fault_rig("mcuprof-record-stlink-nohalt-", "--no-halt") as rig:
+            server = ("--stlink", f"127.0.0.1:{rig.port}", "--elf", str(ELF))
+            r = subprocess.run([str(CLI), "record", *server, "--samples", "10", "-o", str(rig.work / "nohalt.rec")],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            last = r.stderr.strip().splitlines()[-1]
+            self.assertTrue(last.startswith("mcuprof record: "), last)
+            self.assertIn("the core did not halt", last)
+            self.assertIn("C_DEBUGEN reads 0, so this part does not allow halting debug", last)
+            self.assertFalse(read_dhcsr(rig.raw) & S_HALT)
+            self.assertTrue(guest_running(rig.qemu), "the guest is not running after the refused halt")
+            p = subprocess.run([str(CLI), "record", *server, "--mode", "pcsr", "--samples", "32",
+                                "-o", str(rig.work / "pcsr.rec")], capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(suite.report_json(rig.work / "pcsr.rec")["samples"], 32)
 
     def test_samples_kept_link_lost_exit_3(self):
-        require(("arm-none-eabi-nm",), (CLI, ELF))
-        work = Path(tempfile.mkdtemp(prefix="mcuprof-record-stlink-gone-"))
-        qemu = vprobe = record = None
-        try:
-            qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
-            vprobe, port, _ = start_stlink_vprobe(qemu.gdb_port)
-            rec = work / "gone.rec"
-            record = spawn([str(CLI), "record", "--stlink", f"127.0.0.1:{port}", "--stacks",
-                            "--samples", "10000000", "--elf", str(ELF), "-o", str(rec)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with fault_rig("mcuprof-record-stlink-gone-", raw_client=False) as rig:
+            rec = rig.work / "gone.rec"
+            record = spawn_record(rig, "--stacks", rec=rec)
             suite.wait_for_samples(record, rec, 20)
-            vprobe.kill()
-            vprobe.wait(timeout=10)
+            rig.vprobe.kill()
+            rig.vprobe.wait(timeout=10)
             out, err = record.communicate(timeout=120)
             self.assertEqual(record.returncode, 3, err)
             self.assertIn("mcuprof record: stopped early, the link was lost: stlink-server", err)
             said = int(re.search(r"the (\d+) samples recorded are in", err).group(1))
             self.assertGreaterEqual(said, 20)
             self.assertEqual(suite.report_json(rec)["samples"], said)
-        finally:
-            if record is not None and record.poll() is None:
-                record.kill()
-                record.communicate()
-            stop_process(vprobe)
-            if qemu is not None:
-                qemu.stop()
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -265,27 +265,24 @@ public:
     {
         if (profile_reader_)   // first: the polls it saves start with the next command
             hold_off_polling(events, "OpenOCD's background polling off while profile chunks run; on again at the end");
-        // DEMCR.TRCENA enables the DWT (ARMv7-M ARM, C1.6.5), read-modify-write.
-        std::vector<std::string> targets = {""};   // each core's own DEMCR
-        targets.insert(targets.end(), others_.begin(), others_.end());
-        for (const std::string& target : targets) {
-            const uint32_t value = read_word(target, demcr, "DEMCR");
-            if (!(value & trcena))
-                tcl_->eval(tcl::write_word(tcl::on_target(target), demcr, value | trcena));
+        // Each core's own DEMCR (empty: the current target's), then one plain read (a round: one
+        // per core); with --pcsr-read profile that read places the window.
+        std::vector<DebugWordAccess> cores;
+        for (size_t core = 0; core <= others_.size(); ++core) {
+            const std::string target = core ? others_[core - 1] : "";
+            cores.push_back({"target " + (core ? target : target_),
+                             [this, target](uint32_t address) { return read_word(target, address, hex32(address)); },
+                             [this, target](uint32_t address, uint32_t value) {
+                                 tcl_->eval(tcl::write_word(tcl::on_target(target), address, value));
+                             }});
         }
-        // One plain read (a round: one per core), outside the samples; with --pcsr-read profile it
-        // places the window.
-        const std::vector<uint32_t> probe = read_memory_pcsr(1);
-        for (size_t core = 0; core <= others_.size(); ++core)
-            if (probe.size() <= core || probe[core] == 0) {
-                // A core without a DWT_PCSR (Cortex-M0/M0+, ARMv6-M) reads 0 there (RAZ).
-                events.event("fallback", "DWT_PCSR reads 0 on target " + (core ? others_[core - 1] : target_) +
-                                           " (not implemented): sampling in halt mode instead");
-                hold_off_halting_polls(events);   // halt mode follows
-                return false;
-            }
+        const auto probe = set_up_pcsr(events, cores, [this] { return read_memory_pcsr(1); });
+        if (!probe) {
+            hold_off_halting_polls(events);   // halt mode follows
+            return false;
+        }
         if (profile_reader_)
-            profile_reader_->place(probe[0]);
+            profile_reader_->place((*probe)[0]);
         return true;
     }
     // OpenOCD polls the target (a DHCSR read, 3 USB commands through an ST-Link) before each

@@ -23,10 +23,16 @@ public:
         link.stlink = options_.usb_serial ? "usb" + (options_.usb_serial->empty() ? "" : ":" + *options_.usb_serial)
                                           : options_.server.text();
         link.stlink_probe = link_->device() + ", firmware " + version_.text();
-        link.round_trip = "USB commands per sample: READDEBUGREG DHCSR (someone else's halt, S_SLEEP), WRITEDEBUGREG "
-                          "DHCSR C_HALT, READALLREGS (r0-r15, xPSR, MSP, PSP, CONTROL), with stacks one READMEM_32BIT "
-                          "of the window from the new SP, then further windows as frames need, WRITEDEBUGREG DHCSR "
-                          "as found to resume";
+        link.round_trip =
+            options_.pcsr ? std::string(version_.reads_one_address()
+                                            ? "USB commands per batch: one READMEM_32BIT_NO_ADDR_INC of DWT_PCSR, up to "
+                                              "1024 reads, the core never halted"
+                                            : "USB commands per sample: READDEBUGREG DWT_PCSR (this firmware has no "
+                                              "READMEM_32BIT_NO_ADDR_INC), the core never halted")
+                          : "USB commands per sample: READDEBUGREG DHCSR (someone else's halt, S_SLEEP), WRITEDEBUGREG "
+                            "DHCSR C_HALT, READALLREGS (r0-r15, xPSR, MSP, PSP, CONTROL), with stacks one READMEM_32BIT "
+                            "of the window from the new SP, then further windows as frames need, WRITEDEBUGREG DHCSR "
+                            "as found to resume";
         return link;
     }
     std::string server() const override { return "the ST-Link"; }
@@ -75,7 +81,14 @@ public:
         link_->write_debug_register(cortex_m::dhcsr, cortex_m::dbgkey | controls | cortex_m::c_halt);
         halt.stopped = Clock::now();
         halted_by_us_ = halted_once_ = true;
-        halt.state = read_halt_state(request);
+        try {
+            halt.state = read_halt_state(request);
+        } catch (const transport::Error& e) {
+            if (e.kind() != transport::Error::Kind::protocol)
+                throw;
+            not_halted_check();   // READALLREGS fails on a running core: say why it runs
+            throw;
+        }
         halt.state.asleep.push_back((found & cortex_m::s_sleep) != 0);
         if (!request.stay_halted) {
             resume();
@@ -107,6 +120,31 @@ public:
         const std::string words = link_->read_memory(first, words_end - first, true);
         return words.empty() ? words : words.substr(address - first, length);
     }
+    // DEMCR.TRCENA and the check that DWT_PCSR is there, as every link makes them (set_up_pcsr),
+    // through READDEBUGREG/WRITEDEBUGREG, which carry their own status.
+    bool enable_pcsr(TargetEvents& events) override
+    {
+        const DebugWordAccess core{"the ST-Link's core",
+                                   [this](uint32_t address) { return link_->read_debug_register(address); },
+                                   [this](uint32_t address, uint32_t value) {
+                                       link_->write_debug_register(address, value);
+                                   }};
+        return set_up_pcsr(events, {core}, [this] {
+                   return std::vector<uint32_t>{link_->read_debug_register(cortex_m::dwt_pcsr)};
+               }).has_value();
+    }
+    // A batch: the running core's PC `count` times (ARMv7-M ARM, C1.8.4: 0xFFFFFFFF while it is
+    // halted, which the loop drops), as many to a USB command as the firmware allows.
+    std::vector<uint32_t> read_pcsr(unsigned count) override
+    {
+        if (version_.reads_one_address())
+            return link_->read_word_repeatedly(cortex_m::dwt_pcsr, count);
+        std::vector<uint32_t> reads;
+        for (unsigned i = 0; i < count; ++i)
+            reads.push_back(link_->read_debug_register(cortex_m::dwt_pcsr));
+        return reads;
+    }
+
     // A status the probe answered is the probe's refusal: the link is up.
     bool link_survives(const transport::Error& e) const override { return e.kind() == transport::Error::Kind::protocol; }
     // DHCSR answers whenever the debug port does (C1.6.2).
@@ -173,6 +211,24 @@ private:
         if (end > window.address)
             window.bytes = link_->read_memory(window.address, uint32_t(end - window.address), false);
         return window;
+    }
+
+    // After a halt request whose registers could not be read: a core still running did not
+    // halt. C_DEBUGEN reading 0 after we set it means the part does not allow halting debug
+    // (RAZ/WI then: ARMv8-M ARM, DDI 0553, DHCSR; a secured part's debug authentication);
+    // otherwise the halt did not take (the core held in reset, locked up, its clock off).
+    void not_halted_check()
+    {
+        const uint32_t now = link_->read_debug_register(cortex_m::dhcsr);
+        if (now & cortex_m::s_halt)
+            return;
+        halted_by_us_ = false;   // nothing of ours to resume
+        throw transport::Error(transport::Error::Kind::protocol, peer(), "halt",
+                               "the core did not halt (DHCSR " + hex32(now) + " after C_HALT" +
+                                   ((now & cortex_m::c_debugen)
+                                        ? "; held in reset, locked up or without a clock?)"
+                                        : ": C_DEBUGEN reads 0, so this part does not allow halting debug); "
+                                          "--mode pcsr samples the PC without halting"));
     }
 
     StlinkTargetOptions options_;

@@ -179,4 +179,17 @@ std::string StlinkLink::read_memory(uint32_t address, uint32_t length, bool chec
     return bytes;
 }
 
+std::vector<uint32_t> StlinkLink::read_word_repeatedly(uint32_t address, unsigned count)
+{
+    std::vector<uint32_t> words;
+    words.reserve(count);
+    while (words.size() < count) {
+        const unsigned chunk = std::min(count - unsigned(words.size()), same_address_words);
+        const std::string bytes = transfer(debug(readmem_32bit_no_increment, address, 4 * chunk, true), 4 * chunk);
+        for (unsigned i = 0; i < chunk; ++i)
+            words.push_back(le32(bytes, 4 * i));
+    }
+    return words;
+}
+
 } // namespace mcuprof::sources::stlink

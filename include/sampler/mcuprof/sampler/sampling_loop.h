@@ -80,6 +80,9 @@ inline constexpr const char* emulator_bias_warning =
 // its DWT_PCSR reads (each a brief halt) stop QEMU by wall clock too.
 inline constexpr const char* vprobe_bias_prefix =
     "behind OpenOCD is mcuprof's virtual probe, whose target is QEMU: ";
+// The same where mcuprof speaks to the probe itself (--stlink): no OpenOCD in between.
+inline constexpr const char* vprobe_stlink_bias_prefix =
+    "the ST-Link is mcuprof's virtual probe, whose target is QEMU: ";
 
 // A live sample source: one link's adapter driven by the shared loop.
 class LiveSampler : public SampleSource {

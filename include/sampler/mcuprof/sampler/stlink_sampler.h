@@ -1,7 +1,7 @@
 #pragma once
 // The halting sampler over an ST-Link's own commands (docs/live.md, "ST-Link commands"):
 // DHCSR, the halt, READALLREGS, the stack window with stacks, the resume; 4 USB commands a
-// sample, 5 with stacks. The loop is the shared one (sampling_loop.h); this is the link's adapter.
+// sample, 5 with stacks; or DWT_PCSR batches (Pacing::pcsr), one USB command a batch. The loop is the shared one (sampling_loop.h); this is the link's adapter.
 #include <optional>
 #include <string>
 
@@ -13,7 +13,7 @@ namespace mcuprof::sources {
 struct StlinkSamplerOptions {
     transport::Endpoint server;   // ST's stlink-server, or the vprobe's
     std::optional<std::string> usb_serial;   // --stlink usb[:SERIAL]: the probe on USB instead
-    PacingOptions pacing;         // wall
+    PacingOptions pacing;         // wall, or pcsr
     transport::Duration timeout = std::chrono::seconds(3);
     HaltExtras extras;
 };

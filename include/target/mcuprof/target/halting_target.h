@@ -190,6 +190,23 @@ public:
     virtual std::optional<uint64_t> probe_commands() const { return std::nullopt; }
 };
 
+// One core's debug registers as a link reaches them, for set_up_pcsr: its name in messages,
+// a word read and a word write (each throws transport::Error when the link fails).
+struct DebugWordAccess {
+    std::string core;
+    std::function<uint32_t(uint32_t address)> read;
+    std::function<void(uint32_t address, uint32_t value)> write;
+};
+
+// The DWT_PCSR set-up every link makes before its first batch (HaltingTarget::enable_pcsr):
+// DEMCR.TRCENA set on each core where it is clear (ARMv7-M ARM, C1.6.5: it enables the DWT;
+// read-modify-write), then `first_round` (one DWT_PCSR read per core, cores in order, outside
+// the samples). A core that reads 0 there has no DWT_PCSR (RAZ: Cortex-M0/M0+, ARMv6-M, where
+// it is optional, C1.8.4): announced through `events` as a fallback to halting, false. Returns
+// the first round on success.
+std::optional<std::vector<uint32_t>> set_up_pcsr(TargetEvents& events, const std::vector<DebugWordAccess>& cores,
+                                                 const std::function<std::vector<uint32_t>()>& first_round);
+
 // OpenOCD's targets (`target names`) besides `current`, each with its type as `cget -type`
 // gives it ("stm32h7x.cpu1 (cortex_m)"), leaving out bare access ports (mem_ap).
 std::vector<std::string> other_openocd_cores(const std::string& names, const std::string& current,

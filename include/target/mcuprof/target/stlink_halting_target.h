@@ -4,7 +4,8 @@
 // else's halt is left alone, and S_SLEEP is known before the halt wakes the core), the halt
 // (DHCSR C_HALT), READALLREGS (every core register in one command), with stacks one block
 // read of the window from the new SP, and the resume (DHCSR as found): 4 USB commands, 5 with
-// stacks (docs/live.md, "ST-Link commands").
+// stacks (docs/live.md, "ST-Link commands"). DWT_PCSR sampling reads the running core's PC
+// instead, a batch in one READMEM_32BIT_NO_ADDR_INC (READDEBUGREG each on older firmware).
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@ struct StlinkTargetOptions {
     transport::Duration timeout = std::chrono::seconds(3);
     // --stlink usb[:SERIAL]: the probe itself through libusb-1.0 (the serial, empty for the first).
     std::optional<std::string> usb_serial;
+    bool pcsr = false;            // DWT_PCSR batches (--mode pcsr): only what the header says
 };
 
 // Connects, opens the probe (shared) and enters SWD; throws transport::Error.

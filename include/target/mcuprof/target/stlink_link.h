@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mcuprof/link/byte_stream.h"
 #include "mcuprof/link/tcp_connection.h"
@@ -41,6 +42,7 @@ constexpr uint8_t write_debug_register = 0x35;
 constexpr uint8_t read_debug_register = 0x36;
 constexpr uint8_t read_all_registers = 0x3A;
 constexpr uint8_t last_rw_status2 = 0x3E;
+constexpr uint8_t readmem_32bit_no_increment = 0x54;   // READMEM_32BIT_NO_ADDR_INC: one address, read again and again
 constexpr uint8_t dfu_exit = 0x07;             // DFU_COMMAND's "leave DFU mode"
 constexpr uint8_t enter_swd_no_reset = 0xA3;   // ENTER's argument: SWD, the target not reset
 
@@ -62,6 +64,9 @@ constexpr uint32_t all_registers_reply_length = 4 + 4 * all_registers_count;
 // One READMEM_32BIT stays inside a 1 KiB block: the MEM-AP's TAR auto-increments within
 // 1 KiB only (ADIv5, C2.2.2), and stlink_usb.c splits its 32-bit reads at those blocks.
 constexpr uint32_t tar_block = 1024;
+// The words one READMEM_32BIT_NO_ADDR_INC reads here: 4096 bytes, what OpenOCD's `profile`
+// reads of DWT_PCSR in one command (stlink_usb.c's 4 KiB data buffer holds them).
+constexpr unsigned same_address_words = 1024;
 
 using Command = std::array<uint8_t, 16>;
 
@@ -127,6 +132,9 @@ struct Version {
     uint16_t vid = 0;
     uint16_t pid = 0;
     std::string text() const;   // "V3J7 (0483:374E)"
+    // READMEM_32BIT_NO_ADDR_INC is there: a V2 from firmware J32 on, a V3 from J2 on (stlink_usb.c,
+    // STLINK_F_HAS_MEM_RD_NO_INC).
+    bool reads_one_address() const { return (stlink == 2 && jtag >= 32) || (stlink >= 3 && jtag >= 2); }
 };
 
 // One core's registers as READALLREGS gives them (REGSEL order).
@@ -155,6 +163,11 @@ public:
     // multiples of 4). The reply has no status: `check` asks GETLASTRWSTATUS2 after each, and
     // then an empty result is memory the target refused (a bus fault).
     std::string read_memory(uint32_t address, uint32_t length, bool check);
+    // The word at `address` read `count` times, READMEM_32BIT_NO_ADDR_INC of up to
+    // same_address_words each (Version::reads_one_address): the MEM-AP's TAR stays put (CSW
+    // AddrInc off, ADIv5 C2.2.1), so a register such as DWT_PCSR is read again each time.
+    // Unchecked, as the firmware's reply to it has no status.
+    std::vector<uint32_t> read_word_repeatedly(uint32_t address, unsigned count);
 
     uint64_t commands() const { return commands_; }
     const std::string& peer() const { return transport_->peer(); }

@@ -43,6 +43,11 @@ public:
         // ARMv6-M, where the register is optional): for debuggers' fallbacks to halting.
         // ARMv6-M and ARMv8-M Baseline cores (from the target's CPUID) have none either way.
         bool pcsr = true;
+        // false: halting debug is not allowed on this part (its debug authentication forbids it,
+        // as a locked or secured production part's does): DHCSR.C_DEBUGEN is RAZ/WI (ARMv8-M
+        // ARM, DDI 0553, DHCSR; ARMv7-M's DBGEN low likewise), so C_HALT never halts the core,
+        // while its memory and DWT still answer. For debuggers' faults: a target that will not halt.
+        bool halting = true;
         // Where set, DWT_PCSR of a running core is this core's current instruction as the
         // emulator publishes it (the truth plugin's PC file: vprobe --pc-file), read without
         // stopping the target; nullopt before its first instruction. Unset, each read is a
