@@ -12,7 +12,10 @@ shopt -s nullglob
 for marker in "$build"/mcuprof-*.vsix.unbuilt; do
   echo "build: skipped the VS Code extension: $(head -n1 "$marker")"
 done
-rust=("$build"/firmware-ref/rust_*.unbuilt "$build"/tests/peers/rust-demangle.unbuilt)
+rust=("$build"/firmware-ref/rust_*.unbuilt)
+if [ -f "$build/tests/peers/rust-demangle.unbuilt" ]; then
+  rust+=("$build/tests/peers/rust-demangle.unbuilt")
+fi
 if [ ${#rust[@]} -gt 0 ]; then
   names=$(for m in "${rust[@]}"; do basename "$m" .unbuilt; done | paste -sd' ')
   # One rustc leaves them out alike: the first reason stands for all.

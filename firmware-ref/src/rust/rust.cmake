@@ -1,6 +1,9 @@
 # The Rust reference firmware (src/rust, docs/firmware-ref.md "Rust reference firmware"): fw.rs at
 # two optimization levels and under both of rustc's manglings, built with Debian's packages only
 # (rustc, rust-src) and linked by arm-none-eabi-gcc. Included by firmware-ref/CMakeLists.txt.
+# Optional: without those packages (`make demo` does not install them) each image's NAME.unbuilt
+# says so, `make build` prints it in one line, and under `make test` the tests that need the
+# images fail with it.
 #
 # Debian's rustc by its path: a rustup toolchain earlier in PATH (~/.cargo/bin) is another
 # compiler, with a core of its own, and not what setup.sh installs.
