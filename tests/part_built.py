@@ -7,19 +7,27 @@ of the tests that need it.
 
     part_built.py PART FILE...
 """
+from __future__ import annotations
+
 import sys
 from pathlib import Path
 
 
+def marker(path: Path) -> Path | None:
+    for m in (path.with_suffix(".unbuilt"), path.with_name(path.name + ".unbuilt")):
+        if m.is_file():
+            return m
+    return None
+
+
 def reason(path: Path) -> str:
-    for marker in (path.with_suffix(".unbuilt"), path.with_name(path.name + ".unbuilt")):
-        if marker.is_file():
-            return marker.read_text().strip().splitlines()[0]
-    return "no reason recorded (make build)"
+    m = marker(path)
+    return m.read_text().strip().splitlines()[0] if m else "no reason recorded (make build)"
 
 
 def main(part: str, files: list[str]) -> int:
-    missing = [Path(f) for f in files if not Path(f).exists()]
+    # A file beside its marker is an earlier build's, not this one's.
+    missing = [Path(f) for f in files if not Path(f).exists() or marker(Path(f))]
     for path in missing:
         print(f"{part} was not built: {path.name}: {reason(path)}")
     if not missing:

@@ -20,6 +20,7 @@ cp -r "$src/src" "$src/test" "$src/package.json" "$src/tsconfig.json" "$dir/"
 unfetched() {
   code=$(sed -n 's/^npm \(ERR!\|error\) code \(.*\)/\2/p' "$2" | head -n1)
   echo "$1 ${code:-failed} (registry $(npm config get registry); log $2)" > "$vsix.unbuilt"
+  rm -f "$vsix"   # an earlier build's, not this one's
 }
 if ! cmp -s "$src/package-lock.json" "$dir/package-lock.json" || [ ! -d "$dir/node_modules" ]; then
   # One ping without retries first: npm ci retries an unreachable registry for about a minute,

@@ -217,7 +217,7 @@ TEST_CASE("demangle: every Rust symbol of the Rust reference images as rustc-dem
         // The build may leave an image out (make build goes on without the Rust part); a
         // test that needs it fails, naming it.
         if (const std::string why = unbuilt_reason(image); !why.empty()) {
-            FAIL_CHECK(image << " was not built: " << why);
+            FAIL_CHECK(std::string(image) << " was not built: " << why);
             continue;
         }
         std::vector<std::string> symbols;

@@ -213,7 +213,7 @@ TEST_CASE("source locator: one linkage name is one inlined function in the Rust 
         // make build goes on without the Rust part; a test that needs it fails, naming it.
         if (FILE* unbuilt = std::fopen((std::string(FIRMWARE_DIR) + "/" + image + ".unbuilt").c_str(), "r")) {
             std::fclose(unbuilt);
-            FAIL_CHECK(image << " was not built (see its .unbuilt)");
+            FAIL_CHECK(std::string(image) << " was not built (see its .unbuilt)");
             continue;
         }
         const Image firmware = Image::open(elf);
