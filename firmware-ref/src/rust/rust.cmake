@@ -22,8 +22,10 @@ set(RUST_IMAGES rust_o2_m4 rust_os_m4 rust_v0_o2_m4 rust_v0_os_m4)
 if(rust_missing)
   message(WARNING "The Rust reference images are not built: ${rust_missing}")
   foreach(name IN LISTS RUST_IMAGES)
-    # An image of an earlier build is not this one's: the tests would read it as built.
-    file(REMOVE ${FIRMWARE_OUTPUT_DIR}/${name}.elf ${FIRMWARE_OUTPUT_DIR}/${name}.map)
+    # An image of an earlier build is not this one's: the tests would read it as built. Its
+    # stamps go with it, so that a build with rustc back makes it again.
+    file(REMOVE ${FIRMWARE_OUTPUT_DIR}/${name}.elf ${FIRMWARE_OUTPUT_DIR}/${name}.map
+                ${CMAKE_BINARY_DIR}/rust/${name}.stamp ${CMAKE_BINARY_DIR}/rust/${name}.core.stamp)
     file(WRITE ${FIRMWARE_OUTPUT_DIR}/${name}.unbuilt "${rust_missing}\n")
   endforeach()
   return()
