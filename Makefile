@@ -3,7 +3,8 @@
 BUILD ?= build
 JOBS ?= 2
 # `make demo` alone installs the demo's packages only (scripts/setup.sh demo): a first profile
-# should not wait for Chromium, Go and Node. Every other goal installs everything.
+# should not wait for Chromium, Go and Node. Every other goal installs everything
+# (`SETUP=demo` or `SETUP=test` chooses by hand).
 SETUP ?= $(if $(filter-out demo,$(MAKECMDGOALS)),test,$(if $(MAKECMDGOALS),demo,test))
 FIRMWARE_BUILD := $(BUILD)/firmware-ref-build
 # ccache, when installed, makes rebuilds and second checkouts cheap; it is not required.
