@@ -2,6 +2,10 @@
 # missing (scripts/setup.sh, Debian packages), build, then run.
 BUILD ?= build
 JOBS ?= 2
+# `make demo` alone installs the demo's packages only (scripts/setup.sh demo): a first profile
+# should not wait for Chromium, Go and Node. Every other goal installs everything
+# (`SETUP=demo` or `SETUP=test` chooses by hand).
+SETUP ?= $(if $(filter-out demo,$(MAKECMDGOALS)),test,$(if $(MAKECMDGOALS),demo,test))
 FIRMWARE_BUILD := $(BUILD)/firmware-ref-build
 # ccache, when installed, makes rebuilds and second checkouts cheap; it is not required.
 # The base directory makes paths relative, so that two checkouts share cached objects.
@@ -15,7 +19,7 @@ export CCACHE_NOHASHDIR := 1
 all: build
 
 setup:
-	@bash scripts/setup.sh
+	@bash scripts/setup.sh $(SETUP)
 
 host: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
@@ -27,7 +31,10 @@ firmware: setup
 		|| (cat $(BUILD).firmware-configure.log; exit 1)
 	@cmake --build $(FIRMWARE_BUILD) -j$(JOBS)
 
+# The optional parts (the VS Code extension, the Rust images) are built when their tools work;
+# the build names each one it left out, and why, in one line (scripts/unbuilt.sh).
 build: host firmware
+	@bash scripts/unbuilt.sh $(BUILD)
 
 # ctest's own output, then the closing lines: what failed, what was skipped and why, and
 # "tests: N passed, N failed, N skipped" (scripts/test_summary.py, from ctest's JUnit reports).

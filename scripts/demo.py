@@ -18,6 +18,9 @@ import qemu_runner  # noqa: E402
 
 
 def main() -> int:
+    # Our headings and mcuprof's own output share stdout: line by line, they stay in order in a
+    # log too (a pipe or file would otherwise hold ours back until the end).
+    sys.stdout.reconfigure(line_buffering=True)
     build = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "build")
     mcuprof = build / "mcuprof"
     elf = build / "firmware-ref" / "mixed_m4.elf"

@@ -214,8 +214,10 @@ TEST_CASE("demangle: every Rust symbol of the Rust reference images as rustc-dem
     size_t checked = 0;
     for (const char* image : rust_images) {
         CAPTURE(image);
+        // The build may leave an image out (make build goes on without the Rust part); a
+        // test that needs it fails, naming it.
         if (const std::string why = unbuilt_reason(image); !why.empty()) {
-            MESSAGE(image << " was not built: " << why);
+            FAIL_CHECK(std::string(image) << " was not built: " << why);
             continue;
         }
         std::vector<std::string> symbols;
@@ -237,10 +239,8 @@ TEST_CASE("demangle: every Rust symbol of the Rust reference images as rustc-dem
 TEST_CASE("symbols: the two legacy instances of one Rust generic are two labels, told apart by address")
 {
     const std::string image = "rust_o2_m4";
-    if (const std::string why = unbuilt_reason(image); !why.empty()) {
-        MESSAGE(image << " was not built: " << why);
-        return;
-    }
+    if (const std::string why = unbuilt_reason(image); !why.empty())
+        FAIL(image << " was not built: " << why);
     const SymbolTable table = SymbolTable::load(Image::open(image_path(image)));
     std::vector<const Function*> checksums;
     std::set<std::string> labels;

@@ -16,8 +16,9 @@ QEMU's gdbstub, against oracles that are not mcuprof:
   names read by the peer demangler);
 - formats: collapsed stacks, speedscope, the Firefox profile and pprof (go tool pprof) carry
   the same Rust names as the JSON report.
-An image the release's rustc could not build is skipped with the reason the build wrote
-(NAME.unbuilt); when none was built the module ends with ctest's skip code, 77."""
+Run by hand, an image the build left out is skipped with the reason the build wrote
+(NAME.unbuilt), and when none was built the module ends with the skip code, 77; under ctest
+live.rust_built fails first, naming them, and this module does not run."""
 from __future__ import annotations
 
 import json

@@ -5,8 +5,9 @@
 #   STEP=image: fw.rs as a staticlib, then the link by arm-none-eabi-gcc with the C start-up,
 #               board code and runtime.c against libgcc.
 # A rustc that cannot build it (another release's core may not build this way) is not a build
-# failure: the image is left out and OUT/NAME.unbuilt says why, which the tests print when they
-# skip (tests/live/test_rust.py). A failed link is a failure: that is this project's code.
+# failure: the image is left out and OUT/NAME.unbuilt says why, which `make build` prints
+# (scripts/unbuilt.sh) and the tests that need the image fail with under ctest
+# (live.rust_built). A failed link is a failure: that is this project's code.
 #
 # -D: STEP (core | image) RUSTC LIBRARY (rust-src's library/) SOURCE_DIR (firmware-ref/src) WORK
 #     OUT NAME OPT (2 | s) MANGLING (legacy | v0) CC LDSCRIPT STAMP

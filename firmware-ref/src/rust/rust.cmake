@@ -1,6 +1,9 @@
 # The Rust reference firmware (src/rust, docs/firmware-ref.md "Rust reference firmware"): fw.rs at
 # two optimization levels and under both of rustc's manglings, built with Debian's packages only
 # (rustc, rust-src) and linked by arm-none-eabi-gcc. Included by firmware-ref/CMakeLists.txt.
+# Optional: without those packages (`make demo` does not install them) each image's NAME.unbuilt
+# says so, `make build` prints it in one line, and under `make test` the tests that need the
+# images fail with it.
 #
 # Debian's rustc by its path: a rustup toolchain earlier in PATH (~/.cargo/bin) is another
 # compiler, with a core of its own, and not what setup.sh installs.
@@ -19,6 +22,10 @@ set(RUST_IMAGES rust_o2_m4 rust_os_m4 rust_v0_o2_m4 rust_v0_os_m4)
 if(rust_missing)
   message(WARNING "The Rust reference images are not built: ${rust_missing}")
   foreach(name IN LISTS RUST_IMAGES)
+    # An image of an earlier build is not this one's: the tests would read it as built. Its
+    # stamps go with it, so that a build with rustc back makes it again.
+    file(REMOVE ${FIRMWARE_OUTPUT_DIR}/${name}.elf ${FIRMWARE_OUTPUT_DIR}/${name}.map
+                ${CMAKE_BINARY_DIR}/rust/${name}.stamp ${CMAKE_BINARY_DIR}/rust/${name}.core.stamp)
     file(WRITE ${FIRMWARE_OUTPUT_DIR}/${name}.unbuilt "${rust_missing}\n")
   endforeach()
   return()
