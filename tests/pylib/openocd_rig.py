@@ -392,6 +392,22 @@ def qemu_machines(qemu: str) -> set[str]:
     return {line.split()[0] for line in listing.splitlines()[1:] if line.strip()}
 
 
+# The start of an assembled image for assemble_image: a vector table of SP and the reset vector,
+# then the function `loop`, whose instructions the caller's source goes on with.
+LOOP_START = """
+    .syntax unified
+    .thumb
+    .section .vectors, "a"
+    .word 0x20001000
+    .word loop + 1
+    .text
+    .thumb_func
+    .global loop
+    .type loop, %function
+loop:
+"""
+
+
 def assemble_image(work: Path, source: str, flash: int, cpu: str) -> Path:
     """An ELF of the assembly `source` (a .vectors section, then .text) for `cpu`, its vector
     table at `flash` and its code 0x40 bytes after."""

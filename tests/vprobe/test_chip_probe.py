@@ -36,7 +36,8 @@ from pathlib import Path
 import fwtest
 import qemu_runner
 import run_header
-from openocd_rig import CLI, FW_DIR, OPENOCD, assemble_image, guest_running, qemu_machines, require, stop_process
+from openocd_rig import (CLI, FW_DIR, LOOP_START, OPENOCD, assemble_image, guest_running, qemu_machines, require,
+                         stop_process)
 from spawn import spawn
 
 SAMPLES = 300
@@ -55,17 +56,7 @@ CASES = {
 }
 
 # Three functions of 3, 2 and 7 instructions: 25, 17 and 58 % of a uniform-cost run.
-LOOP_SOURCE = """
-    .syntax unified
-    .thumb
-    .section .vectors, "a"
-    .word 0x20001000
-    .word loop + 1
-    .text
-    .thumb_func
-    .global loop
-    .type loop, %function
-loop:
+LOOP_SOURCE = LOOP_START + """
     bl short_leaf
     bl long_leaf
     b loop

@@ -30,8 +30,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import qemu_runner
-from openocd_rig import (CLI, FW_DIR, OPENOCD, TclRpc, assemble_image, elf_functions, guest_running, qemu_machines,
-                         require, stop_rig, wait_first_poll, wait_port)
+from openocd_rig import (CLI, FW_DIR, LOOP_START, OPENOCD, TclRpc, assemble_image, elf_functions, guest_running,
+                         qemu_machines, require, stop_rig, wait_first_poll, wait_port)
 from spawn import spawn
 
 # chip (target/NAME.cfg): QEMU machine, the probes to try ("hla": interface/stlink.cfg, an ST-Link's
@@ -61,17 +61,7 @@ CASES = {
 
 # The loop for machines without a reference image that runs long enough: SP, the reset vector,
 # then four instructions that keep changing the PC.
-LOOP_SOURCE = """
-    .syntax unified
-    .thumb
-    .section .vectors, "a"
-    .word 0x20001000
-    .word loop + 1
-    .text
-    .thumb_func
-    .global loop
-    .type loop, %function
-loop:
+LOOP_SOURCE = LOOP_START + """
     adds r0, #1
     subs r1, #1
     eors r2, r0
