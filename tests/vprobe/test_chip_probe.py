@@ -8,8 +8,8 @@ instruction 2000 ns of host time, so that a wall-clock halt lands in proportion 
 instructions executed, whichever link halts), and the same image is sampled twice: first
 directly on QEMU's gdbstub (`record --gdb`), then with `--chip --probe` through the vprobe.
 Asserted: both end by sample count, every function of at least 1 % agrees between the two
-within 4 combined standard errors (independent samples 30 ms apart: thousands of instructions,
-many periods of each image's loop), the header names the OpenOCD that ran, no OpenOCD is left
+within 4 combined standard errors (independent samples 30 ms apart, 10 ms in the assembled loop:
+thousands of instructions, many periods of each image's loop), the header names the OpenOCD that ran, no OpenOCD is left
 and the guest runs on. Images: the never-ending reference images where the machine has one
 (netduinoplus2, microbit), else a loop of three functions (12 instructions) assembled here.
 
@@ -42,6 +42,7 @@ from spawn import spawn
 
 SAMPLES = 300
 INTERVAL = "30ms"
+LOOP_INTERVAL = "10ms"   # the assembled loop repeats every 12 instructions (24 us): 10 ms apart is independent
 COST_NS = 2000
 MIN_SHARE = 0.01
 
@@ -134,8 +135,9 @@ class ChipProbe(unittest.TestCase):
         threading.Thread(target=lambda: self.vprobe_log.extend(self.vprobe.stderr), daemon=True).start()
         return int(match.group(1))
 
-    def record(self, link: list[str], elf: Path, name: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-        return self.record_like(["record", *link, "--samples", str(SAMPLES), "--interval", INTERVAL, "--seed", "7",
+    def record(self, link: list[str], elf: Path, name: str, extra: tuple[str, ...] = (),
+               interval: str = INTERVAL) -> subprocess.CompletedProcess:
+        return self.record_like(["record", *link, "--samples", str(SAMPLES), "--interval", interval, "--seed", "7",
                                  *extra, "--elf", str(elf), "-o", str(self.work / name), "--format", "json"])
 
     def record_like(self, arguments: list[str]) -> subprocess.CompletedProcess:
@@ -172,11 +174,12 @@ class ChipProbe(unittest.TestCase):
         elf = FW_DIR / image if image else assemble_image(self.work, LOOP_SOURCE, flash, cpu)
         with self.qemu(elf, machine) as q:
             q.wait_listening(q.gdb_port)
-            direct = self.record(["--gdb", f"127.0.0.1:{q.gdb_port}"], elf, "direct.rec")
+            interval = INTERVAL if image else LOOP_INTERVAL
+            direct = self.record(["--gdb", f"127.0.0.1:{q.gdb_port}"], elf, "direct.rec", interval=interval)
             self.assertEqual(direct.returncode, 0, direct.stderr)
             port = self.start_vprobe(q, chip)
             started = self.record(["--chip", chip, "--probe", f"stlink-server:{port}", "--mode", "halt"], elf,
-                                  "chip.rec")
+                                  "chip.rec", interval=interval)
             self.assertEqual(started.returncode, 0, started.stderr + "".join(self.vprobe_log))
             self.assert_left_clean(q, port)
         a, b = json.loads(direct.stdout), json.loads(started.stdout)
