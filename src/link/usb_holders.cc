@@ -1,12 +1,20 @@
 #include "mcuprof/link/usb_holders.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <unistd.h>
 
 namespace mcuprof::transport {
+
+std::string usb_device_node(unsigned bus, unsigned address)
+{
+    char node[32];
+    std::snprintf(node, sizeof node, "/dev/bus/usb/%03u/%03u", bus, address);
+    return node;
+}
 
 std::vector<std::string> processes_holding(const std::vector<std::string>& nodes, const std::string& proc_root)
 {

@@ -111,6 +111,14 @@ bool ChildProcess::exited_cleanly() const
     return status_ && WIFEXITED(*status_) && WEXITSTATUS(*status_) == 0;
 }
 
+std::string command_line(const std::vector<std::string>& args)
+{
+    std::string line;
+    for (const std::string& a : args)
+        line += (line.empty() ? "" : " ") + a;
+    return line;
+}
+
 uint16_t free_loopback_port(const std::string& what)
 {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -174,10 +174,8 @@ std::vector<std::string> usb_probe_holders(OpenocdProbe::Kind probe, const std::
     for (const fs::directory_entry& device : fs::directory_iterator(fs::path(sys_root) / "bus/usb/devices", error)) {
         if (!is_probe(device.path(), probe))
             continue;
-        char node[32];
-        std::snprintf(node, sizeof node, "/dev/bus/usb/%03d/%03d", std::atoi(attribute(device.path() / "busnum").c_str()),
-                      std::atoi(attribute(device.path() / "devnum").c_str()));
-        nodes.push_back(node);
+        nodes.push_back(transport::usb_device_node(unsigned(std::atoi(attribute(device.path() / "busnum").c_str())),
+                                                   unsigned(std::atoi(attribute(device.path() / "devnum").c_str()))));
     }
     return transport::processes_holding(nodes, proc_root);
 }
@@ -360,7 +358,7 @@ StartedOpenocd::StartedOpenocd(const OpenocdLaunch& launch) : launch_(launch), l
         const uint16_t port = free_loopback_port("openocd tcl");
         const std::vector<std::string> command = openocd_command(launch, port);
         process_ = std::make_unique<ChildProcess>(command, log_);
-        run_ = RunHeader::OpenocdRun{launch.chip, launch.probe.text(), joined(command, " ")};
+        run_ = RunHeader::OpenocdRun{launch.chip, launch.probe.text(), command_line(command)};
         tcl_.port = port;
         // OpenOCD opens its Tcl port once `init` has examined the target; with a real probe that
         // can take seconds (a slow SWD clock, a flash probe), on a loaded machine longer still.

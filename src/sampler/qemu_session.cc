@@ -99,16 +99,10 @@ public:
     RunHeader run_header() const override
     {
         RunHeader h = sampler_->run_header();
-        auto joined = [](const std::vector<std::string>& args) {
-            std::string line;
-            for (const std::string& a : args)
-                line += (line.empty() ? "" : " ") + a;
-            return line;
-        };
         h.link.source = LinkKind::qemu;   // the GDB sampler's, but of a QEMU mcuprof started and replays
         h.qemu = RunHeader::QemuRun{session_->launch().machine,
-                                    joined(session_->record_command(port_)),
-                                    joined(session_->replay_command(port_)),
+                                    command_line(session_->record_command(port_)),
+                                    command_line(session_->replay_command(port_)),
                                     recorded().instructions,
                                     recorded().exited,
                                     recorded().exited ? "the firmware exited" : "the instruction budget"};

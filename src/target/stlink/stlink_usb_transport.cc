@@ -180,8 +180,8 @@ std::unique_ptr<Transport> open_stlink_usb(const std::string& serial, transport:
         if (!endpoints)
             continue;
         const unsigned bus = libusb_get_bus_number(list[i]), address = libusb_get_device_address(list[i]);
-        char node[32], ids[16];
-        std::snprintf(node, sizeof node, "/dev/bus/usb/%03u/%03u", bus, address);
+        const std::string node = transport::usb_device_node(bus, address);
+        char ids[16];
         std::snprintf(ids, sizeof ids, "%04X:%04X", d.idVendor, d.idProduct);
         libusb_device_handle* handle = nullptr;
         if (const int r = libusb_open(list[i], &handle); r != 0) {
@@ -213,7 +213,7 @@ std::unique_ptr<Transport> open_stlink_usb(const std::string& serial, transport:
             continue;
         }
         chosen = *endpoints;
-        opened = std::make_unique<LibusbBulk>(context, handle, "ST-Link on USB " + std::string(node),
+        opened = std::make_unique<LibusbBulk>(context, handle, "ST-Link on USB " + node,
                                               std::string(ids) + named + " on USB " + node, timeout);
     }
     if (list != nullptr)

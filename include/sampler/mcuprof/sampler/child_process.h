@@ -42,6 +42,9 @@ private:
     std::string log_path_;
 };
 
+// The command line as a user would type it (the recording's header names QEMU's and OpenOCD's).
+std::string command_line(const std::vector<std::string>& args);
+
 // A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close). Another
 // process may take it before the child binds it; the child then fails saying so, and the
 // caller tries again with a new port. `what` names the port in the error.
