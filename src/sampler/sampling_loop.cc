@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <random>
@@ -55,6 +56,11 @@ public:
                 break;
             }
             count_probe_commands();
+            if (paused_since_) {
+                sink_.event("paused-end", "still paused at the end, for the last " +
+                                              std::to_string(int(seconds_between(*paused_since_, Clock::now()))) + " s");
+                paused_since_.reset();
+            }
             // The target runs while the link checks that it does.
             if (!stats_.target_exited)
                 target_.leave_running(sink_, false);
@@ -308,6 +314,12 @@ private:
             }
             const Clock::time_point asked = Clock::now();
             Halt halt = target_.halt_and_read(request());
+            if (halt.yielded) {
+                paused(*halt.yielded);
+                continue;
+            }
+            if (paused_since_)
+                pause_over();
             ran_until(halt.ran_until);
             if (halt.ended) {
                 finished(*halt.ended);
@@ -321,6 +333,29 @@ private:
             longest_halt_ = std::max(longest_halt_, seconds_between(halt.ran_until, running_since_));
             budget_next_wait();
         }
+    }
+
+    // The core is another program's (a debugger on the same probe): no halts until it is
+    // ours again, asked at most every 50 ms however short --interval is. The sampler's clock
+    // counts the pause as running: run_duty is the share of the time the sampler did not
+    // hold the core halted.
+    void paused(const std::string& why)
+    {
+        const Clock::time_point now = Clock::now();
+        if (!paused_since_) {
+            paused_since_ = now;
+            sink_.event("paused", why + "; sampling paused until it closes the probe");
+        }
+        progress(now);
+        std::this_thread::sleep_until(now + std::chrono::milliseconds(50));
+    }
+    void pause_over()
+    {
+        char text[160];
+        std::snprintf(text, sizeof text, "the probe is this sampler's alone again after %.1f s: sampling again",
+                      seconds_between(*paused_since_, Clock::now()));
+        sink_.event("paused-end", text);
+        paused_since_.reset();
     }
 
     // --max-halted B: the mean of the next wait. With D the halted and R the running time so
@@ -459,6 +494,7 @@ private:
     Clock::time_point running_since_;
     double ran_seconds_ = 0;
     std::map<std::string, uint64_t> unwind_stops_;   // how each chain ended
+    std::optional<Clock::time_point> paused_since_;   // the core is another program's (paused())
     uint64_t memory_reads_ = 0;
     uint64_t frames_ = 0;
     double longest_halt_ = 0;        // seconds, --max-halted's figures

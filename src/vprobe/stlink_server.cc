@@ -61,7 +61,8 @@ size_t StlinkServerProtocol::request_length(std::string_view pending)
     case 0x01: length = 1; break;    // number of devices
     case 0x02:                       // device info
     case 0x03:                       // open device
-    case 0x04: length = 8; break;    // close device
+    case 0x04:                       // close device
+    case 0x07: length = 8; break;    // the device's clients
     case 0x06: length = 4; break;    // server version
     case 0x05:                       // a USB command
         if (pending.size() < usb_request_header)
@@ -145,6 +146,12 @@ bool StlinkServerProtocol::perform(std::string_view request, std::string& replie
         append32(replies, 2);
         append32(replies, 1);
         append32(replies, 0);
+        return true;
+    case 0x07:
+        // GET_NB_OF_DEV_CLIENTS: how many clients have the device open (the asker too), which
+        // lets a client that halts the core step aside while a debugger shares the probe.
+        append32(replies, le32(p + 4) == 1 ? server_ok : server_bad_parameter);
+        append32(replies, le32(p + 4) == 1 ? uint32_t(probe_.open_connections()) : 0);
         return true;
     default:
         append32(replies, server_command_not_available);

@@ -44,6 +44,13 @@ public:
     Halt halt_and_read(const HaltRequest& request) override
     {
         CHECK(running);
+        if (yields > 0) {   // another program has the probe: nothing halted, nothing read
+            --yields;
+            ++yielded;
+            Halt h;
+            h.yielded = "another program has the probe";
+            return h;
+        }
         ++halts;
         if (on_halt)
             on_halt(halts);
@@ -126,6 +133,8 @@ public:
     bool reaches = true;           // the server still reaches the target after a refused command
     std::chrono::microseconds halt_cost{0};
     unsigned exit_at = 0;
+    unsigned yields = 0;           // the next halts give way to another program, this many times
+    unsigned yielded = 0;
     std::function<void(unsigned)> on_halt;
     unsigned starts = 0, resumes = 0, halts = 0;
     std::map<uint32_t, std::string> memory;
@@ -397,6 +406,46 @@ TEST_CASE("sampling loop: --max-halted keeps the halted share under its budget; 
                             budget * b.longest_mean_wait_seconds);
         CHECK(stats.figures().halt_budget.has_value());
     }
+}
+
+TEST_CASE("sampling loop: a core another program holds pauses the halts, said once as it starts and once as it ends")
+{
+    ScriptedTarget target;
+    target.on_halt = [&](unsigned halt) {
+        if (halt == 2)
+            target.yields = 3;   // a debugger opens the probe after the second sample and stays for 3 asks
+    };
+    Collect sink;
+    const auto started = Clock::now();
+    const SamplerStats stats = run(target, sink, 4);
+    CHECK(stats.samples == 4);
+    CHECK(target.yielded == 3);
+    CHECK(target.halts == 4);   // no halt while paused
+    CHECK(target.resumes == 4);
+    // Asked again at most every 50 ms, whatever the interval: three asks, 150 ms at least.
+    CHECK(Clock::now() - started >= std::chrono::milliseconds(150));
+    std::vector<std::string> kinds;
+    for (const auto& [kind, message] : sink.events)
+        kinds.push_back(kind);
+    CHECK(kinds == std::vector<std::string>{"paused", "paused-end"});
+    CHECK(sink.events[0].second == "another program has the probe; sampling paused until it closes the probe");
+    CHECK(sink.events[1].second.find("sampling again") != std::string::npos);
+    REQUIRE(sink.samples.size() == 4);
+    CHECK(sink.samples[2].pc == 0x08000100 + 2 * 3);   // the halts go on where they were
+
+    // Still paused when the plan ends it (a stop request): said with the pause's length.
+    ScriptedTarget held;
+    held.yields = 1000;
+    Collect paused_sink;
+    SamplingPlan plan;
+    plan.duration = std::chrono::milliseconds(120);
+    const std::atomic<bool> stop{false};
+    const SamplerStats still = run_sampling_loop(held, fast(), 1, {}, nullptr, paused_sink, plan, stop);
+    CHECK(still.samples == 0);
+    CHECK(held.halts == 0);
+    REQUIRE(paused_sink.events.size() == 2);
+    CHECK(paused_sink.events[1].first == "paused-end");
+    CHECK(paused_sink.events[1].second.rfind("still paused at the end", 0) == 0);
 }
 
 TEST_CASE("sampling loop: a target that exits ends the run and is not touched after")

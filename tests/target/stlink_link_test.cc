@@ -133,6 +133,21 @@ TEST_CASE("stlink-server: the opening and the device named in the header")
     CHECK(f.link->commands() == 0);
 }
 
+TEST_CASE("stlink-server: how many programs have the probe open, asked of the server; an older one cannot say")
+{
+    Fixture f(opening());
+    f.then(hex("07 000000 01000000"), hex("01000000 02000000"));
+    CHECK(f.link->clients() == 2u);
+    f.then(hex("07 000000 01000000"), hex("01000000 01000000"));
+    CHECK(f.link->clients() == 1u);
+    // A server without the command answers its status alone; it is not asked again.
+    f.then(hex("07 000000 01000000"), hex("53100000"));
+    CHECK_FALSE(f.link->clients().has_value());
+    CHECK_FALSE(f.link->clients().has_value());
+    CHECK(f.script.empty());
+    CHECK(f.link->commands() == 0);   // server requests, no USB command
+}
+
 TEST_CASE("stlink-server: a probe held exclusively by another program is refused, by name")
 {
     auto script = opening(1);

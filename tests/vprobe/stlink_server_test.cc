@@ -488,3 +488,29 @@ TEST_CASE("st-link server: the probe runs one command at a time, whichever clien
     ::close(b);
     serving.join();
 }
+
+TEST_CASE("st-link server: GET_NB_OF_DEV_CLIENTS counts the clients that have the device open")
+{
+    auto clients = [](Host& host, uint32_t device) {
+        std::string request(8, '\0');
+        request[0] = 0x07;
+        put32(request, 4, device);
+        const std::string reply = host.exchange(request);
+        REQUIRE(reply.size() == 8);
+        return std::pair<uint32_t, uint32_t>{get32(reply, 0), get32(reply, 4)};
+    };
+    Host first;
+    CHECK(clients(first, 1) == std::pair<uint32_t, uint32_t>{stlink::server_ok, 1});
+    {
+        Host second(first.rig);
+        CHECK(clients(first, 1) == std::pair<uint32_t, uint32_t>{stlink::server_ok, 2});
+        CHECK(clients(second, 1).second == 2);
+        CHECK(clients(second, 9).first == stlink::server_bad_parameter);   // no device 9
+        std::string close(8, '\0');
+        close[0] = 0x04;
+        put32(close, 4, second.connection);
+        std::string replies;
+        CHECK_FALSE(second.server.feed(close, replies));
+    }
+    CHECK(clients(first, 1).second == 1);
+}

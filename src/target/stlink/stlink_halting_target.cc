@@ -42,12 +42,23 @@ public:
     }
     std::optional<uint64_t> probe_commands() const override { return commands_before_ + (link_ ? link_->commands() : 0); }
 
-    // A core found halted at the start is resumed, as on OpenOCD's Tcl port, with an event; DFSR
-    // as found, to leave its HALTED bit as it was (our halt requests set it: C1.6.1).
+    // A core found halted at the start is resumed, as on OpenOCD's Tcl port, with an event,
+    // unless another program shares the probe (its debugger's halt, left to it); DFSR as
+    // found, to leave its HALTED bit as it was (our halt requests set it: C1.6.1).
     void start(TargetEvents& events) override
     {
+        const std::optional<unsigned> clients = link_->clients();
+        if (!clients && !options_.pcsr)
+            events.event("shared-unknown", "the stlink-server does not say how many programs share the probe "
+                                           "(GET_NB_OF_DEV_CLIENTS): a debugger beside this sampler would see "
+                                           "its halts, and a halt of its own could be undone by a resume");
         const uint32_t found = link_->read_debug_register(cortex_m::dhcsr);
         dfsr_found_ = link_->read_debug_register(cortex_m::dfsr);
+        if ((found & cortex_m::s_halt) && clients && *clients > 1) {
+            events.event("left-halted", "the core is halted and " + std::to_string(*clients) +
+                                            " programs have the ST-Link open: left halted for the other's debugger");
+            return;
+        }
         if (found & cortex_m::s_halt) {
             const uint32_t controls = (found & cortex_m::dhcsr_kept_controls) | cortex_m::c_debugen;
             link_->write_debug_register(cortex_m::dhcsr, cortex_m::dbgkey | controls);
@@ -63,6 +74,18 @@ public:
     Halt halt_and_read(const HaltRequest& request) override
     {
         Halt halt;
+        // Another program on the probe (a debugger through the same stlink-server): halting
+        // beside it would show its poll halts it never made, and a halt of its own that came
+        // between ours and our resume would be undone by it (DHCSR reads the same either way).
+        // So while it has the probe open, no halts; a debugger that opens the probe during a
+        // sample is still initialising when the resume goes out (OpenOCD's examine alone is
+        // more USB commands than one sample's four), so its first halt comes after it.
+        if (const std::optional<unsigned> clients = link_->clients(); clients && *clients > 1) {
+            halt.yielded = std::to_string(*clients - 1) + " other program" + (*clients > 2 ? "s have" : " has") +
+                           " the ST-Link open on the stlink-server (a debugger?): halting beside it would "
+                           "show it halts it never made (--mode pcsr samples without halting)";
+            return halt;
+        }
         // DHCSR first (ARMv7-M ARM, C1.6.2): a core halted already (a breakpoint, a debugger
         // sharing the probe) is someone else's, and S_SLEEP is known only before our halt wakes it.
         const uint32_t found = link_->read_debug_register(cortex_m::dhcsr);

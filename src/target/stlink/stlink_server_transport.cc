@@ -10,6 +10,9 @@
 //                             0 data to the probe, 1 data from it; [28] data length), then
 //                             the data when it goes to the probe -> status, then the data from it
 //   0x06 server version       4 bytes ([1] the client's API, 1) -> API, major, minor, build
+//   0x07 the device's clients 8 bytes ([4] device id) -> status, how many have it open
+//                             (GET_NB_OF_DEV_CLIENTS: named in stlink_usb.c and never sent
+//                             there; the layout of its neighbours 0x03/0x04, docs/vprobe.md)
 #include <cstdio>
 
 #include "mcuprof/link/error.h"
@@ -90,6 +93,23 @@ public:
         return reply.substr(4);
     }
     const std::string& peer() const override { return peer_; }
+    std::optional<unsigned> clients() override
+    {
+        if (!counts_clients_)
+            return std::nullopt;
+        std::string request(8, '\0');
+        request[0] = 0x07;
+        put32(request, 4, device_id_);
+        // The status first: a server that does not know the command answers with it alone.
+        if (le32(exchange(request, 4), 0) != server_ok) {
+            counts_clients_ = false;   // "not available" now, and later
+            return std::nullopt;
+        }
+        const uint32_t count = le32(exchange({}, 4), 0);
+        if (count == 0)
+            counts_clients_ = false;   // not even this one: the count means something else
+        return count ? std::optional<unsigned>(count) : std::nullopt;
+    }
     std::string device() const override { return "ST-Link " + serial_ + " (" + ids_ + ") through " + peer_; }
     void close() override
     {
@@ -110,7 +130,8 @@ public:
 private:
     std::string exchange(const std::string& request, size_t reply_length)
     {
-        stream_->write(request, timeout_);
+        if (!request.empty())
+            stream_->write(request, timeout_);
         while (pending_.size() < reply_length)
             stream_->read_some(pending_, timeout_);
         std::string reply = pending_.substr(0, reply_length);
@@ -133,6 +154,7 @@ private:
     std::string serial_;
     std::string ids_;
     bool open_ = false;
+    bool counts_clients_ = true;
 };
 
 } // namespace

@@ -111,6 +111,10 @@ struct TargetEnd {
 
 struct Halt {
     std::optional<TargetEnd> ended;   // set: nothing was read
+    // Set: no halt was made, nothing read, and the target is as it was: the core is another
+    // program's for now (a debugger sharing the probe), for this reason. The loop waits and
+    // asks again, sampling nothing meanwhile.
+    std::optional<std::string> yielded;
     HaltState state;
     Clock::time_point stopped;        // when the halt was known: the sample's time
     Clock::time_point ran_until;      // the target ran until here (the stop, or the request when unknown)

@@ -82,10 +82,14 @@ public:
     virtual std::string device() const = 0;
     // Done with the probe: the other programs sharing it go on. Never throws.
     virtual void close() = 0;
+    // How many programs have the probe open now, this one included; nothing where the far
+    // end cannot say (an stlink-server without GET_NB_OF_DEV_CLIENTS). On USB the claimed
+    // interface is this program's alone: 1.
+    virtual std::optional<unsigned> clients() { return 1; }
 };
 
 // ST's stlink-server (TCP, port 7184 by default): opens the first ST-Link it lists, shared
-// with whatever else uses it. Throws transport::Error (connect when nothing listens; protocol
+// with whatever else uses it; clients() asks the server (GET_NB_OF_DEV_CLIENTS). Throws transport::Error (connect when nothing listens; protocol
 // when it lists no probe, or one another program holds exclusively).
 std::unique_ptr<Transport> make_stlink_server_transport(const transport::Endpoint& server, transport::Duration timeout);
 // The same over a stream already open (the unit tests' scripted server).
@@ -173,6 +177,8 @@ public:
     const std::string& peer() const { return transport_->peer(); }
     std::string device() const { return transport_->device(); }
     void close() { transport_->close(); }
+    // Transport::clients: no USB command (a server request, or nothing), so not counted.
+    std::optional<unsigned> clients() { return transport_->clients(); }
 
     // The 16-byte commands, for the tests and the transports' own framing tests.
     static Command debug(uint8_t sub, uint32_t address = 0, uint32_t value_or_length = 0, bool length16 = false);

@@ -16,6 +16,9 @@
 //                             [28] data length; then the data when the host sends it
 //                                            -> status, then the data when the probe sends it
 //   0x06 server version       4 bytes        -> API, major, minor, build
+//   0x07 the device's clients 8 bytes: [4] device id -> status, how many clients have it open
+//                             (ST's GET_NB_OF_DEV_CLIENTS; OpenOCD 0.12 names it and never
+//                             sends it: the layout is that of its neighbours, 0x03 and 0x04)
 //
 // Like ST's stlink-server, several programs may use the probe at once (a debugger's GDB
 // server, OpenOCD, a sampler): each TCP client opens its own connection, and their USB
@@ -126,6 +129,7 @@ public:
     void close_connection(uint32_t connection);
     bool is_open(uint32_t connection) const { return open_.count(connection) != 0; }
     bool in_use() const { return !open_.empty(); }
+    size_t open_connections() const { return open_.size(); }
 
     // What happened, for reports and benchmarks: USB commands (what a real probe would be
     // sent over USB, each one bus round trip), in total and by connection id (a closed
