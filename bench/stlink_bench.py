@@ -147,9 +147,11 @@ def mcuprof_record(cli, elf, rig, mode, samples, work, *options):
 
 def stlink_record(cli, elf, rig, samples, work, *options):
     """mcuprof's own ST-Link commands through the vprobe's server, beside OpenOCD (its polling
-    off: it would find our halts and run its debug entry)."""
+    off: it would find our halts and run its debug entry), so halting with --halt-shared (an
+    OpenOCD on the server would otherwise pause the halts)."""
+    shared = () if "pcsr" in options else ("--halt-shared",)
     return record_run(cli, elf, rig, samples, work / "stlink.rec",
-                      ("--stlink", f"127.0.0.1:{rig.bitbang_port}", *options), polling_off=True)
+                      ("--stlink", f"127.0.0.1:{rig.bitbang_port}", *shared, *options), polling_off=True)
 
 
 def record_run(cli, elf, rig, samples, rec, link_options, polling_off=False):

@@ -66,6 +66,9 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
          "an ST-Link through ST's stlink-server (port 7184 by default), shared with a debugger on the same server, or "
          "on USB itself (libusb; the first ST-Link, or the one with that serial): "
          "halts by the probe's own commands, 4 USB commands a sample, 5 with --stacks (--mode)")
+        ("halt-shared", po::bool_switch(&o.halt_shared),
+         "--stlink HOST: halt even while other programs have the probe open on the server (a reader such as "
+         "STM32CubeMonitor); by default halts pause then, as a debugger beside them would see halts it never made")
         ("chip", po::value(&o.chip)->value_name("NAME"),
          "start OpenOCD with its target/NAME.cfg (stm32f4x, nrf52, rp2040, ...; docs/boards.md) and --probe, sample "
          "over it, stop it at the end")
@@ -109,7 +112,7 @@ const std::vector<std::string>& sampling_option_names()
                                                 "duration", "interval", "shape", "jitter", "pace",
                                                 "qmp",      "seed",  "stacks", "stack-bytes", "max-halted",
                                                 "qemu",     "qemu-arg", "instructions", "census", "truth-plugin",
-                                                "no-verify"};
+                                                "no-verify", "halt-shared"};
     return names;
 }
 
@@ -188,6 +191,8 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     const bool openocd = !o.openocd.empty() || !o.chip.empty();
     line.only_with({"mode"}, openocd || !o.stlink.empty(), "--openocd, --chip or --stlink");
     line.only_with({"probe"}, !o.chip.empty(), "--chip NAME");
+    line.only_with({"halt-shared"}, !o.stlink.empty() && !stlink_usb_serial(o.stlink) && o.mode != "pcsr",
+                   "--stlink HOST[:PORT] halting (an stlink-server's; --mode pcsr never halts)");
     if (!o.chip.empty() && o.probe.empty())
         throw UsageError("--chip " + o.chip + " needs --probe: stlink, cmsis-dap, jlink or stlink-server[:PORT]");
     if ((openocd || !o.stlink.empty()) && o.pace != "wall")
@@ -224,6 +229,7 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
         s.stlink_usb = stlink_usb_serial(o.stlink);
         if (!s.stlink_usb)
             s.stlink = stlink_endpoint(o.stlink);
+        s.stlink_halt_shared = o.halt_shared;
     } else {
         s.gdb = transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
     }
@@ -328,6 +334,7 @@ std::unique_ptr<sources::SampleSource> make_sample_source(const LiveSampling& s,
         sources::StlinkSamplerOptions stlink;
         stlink.server = s.stlink;
         stlink.usb_serial = s.stlink_usb;
+        stlink.halt_shared = s.stlink_halt_shared;
         stlink.pacing = s.pacing;
         stlink.extras = extras;
         return std::make_unique<sources::StlinkSampler>(stlink);

@@ -47,6 +47,7 @@ struct SamplingOptions {
     bool stacks = false;                                   // unwind the call stack at every halt
     uint32_t stack_bytes = 512;
     bool no_verify = false;                                // a target that does not match the ELF: warn, sample
+    bool halt_shared = false;                              // --stlink: halt beside other programs on the probe
     QemuOptions qemu;                                      // --qemu: mcuprof starts QEMU itself
 };
 
@@ -60,6 +61,7 @@ struct LiveSampling {
     std::optional<sources::OpenocdLaunch> openocd_launch;   // Link::openocd, --chip/--probe: the OpenOCD to start
     transport::Endpoint stlink;              // Link::stlink: the stlink-server
     std::optional<std::string> stlink_usb;   // Link::stlink, --stlink usb[:SERIAL]: the probe on USB (its serial)
+    bool stlink_halt_shared = false;         // Link::stlink, --halt-shared: no pause beside other clients
     QemuOptions qemu;                        // Link::qemu: the run mcuprof records and replays
     sources::PacingOptions pacing;           // wall, icount (--qemu's replay too) or pcsr, and its waits
     bool interval_given = false;             // --interval; --qemu without it spreads the samples over the run

@@ -26,13 +26,14 @@ And the faults: a part that does not allow halting debug (vprobe --no-halt): the
 first halt does not take, one line says why, exit code 2, the core runs on, and --mode pcsr
 still samples it. The server gone in the middle of a --stacks recording (the vprobe killed): the
 recording ends by itself with exit code 3 and one line saying the link was lost, and every
-sample it said it recorded is in its file. And someone else's halt: another client of the
-server halts the core in the middle of a recording; the next sample finds it halted, leaves it
-so (DHCSR still S_HALT) and ends the recording (the client halts again until then: a halt that
-lands inside one of the recording's own is undone by its resume, which no link can tell).
+sample it said it recorded is in its file. And another program on the probe: a client of the
+server opens the device in the middle of a halting recording; the recording pauses (no sample,
+no halt) while it has the probe open, the client's halt stands, and sampling goes on once it
+closes; a client that halts the core and leaves it halted ends the recording, the core left so.
 
-A raw stlink-server client (test_stlink_clients.RawStlinkClient) stays connected meanwhile, so
-that the vprobe, which ends when its last client goes, serves both recordings; it reads DHCSR.
+A TCP client that never opens the device stays connected meanwhile, so that the vprobe, which
+ends when its last client goes, serves every recording; DHCSR is read between them by a raw
+stlink-server client (test_stlink_clients.RawStlinkClient) of its own each time.
 Ports are chosen at run time; every process started here is stopped on every path.
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ import json
 import math
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -94,10 +96,22 @@ def stop_stlink_rig(rig) -> None:
             rig.raw.close()
         except (OSError, AssertionError):
             pass
+    if getattr(rig, "keep", None) is not None:
+        rig.keep.close()
     stop_process(rig.vprobe)
     if rig.qemu is not None:
         rig.qemu.stop()
     shutil.rmtree(rig.work, ignore_errors=True)
+
+
+class KeepAlive:
+    """A TCP client of the stlink-server that never opens the device."""
+
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 def read_dhcsr(raw: RawStlinkClient) -> int:
@@ -105,6 +119,18 @@ def read_dhcsr(raw: RawStlinkClient) -> int:
     reply = raw.usb(struct.pack("<BBI", 0xF2, 0x36, DHCSR), 8)
     assert reply[0] == 0x80, f"READDEBUGREG status {reply[0]:#x}"
     return struct.unpack_from("<I", reply, 4)[0]
+
+
+def read_dhcsr_alone(port: int, connections: list[int] | None = None) -> int:
+    """DHCSR through a raw client of its own, opened and closed at once (its connection id
+    added to `connections`)."""
+    raw = RawStlinkClient(port)
+    try:
+        if connections is not None:
+            connections.append(raw.connection)
+        return read_dhcsr(raw)
+    finally:
+        raw.close()
 
 
 class RecordThroughStlinkCommands(unittest.TestCase):
@@ -128,14 +154,17 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         cls.vprobe_log.append(first)
         reader = threading.Thread(target=lambda: cls.vprobe_log.extend(cls.vprobe.stderr), daemon=True)
         reader.start()
-        cls.raw = RawStlinkClient(port)
+        # Connected, the device not opened: it keeps the vprobe serving between recordings and
+        # is no program sharing the probe (a halting recording pauses beside one).
+        cls.raw = KeepAlive(port)
+        cls.raw_connections = []
         cls.results, cls.windows, cls.stall_free, cls.dhcsr = {}, {}, {}, {}
         for name, (options, samples, _) in RUNS.items():
             rec = cls.work / f"{name}.rec"
             command = [str(CLI), "record", "--stlink", f"127.0.0.1:{port}", *options, "--samples", str(samples),
                        "--elf", str(ELF), "-o", str(rec), "--format", "json"]
             cls.results[name], cls.windows[name], cls.stall_free[name] = suite.windowed(cls, command, timeout=600)
-            cls.dhcsr[name] = read_dhcsr(cls.raw)
+            cls.dhcsr[name] = cls.read_dhcsr_alone(port)
             print(f"\nrecord --stlink {' '.join(options)}: {cls.results[name].stderr.strip().splitlines()[-1:]}",
                   file=sys.stderr)
         # top through the same server (the record command's sources, a fourth connection): plain tables.
@@ -143,7 +172,7 @@ class RecordThroughStlinkCommands(unittest.TestCase):
         cls.top, cls.windows["top"], cls.stall_free["top"] = suite.windowed(
             cls, [str(CLI), "top", "--stlink", f"127.0.0.1:{port}", "--samples", str(SAMPLES), *suite.HALT_INTERVAL,
                   "--refresh", "200ms", "--rows", "0", "--elf", str(ELF), "-o", str(top_rec)], timeout=600)
-        cls.dhcsr["top"] = read_dhcsr(cls.raw)
+        cls.dhcsr["top"] = cls.read_dhcsr_alone(port)
         cls.top_report = suite.report_json(top_rec) if cls.top.returncode == 0 else None
         cls.raw.close()
         cls.raw = None
@@ -155,6 +184,10 @@ class RecordThroughStlinkCommands(unittest.TestCase):
     @classmethod
     def _stop(cls):
         stop_stlink_rig(cls)
+
+    @classmethod
+    def read_dhcsr_alone(cls, port: int) -> int:
+        return read_dhcsr_alone(port, cls.raw_connections)
 
     def connection_counts(self) -> dict[int, int]:
         log = "".join(self.vprobe_log)
@@ -169,9 +202,9 @@ class RecordThroughStlinkCommands(unittest.TestCase):
 
     def test_commands_per_sample(self):
         counts = self.connection_counts()
-        # Connection 1 is the raw client's, opened first; each recording opened its own after it,
-        # and top the last.
-        recorded = [counts[c] for c in sorted(counts) if c != 1]
+        # Each recording opened a connection of its own, top the last; between them the raw
+        # reads of DHCSR opened theirs.
+        recorded = [counts[c] for c in sorted(counts) if c not in self.raw_connections]
         self.assertEqual(len(recorded), len(RUNS) + 1, counts)
         for (name, (_, samples, bound)), vprobe_count in zip(RUNS.items(), recorded):
             with self.subTest(run=name):
@@ -251,20 +284,20 @@ class RecordThroughStlinkCommands(unittest.TestCase):
 
 
 @contextlib.contextmanager
-def fault_rig(prefix: str, *vprobe_options: str, raw_client: bool = True):
+def fault_rig(prefix: str, *vprobe_options: str):
     """A rig of its own for one fault: QEMU running ELF, the vprobe (start_stlink_vprobe with
-    `vprobe_options`, its stderr drained), a raw client of its server when asked, a work folder;
+    `vprobe_options`, its stderr drained), a TCP client of its server that never opens the device (it keeps the vprobe
+    serving between recordings, and shares no probe), a work folder;
     yielded as one object (qemu, vprobe, port, raw, work, and `record`, a recording the test may
     start); every process stopped and the folder removed afterwards, on every path."""
     require(("arm-none-eabi-nm",), (CLI, ELF))
-    rig = types.SimpleNamespace(qemu=None, vprobe=None, port=None, raw=None, record=None,
+    rig = types.SimpleNamespace(qemu=None, vprobe=None, port=None, raw=None, keep=None, record=None,
                                 work=Path(tempfile.mkdtemp(prefix=prefix)))
     try:
         rig.qemu = qemu_runner.QemuRun(ELF, gdb=True, halted=True, qmp=True, uart=None, timeout=300).start()
         rig.vprobe, rig.port, _ = start_stlink_vprobe(rig.qemu.gdb_port, *vprobe_options)
         threading.Thread(target=lambda: rig.vprobe.stderr.read(), daemon=True).start()
-        if raw_client:
-            rig.raw = RawStlinkClient(rig.port)
+        rig.keep = KeepAlive(rig.port)
         yield rig
     finally:
         if rig.record is not None and rig.record.poll() is None:
@@ -281,21 +314,54 @@ def spawn_record(rig, *options: str, rec: Path):
 
 
 class FaultsMidRun(unittest.TestCase):
-    def test_someone_elses_halt_is_left_alone(self):
+    def test_another_program_on_the_probe_pauses_the_halts(self):
+        # A client that opens the probe in the middle of a halting recording (a debugger through
+        # the same stlink-server) pauses it: no sample, no halt while it has the probe open,
+        # said on stderr as it happens; the client halts the core and it stays halted (nothing
+        # of the recording's resumes it); it resumes the core and closes: sampling goes on.
+        # Then a client halts the core and closes without resuming it: the next sample finds
+        # it halted, leaves it so (DHCSR still S_HALT) and ends the recording.
         with fault_rig("mcuprof-record-stlink-other-") as rig:
             rec = rig.work / "other.rec"
             record = spawn_record(rig, rec=rec)
+            said = []
+            threading.Thread(target=lambda: said.extend(record.stderr), daemon=True).start()
             suite.wait_for_samples(record, rec, 20)
-            # A halt that lands inside one of the recording's own halts is undone by its resume
-            # (DHCSR reads the same either way: no link can tell): halted again until it is seen.
-            deadline = time.monotonic() + 60
-            while record.poll() is None and time.monotonic() < deadline:
-                rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
-                time.sleep(0.05)
+
+            def wait_said(text: str, times: int = 1) -> None:
+                deadline = time.monotonic() + 60
+                while sum(text in line for line in said) < times:
+                    self.assertIsNone(record.poll(), "".join(said))
+                    self.assertLess(time.monotonic(), deadline, f"no {text!r} on stderr: {''.join(said)}")
+                    time.sleep(0.05)
+
+            rig.raw = RawStlinkClient(rig.port)
+            wait_said("sampling paused")
+            self.assertIn("1 other program has the ST-Link open", "".join(said))
+            paused_at = suite.samples_in(rec)   # the notice flushed every sample before it
+            rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b11)   # DBGKEY | C_HALT | C_DEBUGEN
+            pc = rig.raw.read_all_registers()[15]
+            time.sleep(1.0)
+            self.assertTrue(read_dhcsr(rig.raw) & S_HALT, "the other program's halt was undone")
+            self.assertEqual(rig.raw.read_all_registers()[15], pc, "the core ran while the other program held it")
+            self.assertEqual(suite.samples_in(rec), paused_at, "samples taken while another program had the probe")
+            rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
+            rig.raw.close()
+            rig.raw = None
+            suite.wait_for_samples(record, rec, paused_at + 20)
+            wait_said("sampling again")
+
+            other = RawStlinkClient(rig.port)
+            wait_said("sampling paused", times=2)
+            other.write_debug_register(DHCSR, 0xA05F0000 | 0b11)
+            other.close()
             out, err = record.communicate(timeout=120)
+            err = "".join(said) + err
             self.assertEqual(record.returncode, 0, err)
+            self.assertEqual(err.count("sampling paused"), 2, err)
             self.assertIn("the core was found halted by someone else", err)
-            self.assertTrue(read_dhcsr(rig.raw) & S_HALT, "the other client's halt was undone")
+            rig.raw = RawStlinkClient(rig.port)
+            self.assertTrue(read_dhcsr(rig.raw) & S_HALT, "the other program's halt was undone")
             rig.raw.write_debug_register(DHCSR, 0xA05F0000 | 0b01)
             self.assertFalse(read_dhcsr(rig.raw) & S_HALT)
 
@@ -313,7 +379,7 @@ class FaultsMidRun(unittest.TestCase):
             self.assertTrue(last.startswith("mcuprof record: "), last)
             self.assertIn("the core did not halt", last)
             self.assertIn("C_DEBUGEN reads 0, so this part does not allow halting debug", last)
-            self.assertFalse(read_dhcsr(rig.raw) & S_HALT)
+            self.assertFalse(read_dhcsr_alone(rig.port) & S_HALT)
             self.assertTrue(guest_running(rig.qemu), "the guest is not running after the refused halt")
             p = subprocess.run([str(CLI), "record", *server, "--mode", "pcsr", "--samples", "32",
                                 "-o", str(rig.work / "pcsr.rec")], capture_output=True, text=True, timeout=120)
@@ -321,7 +387,7 @@ class FaultsMidRun(unittest.TestCase):
             self.assertEqual(suite.report_json(rig.work / "pcsr.rec")["samples"], 32)
 
     def test_samples_kept_link_lost_exit_3(self):
-        with fault_rig("mcuprof-record-stlink-gone-", raw_client=False) as rig:
+        with fault_rig("mcuprof-record-stlink-gone-") as rig:
             rec = rig.work / "gone.rec"
             record = spawn_record(rig, "--stacks", rec=rec)
             suite.wait_for_samples(record, rec, 20)

@@ -47,8 +47,8 @@ public:
     // found, to leave its HALTED bit as it was (our halt requests set it: C1.6.1).
     void start(TargetEvents& events) override
     {
-        const std::optional<unsigned> clients = link_->clients();
-        if (!clients && !options_.pcsr)
+        const std::optional<unsigned> clients = options_.halt_shared ? std::nullopt : link_->clients();
+        if (!clients && !options_.pcsr && !options_.halt_shared)
             events.event("shared-unknown", "the stlink-server does not say how many programs share the probe "
                                            "(GET_NB_OF_DEV_CLIENTS): a debugger beside this sampler would see "
                                            "its halts, and a halt of its own could be undone by a resume");
@@ -80,7 +80,8 @@ public:
         // So while it has the probe open, no halts; a debugger that opens the probe during a
         // sample is still initialising when the resume goes out (OpenOCD's examine alone is
         // more USB commands than one sample's four), so its first halt comes after it.
-        if (const std::optional<unsigned> clients = link_->clients(); clients && *clients > 1) {
+        if (const std::optional<unsigned> clients = options_.halt_shared ? std::nullopt : link_->clients();
+            clients && *clients > 1) {
             halt.yielded = std::to_string(*clients - 1) + " other program" + (*clients > 2 ? "s have" : " has") +
                            " the ST-Link open on the stlink-server (a debugger?): halting beside it would "
                            "show it halts it never made (--mode pcsr samples without halting)";

@@ -13,6 +13,7 @@ namespace mcuprof::sources {
 struct StlinkSamplerOptions {
     transport::Endpoint server;   // ST's stlink-server, or the vprobe's
     std::optional<std::string> usb_serial;   // --stlink usb[:SERIAL]: the probe on USB instead
+    bool halt_shared = false;     // --halt-shared: halts go on beside the server's other clients
     PacingOptions pacing;         // wall, or pcsr
     transport::Duration timeout = std::chrono::seconds(3);
     HaltExtras extras;

@@ -22,6 +22,9 @@ struct StlinkTargetOptions {
     // --stlink usb[:SERIAL]: the probe itself through libusb-1.0 (the serial, empty for the first).
     std::optional<std::string> usb_serial;
     bool pcsr = false;            // DWT_PCSR batches (--mode pcsr): only what the header says
+    // --halt-shared: halts go on while other programs have the probe open on the server
+    // (by default they pause: StlinkHaltingTarget::halt_and_read).
+    bool halt_shared = false;
 };
 
 // Connects, opens the probe (shared) and enters SWD; throws transport::Error.
