@@ -17,6 +17,7 @@ using Arguments = std::vector<std::string>;
 // record: the link to the target's server dropped during the recording; the samples so far
 // are kept and their profile printed (0 ok, 1 usage, 2 error are in main.cc).
 constexpr int exit_link_lost = 3;
+constexpr int exit_runtime_error = 2;   // bad input, or the server's error that ended a recording
 // diff --fail-above: a function's share grew beyond the gate (docs/ci.md).
 constexpr int exit_gate_failed = 4;
 

@@ -190,12 +190,13 @@ int record_samples(RecordOptions& o, const core::ImageSet& images)
 
     o.report.input = file;
     write_profile(sources::to_samples(sources::read_recording(file), std::nullopt), o.report, images);
-    if (stats.link_lost) {
+    if (stats.link_lost || stats.failed) {
         // The profile above is of a run cut short: say so last, and in the exit code, so a
-        // script can tell it from a complete recording.
+        // script can tell it from a complete recording (3: the link lost; 2: an error the
+        // server reported, the link up).
         std::fprintf(stderr, "mcuprof record: stopped early, %s; the %llu samples recorded are in %s\n",
                      stats.end_reason.c_str(), static_cast<unsigned long long>(stats.samples), file.c_str());
-        return exit_link_lost;
+        return stats.link_lost ? exit_link_lost : exit_runtime_error;
     }
     return 0;
 }

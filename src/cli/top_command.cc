@@ -411,10 +411,17 @@ int top_command(const Arguments& args)
         std::fprintf(stderr, "mcuprof top: warning: %s\n", intrusion->c_str());
     if (stats.samples == 0)
         throw sources::Error(!o.sampling.qemu.machine.empty() ? "qemu " + o.sampling.qemu.machine
-                             : o.sampling.gdb.empty()       ? o.sampling.openocd
+                             : !o.sampling.stlink.empty() ? "--stlink " + o.sampling.stlink
+                             : !o.sampling.chip.empty()   ? "--chip " + o.sampling.chip
+                             : o.sampling.gdb.empty()     ? o.sampling.openocd
                                                           : o.sampling.gdb,
                              "",
                              "no samples were taken: " + stats.end_reason);
+    if (stats.link_lost || stats.failed) {
+        // As record: a run cut short says so last and in the exit code.
+        std::fprintf(stderr, "mcuprof top: stopped early, %s\n", stats.end_reason.c_str());
+        return stats.link_lost ? exit_link_lost : exit_runtime_error;
+    }
     return 0;
 }
 

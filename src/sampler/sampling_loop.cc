@@ -70,6 +70,7 @@ public:
             const bool refused = target_.link_survives(e);
             if (refused && target_.reaches_target()) {
                 stats_.end_reason = target_.server() + " reported an error: " + e.what();
+                stats_.failed = true;
                 sink_.event("error", stats_.end_reason);
             } else {
                 stats_.link_lost = true;

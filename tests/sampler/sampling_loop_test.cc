@@ -350,6 +350,7 @@ TEST_CASE("sampling loop: a lost link, or a command the server refuses, ends the
         const SamplerStats stats = run(target, sink, 10);
         CHECK(stats.samples == 2);
         CHECK(stats.link_lost == lost);
+        CHECK(stats.failed == !lost);   // record and top exit 3 or 2 on these
         // A lost link: a try over a new one to leave the target running; a refused command:
         // the link is kept and used for that.
         CHECK(stats.end_reason.rfind(lost ? "the link was lost: " : "the script reported an error: ", 0) == 0);

@@ -63,6 +63,7 @@ struct SamplerStats {
     std::string end_reason;
     bool target_exited = false;
     bool link_lost = false;
+    bool failed = false;                  // ended by an error the server reported, the link up
     std::optional<core::StackFigures> stacks;   // when stacks were unwound
     std::optional<core::HaltBudgetFigures> halt_budget;   // when halting under --max-halted
     std::optional<uint64_t> probe_commands;   // the link's commands to the probe, where it counts them
