@@ -193,7 +193,8 @@ export interface LaunchConfig {
   configFiles?: string[];
   openOCDLaunchCommands?: string[];
   openOCDPreConfigLaunchCommands?: string[];
-  mcuprof?: { qemu?: string; openocd?: string; gdb?: string; chip?: string; probe?: string; mode?: string; args?: string[] };
+  mcuprof?: { qemu?: string; openocd?: string; gdb?: string; stlink?: string; chip?: string; probe?: string; mode?: string;
+             args?: string[] };
 }
 
 /** The settings mcuprof.chip and mcuprof.probe: used where the configuration names none. */
@@ -250,6 +251,11 @@ export function sourceArgs(c: LaunchConfig, settings: ChipSettings = {}): string
   let args: string[];
   if (m.openocd) args = ['--openocd', m.openocd, ...mode];
   else if (m.gdb) args = ['--gdb', m.gdb];
+  // The ST-Link's own commands (record --stlink): mcuprof.stlink (an stlink-server HOST[:PORT], or
+  // usb[:SERIAL]), or Cortex-Debug's ST-LINK GDB server, which shares the probe through ST's
+  // stlink-server on this machine (port 7184): beside that debugger, halts pause, pcsr goes on.
+  else if (m.stlink) args = ['--stlink', m.stlink, ...mode];
+  else if (c.servertype === 'stlink') args = ['--stlink', 'localhost', ...mode];
   else if (m.qemu || c.servertype === 'qemu') args = ['--qemu', m.qemu ?? c.machine ?? 'netduinoplus2'];
   else if (c.servertype === 'openocd' || m.chip) {
     // mcuprof starts OpenOCD itself with the configuration's chip and probe (record --chip --probe).
@@ -258,7 +264,8 @@ export function sourceArgs(c: LaunchConfig, settings: ChipSettings = {}): string
       throw new Error(`the launch configuration ${c.name ?? ''} names no ${chip ? 'probe' : 'chip'}: give configFiles ` +
         `["interface/stlink.cfg", "target/stm32f4x.cfg"], or the settings mcuprof.chip and mcuprof.probe (docs/boards.md)`);
     args = ['--chip', chip, '--probe', probe, ...mode];
-  } else throw new Error(`the launch configuration ${c.name ?? ''} says neither servertype qemu or openocd nor mcuprof.qemu, .openocd, .chip or .gdb`);
+  } else throw new Error(`the launch configuration ${c.name ?? ''} says neither servertype qemu, openocd or stlink ` +
+    `nor mcuprof.qemu, .openocd, .stlink, .chip or .gdb`);
   return [...args, '--elf', c.executable, ...(m.args ?? [])];
 }
 

@@ -73,6 +73,14 @@ test('record arguments from a launch configuration', () => {
     ['--openocd', 'localhost:50002', '--mode', 'halt', '--elf', 'fw.elf']);
   assert.deepEqual(sourceArgs({ executable: 'fw.elf', mcuprof: { gdb: 'localhost:3333', args: ['--interval', '2ms'] } }),
     ['--gdb', 'localhost:3333', '--elf', 'fw.elf', '--interval', '2ms']);
+  // The ST-Link's own commands: mcuprof.stlink, or Cortex-Debug's ST-LINK GDB server (ST's
+  // stlink-server on this machine).
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', mcuprof: { stlink: 'usb:066DFF', mode: 'pcsr' } }),
+    ['--stlink', 'usb:066DFF', '--mode', 'pcsr', '--elf', 'fw.elf']);
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'stlink' }),
+    ['--stlink', 'localhost', '--mode', 'halt', '--elf', 'fw.elf']);
+  assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'stlink', mcuprof: { stlink: 'lab-pc:7190' } }),
+    ['--stlink', 'lab-pc:7190', '--mode', 'halt', '--elf', 'fw.elf']);
   assert.throws(() => sourceArgs({ servertype: 'qemu' }), /no executable/);
   assert.throws(() => sourceArgs({ executable: 'fw.elf', servertype: 'jlink' }), /neither/);
 });
