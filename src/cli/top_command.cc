@@ -313,7 +313,8 @@ struct TopOptions {
 
 const char* const top_usage =
     "usage: mcuprof top --gdb HOST:PORT|DEVICE --elf ELF [--decay HALF_LIFE]\n"
-    "       mcuprof top --openocd HOST[:PORT] --mode halt|pcsr --elf ELF [options]\n"
+    "       mcuprof top --openocd HOST[:PORT] --mode halt|pcsr|pcsr,halt\n"
+    "                   --elf ELF [options]\n"
     "       mcuprof top --qemu MACHINE --elf ELF [--qemu-arg ARG ...] [options]\n\n"
     "Samples running firmware as record does and shows the hottest functions live,\n"
     "with their shares, standard errors, the sampling rate and the share of time the\n"
