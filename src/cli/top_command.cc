@@ -111,6 +111,8 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         if (recording_ != nullptr)
             recording_->event(kind, message);
+        if (kind == "fallback")   // --mode pcsr,halt halts instead: said before the first frame, as record says it
+            std::fprintf(stderr, "mcuprof top: %s\n", message.c_str());
     }
     void task(uint32_t control_block, const std::string& name) override
     {

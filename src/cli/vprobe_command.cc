@@ -91,8 +91,8 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
          "answer each request this long after it arrived, as a USB probe does (1ms: ST-LINK/V2 at full speed, "
          "125us: STLINK-V3 at high speed; default 0)")
         ("no-dwt", po::bool_switch(&o.no_dwt), "model a part built without the DWT (its registers, DWT_CTRL and "
-                                               "DWT_PCSR too, read 0), as a Cortex-M0, M0+ or M23 may be; with it "
-                                               "every core has DWT_PCSR")
+                                               "DWT_PCSR too, read 0), as a Cortex-M0, M0+ or M23 may be (without "
+                                               "it every core has DWT_PCSR)")
         ("no-halt", po::bool_switch(&o.no_halt), "model a part that does not allow halting debug (DHCSR.C_DEBUGEN "
                                                  "reads 0, a halt request is ignored; memory still answers)")
         ("pc-file", po::value(&o.pc_file)->value_name("PATH"),

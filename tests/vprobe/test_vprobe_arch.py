@@ -6,7 +6,7 @@ microbit too (its TRM, ARM DDI 0432C 6.1.3: a DWT has DWT_PCSR), each sample's P
 of the image. A part built without the DWT (vprobe --no-dwt, on microbit): `--mode pcsr` is
 refused before the first sample, exit 2 and one line naming the core and its CPUID (read here
 through OpenOCD), no sample recorded, the guest running and DEMCR as found; `--mode pcsr,halt`
-samples it by halts with the fallback notice, kept in the recording. On the Cortex-M33
+samples it by halts with the fallback notice, kept in the recording; `top` likewise. On the Cortex-M33
 (Security Extension) DSCSR.CDS names the security state of each halt, and DCRSR's banked
 REGSEL values read the stack pointers of either state: the Secure state by the address of the
 halted code (the an505's IDAU: bit 28 set is Secure), the stack pointers against OpenOCD's own
@@ -139,9 +139,9 @@ class ArchThroughVprobe(unittest.TestCase):
                                    f"reads 0 on target {target} (Cortex-M0, CPUID 0x{cpuid:08x}; no PC sampling "
                                    f"register: a part built without the DWT): --mode halt samples it by halting, "
                                    f"--mode pcsr,halt falls back by itself")
-        if refused.exists():   # the header only, written before the link was asked
+        if refused.exists():   # the header, written before the link was asked, and the firmware check
             self.assertEqual(recorded_pcs(refused), [])
-            self.assertEqual(recorded_events(refused), [])
+            self.assertEqual([kind for kind, _ in recorded_events(refused)], ["firmware-verified"])
         self.assertTrue(guest_running(rig.qemu))
         self.assertEqual(rig.tcl.run("[target current] curstate").strip(), "running")
         self.assertIn("background polling: on", rig.tcl.run("poll"))
@@ -161,6 +161,18 @@ class ArchThroughVprobe(unittest.TestCase):
         self.assertGreaterEqual(len(pcs), SAMPLES)
         self.assertEqual(outside(pcs, image_functions(elf)), [])
         self.assertIn(("fallback", notice), recorded_events(rec))
+        self.assertTrue(guest_running(rig.qemu))
+
+        # top likewise: refused after its warnings (the vprobe's bias), or by halts with the notice.
+        top = [str(CLI), "top", "--openocd", f"127.0.0.1:{rig.tcl_port}", "--samples", str(SAMPLES), "--elf", str(elf)]
+        r = subprocess.run([*top, "--mode", "pcsr"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().splitlines()[-1], lines[0].replace("mcuprof record:", "mcuprof top:"))
+        self.assertEqual(r.stdout, "")
+        r = subprocess.run([*top, "--mode", "pcsr,halt"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"mcuprof top: {notice}\n", r.stderr)
+        self.assertRegex(r.stdout, rf"{SAMPLES} samples")
         self.assertTrue(guest_running(rig.qemu))
 
     def test_an385_cortex_m3(self):

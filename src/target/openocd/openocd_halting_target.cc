@@ -334,7 +334,7 @@ public:
     // checks once more (an error, a signal between halt and resume, someone else's halt).
     void leave_running(TargetEvents& events, bool link_lost) override
     {
-        if (profile_reader_)
+        if (profile_reader_ && profile_reader_->reads() > 0)   // none: it never ran (no DWT_PCSR)
             events.event("pcsr", "OpenOCD's profile read DWT_PCSR " + std::to_string(profile_reader_->reads()) +
                                    " times: " + std::to_string(profile_reader_->outside()) +
                                    " outside the 256 KiB window (or halted), " +
