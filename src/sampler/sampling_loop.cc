@@ -398,7 +398,7 @@ private:
         PcsrSetUp set_up(sink_);
         const bool enabled = target_.enable_pcsr(set_up);
         if (!enabled) {
-            const std::string why = set_up.missing ? no_pcsr_text(*set_up.missing) : no_pcsr_text({});
+            const std::string why = no_pcsr_text(set_up.missing.value_or(NoPcsr{}));
             if (!pacing_.pcsr_fallback) {
                 target_.leave_running(sink_, false);
                 throw Error(target_.peer(), "--mode pcsr",
