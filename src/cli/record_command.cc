@@ -82,7 +82,8 @@ struct RecordOptions {
 
 const char* const record_usage =
     "usage: mcuprof record --gdb HOST:PORT|DEVICE --elf ELF -o FILE [options]\n"
-    "       mcuprof record --openocd HOST[:PORT] --mode halt|pcsr --elf ELF -o FILE\n"
+    "       mcuprof record --openocd HOST[:PORT] --mode halt|pcsr|pcsr,halt\n"
+    "                      --elf ELF -o FILE\n"
     "       mcuprof record --qemu MACHINE --elf ELF -o FILE [--samples N]\n"
     "       mcuprof record --gdb HOST:PORT|DEVICE --read-onchip --elf ELF [-o DUMP]\n\n"
     "Samples the program counter of running firmware by halting it at random\n"

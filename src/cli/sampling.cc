@@ -52,7 +52,7 @@ transport::Endpoint stlink_endpoint(const std::string& text)
 
 void add_sampling_options(po::options_description& description, SamplingOptions& o)
 {
-    static const std::string batch_help = "--mode pcsr: DWT_PCSR reads per Tcl round trip (--stlink: per USB command, up to 1024 each), 1 to 10000 (default " +
+    static const std::string batch_help = "--mode pcsr, pcsr,halt: DWT_PCSR reads per Tcl round trip (--stlink: per USB command, up to 1024 each), 1 to 10000 (default " +
                                           std::to_string(sources::PacingOptions{}.batch) +
                                           "); the random wait goes between batches";
     description.add_options()
@@ -75,11 +75,12 @@ void add_sampling_options(po::options_description& description, SamplingOptions&
         ("probe", po::value(&o.probe)->value_name("PROBE"),
          "--chip: stlink, cmsis-dap, jlink, or stlink-server[:PORT] (ST's shared server on this machine, or the vprobe)")
         ("mode", po::value(&o.mode)->value_name("MODE"), "--openocd, --chip, --stlink: halt (halt, read pc lr sp xPSR, "
-                                                         "resume; one round trip per sample) or pcsr (DWT_PCSR read "
-                                                         "while the core runs)")
+                                                         "resume; one round trip per sample), pcsr (DWT_PCSR read "
+                                                         "while the core runs; a core without it is an error) or "
+                                                         "pcsr,halt (pcsr, or halts where a core has no DWT_PCSR)")
         ("batch", po::value(&o.batch)->value_name("N"), batch_help.c_str())
         ("pcsr-read", po::value(&o.pcsr_read)->value_name("HOW"),
-         "--mode pcsr: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, each "
+         "--mode pcsr, pcsr,halt: read_memory (default; --batch reads per Tcl round trip) or profile (OpenOCD's profile, each "
          "chunk one call sized by time to up to 10000 reads or --batch, 1024 per non-incrementing block read; "
          "OpenOCD on this machine; order kept between chunks only)")
         ("samples", whole_number(o.samples, "samples")->value_name("N"), "stop after N samples")
@@ -117,6 +118,14 @@ const std::vector<std::string>& sampling_option_names()
 }
 
 namespace {
+
+// --mode pcsr or pcsr,halt: DWT_PCSR reads, the latter falling back to halts where a core
+// has none. Options of pcsr mode go with both, and those it refuses both refuse (a
+// recording's kind must not depend on the core it meets).
+bool reads_pcsr(const SamplingOptions& o)
+{
+    return o.mode == "pcsr" || o.mode == "pcsr,halt";
+}
 
 // The number `text` spells in full, if it is one.
 std::optional<double> plain_number(const std::string& text)
@@ -162,8 +171,9 @@ sources::PacingOptions pacing_options(const SamplingOptions& o)
                              o.max_halted + "'");
         pacing.max_halted = *percent / 100;
     }
-    if (o.mode == "pcsr") {
+    if (reads_pcsr(o)) {
         pacing.pacing = sources::Pacing::pcsr;
+        pacing.pcsr_fallback = o.mode == "pcsr,halt";
         if (!o.batch.empty()) {
             const double reads = parse_count(o.batch, "--batch");
             if (reads != std::floor(reads) || reads > 10000)
@@ -197,22 +207,26 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
         throw UsageError("--chip " + o.chip + " needs --probe: stlink, cmsis-dap, jlink or stlink-server[:PORT]");
     if ((openocd || !o.stlink.empty()) && o.pace != "wall")
         throw UsageError("--pace icount goes with --gdb");
-    if (!o.mode.empty() && o.mode != "halt" && o.mode != "pcsr")
-        throw UsageError("--mode takes halt or pcsr, not '" + o.mode + "'");
-    line.only_with({"batch"}, o.mode == "pcsr", "--mode pcsr");
+    if (!o.mode.empty() && o.mode != "halt" && !reads_pcsr(o))
+        throw UsageError("--mode takes halt, pcsr or pcsr,halt, not '" + o.mode + "'");
+    const bool pcsr = reads_pcsr(o);
+    line.only_with({"batch"}, pcsr, "--mode pcsr or pcsr,halt");
     line.only_with({"pcsr-read"}, openocd, "--openocd or --chip (OpenOCD's own commands)");
-    if (!o.pcsr_read.empty() && !((o.pcsr_read == "read_memory" || o.pcsr_read == "profile") && o.mode == "pcsr"))
-        throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr; not '" + o.pcsr_read + "'");
-    line.only_with({"max-halted"}, o.pace == "wall" && o.mode != "pcsr" && !qemu,
+    if (!o.pcsr_read.empty() && !((o.pcsr_read == "read_memory" || o.pcsr_read == "profile") && pcsr))
+        throw UsageError("--pcsr-read takes read_memory or profile, with --mode pcsr or pcsr,halt; not '" +
+                         o.pcsr_read + "'");
+    line.only_with({"max-halted"}, o.pace == "wall" && !pcsr && !qemu,
                    "halting at wall-clock pacing (--pace wall, --mode halt)");
-    line.not_with({"stacks"}, o.mode == "pcsr", "--mode pcsr: it needs halts (--mode halt)");
+    // pcsr,halt halts a core without DWT_PCSR only: what needs halts is refused with it as with pcsr.
+    const std::string halts = o.mode == "pcsr,halt" ? " halts only a core without DWT_PCSR" : " does not halt";
+    line.not_with({"stacks"}, pcsr, "--mode " + o.mode + ", which" + halts + ": stacks need halts (--mode halt)");
     line.only_with({"qemu-arg", "instructions", "census", "truth-plugin"}, qemu, "--qemu MACHINE");
     line.only_with({"jitter"}, o.shape == "uniform", "--shape uniform");
     line.only_with({"stack-bytes"}, o.stacks, "--stacks");
     if (o.stacks && (o.stack_bytes < 32 || o.stack_bytes > 65536 || o.stack_bytes % 4 != 0))
         throw UsageError("--stack-bytes takes a multiple of 4 from 32 to 65536");
-    if (!core::variable_of_grouping(by).empty() && o.mode == "pcsr")
-        throw UsageError("--by var:NAME reads the variable at each halt, and --mode pcsr does not halt");
+    if (!core::variable_of_grouping(by).empty() && pcsr)
+        throw UsageError("--by var:NAME reads the variable at each halt, and --mode " + o.mode + halts);
 
     LiveSampling s;
     if (qemu) {
@@ -235,7 +249,7 @@ LiveSampling check_sampling_options(const CommandLine& line, const SamplingOptio
     }
     s.pacing = pacing_options(o);
     s.interval_given = !o.interval.empty();
-    s.pcsr_profile = o.mode == "pcsr" && o.pcsr_read == "profile";
+    s.pcsr_profile = pcsr && o.pcsr_read == "profile";
     if (o.stacks)
         s.stack_window = o.stack_bytes;
     s.no_verify = o.no_verify;

@@ -111,6 +111,8 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         if (recording_ != nullptr)
             recording_->event(kind, message);
+        if (kind == "fallback")   // --mode pcsr,halt halts instead: said before the first frame, as record says it
+            std::fprintf(stderr, "mcuprof top: %s\n", message.c_str());
     }
     void task(uint32_t control_block, const std::string& name) override
     {
@@ -313,7 +315,8 @@ struct TopOptions {
 
 const char* const top_usage =
     "usage: mcuprof top --gdb HOST:PORT|DEVICE --elf ELF [--decay HALF_LIFE]\n"
-    "       mcuprof top --openocd HOST[:PORT] --mode halt|pcsr --elf ELF [options]\n"
+    "       mcuprof top --openocd HOST[:PORT] --mode halt|pcsr|pcsr,halt\n"
+    "                   --elf ELF [options]\n"
     "       mcuprof top --qemu MACHINE --elf ELF [--qemu-arg ARG ...] [options]\n\n"
     "Samples running firmware as record does and shows the hottest functions live,\n"
     "with their shares, standard errors, the sampling rate and the share of time the\n"

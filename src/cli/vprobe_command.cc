@@ -28,7 +28,7 @@ namespace {
 const char* const vprobe_usage =
     "usage: mcuprof vprobe --gdb HOST:PORT|DEVICE (--port N | --stlink-port N)\n"
     "                      [--chip NAME] [--latency DURATION] [--pc-file PATH]\n"
-    "                      [--no-pcsr] [--no-halt]\n\n"
+    "                      [--no-dwt] [--no-halt]\n\n"
     "A virtual probe: simulates the debug port, MEM-AP and Cortex-M debug registers\n"
     "of the core behind the GDB server, so the real OpenOCD debugs and profiles it as\n"
     "a board on a probe.\n"
@@ -59,7 +59,7 @@ struct VprobeOptions {
     bool stlink = false;
     uint16_t port = 0;
     std::chrono::nanoseconds latency{0};
-    bool no_pcsr = false;
+    bool no_dwt = false;
     bool no_halt = false;
     std::string pc_file;
     const vprobe::Chip* chip = &vprobe::generic_chip();
@@ -90,7 +90,9 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
         ("latency", po::value(&latency)->value_name("DURATION"),
          "answer each request this long after it arrived, as a USB probe does (1ms: ST-LINK/V2 at full speed, "
          "125us: STLINK-V3 at high speed; default 0)")
-        ("no-pcsr", po::bool_switch(&o.no_pcsr), "model a core without DWT_PCSR (reads 0, as on a Cortex-M0/M0+)")
+        ("no-dwt", po::bool_switch(&o.no_dwt), "model a part built without the DWT (its registers, DWT_CTRL and "
+                                               "DWT_PCSR too, read 0), as a Cortex-M0, M0+ or M23 may be (without "
+                                               "it every core has DWT_PCSR)")
         ("no-halt", po::bool_switch(&o.no_halt), "model a part that does not allow halting debug (DHCSR.C_DEBUGEN "
                                                  "reads 0, a halt request is ignored; memory still answers)")
         ("pc-file", po::value(&o.pc_file)->value_name("PATH"),
@@ -118,8 +120,8 @@ bool parse_vprobe_options(const Arguments& args, VprobeOptions& o)
                              " has no JTAG port (SWD only), which --port serves; use --stlink-port");
     }
     o.latency = latency == "0" ? std::chrono::nanoseconds(0) : parse_duration(latency, "--latency");
-    if (line.given("pc-file") && o.no_pcsr)
-        throw UsageError("--pc-file answers DWT_PCSR, which --no-pcsr removes: give one of them");
+    if (line.given("pc-file") && o.no_dwt)
+        throw UsageError("--pc-file answers DWT_PCSR, which --no-dwt removes: give one of them");
     if (o.latency > std::chrono::milliseconds(100))
         throw UsageError("--latency is at most 100ms (OpenOCD's st-link driver gives up after 1 s)");
     transport::LinkAddress::parse(o.gdb, "--gdb", o.baud);
@@ -235,7 +237,7 @@ int vprobe_command(const Arguments& args)
     target.resume();
 
     vprobe::CortexMDebug::Options cortex;
-    cortex.pcsr = !o.no_pcsr;
+    cortex.dwt = !o.no_dwt;
     cortex.halting = !o.no_halt;
     std::unique_ptr<vprobe::PcFile> pc_file = open_pc_file(o, cores, cortex);
     std::vector<vprobe::DebugTarget*> core_targets;

@@ -16,6 +16,7 @@
 #include "mcuprof/link/error.h"
 #include "mcuprof/link/qmp_client.h"
 #include "mcuprof/cortex_m.h"
+#include "mcuprof/hex.h"
 
 namespace mcuprof::sources {
 namespace {
@@ -52,7 +53,7 @@ public:
             case Pacing::icount: by_instruction_count(); break;
             case Pacing::pcsr:
                 if (!pcsr_batches())
-                    by_wall_clock();   // no DWT_PCSR: halts instead (the target said so)
+                    by_wall_clock();   // no DWT_PCSR, and --mode pcsr,halt: halts instead
                 break;
             }
             count_probe_commands();
@@ -80,6 +81,11 @@ public:
                 sink_.event("link-lost", stats_.end_reason);
             }
             target_.leave_running(sink_, stats_.link_lost);
+        } catch (const Error&) {
+            // A refusal before the first sample (a target that does not run the ELF, a core
+            // without DWT_PCSR): the target was left running, nothing was sampled; the error
+            // goes on to the CLI edge (exit 2).
+            throw;
         } catch (const std::exception& e) {
             // A defect of mcuprof's own (a reply it misread, say): the target is still left
             // running, the samples so far are in the sink, and the error goes on to the CLI
@@ -419,12 +425,24 @@ private:
         }
     }
 
-    // DWT_PCSR batches while the core runs; false when the core has no DWT_PCSR.
+    // DWT_PCSR batches while the core runs; false when a core has none and the pacing falls
+    // back to halts. Without the fallback such a core is refused before the first sample.
     bool pcsr_batches()
     {
         target_.start(sink_);
         running_from(Clock::now());
-        const bool enabled = target_.enable_pcsr(sink_);
+        PcsrSetUp set_up(sink_);
+        const bool enabled = target_.enable_pcsr(set_up);
+        if (!enabled) {
+            const std::string why = no_pcsr_text(set_up.missing.value_or(NoPcsr{}));
+            if (!pacing_.pcsr_fallback) {
+                target_.leave_running(sink_, false);
+                throw Error(target_.peer(), "--mode pcsr",
+                            why + ": --mode halt samples it by halting, --mode pcsr,halt falls back by itself");
+            }
+            sink_.event("fallback", why + ": sampling in halt mode instead (--mode pcsr,halt)");
+            target_.fall_back_to_halts(sink_);
+        }
         probe_commands_before_ = target_.probe_commands();   // the batches' own (or the fallback's halts)
         if (!enabled)
             return false;
@@ -474,6 +492,29 @@ private:
                                     std::to_string(stats_.pcsr->halted_reads) +
                                     " of them 0xFFFFFFFF (core halted) dropped");
         return true;
+    }
+
+    // What enable_pcsr announces, passed on to the sink, and the core it found without DWT_PCSR.
+    struct PcsrSetUp : TargetEvents {
+        explicit PcsrSetUp(TargetEvents& sink) : sink(sink) {}
+        void event(const std::string& kind, const std::string& message) override { sink.event(kind, message); }
+        void no_pcsr(const NoPcsr& core) override { missing = core; }
+        TargetEvents& sink;
+        std::optional<NoPcsr> missing;
+    };
+
+    // Why there are no DWT_PCSR reads: the core, and its part where CPUID names one.
+    std::string no_pcsr_text(const NoPcsr& missing) const
+    {
+        if (missing.core.empty())
+            return "DWT_PCSR is not read over " + target_.server();
+        std::string part;
+        if (missing.cpuid) {
+            const std::string name = cortex_m_name(*missing.cpuid);
+            part = (name.empty() ? "" : name + ", ") + "CPUID " + hex32(*missing.cpuid) + "; ";
+        }
+        return "DWT_PCSR reads 0 on " + missing.core + " (" + part +
+               "no PC sampling register: a part built without the DWT)";
     }
 
     HaltingTarget& target_;

@@ -22,7 +22,7 @@ std::optional<TargetEnd> HaltingTarget::wait_stop(transport::Duration)
 
 bool HaltingTarget::enable_pcsr(TargetEvents& events)
 {
-    events.event("fallback", "DWT_PCSR is not read over " + server() + ": sampling in halt mode instead");
+    events.no_pcsr({});   // no core named: this link reads none
     return false;
 }
 
@@ -36,16 +36,23 @@ void HaltingTarget::account_pcsr(PcsrStats&) const {}
 std::optional<std::vector<uint32_t>> set_up_pcsr(TargetEvents& events, const std::vector<DebugWordAccess>& cores,
                                                  const std::function<std::vector<uint32_t>()>& first_round)
 {
+    std::vector<std::optional<uint32_t>> changed;   // per core: DEMCR as found, where TRCENA was set here
     for (const DebugWordAccess& core : cores) {
         const uint32_t value = core.read(cortex_m::demcr);
-        if (!(value & cortex_m::trcena))
+        changed.push_back(std::nullopt);
+        if (!(value & cortex_m::trcena)) {
             core.write(cortex_m::demcr, value | cortex_m::trcena);
+            changed.back() = value;
+        }
     }
     std::vector<uint32_t> round = first_round();
     for (size_t i = 0; i < cores.size(); ++i)
         if (round.size() <= i || round[i] == 0) {
-            events.event("fallback", "DWT_PCSR reads 0 on " + cores[i].core +
-                                       " (not implemented): sampling in halt mode instead");
+            const uint32_t cpuid = cores[i].read(cortex_m::cpuid);
+            for (size_t j = 0; j < cores.size(); ++j)
+                if (changed[j])
+                    cores[j].write(cortex_m::demcr, *changed[j]);
+            events.no_pcsr({cores[i].core, cpuid != 0 ? std::optional<uint32_t>(cpuid) : std::nullopt});
             return std::nullopt;
         }
     return round;

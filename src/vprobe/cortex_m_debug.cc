@@ -46,15 +46,6 @@ void add_breakpoints(uint32_t comparator, std::set<uint32_t>& into)
 }
 
 
-// Whether the core's DWT has DWT_PCSR: ARMv6-M (CPUID.ARCHITECTURE 0xC, DDI 0419 C1.8.1) and
-// ARMv8-M Baseline (the Cortex-M23, PARTNO 0xD20; DDI 0553, "DWT_PCSR": Mainline only) have
-// none, and the register reads 0 there; ARMv7-M and ARMv8-M Mainline have it.
-bool has_pcsr(uint32_t cpuid_value)
-{
-    const uint32_t architecture = (cpuid_value >> 16) & 0xFu, part = (cpuid_value >> 4) & 0xFFFu;
-    return architecture != 0xCu && part != 0xD20u;
-}
-
 } // namespace
 
 CortexMDebug::CortexMDebug(DebugTarget& target, Options options) : target_(target), options_(std::move(options))
@@ -146,8 +137,6 @@ uint32_t CortexMDebug::read_pcsr()
     // DDI 0403, DWT_PCSR: the address of a recently executed instruction, 0xFFFFFFFF
     // while the core is halted. From the emulator's published PC where there is one (no
     // stop, as on silicon); otherwise each read is a brief halt of the target.
-    if (!options_.pcsr || !has_pcsr(target_cpuid()))
-        return 0;
     if (refresh_halted())
         return 0xFFFFFFFFu;
     if (options_.running_pc) {
@@ -172,6 +161,8 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
     using namespace components;
     if (!is_simulated(a))
         return std::nullopt;
+    if (in_block(a, dwt) && !options_.dwt)
+        return 0;   // no DWT: RAZ, its IDs included
     switch (a) {
     case dhcsr:
         return read_dhcsr();
@@ -198,7 +189,7 @@ std::optional<uint32_t> CortexMDebug::read_simulated(uint32_t a)
     }
     const uint32_t offset = a & 0xFFF;
     if (in_block(a, rom_table))
-        return cortex_m_rom_table_word(offset);
+        return cortex_m_rom_table_word(offset, options_.dwt);
     if (a >= 0xE000EFD0 && a <= 0xE000EFFC)
         return coresight_id_register(scs_id, offset).value_or(0);
     if (in_block(a, dwt)) {
@@ -277,6 +268,8 @@ bool CortexMDebug::write_simulated(uint32_t a, uint32_t value)
     }
     if (!is_simulated(a))
         return false;
+    if (in_block(a, dwt) && !options_.dwt)
+        return true;   // no DWT: writes ignored
     switch (a) {
     case dhcsr:
         write_dhcsr(value);

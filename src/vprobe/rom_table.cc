@@ -38,12 +38,12 @@ std::optional<uint32_t> coresight_id_register(const CoreSightId& id, uint32_t of
     }
 }
 
-uint32_t cortex_m_rom_table_word(uint32_t offset)
+uint32_t cortex_m_rom_table_word(uint32_t offset, bool with_dwt)
 {
     using namespace cortex_m_components;
     switch (offset) {
     case 0x000: return rom_entry(scs, true);
-    case 0x004: return rom_entry(dwt, true);
+    case 0x004: return rom_entry(dwt, with_dwt);
     case 0x008: return rom_entry(fpb, true);
     case 0x00C: return rom_entry(itm, true);
     case 0x010: return rom_entry(tpiu, false);

@@ -211,6 +211,20 @@ class Cli(unittest.TestCase):
         self.assert_one_line_error(run(*ocd, "--mode", "halt", "--batch", "8"), 1, "--batch goes with")
         for bad in ("0", "2.5", "20000"):
             self.assert_one_line_error(run(*ocd, "--mode", "pcsr", "--batch", bad), 1, "--batch")
+        # --mode halt, pcsr or pcsr,halt; pcsr,halt takes what pcsr takes and refuses what it refuses
+        # (nothing listens on port 1: an option accepted ends at the link, exit 2).
+        self.assert_one_line_error(run(*ocd, "--mode", "halt,pcsr"), 1,
+                                   "--mode takes halt, pcsr or pcsr,halt, not 'halt,pcsr'")
+        for mode in ("pcsr", "pcsr,halt"):
+            with self.subTest(mode=mode):
+                for accepted in (("--batch", "8"), ("--pcsr-read", "profile")):
+                    self.assert_one_line_error(run(*ocd, "--mode", mode, *accepted), 2, "127.0.0.1:1")
+                self.assert_one_line_error(run(*ocd, "--mode", mode, "--stacks"), 1,
+                                           f"--stacks does not go with --mode {mode}, which")
+                self.assert_one_line_error(run(*ocd, "--mode", mode, "--max-halted", "50"), 1,
+                                           "--max-halted goes with")
+                self.assert_one_line_error(run(*ocd, "--mode", mode, "--by", "var:speed"), 1,
+                                           f"--by var:NAME reads the variable at each halt, and --mode {mode}")
         self.assertIn("--decay", run("top", "--help").stdout)
         self.assert_one_line_error(run("top", "--gdb", "127.0.0.1:1"), 1, "--elf")
         self.assert_one_line_error(run("top", "--elf", self.elf), 1, "--gdb")

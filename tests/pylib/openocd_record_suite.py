@@ -350,9 +350,10 @@ def wait_for_samples(p: subprocess.Popen, rec: Path, count: int, limit: float = 
 
 
 class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
-    """The vprobe models a core without DWT_PCSR (`--no-pcsr`: it reads 0, as on a
-    Cortex-M0/M0+): `record --mode pcsr` notices, says so, falls back to halting and still
-    gets the truth's profile. Then OpenOCD is killed (SIGKILL) in the middle of a recording:
+    """The vprobe models a part built without the DWT (`--no-dwt`: DWT_PCSR reads 0):
+    `record --mode pcsr` refuses it before the first sample (exit 2, one line, the target
+    running); `--mode pcsr,halt` says so, falls back to halting and still gets the truth's
+    profile. Then OpenOCD is killed (SIGKILL) in the middle of a recording:
     mcuprof ends with one line and exit code 3, the samples file reads back with every sample
     it said it wrote, and the guest runs on (the vprobe, left by OpenOCD, detaches)."""
 
@@ -368,9 +369,12 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
     @classmethod
     def _run(cls):
         start_rig(cls, ELF, truth=cls.work / "truth.txt", uniform_cost_ns=UNIFORM_COST_NS,
-                  vprobe_options=("--no-pcsr",))
+                  vprobe_options=("--no-dwt",))
+        refused = subprocess.run(record(cls.tcl_port, "pcsr", "--samples", "10", rec=cls.work / "refused.rec"),
+                                 capture_output=True, text=True, timeout=600)
+        cls.refused = (refused, cls.tcl.run("[target current] curstate").strip())
         rec = cls.work / "fallback.rec"
-        result, cls.truth, cls.truth_stall_free = windowed(cls, record(cls.tcl_port, "pcsr", "--samples", str(SAMPLES["halt"]),
+        result, cls.truth, cls.truth_stall_free = windowed(cls, record(cls.tcl_port, "pcsr,halt", "--samples", str(SAMPLES["halt"]),
                                                  *HALT_INTERVAL, rec=rec), timeout=600)
         cls.fallback = (result, rec)
 
@@ -396,11 +400,21 @@ class WithoutPcsrThenOpenOCDKilled(unittest.TestCase):
         cls.guest_running = guest_running(cls.qemu)
         cls.qemu.stop()
 
+    def test_pcsr_absent_is_refused_with_one_line_the_target_running(self):
+        r, state = self.refused
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = [line for line in r.stderr.splitlines() if line.strip()]
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertRegex(lines[0], r"^mcuprof record: openocd tcl 127\.0\.0\.1:\d+, --mode pcsr: DWT_PCSR reads 0 on "
+                                   r"target \S+ \(Cortex-M4, CPUID 0x410fc24\d; .*\): --mode halt samples it by "
+                                   r"halting, --mode pcsr,halt falls back by itself$")
+        self.assertEqual(state, "running")
+
     def test_pcsr_absent_falls_back_to_halting_with_a_notice(self):
         r, rec = self.fallback
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("DWT_PCSR reads 0", r.stderr)
-        self.assertIn("sampling in halt mode instead", r.stderr)
+        self.assertIn("sampling in halt mode instead (--mode pcsr,halt)", r.stderr)
         doc = json.loads(r.stdout)
         self.assertIn("halt_latency_us", doc["sampler"])   # it halted
         self.assertNotIn("pcsr", doc["sampler"])

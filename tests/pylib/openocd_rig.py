@@ -217,7 +217,7 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     was measured): every read is a brief halt of QEMU, the vprobe's fallback, whose back-to-back
     reads bend the profile (docs/vprobe.md, "DWT_PCSR without a halt"). A default for every rig
     waits until each test has been run with it on both QEMUs (vprobe.cores' two-core classes
-    failed through it on QEMU 10.0.2). Not with `--no-pcsr` among `vprobe_options`.
+    failed through it on QEMU 10.0.2). Not with `--no-dwt` among `vprobe_options`.
 
     `apart`: QEMU on one CPU, the reading side (this process and what it starts next: the
     vprobe, OpenOCD, a recording) on the others (cpus_apart()), so that QEMU's own threads never
@@ -233,7 +233,7 @@ def start_rig(rig, elf: Path, *, truth: Path | None = None, singlestep: bool = F
     rig.rig_stopped = False
     try:
         stlink = getattr(rig, "stlink_transport", None)
-        pc_file = pc_file and "--no-pcsr" not in vprobe_options
+        pc_file = pc_file and "--no-dwt" not in vprobe_options
         if pc_file and truth is None:
             truth = rig.work / "truth-pc-file.txt"
         rig.qemu = qemu_runner.QemuRun(elf, gdb=True, halted=True, qmp=True, singlestep=singlestep, truth=truth,

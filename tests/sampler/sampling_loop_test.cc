@@ -12,6 +12,7 @@
 #include "../fakes/fake_tcl_server.h"
 #include "../inputs/kept_headers.h"
 #include "mcuprof/cortex_m.h"
+#include "mcuprof/inputs/error.h"
 #include "mcuprof/sampler/openocd_sampler.h"
 #include "mcuprof/target/openocd_scripts.h"
 #include "mcuprof/sampler/sampling_loop.h"
@@ -112,10 +113,14 @@ public:
     }
     bool enable_pcsr(TargetEvents& sink) override
     {
-        if (!has_pcsr)
-            return HaltingTarget::enable_pcsr(sink);
-        return true;
+        if (has_pcsr)
+            return true;
+        if (!missing)
+            return HaltingTarget::enable_pcsr(sink);   // a link that reads none
+        sink.no_pcsr(*missing);
+        return false;
     }
+    void fall_back_to_halts(TargetEvents&) override { ++fallbacks; }
     std::vector<uint32_t> read_pcsr(unsigned count) override
     {
         batches.push_back(count);
@@ -130,6 +135,8 @@ public:
     bool running = false;
     bool resume_in_trip = false;   // as OpenOCD's halt script does
     bool has_pcsr = false;
+    std::optional<NoPcsr> missing;   // without DWT_PCSR: the core set_up_pcsr would name
+    unsigned fallbacks = 0;
     bool reaches = true;           // the server still reaches the target after a refused command
     std::chrono::microseconds halt_cost{0};
     unsigned exit_at = 0;
@@ -474,7 +481,7 @@ TEST_CASE("sampling loop: a stop request ends the run at once")
     CHECK(target.left == std::vector<bool>{false});
 }
 
-TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped; none: halts instead")
+TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped")
 {
     ScriptedTarget target;
     target.has_pcsr = true;
@@ -494,14 +501,135 @@ TEST_CASE("sampling loop: DWT_PCSR batches up to the plan, halted reads dropped;
     CHECK(target.halts == 0);
     CHECK(sink.has_event("pcsr"));
     CHECK(stats.running_seconds <= stats.wall_seconds);
+    CHECK_FALSE(sink.has_event("fallback"));
+    CHECK(target.fallbacks == 0);
+}
 
-    ScriptedTarget without;
-    Collect fallback;
-    const SamplerStats halted = run(without, fallback, 4, {}, pacing);
-    CHECK(fallback.has_event("fallback"));
-    CHECK_FALSE(halted.pcsr);
-    CHECK(halted.samples == 4);
-    CHECK(without.halts == 4);
+TEST_CASE("sampling loop: no DWT_PCSR: --mode pcsr refused before the first sample, pcsr,halt halts instead")
+{
+    const std::string m0 = "DWT_PCSR reads 0 on target nrf51.cpu (Cortex-M0, CPUID 0x410cc200; no PC sampling "
+                           "register: a part built without the DWT)";
+    struct Case {
+        std::optional<NoPcsr> missing;
+        std::string why;
+    };
+    const Case cases[] = {
+        {NoPcsr{"target nrf51.cpu", 0x410CC200}, m0},
+        {NoPcsr{"target x.cpu", 0x410FFFF0}, "DWT_PCSR reads 0 on target x.cpu (CPUID 0x410ffff0; no PC sampling "
+                                             "register: a part built without the DWT)"},   // a part of no name
+        {NoPcsr{"the ST-Link's core", std::nullopt}, "DWT_PCSR reads 0 on the ST-Link's core (no PC sampling "
+                                                     "register: a part built without the DWT)"},
+        {std::nullopt, "DWT_PCSR is not read over the script"},   // the link reads none
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.why);
+        PacingOptions pacing = fast(Pacing::pcsr);
+        ScriptedTarget refused;
+        refused.missing = c.missing;
+        Collect sink;
+        std::string error;
+        try {
+            run(refused, sink, 4, {}, pacing);
+        } catch (const mcuprof::sources::Error& e) {   // the CLI edge's exit 2
+            error = e.what();
+        }
+        CHECK(error == "script, --mode pcsr: " + c.why +
+                           ": --mode halt samples it by halting, --mode pcsr,halt falls back by itself");
+        CHECK(sink.samples.empty());
+        CHECK(sink.events.empty());   // no fallback, and no error of mcuprof's own
+        CHECK(refused.halts == 0);
+        CHECK(refused.batches.empty());
+        CHECK(refused.fallbacks == 0);
+        CHECK(refused.left == std::vector<bool>{false});   // running, as found
+        CHECK(refused.running);
+
+        pacing.pcsr_fallback = true;
+        ScriptedTarget halting;
+        halting.missing = c.missing;
+        Collect fallback;
+        const SamplerStats halted = run(halting, fallback, 4, {}, pacing);
+        REQUIRE(fallback.events.size() == 1);
+        CHECK(fallback.events[0] ==
+              std::pair<std::string, std::string>{"fallback", c.why + ": sampling in halt mode instead (--mode "
+                                                                      "pcsr,halt)"});
+        CHECK_FALSE(halted.pcsr);
+        CHECK(halted.samples == 4);
+        CHECK(halting.halts == 4);
+        CHECK(halting.fallbacks == 1);
+        CHECK(halting.batches.empty());
+        CHECK(halting.left == std::vector<bool>{false});
+    }
+
+    // A core with DWT_PCSR is never refused, nor halted, whatever the fallback.
+    for (bool fallback : {false, true}) {
+        PacingOptions pacing = fast(Pacing::pcsr);
+        pacing.pcsr_fallback = fallback;
+        ScriptedTarget with;
+        with.has_pcsr = true;
+        Collect sink;
+        const SamplerStats stats = run(with, sink, 4, {}, pacing);
+        CHECK(stats.samples == 4);
+        REQUIRE(stats.pcsr);
+        CHECK(with.halts == 0);
+        CHECK_FALSE(sink.has_event("fallback"));
+    }
+}
+
+namespace {
+// One core's DEMCR, CPUID and DWT_PCSR for set_up_pcsr, and the writes it made.
+struct DebugWords {
+    std::map<uint32_t, uint32_t> words;
+    std::vector<std::pair<uint32_t, uint32_t>> writes;
+    DebugWordAccess access(const std::string& name)
+    {
+        return {name, [this](uint32_t a) { return words[a]; },
+                [this](uint32_t a, uint32_t v) {
+                    writes.emplace_back(a, v);
+                    words[a] = v;
+                }};
+    }
+};
+struct Announced : TargetEvents {
+    void event(const std::string& kind, const std::string& message) override { events.emplace_back(kind, message); }
+    void no_pcsr(const NoPcsr& core) override { missing.push_back(core); }
+    std::vector<std::pair<std::string, std::string>> events;
+    std::vector<NoPcsr> missing;
+};
+} // namespace
+
+TEST_CASE("set_up_pcsr: TRCENA set where clear; a core reading 0 named with its CPUID, each DEMCR as found")
+{
+    using namespace mcuprof::cortex_m;
+    const uint32_t found = vc_corereset;   // DEMCR as found on core 1: TRCENA clear
+    DebugWords a, b;
+    a.words = {{demcr, trcena}, {cpuid, 0x410FC241}, {dwt_pcsr, 0x08000200}};
+    b.words = {{demcr, found}, {cpuid, 0x410CC601}, {dwt_pcsr, 0x08000300}};
+    auto round = [&] { return std::vector<uint32_t>{a.words[dwt_pcsr], b.words[dwt_pcsr]}; };
+    {
+        Announced events;
+        const auto first = set_up_pcsr(events, {a.access("target a"), b.access("target b")}, round);
+        REQUIRE(first);
+        CHECK(*first == std::vector<uint32_t>{0x08000200, 0x08000300});
+        CHECK(a.writes.empty());   // TRCENA was set
+        CHECK(b.writes == std::vector<std::pair<uint32_t, uint32_t>>{{demcr, found | trcena}});
+        CHECK(events.missing.empty());
+        CHECK(events.events.empty());
+    }
+    // Core b without DWT_PCSR: named with its CPUID (a Cortex-M0+), its DEMCR put back; core a's
+    // TRCENA was set already and stays.
+    a.writes.clear();
+    b.writes.clear();
+    b.words[demcr] = found;
+    b.words[dwt_pcsr] = 0;
+    Announced events;
+    CHECK_FALSE(set_up_pcsr(events, {a.access("target a"), b.access("target b")}, round));
+    REQUIRE(events.missing.size() == 1);
+    CHECK(events.missing[0].core == "target b");
+    CHECK(events.missing[0].cpuid == std::optional<uint32_t>(0x410CC601));
+    CHECK(events.events.empty());
+    CHECK(a.writes.empty());
+    CHECK(b.writes == std::vector<std::pair<uint32_t, uint32_t>>{{demcr, found | trcena}, {demcr, found}});
+    CHECK(b.words[demcr] == found);
 }
 
 namespace {

@@ -181,48 +181,65 @@ TEST_CASE("cortex-m: with a published PC (the truth plugin's PC file) DWT_PCSR r
     CHECK(debug.pc_samples() == 2);
 }
 
-TEST_CASE("cortex-m: without PCSR (an ARMv6-M core) DWT_PCSR reads 0, running or halted")
+TEST_CASE("cortex-m: a part without the DWT (--no-dwt): its registers read 0 and ignore writes, none in the ROM table")
 {
     FakeTarget target;
-    CortexMDebug debug{target, CortexMDebug::Options{1e6, [] { return 0.0; }, false}};
-    uint32_t value = 1;
-    REQUIRE(debug.read(dwt_pcsr, 4, value));
-    CHECK(value == 0);
+    CortexMDebug::Options options{1e6, [] { return 0.0; }};
+    options.dwt = false;
+    CortexMDebug debug{target, options};
+    auto rd = [&](uint32_t address) {
+        uint32_t value = 1;
+        REQUIRE(debug.read(address, 4, value));
+        return value;
+    };
+    CHECK(rd(dwt_pcsr) == 0);
+    CHECK(rd(dwt_ctrl) == 0);                 // NUMCOMP 0: OpenOCD sees no comparators
+    CHECK(rd(0xE0001FE0) == 0);               // PIDR0: no component there
+    REQUIRE(debug.write(demcr, 4, trcena));
+    REQUIRE(debug.write(dwt_ctrl, 4, dwt_cyccntena));
+    REQUIRE(debug.write(dwt_comp0, 4, 0x20000000));
+    CHECK(rd(dwt_ctrl) == 0);
+    CHECK(rd(dwt_cyccnt) == 0);
+    CHECK(rd(dwt_comp0) == 0);
+    CHECK(rd(0xE00FF004) == 0xFFF02002);      // the ROM table's DWT entry: not present
+    CHECK(rd(0xE00FF008) == 0xFFF03003);      // the FPB is
     REQUIRE(debug.write(dhcsr, 4, dbgkey | c_debugen | c_halt));
-    REQUIRE(debug.read(dwt_pcsr, 4, value));
-    CHECK(value == 0);
+    CHECK(rd(dwt_pcsr) == 0);                 // halted too
     CHECK(debug.pc_samples() == 0);
+    CHECK(target.pc_halts == 0);              // never a halt for a sample
 }
 
-TEST_CASE("cortex-m: the target's CPUID decides whether DWT_PCSR exists (none on ARMv6-M and ARMv8-M Baseline)")
+TEST_CASE("cortex-m: every core's DWT has DWT_PCSR, the ARMv6-M and ARMv8-M Baseline ones too")
 {
     // CPUID values from the cores' Technical Reference Manuals: implementer 0x41, the
-    // architecture in [19:16] (0xC ARMv6-M, 0xF otherwise), PARTNO in [15:4].
-    struct Core {
-        const char* name;
-        uint32_t cpuid;
-        bool pcsr;
+    // architecture in [19:16] (0xC ARMv6-M, 0xF otherwise), PARTNO in [15:4]. The Cortex-M0,
+    // M0+ and M23 TRMs (DDI 0432C 6.1.3, DDI 0484C 7.1.3, DDI 0550C 7.1.3): a processor that
+    // has the DWT has DWT_PCSR; the ARMv6-M ARM (DDI 0419C C1.7.2) leaves it to the
+    // implementation, and --no-dwt models the part without it.
+    const std::pair<const char*, uint32_t> cores[] = {
+        {"Cortex-M0 (ARMv6-M)", 0x410CC200},  {"Cortex-M0+ (ARMv6-M)", 0x410CC601},
+        {"Cortex-M23 (ARMv8-M Baseline)", 0x411CD200}, {"Cortex-M3", 0x412FC231},
+        {"Cortex-M7", 0x411FC272},             {"Cortex-M33 (ARMv8-M Mainline)", 0x410FD213},
+        {"Cortex-M55 (ARMv8.1-M)", 0x410FD220},
     };
-    const Core cores[] = {
-        {"Cortex-M0 (ARMv6-M)", 0x410CC200, false},  {"Cortex-M0+ (ARMv6-M)", 0x410CC601, false},
-        {"Cortex-M23 (ARMv8-M Baseline)", 0x411CD200, false}, {"Cortex-M3", 0x412FC231, true},
-        {"Cortex-M7", 0x411FC272, true},             {"Cortex-M33 (ARMv8-M Mainline)", 0x410FD213, true},
-        {"Cortex-M55 (ARMv8.1-M)", 0x410FD220, true},
-    };
-    for (const Core& core : cores) {
-        CAPTURE(core.name);
-        FakeTarget target;
-        target.map(cpuid, 4);
-        for (uint32_t i = 0; i < 4; ++i)
-            target.memory[cpuid + i] = uint8_t(core.cpuid >> (8 * i));
-        CortexMDebug debug{target, CortexMDebug::Options{1e6, [] { return 0.0; }}};
-        uint32_t value = 0;
-        REQUIRE(debug.read(cpuid, 4, value));
-        CHECK(value == core.cpuid);
-        REQUIRE(debug.read(dwt_pcsr, 4, value));
-        CHECK(value == (core.pcsr ? 0x08000200u : 0u));   // the fake's running PC
-        CHECK(debug.pc_samples() == (core.pcsr ? 1u : 0u));
-    }
+    for (const auto& [name, id] : cores)
+        for (bool dwt : {true, false}) {
+            CAPTURE(name);
+            CAPTURE(dwt);
+            FakeTarget target;
+            target.map(cpuid, 4);
+            for (uint32_t i = 0; i < 4; ++i)
+                target.memory[cpuid + i] = uint8_t(id >> (8 * i));
+            CortexMDebug::Options options{1e6, [] { return 0.0; }};
+            options.dwt = dwt;
+            CortexMDebug debug{target, options};
+            uint32_t value = 0;
+            REQUIRE(debug.read(cpuid, 4, value));
+            CHECK(value == id);
+            REQUIRE(debug.read(dwt_pcsr, 4, value));
+            CHECK(value == (dwt ? 0x08000200u : 0u));   // the fake's running PC
+            CHECK(debug.pc_samples() == (dwt ? 1u : 0u));
+        }
 }
 
 TEST_CASE("cortex-m: CYCCNT counts running time at the core clock, with CYCCNTENA and TRCENA")

@@ -6,8 +6,9 @@ modes (docs/live.md, "Over OpenOCD's Tcl port"):
   halt  200 samples, one halt-get_reg-resume round trip each;
   pcsr 1000 samples, DWT_PCSR read in batches by a loop inside OpenOCD's Tcl.
 
-A second rig models a core without DWT_PCSR (vprobe --no-pcsr): pcsr mode falls back to
-halting with a notice and gets the halt-mode bounds; then OpenOCD is killed (SIGKILL) in the
+A second rig models a part built without the DWT (vprobe --no-dwt): pcsr mode is refused before
+the first sample (exit 2, one line), pcsr,halt falls back to halting with a notice and gets the
+halt-mode bounds; then OpenOCD is killed (SIGKILL) in the
 middle of a recording, which must end with one line, exit code 3, a samples file holding
 every sample mcuprof said it wrote, and the guest still running.
 

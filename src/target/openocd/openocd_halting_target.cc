@@ -263,8 +263,6 @@ public:
 
     bool enable_pcsr(TargetEvents& events) override
     {
-        if (profile_reader_)   // first: the polls it saves start with the next command
-            hold_off_polling(events, "OpenOCD's background polling off while profile chunks run; on again at the end");
         // Each core's own DEMCR (empty: the current target's), then one plain read (a round: one
         // per core); with --pcsr-read profile that read places the window.
         std::vector<DebugWordAccess> cores;
@@ -277,14 +275,16 @@ public:
                              }});
         }
         const auto probe = set_up_pcsr(events, cores, [this] { return read_memory_pcsr(1); });
-        if (!probe) {
-            hold_off_halting_polls(events);   // halt mode follows
-            return false;
-        }
-        if (profile_reader_)
+        if (!probe)
+            return false;   // polling as it was: the loop refuses, or halts after fall_back_to_halts
+        if (profile_reader_) {
+            hold_off_polling(events, "OpenOCD's background polling off while profile chunks run; on again at the end");
             profile_reader_->place((*probe)[0]);
+        }
         return true;
     }
+    // Halt mode after all (--mode pcsr,halt on a core without DWT_PCSR): as start() prepares it.
+    void fall_back_to_halts(TargetEvents& events) override { hold_off_halting_polls(events); }
     // OpenOCD polls the target (a DHCSR read, 3 USB commands through an ST-Link) before each
     // command it runs and 10 times a second while idle (OpenOCD 0.12's command.c, exec_command
     // -> target_call_timer_callbacks_now; target.c, handle_target), which comes on top of a
@@ -334,7 +334,7 @@ public:
     // checks once more (an error, a signal between halt and resume, someone else's halt).
     void leave_running(TargetEvents& events, bool link_lost) override
     {
-        if (profile_reader_)
+        if (profile_reader_ && profile_reader_->reads() > 0)   // none: it never ran (no DWT_PCSR)
             events.event("pcsr", "OpenOCD's profile read DWT_PCSR " + std::to_string(profile_reader_->reads()) +
                                    " times: " + std::to_string(profile_reader_->outside()) +
                                    " outside the 256 KiB window (or halted), " +

@@ -5,7 +5,8 @@
 // sample is reached is a pacing strategy:
 //   wall    a random wall-clock wait, then a halt (any link);
 //   icount  a stop at an exact instruction count, set with QEMU's replay_break (record/replay);
-//   pcsr    batches of DWT_PCSR reads while the core runs, a random wait between batches.
+//   pcsr    batches of DWT_PCSR reads while the core runs, a random wait between batches;
+//           where a core has no DWT_PCSR, a refusal or (pcsr_fallback) wall's halts.
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -37,6 +38,9 @@ struct PacingOptions {
     double jitter = 0.5;      // uniform shape only
     uint64_t seed = 0;        // 0: from the system's random source
     unsigned batch = 16;      // pcsr: DWT_PCSR reads per round trip
+    // pcsr: a core without DWT_PCSR is sampled by halts, with a `fallback` event (--mode
+    // pcsr,halt); otherwise the loop refuses it before the first sample (sources::Error).
+    bool pcsr_fallback = false;
     std::optional<transport::Endpoint> qmp;   // icount: QMP for query-replay (else the GDB monitor)
     // wall: keep the halted share of the wall time under this fraction by lengthening the
     // mean wait (never below `interval`).

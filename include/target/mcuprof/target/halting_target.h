@@ -25,13 +25,24 @@ class Error;
 
 namespace mcuprof::sources {
 
-// What a target announces while it samples (it resumed a core found halted, it fell back from
-// DWT_PCSR to halting, ...): a kind and a message for the user, which the sampler's sink records
-// as the recording's events.
+// A core without DWT_PCSR (HaltingTarget::enable_pcsr): the one whose DWT_PCSR read 0 once
+// DEMCR.TRCENA was set (set_up_pcsr), with its CPUID where that was read; or, `core` empty, a
+// link that reads no DWT_PCSR at all.
+struct NoPcsr {
+    std::string core;               // as messages name it ("target nrf51.cpu")
+    std::optional<uint32_t> cpuid;
+};
+
+// What a target announces while it samples (it resumed a core found halted, it turned
+// OpenOCD's polling off, ...): a kind and a message for the user, which the sampler's sink
+// records as the recording's events.
 class TargetEvents {
 public:
     virtual ~TargetEvents() = default;
     virtual void event(const std::string& kind, const std::string& message) = 0;
+    // enable_pcsr found no DWT_PCSR: for the sampling loop, which refuses --mode pcsr with it
+    // or falls back to halting (--mode pcsr,halt) with a `fallback` event; others ignore it.
+    virtual void no_pcsr(const NoPcsr&) {}
 };
 
 // DWT_PCSR sampling reads the PC of a running core: no halts, so its figures are the batches'.
@@ -176,9 +187,13 @@ public:
     virtual std::string monitor(const std::string& command);
     virtual std::optional<TargetEnd> wait_stop(transport::Duration timeout);
 
-    // DWT_PCSR sampling of a running core (ARMv7-M ARM, C1.8.4): enable it (false when the
-    // core has none, announced through `events`), then read it `count` times in one round trip.
+    // DWT_PCSR sampling of a running core (ARMv7-M ARM, C1.8.4): enable it (false when a
+    // core has none, announced through events.no_pcsr), then read it `count` times in one
+    // round trip.
     virtual bool enable_pcsr(TargetEvents& events);
+    // After enable_pcsr found none and the loop samples by halts instead (--mode pcsr,halt):
+    // what halting needs of the link that start() left out for DWT_PCSR sampling.
+    virtual void fall_back_to_halts(TargetEvents&) {}
     virtual std::vector<uint32_t> read_pcsr(unsigned count);
     // How many cores each read round covers: read_pcsr then gives count rounds of one read per
     // core, core 0's first.
@@ -205,9 +220,11 @@ struct DebugWordAccess {
 // The DWT_PCSR set-up every link makes before its first batch (HaltingTarget::enable_pcsr):
 // DEMCR.TRCENA set on each core where it is clear (ARMv7-M ARM, C1.6.5: it enables the DWT;
 // read-modify-write), then `first_round` (one DWT_PCSR read per core, cores in order, outside
-// the samples). A core that reads 0 there has no DWT_PCSR (RAZ: Cortex-M0/M0+, ARMv6-M, where
-// it is optional, C1.8.4): announced through `events` as a fallback to halting, false. Returns
-// the first round on success.
+// the samples). A core that reads 0 there has no DWT_PCSR (RAZ; a Cortex-M0, M0+ or M23 has
+// it wherever the part includes the DWT, which is the vendor's choice: ARMv6-M ARM C1.7.2,
+// Cortex-M0 TRM 6.1.3, Cortex-M0+ TRM 7.1.3, Cortex-M23 TRM 7.1.3): the first such core is
+// announced through events.no_pcsr with its CPUID, each DEMCR this set-up changed is put back
+// as found, and nothing is returned. Returns the first round on success.
 std::optional<std::vector<uint32_t>> set_up_pcsr(TargetEvents& events, const std::vector<DebugWordAccess>& cores,
                                                  const std::function<std::vector<uint32_t>()>& first_round);
 

@@ -39,10 +39,12 @@ public:
         double core_clock_hz = 168e6;
         // Seconds on a monotonic clock; tests substitute their own.
         std::function<double()> now;
-        // false: a core without DWT_PCSR, which then reads 0 (RAZ, as on a Cortex-M0/M0+ of
-        // ARMv6-M, where the register is optional): for debuggers' fallbacks to halting.
-        // ARMv6-M and ARMv8-M Baseline cores (from the target's CPUID) have none either way.
-        bool pcsr = true;
+        // false: a part built without the DWT, which the Cortex-M0, M0+ and M23 leave to the
+        // vendor (their TRMs: a DWT, wherever present, has DWT_PCSR; ARMv6-M ARM C1.7.2): the
+        // DWT's registers read 0 (DWT_CTRL, so NUMCOMP 0; DWT_PCSR RAZ) and ignore writes, and
+        // the ROM table shows no DWT. For debuggers' refusals of PC sampling and their
+        // fallbacks to halting. Any core, whatever its CPUID, has the DWT otherwise.
+        bool dwt = true;
         // false: halting debug is not allowed on this part (its debug authentication forbids it,
         // as a locked or secured production part's does): DHCSR.C_DEBUGEN is RAZ/WI (ARMv8-M
         // ARM, DDI 0553, DHCSR; ARMv7-M's DBGEN low likewise), so C_HALT never halts the core,

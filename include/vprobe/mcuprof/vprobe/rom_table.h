@@ -37,9 +37,9 @@ constexpr CoreSightId itm_id{0x001, 3, 0xE};
 } // namespace cortex_m_components
 
 // A word of the Cortex-M ROM table block, by offset: entries (signed offsets from the
-// table, bit 0 "present", bit 1 "32-bit format") for SCS, DWT, FPB and ITM, TPIU and ETM
-// listed as absent as on parts without them, the end marker, MEMTYPE (system memory is on
-// this bus), and the ID registers. Other offsets read as zero.
-uint32_t cortex_m_rom_table_word(uint32_t offset);
+// table, bit 0 "present", bit 1 "32-bit format") for SCS, DWT (absent without `with_dwt`),
+// FPB and ITM, TPIU and ETM listed as absent as on parts without them, the end marker, MEMTYPE
+// (system memory is on this bus), and the ID registers. Other offsets read as zero.
+uint32_t cortex_m_rom_table_word(uint32_t offset, bool with_dwt = true);
 
 } // namespace mcuprof::vprobe
