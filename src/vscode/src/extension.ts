@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   DiffReport, LaunchConfig, LineHeat, Report, diffHeat, hoverText, intensity, label, lineHeat,
-  linesForFile, recordedElf, sourceArgs, substitute,
+  linesForFile, recordedElf, sourceArgs, stacksArgs, substitute,
 } from './heat';
 import { profileHtml } from './view';
 
@@ -142,7 +142,7 @@ async function record(name?: string) {
   const c = launchConfig(typeof name === 'string' ? name : undefined);
   const file = path.join(recordingsDir(), `${path.basename(c.executable!, '.elf')}-${stamp()}.rec`);
   const args = ['record', ...sourceArgs(c, chipSettings()), '--samples', String(config().get<number>('samples', 5000)), '-o', file];
-  if (config().get<boolean>('stacks', true)) args.push('--stacks');
+  args.push(...stacksArgs(c, config().get<boolean>('stacks', true)));
   await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'mcuprof: recording' }, async () => {
     await run(args);
     show(await loadRecording(file));
@@ -194,7 +194,7 @@ async function topStart() {
   const c = launchConfig();
   const file = path.join(recordingsDir(), `live-${stamp()}.rec`);
   const args = ['top', ...sourceArgs(c, chipSettings()), '-o', file];
-  if (config().get<boolean>('stacks', true)) args.push('--stacks');
+  args.push(...stacksArgs(c, config().get<boolean>('stacks', true)));
   const exe = config().get<string>('path', 'mcuprof');
   output.appendLine(`$ ${exe} ${args.join(' ')}`);
   const proc = cp.spawn(exe, args, { cwd: folder(), stdio: ['ignore', 'ignore', 'pipe'] });

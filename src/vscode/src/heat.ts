@@ -269,6 +269,13 @@ export function sourceArgs(c: LaunchConfig, settings: ChipSettings = {}): string
   return [...args, '--elf', c.executable, ...(m.args ?? [])];
 }
 
+/** --stacks when the setting asks for it and the recording halts: a PCSR mode (`pcsr`, `pcsr,halt`)
+ *  reads the PC without halting, and record refuses --stacks with it. */
+export function stacksArgs(c: LaunchConfig, wanted: boolean): string[] {
+  const mode = c.mcuprof?.mode ?? 'halt';
+  return wanted && !mode.startsWith('pcsr') ? ['--stacks'] : [];
+}
+
 /** ${workspaceFolder} and friends in a launch.json value. */
 export function substitute(value: string, folder: string): string {
   return value.replace(/\$\{workspaceFolder\}|\$\{workspaceRoot\}/g, folder);

@@ -1,7 +1,8 @@
 // Unit tests of the extension's own logic (src/heat.ts, src/view.ts): no VS Code here.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { chipAndProbe, recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, runHeader, sourceArgs, splitLocation } from '../src/heat';
+import { chipAndProbe, recordedElf, diffHeat, hoverText, label, lineHeat, linesForFile, runHeader, sourceArgs, splitLocation,
+         stacksArgs } from '../src/heat';
 import type { RunHeader } from '../src/run_header';
 import { functionRows } from '../src/view';
 
@@ -81,6 +82,11 @@ test('record arguments from a launch configuration', () => {
     ['--stlink', 'localhost', '--mode', 'halt', '--elf', 'fw.elf']);
   assert.deepEqual(sourceArgs({ executable: 'fw.elf', servertype: 'stlink', mcuprof: { stlink: 'lab-pc:7190' } }),
     ['--stlink', 'lab-pc:7190', '--mode', 'halt', '--elf', 'fw.elf']);
+  // --stacks only where the recording halts.
+  assert.deepEqual(stacksArgs({ servertype: 'stlink' }, true), ['--stacks']);
+  assert.deepEqual(stacksArgs({ mcuprof: { stlink: 'localhost', mode: 'pcsr' } }, true), []);
+  assert.deepEqual(stacksArgs({ mcuprof: { openocd: 'localhost', mode: 'pcsr,halt' } }, true), []);
+  assert.deepEqual(stacksArgs({ servertype: 'qemu' }, false), []);
   assert.throws(() => sourceArgs({ servertype: 'qemu' }), /no executable/);
   assert.throws(() => sourceArgs({ executable: 'fw.elf', servertype: 'jlink' }), /neither/);
 });
