@@ -157,7 +157,7 @@ struct ProbeServer::Impl {
             next({}, 0);
             return;
         }
-        if (server.reply_latency.count() == 0) {
+        if (server.reply_latency.count() == 0 || !session->protocol.used_probe()) {
             asio::async_write(session->socket, asio::buffer(session->replies), next);
             return;
         }

@@ -82,11 +82,13 @@ bool StlinkServerProtocol::feed(std::string_view input, std::string& replies)
     pending_.append(input);
     size_t used = 0;
     bool more = true;
+    fed_usb_ = false;
     while (more) {
         const std::string_view rest = std::string_view(pending_).substr(used);
         const size_t length = request_length(rest);
         if (length == 0)
             break;
+        fed_usb_ = fed_usb_ || uint8_t(rest[0]) == 0x05;
         more = perform(rest.substr(0, length), replies);
         used += length;
     }

@@ -247,27 +247,43 @@ TEST_CASE("st-link: a request split anywhere is answered once whole; CLOSE_DEV e
     CHECK(get32(replies, 0) == stlink::server_ok);
 }
 
-TEST_CASE("probe server: every answer waits the reply latency after its request arrived")
+TEST_CASE("probe server: a USB command's answer waits the reply latency; the server's own requests do not")
 {
     vprobe_test::FakeTarget target;
     VirtualProbe probe(target);
     StlinkServer server(probe, "127.0.0.1", 0);
-    server.reply_latency = std::chrono::milliseconds(30);
+    server.reply_latency = std::chrono::milliseconds(300);
     std::thread serving([&] { server.serve(false); });
 
     const int client = vprobe_test::connect_loopback(server.port());
     REQUIRE(client >= 0);
-    for (int i = 0; i < 3; ++i) {
+    auto exchange = [&](const std::string& request, size_t length) {
         const auto sent = std::chrono::steady_clock::now();
-        REQUIRE(::send(client, "\x01", 1, 0) == 1);   // number of devices
-        char reply[4];
+        REQUIRE(::send(client, request.data(), request.size(), 0) == ssize_t(request.size()));
+        std::string reply(length, '\0');
         size_t got = 0;
-        while (got < sizeof reply) {
-            const ssize_t n = ::recv(client, reply + got, sizeof reply - got, 0);
+        while (got < length) {
+            const ssize_t n = ::recv(client, reply.data() + got, length - got, 0);
             REQUIRE(n > 0);
             got += size_t(n);
         }
-        CHECK(std::chrono::steady_clock::now() - sent >= std::chrono::milliseconds(30));
+        return std::pair<std::string, std::chrono::steady_clock::duration>{reply, std::chrono::steady_clock::now() - sent};
+    };
+    const auto latency = std::chrono::milliseconds(300);
+    CHECK(exchange(std::string("\x01", 1), 4).second < latency);   // number of devices: the server's own
+    std::string open(8, '\0');
+    open[0] = 0x03;
+    put32(open, 4, 1);
+    const auto [opened, open_took] = exchange(open, 8);
+    CHECK(open_took < latency);
+    for (int i = 0; i < 2; ++i) {
+        std::string usb(32, '\0');   // GET_VERSION, 6 bytes back
+        usb[0] = 0x05;
+        put32(usb, 4, get32(opened, 4));
+        usb[8] = char(0xF1);
+        usb[24] = 1;
+        put32(usb, 28, 6);
+        CHECK(exchange(usb, 10).second >= latency);
     }
     ::close(client);
     serving.join();

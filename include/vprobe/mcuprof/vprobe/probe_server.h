@@ -22,6 +22,9 @@ public:
     virtual bool feed(std::string_view bytes, std::string& replies) = 0;
     // The client closed its socket or died without ending the session.
     virtual void disconnected() {}
+    // Whether the last feed's answers needed the probe (the reply latency, one probe for every
+    // client), or only the server (ST's stlink-server answers its own requests at once).
+    virtual bool used_probe() const { return true; }
 };
 
 class ProbeServer {

@@ -200,6 +200,9 @@ public:
     // The client went away without CLOSE_DEV: its connection closes, the others go on.
     void disconnected() override;
 
+    // USB commands are the probe's; the other requests the server answers itself.
+    bool used_probe() const override { return fed_usb_; }
+
     // The connection id OPEN_DEV gave this client (0 before).
     uint32_t connection() const { return connection_; }
     uint64_t server_requests() const { return server_requests_; }
@@ -215,6 +218,7 @@ private:
     std::string pending_;
     uint32_t connection_ = 0;
     uint64_t server_requests_ = 0;
+    bool fed_usb_ = false;   // the last feed performed a USB command
 };
 
 // Listens on TCP and serves every client that connects, at once, as stlink-server would.
