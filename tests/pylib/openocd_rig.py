@@ -386,6 +386,16 @@ def guest_running(qemu: qemu_runner.QemuRun) -> bool:
     return bool(qemu.qmp("query-status")["running"])
 
 
+def guest_runs(qemu: qemu_runner.QemuRun, within: float = 10.0) -> bool:
+    """Whether QEMU's guest runs (QMP), given `within` seconds: the vprobe holds a core it
+    stopped for a burst of memory accesses until its link has been idle 1 ms; a core left
+    halted stays so."""
+    deadline = time.monotonic() + within
+    while not guest_running(qemu) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return guest_running(qemu)
+
+
 def qemu_machines(qemu: str) -> set[str]:
     """The machines `qemu -M help` lists."""
     listing = subprocess.run([qemu, "-M", "help"], capture_output=True, text=True, check=True).stdout

@@ -56,7 +56,7 @@ from pathlib import Path
 
 import openocd_record_suite as suite
 import qemu_runner
-from openocd_rig import CLI, ELF, UNIFORM_COST_NS, guest_running, require, stop_process
+from openocd_rig import CLI, ELF, UNIFORM_COST_NS, guest_running, guest_runs, require, stop_process
 from spawn import spawn
 from test_stlink_clients import RawStlinkClient
 
@@ -380,7 +380,7 @@ class FaultsMidRun(unittest.TestCase):
             self.assertIn("the core did not halt", last)
             self.assertIn("C_DEBUGEN reads 0, so this part does not allow halting debug", last)
             self.assertFalse(read_dhcsr_alone(rig.port) & S_HALT)
-            self.assertTrue(guest_running(rig.qemu), "the guest is not running after the refused halt")
+            self.assertTrue(guest_runs(rig.qemu), "the guest is not running after the refused halt")
             p = subprocess.run([str(CLI), "record", *server, "--mode", "pcsr", "--samples", "32",
                                 "-o", str(rig.work / "pcsr.rec")], capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stderr)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import openocd_record_suite as suite
 import qemu_runner
-from openocd_rig import CLI, ELF, OPENOCD, STLINK_CONFIG, TclRpc, guest_running, require, stop_process, wait_port
+from openocd_rig import CLI, ELF, OPENOCD, STLINK_CONFIG, TclRpc, guest_runs, require, stop_process, wait_port
 from spawn import spawn
 from test_record_stlink_direct import KeepAlive, start_stlink_vprobe, stop_stlink_rig
 
@@ -162,7 +162,7 @@ class BesideGdbThroughOpenOCD(unittest.TestCase):
         # A second and more of gdb's halt: 16 reads a USB command at 1 ms, hundreds found it halted.
         self.assertGreater(sampler["pcsr"]["halted_reads"], 100, sampler["pcsr"])
         self.assertNotIn("resumed", err)
-        self.assertTrue(guest_running(self.rig.qemu), "the guest is not running after gdb detached")
+        self.assertTrue(guest_runs(self.rig.qemu), "the guest is not running after gdb detached")
         self.stop_openocd()
 
     def test_halting_pauses_while_the_debugger_has_the_probe(self):
@@ -184,7 +184,7 @@ class BesideGdbThroughOpenOCD(unittest.TestCase):
         self.assertEqual(report["samples"], samples, err)
         figures = report["sampler"]["probe_commands"]
         self.assertLessEqual(figures["per_sample"], 4.0, figures)   # nothing sent while paused
-        self.assertTrue(guest_running(self.rig.qemu), "the guest is not running after the recording")
+        self.assertTrue(guest_runs(self.rig.qemu), "the guest is not running after the recording")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from elf_symbols import nm_symbols
 import qemu_runner
 import run_header
 from live_runs import recorded_pcs
-from openocd_rig import CLI, FW_DIR, OPENOCD, guest_running, require, start_rig, stop_rig
+from openocd_rig import CLI, FW_DIR, OPENOCD, guest_runs, require, start_rig, stop_rig
 
 SAMPLES = 200
 DSCSR, DCRSR, DCRDR = 0xE000EE08, 0xE000EDF4, 0xE000EDF8
@@ -63,15 +63,6 @@ def recorded_events(path: Path) -> list[tuple[str, str]]:
             events.append((event.get("kind"), event.get("message")))
         at += 8 + size
     return events
-
-
-def runs(qemu) -> bool:
-    """Whether QEMU's guest runs (QMP), given 10 s: the vprobe holds a core it stopped for a burst
-    of memory accesses until its link has been idle 1 ms; a core left halted stays so."""
-    deadline = time.monotonic() + 10
-    while not guest_running(qemu) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return guest_running(qemu)
 
 
 def image_functions(elf: Path) -> dict[str, tuple[int, int]]:
@@ -152,7 +143,7 @@ class ArchThroughVprobe(unittest.TestCase):
         if refused.exists():   # the header, written before the link was asked, and the firmware check
             self.assertEqual(recorded_pcs(refused), [])
             self.assertEqual([kind for kind, _ in recorded_events(refused)], ["firmware-verified"])
-        self.assertTrue(runs(rig.qemu))
+        self.assertTrue(guest_runs(rig.qemu))
         self.assertEqual(rig.tcl.run("[target current] curstate").strip(), "running")
         self.assertIn("background polling: on", rig.tcl.run("poll"))
         self.assertEqual(value(rig.tcl.run(f"mdw 0x{DEMCR:x}")), demcr)   # TRCENA as found
@@ -171,7 +162,7 @@ class ArchThroughVprobe(unittest.TestCase):
         self.assertGreaterEqual(len(pcs), SAMPLES)
         self.assertEqual(outside(pcs, image_functions(elf)), [])
         self.assertIn(("fallback", notice), recorded_events(rec))
-        self.assertTrue(runs(rig.qemu))
+        self.assertTrue(guest_runs(rig.qemu))
 
         # top likewise: refused after its warnings (the vprobe's bias), or by halts with the notice.
         top = [str(CLI), "top", "--openocd", f"127.0.0.1:{rig.tcl_port}", "--samples", str(SAMPLES), "--elf", str(elf)]
@@ -183,7 +174,7 @@ class ArchThroughVprobe(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(f"mcuprof top: {notice}\n", r.stderr)
         self.assertRegex(r.stdout, rf"{SAMPLES} samples")
-        self.assertTrue(runs(rig.qemu))
+        self.assertTrue(guest_runs(rig.qemu))
 
     def test_an385_cortex_m3(self):
         self.check("arch_forever_an385", "Cortex-M3")
