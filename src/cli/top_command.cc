@@ -111,7 +111,10 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         if (recording_ != nullptr)
             recording_->event(kind, message);
-        if (kind == "fallback")   // --mode pcsr,halt halts instead: said before the first frame, as record says it
+        // Said as record says them: --mode pcsr,halt halting instead (before the first frame),
+        // a pause while another program has the probe, and what was left to it.
+        if (kind == "fallback" || kind == "paused" || kind == "paused-end" || kind == "left-halted" ||
+            kind == "shared-unknown")
             std::fprintf(stderr, "mcuprof top: %s\n", message.c_str());
     }
     void task(uint32_t control_block, const std::string& name) override
