@@ -334,6 +334,26 @@ TEST_CASE("recording: a DWT_PCSR summary has batch figures and no halt latency; 
     CHECK(to_samples(read_recording(f.path), std::nullopt).sampler.value().pcsr.value().reads == 32);
 }
 
+TEST_CASE("recording: a pcsr,halt recording that fell back to halts reads as halts, not as PCSR reads")
+{
+    for (const bool fell_back : {false, true}) {
+        TempFile f;
+        {
+            RunHeader h = kept(header_of(LinkKind::openocd));
+            h.method = SampleMethod::pcsr;
+            RecordingWriter w(f.path, h);
+            if (fell_back)
+                w.notice("fallback", "DWT_PCSR reads 0 on target x: sampling in halt mode instead (--mode pcsr,halt)");
+            LiveSample s;
+            s.pc = 0x08000100;
+            s.xpsr = 0x01000000;
+            w.sample(s);
+        }
+        const auto samples = to_samples(read_recording(f.path), std::nullopt);
+        CHECK(samples.reads_pcsr == !fell_back);   // else its binomial errors would be called lower bounds
+    }
+}
+
 TEST_CASE("recording: every sampler figure is read back as written")
 {
     mcuprof::core::SamplerFigures f;

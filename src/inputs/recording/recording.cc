@@ -412,10 +412,15 @@ core::SampleSet to_samples(const Recording& recording, std::optional<size_t> fir
         several_cores |= samples[i].core != 0;
     }
     // A halt reads xPSR, whose IPSR is the exception the core was in; DWT_PCSR and the DWT's SWO
-    // samples give the PC only.
-    const bool halted = header.halts();
+    // samples give the PC only. A --mode pcsr,halt recording of a core without DWT_PCSR sampled
+    // by halts (its `fallback` event), though its header, written before, says pcsr: its
+    // samples are independent halts, not reads back to back.
+    const bool fell_back = std::any_of(recording.events.begin(), recording.events.end(), [](const nlohmann::json& e) {
+        return e.is_object() && e.value("kind", nlohmann::json()) == "fallback";
+    });
+    const bool halted = header.halts() || fell_back;
     out.measures_time = header.measures_time();
-    out.reads_pcsr = header.reads_pcsr();
+    out.reads_pcsr = header.reads_pcsr() && !fell_back;
     out.wall_clock_halts = halted && out.measures_time;   // halts paced by the wall clock
     for (const RunHeader::Core& c : header.link.cores)   // every core sampled, named
         out.core_names[c.core] = c.name;
