@@ -225,6 +225,13 @@ class Cli(unittest.TestCase):
                                            "--max-halted goes with")
                 self.assert_one_line_error(run(*ocd, "--mode", mode, "--by", "var:speed"), 1,
                                            f"--by var:NAME reads the variable at each halt, and --mode {mode}")
+        # --halt-shared: halting through an stlink-server only (accepted there: the link is reached).
+        st = ("record", "--stlink", "127.0.0.1:1", "--elf", self.elf, "-o", "x.bin")
+        self.assert_one_line_error(run(*st, "--halt-shared"), 2, "127.0.0.1:1")
+        for wrong in (("record", "--gdb", "127.0.0.1:1", "--elf", self.elf, "-o", "x.bin"), ocd,
+                      ("record", "--stlink", "usb", "--elf", self.elf, "-o", "x.bin"), (*st, "--mode", "pcsr")):
+            with self.subTest(link=wrong[1:3]):
+                self.assert_one_line_error(run(*wrong, "--halt-shared"), 1, "--halt-shared goes with --stlink HOST")
         self.assertIn("--decay", run("top", "--help").stdout)
         self.assert_one_line_error(run("top", "--gdb", "127.0.0.1:1"), 1, "--elf")
         self.assert_one_line_error(run("top", "--elf", self.elf), 1, "--gdb")
