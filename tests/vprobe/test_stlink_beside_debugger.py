@@ -9,7 +9,8 @@ second, reads them again, single-steps three instructions and reads the debug re
 resumes the core (`monitor resume`: OpenOCD's stock scripts leave it halted at a detach) and
 detaches. What a debugger needs of the probe's other user holds:
 
-- DWT_PCSR sampling (`--mode pcsr`) goes on the whole time and never resumes the core gdb
+- DWT_PCSR sampling (`--mode pcsr`, until stopped by SIGINT after the session and 500 more
+  samples) goes on the whole time and never resumes the core gdb
   halted: the PC gdb reads a second apart is the same and DHCSR.S_HALT stays set, each stepi
   moves the PC to the next instruction gdb's own disassembly gives (or a branch's target,
   which is then outside the straight line), and the recording counts the reads that found the
@@ -24,6 +25,7 @@ Ports are chosen at run time; every process started here is stopped on every pat
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import tempfile
 import threading
@@ -149,17 +151,21 @@ class BesideGdbThroughOpenOCD(unittest.TestCase):
     def test_pcsr_samples_beside_gdb_and_never_resumes_its_halt(self):
         gdb_port = self.start_openocd()
         rec = self.rig.work / "pcsr.rec"
-        samples = 2000
-        self.spawn_record(rec, "--mode", "pcsr", "--batch", "16", "--samples", str(samples))
+        # Until stopped: the recording spans gdb's session however fast or slow the host is.
+        self.spawn_record(rec, "--mode", "pcsr", "--batch", "16", "--samples", "100000000")
         suite.wait_for_samples(self.record, rec, 100)
         out = gdb_session(gdb_port)
         self.check_debugger_undisturbed(out)
+        after = suite.samples_in(rec)
+        suite.wait_for_samples(self.record, rec, after + 500)   # the running core sampled again
+        self.record.send_signal(signal.SIGINT)
         _, err = self.record.communicate(timeout=300)
         err = "".join(self.said) + err
         self.assertEqual(self.record.returncode, 0, err)
+        self.assertIn("interrupted by a signal", err)
         sampler = suite.report_json(rec)["sampler"]
-        self.assertEqual(sampler["samples"], samples, sampler)
-        # A second and more of gdb's halt: 16 reads a USB command at 1 ms, hundreds found it halted.
+        # A second and more of gdb's halt: 16 reads a USB command at 1 ms a command at most,
+        # hundreds found it halted.
         self.assertGreater(sampler["pcsr"]["halted_reads"], 100, sampler["pcsr"])
         self.assertNotIn("resumed", err)
         self.assertTrue(guest_runs(self.rig.qemu), "the guest is not running after gdb detached")
